@@ -1,0 +1,76 @@
+/*
+ * blockd.h - the state of one sdfs-blockd and how its parts meet.
+ *
+ * One struct blockd per process, owned by the event loop thread (the
+ * main thread); workers see only the jobs they are given plus the
+ * objstore, which is thread-safe. Parts:
+ *   client_conn.c  connections: framing, checks, replies
+ *   ops.c          what each request does (dispatch table)
+ *   member.c       node id, ZooKeeper membership, the cluster map
+ *   main.c         options and start-up
+ */
+#ifndef SDFS_BLOCKD_BLOCKD_H
+#define SDFS_BLOCKD_BLOCKD_H
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "blockd/objstore.h"
+#include "common/cmap.h"
+#include "common/conf.h"
+#include "common/coord.h"
+#include "common/loop.h"
+#include "common/sdfs_proto.h"
+#include "common/workq.h"
+
+struct blockd {
+	/* options */
+	char dir[512];
+	char host[CMAP_MAX_HOST];
+	uint16_t port;
+	uint32_t zone;
+	uint32_t weight;                /* 0: from capacity */
+	int io_threads;
+	struct sdfs_conf conf;          /* zk, cluster, session_ms */
+
+	/* state, loop thread */
+	struct loop *loop;
+	struct workq *io_q;             /* disk I/O */
+	struct workq *coord_q;          /* ZooKeeper calls (one thread) */
+	struct objstore *store;
+	struct coord *coord;
+	struct cluster_config cfg;
+	uint32_t node_id;
+	struct cmap *map;               /* latest map seen; epoch = map->epoch */
+	int listen_fd;
+	int stopping;
+
+	/* member.c bookkeeping */
+	atomic_uint coord_events;       /* bits of enum coord_event, set on the zk thread */
+	struct loop_call coord_call;
+	int reconcile_running, reconcile_again;
+
+	/* counters */
+	uint64_t requests, errors;
+	unsigned conns;
+};
+
+/* client_conn.c: accept connections on bd->listen_fd. */
+int client_conn_start(struct blockd *bd);
+
+/* ops.c: the request dispatch (see client_conn.c for framing). */
+struct conn;
+struct req;
+/* Handle one checked request; takes ownership of @payload (free()). */
+void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
+		  uint8_t *payload);
+/* Queue a reply on @c; takes ownership of @payload (free(), may be NULL). */
+void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload);
+void client_conn_put(struct conn *c);   /* drop a reference taken by ops */
+void client_conn_get(struct conn *c);
+
+/* member.c */
+int member_node_id_load(struct blockd *bd);     /* read or allocate */
+int member_join(struct blockd *bd);             /* ephemeral + first map */
+void member_on_event(enum coord_event ev, void *arg);  /* coord callback */
+uint64_t member_epoch(const struct blockd *bd);
+#endif

@@ -1,0 +1,340 @@
+/*
+ * client_conn.c - connections from libclient (and tools) to blockd:
+ * reading frames, checking them, and writing replies.
+ *
+ * Loop thread only. A frame that fails its checks (magic, header or
+ * payload checksum, version, lengths) is logged and its connection
+ * dropped; other connections are unaffected. Requests on one connection
+ * run concurrently and may be answered out of order (req_id matches
+ * them up). A connection holds one reference for the loop and one per
+ * request in flight, so a reply for a connection closed meanwhile is
+ * dropped safely.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "blockd/blockd.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/proto.h"
+
+#define CONN_MAX_INFLIGHT 64
+
+struct out_msg {
+	struct out_msg *next;
+	uint8_t hdr[SDFS_HDR_SIZE];
+	uint8_t *payload;
+	size_t len;             /* header + payload */
+	size_t sent;
+};
+
+struct conn {
+	struct blockd *bd;
+	int fd;
+	int refs;
+	int closed;
+	char peer[64];
+	unsigned inflight;
+	uint32_t events;
+
+	uint8_t hdr_buf[SDFS_HDR_SIZE];
+	size_t hdr_got;
+	struct sdfs_hdr hdr;    /* decoded, valid while payload arrives */
+	uint8_t *payload;
+	size_t payload_got;
+
+	struct out_msg *out_head, **out_tail;
+};
+
+static void conn_io(int fd, uint32_t events, void *arg);
+
+void client_conn_get(struct conn *c)
+{
+	c->refs++;
+}
+
+void client_conn_put(struct conn *c)
+{
+	if (--c->refs == 0) {
+		while (c->out_head) {
+			struct out_msg *m = c->out_head;
+
+			c->out_head = m->next;
+			free(m->payload);
+			free(m);
+		}
+		free(c->payload);
+		free(c);
+	}
+}
+
+static void conn_close(struct conn *c, const char *why)
+{
+	if (c->closed)
+		return;
+	if (why)
+		log_warn("peer=%s: %s; dropping connection", c->peer, why);
+	else
+		log_debug("peer=%s: closed", c->peer);
+	c->closed = 1;
+	c->bd->conns--;
+	loop_del_fd(c->bd->loop, c->fd);
+	close(c->fd);
+	client_conn_put(c);
+}
+
+static void conn_set_events(struct conn *c)
+{
+	uint32_t ev = 0;
+
+	if (c->inflight < CONN_MAX_INFLIGHT)
+		ev |= EPOLLIN;
+	if (c->out_head)
+		ev |= EPOLLOUT;
+	if (ev != c->events && !c->closed) {
+		c->events = ev;
+		loop_mod_fd(c->bd->loop, c->fd, ev);
+	}
+}
+
+/* Write what we can; 0, or -1 if the connection was closed. */
+static int conn_flush(struct conn *c)
+{
+	while (c->out_head) {
+		struct out_msg *m = c->out_head;
+		struct iovec iov[2];
+		int iovcnt = 0;
+		size_t hdr_left = m->sent < SDFS_HDR_SIZE ? SDFS_HDR_SIZE - m->sent : 0;
+
+		if (hdr_left)
+			iov[iovcnt++] = (struct iovec){ m->hdr + m->sent, hdr_left };
+		if (m->len > SDFS_HDR_SIZE) {
+			size_t poff = m->sent > SDFS_HDR_SIZE ? m->sent - SDFS_HDR_SIZE : 0;
+
+			iov[iovcnt++] = (struct iovec){ m->payload + poff,
+				m->len - SDFS_HDR_SIZE - poff };
+		}
+		ssize_t n = writev(c->fd, iov, iovcnt);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			conn_close(c, strerror(errno));
+			return -1;
+		}
+		m->sent += n;
+		if (m->sent < m->len)
+			break;
+		c->out_head = m->next;
+		if (!c->out_head)
+			c->out_tail = &c->out_head;
+		free(m->payload);
+		free(m);
+	}
+	conn_set_events(c);
+	return 0;
+}
+
+void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload)
+{
+	struct blockd *bd = c->bd;
+
+	if (h->result != SDFS_RES_OK)
+		bd->errors++;
+	if (c->inflight)
+		c->inflight--;
+	if (c->closed) {
+		free(payload);
+		return;
+	}
+	struct out_msg *m = malloc(sizeof(*m));
+	if (!m) {
+		free(payload);
+		conn_close(c, "out of memory");
+		return;
+	}
+	h->epoch = (uint32_t)member_epoch(bd);
+	proto_hdr_encode(h, payload, m->hdr);
+	m->next = NULL;
+	m->payload = payload;
+	m->len = SDFS_HDR_SIZE + h->payload_len;
+	m->sent = 0;
+	*c->out_tail = m;
+	c->out_tail = &m->next;
+	conn_flush(c);
+}
+
+/* A frame is complete: check its payload and hand it on. */
+static void conn_frame(struct conn *c)
+{
+	struct sdfs_hdr h = c->hdr;
+	uint8_t *payload = c->payload;
+
+	c->payload = NULL;
+	c->hdr_got = 0;
+	c->payload_got = 0;
+	if (proto_payload_check(&h, payload) != 0) {
+		free(payload);
+		conn_close(c, "payload checksum mismatch");
+		return;
+	}
+	if (h.flags & SDFS_F_REPLY) {
+		free(payload);
+		conn_close(c, "unexpected reply frame");
+		return;
+	}
+	c->bd->requests++;
+	c->inflight++;
+	ops_dispatch(c->bd, c, &h, payload);
+}
+
+static int conn_read_header(struct conn *c)
+{
+	uint32_t max = c->bd->cfg.obj_size;
+	int ret;
+
+	if (max < 8 * SDFS_MAX_LIST)
+		max = 8 * SDFS_MAX_LIST;
+	ret = proto_hdr_decode(c->hdr_buf, max, &c->hdr);
+	if (ret == -EPROTONOSUPPORT) {
+		struct sdfs_hdr r;
+		uint8_t wire[SDFS_HDR_SIZE];
+
+		/* Tell the peer why, then drop it: what follows cannot be parsed. */
+		proto_reply_init(&r, &c->hdr, SDFS_RES_BAD_VERSION);
+		proto_hdr_encode(&r, NULL, wire);
+		if (write(c->fd, wire, sizeof(wire)) < 0)
+			log_debug("peer=%s: write: %s", c->peer, strerror(errno));
+		conn_close(c, "unsupported protocol major version");
+		return -1;
+	}
+	if (ret) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "bad header (%s)",
+			 ret == -EMSGSIZE ? "payload too large" : "magic, checksum or flags");
+		conn_close(c, why);
+		return -1;
+	}
+	if (c->hdr.payload_len) {
+		c->payload = malloc(c->hdr.payload_len);
+		if (!c->payload) {
+			conn_close(c, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void conn_read(struct conn *c)
+{
+	while (!c->closed && c->inflight < CONN_MAX_INFLIGHT) {
+		ssize_t n;
+
+		if (c->hdr_got < SDFS_HDR_SIZE) {
+			n = read(c->fd, c->hdr_buf + c->hdr_got, SDFS_HDR_SIZE - c->hdr_got);
+		} else {
+			n = read(c->fd, c->payload + c->payload_got,
+				 c->hdr.payload_len - c->payload_got);
+		}
+		if (n == 0) {
+			if (c->hdr_got)
+				conn_close(c, "truncated frame");
+			else
+				conn_close(c, NULL);
+			return;
+		}
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			conn_close(c, strerror(errno));
+			return;
+		}
+		if (c->hdr_got < SDFS_HDR_SIZE) {
+			c->hdr_got += n;
+			if (c->hdr_got < SDFS_HDR_SIZE)
+				continue;
+			if (conn_read_header(c))
+				return;
+		} else {
+			c->payload_got += n;
+		}
+		if (c->payload_got == c->hdr.payload_len)
+			conn_frame(c);
+	}
+}
+
+static void conn_io(int fd, uint32_t events, void *arg)
+{
+	struct conn *c = arg;
+	(void)fd;
+
+	client_conn_get(c);
+	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
+		conn_close(c, NULL);
+	if (!c->closed && (events & EPOLLOUT))
+		conn_flush(c);
+	if (!c->closed && (events & EPOLLIN))
+		conn_read(c);
+	if (!c->closed)
+		conn_set_events(c);
+	client_conn_put(c);
+}
+
+static void on_accept(int lfd, uint32_t events, void *arg)
+{
+	struct blockd *bd = arg;
+	(void)events;
+
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				log_warn("accept: %s", strerror(errno));
+			return;
+		}
+		struct conn *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->bd = bd;
+		c->fd = fd;
+		c->refs = 1;
+		c->out_tail = &c->out_head;
+		c->events = EPOLLIN;
+		net_tune(fd);
+		if (ss.ss_family == AF_INET) {
+			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+			unsigned char *a = (unsigned char *)&sin->sin_addr;
+
+			snprintf(c->peer, sizeof(c->peer), "%u.%u.%u.%u:%u", a[0], a[1],
+				 a[2], a[3], ntohs(sin->sin_port));
+		} else {
+			snprintf(c->peer, sizeof(c->peer), "fd%d", fd);
+		}
+		if (loop_add_fd(bd->loop, fd, EPOLLIN, conn_io, c) < 0) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		bd->conns++;
+		log_debug("peer=%s: connected", c->peer);
+	}
+}
+
+int client_conn_start(struct blockd *bd)
+{
+	return loop_add_fd(bd->loop, bd->listen_fd, EPOLLIN, on_accept, bd);
+}

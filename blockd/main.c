@@ -1,0 +1,281 @@
+/*
+ * main.c - sdfs-blockd: options, start-up and shutdown.
+ *
+ * Start-up order: ZooKeeper session, wait for the cluster to be
+ * formatted, open the object store, node id, listen, register, serve.
+ * SIGTERM/SIGINT stop it cleanly (the member znode goes at once).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "blockd/blockd.h"
+#include "common/log.h"
+#include "common/net.h"
+
+static struct loop *main_loop;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: sdfs-blockd --dir DIR [options]\n"
+"Store sdfs objects in DIR and serve them over TCP.\n"
+"\n"
+"  -d, --dir DIR          data directory (required; created if missing)\n"
+"  -l, --listen HOST:PORT address to listen on (default 127.0.0.1:7000)\n"
+"  -c, --conf FILE        cluster config file (default $SDFS_CONF, then %s)\n"
+"      --zk HOSTS         ZooKeeper hosts, overrides the config file\n"
+"      --cluster NAME     cluster name, overrides the config file\n"
+"  -z, --zone N           failure domain; copies go to distinct zones (default 0)\n"
+"  -w, --weight N         placement weight (default: capacity in GiB, at least 1)\n"
+"  -t, --io-threads N     disk I/O threads (default 8)\n"
+"  -v, --log-level LEVEL  err, warn, info or debug (default info)\n"
+"  -h, --help             this help\n", CONF_DEFAULT_PATH);
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (main_loop)
+		loop_stop(main_loop);
+}
+
+static int parse_u32(const char *s, uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_args(struct blockd *bd, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "conf", required_argument, NULL, 'c' },
+		{ "zk", required_argument, NULL, 'Z' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "zone", required_argument, NULL, 'z' },
+		{ "weight", required_argument, NULL, 'w' },
+		{ "io-threads", required_argument, NULL, 't' },
+		{ "log-level", required_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *conf_file = NULL, *zk = NULL, *cluster = NULL;
+	const char *listen = "127.0.0.1:7000";
+	uint32_t threads = 8;
+	char err[256];
+	int c, lvl;
+
+	while ((c = getopt_long(argc, argv, "d:l:c:z:w:t:v:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			if (strlen(optarg) >= sizeof(bd->dir) - 64) {
+				fprintf(stderr, "sdfs-blockd: --dir path too long\n");
+				return -1;
+			}
+			strcpy(bd->dir, optarg);
+			break;
+		case 'l': listen = optarg; break;
+		case 'c': conf_file = optarg; break;
+		case 'Z': zk = optarg; break;
+		case 'C': cluster = optarg; break;
+		case 'z':
+			if (parse_u32(optarg, &bd->zone)) {
+				fprintf(stderr, "sdfs-blockd: bad --zone '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'w':
+			if (parse_u32(optarg, &bd->weight) || bd->weight == 0) {
+				fprintf(stderr, "sdfs-blockd: bad --weight '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 't':
+			if (parse_u32(optarg, &threads) || threads == 0 || threads > 256) {
+				fprintf(stderr, "sdfs-blockd: bad --io-threads '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'v':
+			lvl = log_level_parse(optarg);
+			if (lvl < 0) {
+				fprintf(stderr, "sdfs-blockd: bad --log-level '%s'\n", optarg);
+				return -1;
+			}
+			log_level = lvl;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind != argc || !bd->dir[0]) {
+		fprintf(stderr, "sdfs-blockd: %s\n", optind != argc ?
+			"unexpected argument" : "--dir is required");
+		return -1;
+	}
+	bd->io_threads = (int)threads;
+	if (net_parse_addr(listen, bd->host, sizeof(bd->host), &bd->port) ||
+	    bd->port == 0) {
+		fprintf(stderr, "sdfs-blockd: bad --listen '%s' (want HOST:PORT)\n", listen);
+		return -1;
+	}
+	conf_init(&bd->conf);
+	if (!zk || conf_file) {
+		if (conf_load(conf_path(conf_file), &bd->conf, err, sizeof(err))) {
+			fprintf(stderr, "sdfs-blockd: %s\n", err);
+			return -1;
+		}
+	}
+	if (zk) {
+		if (strlen(zk) >= sizeof(bd->conf.zk)) {
+			fprintf(stderr, "sdfs-blockd: --zk too long\n");
+			return -1;
+		}
+		strcpy(bd->conf.zk, zk);
+	}
+	if (cluster) {
+		if (!conf_name_ok(cluster)) {
+			fprintf(stderr, "sdfs-blockd: bad --cluster '%s'\n", cluster);
+			return -1;
+		}
+		strcpy(bd->conf.cluster, cluster);
+	}
+	return 0;
+}
+
+/* Block until `sdfs cluster format` has run. */
+static int wait_formatted(struct blockd *bd)
+{
+	int logged = 0;
+
+	for (;;) {
+		int ret = coord_config_get(bd->coord, &bd->cfg);
+
+		if (ret != -ENOENT)
+			return ret;
+		if (!logged++)
+			log_info("cluster=%s is not formatted yet; waiting "
+				 "(run: sdfs cluster format)", bd->conf.cluster);
+		usleep(300 * 1000);
+		if (main_loop == NULL && bd->stopping)
+			return -EINTR;
+	}
+}
+
+static char ident[80];
+
+int main(int argc, char **argv)
+{
+	struct blockd bd = { .listen_fd = -1 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	int ret;
+
+	if (parse_args(&bd, argc, argv))
+		return 2;
+	snprintf(ident, sizeof(ident), "blockd[%d]", getpid());
+	log_set_ident(ident);
+	signal(SIGPIPE, SIG_IGN);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	if (mkdir(bd.dir, 0755) < 0 && errno != EEXIST) {
+		log_err("mkdir %s: %s", bd.dir, strerror(errno));
+		return 1;
+	}
+	ret = loop_new(&bd.loop);
+	if (ret)
+		goto out;
+	ret = coord_open(bd.conf.zk, bd.conf.cluster, bd.conf.session_ms, 15000,
+			 member_on_event, &bd, &bd.coord);
+	if (ret) {
+		log_err("cannot reach ZooKeeper at %s: %s", bd.conf.zk, strerror(-ret));
+		goto out_loop;
+	}
+	ret = wait_formatted(&bd);
+	if (ret) {
+		log_err("cluster=%s: cannot read cluster config: %s", bd.conf.cluster,
+			strerror(-ret));
+		goto out_coord;
+	}
+	ret = objstore_open(bd.dir, bd.cfg.obj_size, &bd.store);
+	if (ret) {
+		log_err("%s: cannot open object store: %s", bd.dir, strerror(-ret));
+		goto out_coord;
+	}
+	ret = member_node_id_load(&bd);
+	if (ret) {
+		log_err("%s: cannot get a node id: %s", bd.dir, strerror(-ret));
+		goto out_store;
+	}
+	if (!bd.weight) {
+		uint64_t used, total;
+
+		bd.weight = 1;
+		if (objstore_space(bd.store, &used, &total) == 0 && total >> 30)
+			bd.weight = (uint32_t)(total >> 30);
+	}
+	snprintf(ident, sizeof(ident), "blockd.n%" PRIu32, bd.node_id);
+	bd.listen_fd = net_listen(bd.host, bd.port, NULL);
+	if (bd.listen_fd < 0) {
+		ret = bd.listen_fd;
+		log_err("listen on %s:%u: %s", bd.host, bd.port, strerror(-ret));
+		goto out_store;
+	}
+	ret = workq_new(bd.loop, "io", bd.io_threads, &bd.io_q);
+	if (!ret)
+		ret = workq_new(bd.loop, "coord", 1, &bd.coord_q);
+	if (!ret)
+		ret = client_conn_start(&bd);
+	if (ret)
+		goto out_workq;
+	main_loop = bd.loop;
+	ret = member_join(&bd);
+	if (ret)
+		goto out_workq;
+	log_info("node=%" PRIu32 " listening on %s:%u, data in %s, zone=%" PRIu32
+		 " weight=%" PRIu32, bd.node_id, bd.host, bd.port, bd.dir, bd.zone,
+		 bd.weight);
+	loop_run(bd.loop);
+	log_info("node=%" PRIu32 ": stopping", bd.node_id);
+	bd.stopping = 1;
+	ret = 0;
+out_workq:
+	main_loop = NULL;
+	/* Leave ZooKeeper first, so clients stop sending here at once. */
+	coord_close(bd.coord);
+	bd.coord = NULL;
+	workq_free(bd.coord_q);
+	workq_free(bd.io_q);
+	if (bd.listen_fd >= 0)
+		close(bd.listen_fd);
+out_store:
+	if (bd.store)
+		objstore_sync_all(bd.store);
+	objstore_close(bd.store);
+out_coord:
+	coord_close(bd.coord);
+	cmap_free(bd.map);
+out_loop:
+	loop_free(bd.loop);
+out:
+	return ret ? 1 : 0;
+}

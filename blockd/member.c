@@ -1,0 +1,373 @@
+/*
+ * member.c - this blockd's identity and its view of the cluster:
+ * the stable node id in the data dir, the ephemeral member znode, and
+ * the cluster map, which every blockd keeps in step with membership.
+ *
+ * Keeping the map in step: on every membership or map event, a job on
+ * the single-threaded coord queue reads the members and the map and,
+ * if they disagree (a member missing from the map, a mapped node whose
+ * member znode is gone or came back), writes the next epoch with a
+ * compare-and-swap. All blockds race to do this; the CAS lets exactly
+ * one write each epoch and the others re-read. The map thus numbers
+ * every membership change, and every blockd ends on the same map.
+ *
+ * ZooKeeper events arrive on the library's thread: they only set a bit
+ * and post a call to the loop (member_on_event).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blockd/blockd.h"
+#include "common/log.h"
+
+#define MEMBER_CAS_TRIES 32
+
+uint64_t member_epoch(const struct blockd *bd)
+{
+	return bd->map ? bd->map->epoch : 0;
+}
+
+static int read_small_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Write @text to @dir/@name durably: temp file, fsync, rename, fsync dir. */
+static int write_small_file(const char *dir, const char *name, const char *text)
+{
+	char tmp[600], final[600];
+	int fd, dfd, ret = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	snprintf(final, sizeof(final), "%s/%s", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text) || fsync(fd) < 0)
+		ret = -EIO;
+	close(fd);
+	if (!ret && rename(tmp, final) < 0)
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return ret;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+int member_node_id_load(struct blockd *bd)
+{
+	char path[600], buf[128];
+	int ret;
+
+	/* A data dir belongs to one cluster: refuse another's. */
+	snprintf(path, sizeof(path), "%s/cluster_uuid", bd->dir);
+	ret = read_small_file(path, buf, sizeof(buf));
+	if (ret == 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (strcmp(buf, bd->cfg.uuid) != 0) {
+			log_err("%s belongs to cluster %s, not %s (reformatted?); "
+				"refusing to start", bd->dir, buf, bd->cfg.uuid);
+			return -EXDEV;
+		}
+	} else if (ret == -ENOENT) {
+		char text[64];
+
+		snprintf(text, sizeof(text), "%s\n", bd->cfg.uuid);
+		ret = write_small_file(bd->dir, "cluster_uuid", text);
+		if (ret)
+			return ret;
+	} else {
+		return ret;
+	}
+
+	snprintf(path, sizeof(path), "%s/node_id", bd->dir);
+	ret = read_small_file(path, buf, sizeof(buf));
+	if (ret == 0) {
+		char *end;
+		unsigned long v = strtoul(buf, &end, 10);
+
+		if (v == 0 || v > UINT32_MAX || (*end && *end != '\n')) {
+			log_err("%s: malformed node id", path);
+			return -EBADMSG;
+		}
+		bd->node_id = (uint32_t)v;
+		return 0;
+	}
+	if (ret != -ENOENT)
+		return ret;
+	ret = coord_node_id_alloc(bd->coord, &bd->node_id);
+	if (ret)
+		return ret;
+	snprintf(buf, sizeof(buf), "%" PRIu32 "\n", bd->node_id);
+	ret = write_small_file(bd->dir, "node_id", buf);
+	if (!ret)
+		log_info("node=%" PRIu32 ": new node id allocated", bd->node_id);
+	return ret;
+}
+
+static void self_node(const struct blockd *bd, struct cmap_node *nd)
+{
+	memset(nd, 0, sizeof(*nd));
+	nd->node_id = bd->node_id;
+	nd->zone = bd->zone;
+	nd->weight = bd->weight;
+	nd->port = bd->port;
+	nd->state = CMAP_UP;
+	snprintf(nd->host, sizeof(nd->host), "%s", bd->host);
+}
+
+static int same_node(const struct cmap_node *a, const struct cmap_node *b)
+{
+	return a->node_id == b->node_id && a->zone == b->zone &&
+	       a->weight == b->weight && a->port == b->port &&
+	       a->state == b->state && strcmp(a->host, b->host) == 0;
+}
+
+/*
+ * The map that membership @mem implies, starting from @cur: nodes keep
+ * their place; a node without a member znode is down; a member not in
+ * the map is added. Returns 1 and *@next if it differs from @cur.
+ */
+static int map_next(const struct cmap *cur, const struct cmap_node *mem, size_t nmem,
+		    struct cmap **next)
+{
+	struct cmap_node *nodes = calloc(cur->n + nmem + 1, sizeof(*nodes));
+	size_t n = 0, i, j;
+	int changed = 0;
+
+	if (!nodes)
+		return -ENOMEM;
+	/* Both lists are sorted by node id: merge. */
+	for (i = 0, j = 0; i < cur->n || j < nmem;) {
+		if (j == nmem || (i < cur->n && cur->nodes[i].node_id < mem[j].node_id)) {
+			nodes[n] = cur->nodes[i++];
+			nodes[n].state = CMAP_DOWN;
+		} else {
+			nodes[n] = mem[j];
+			nodes[n].state = CMAP_UP;
+			if (i < cur->n && cur->nodes[i].node_id == mem[j].node_id)
+				i++;
+			j++;
+		}
+		n++;
+	}
+	if (n != cur->n)
+		changed = 1;
+	for (i = 0; !changed && i < n; i++)
+		changed = !same_node(&nodes[i], &cur->nodes[i]);
+	int ret = changed ? cmap_new(cur->epoch + 1, nodes, n, next) : 0;
+	free(nodes);
+	return ret ? ret : changed;
+}
+
+struct reconcile_job {
+	struct work work;
+	struct blockd *bd;
+	struct cmap_node self;
+	struct coord *coord;
+	struct cmap *map;       /* result */
+	int ret;
+};
+
+/* Worker: bring the map in line with membership; leave the latest in job. */
+static void reconcile_fn(struct work *w)
+{
+	struct reconcile_job *j = (struct reconcile_job *)w;
+
+	for (int tries = 0; tries < MEMBER_CAS_TRIES; tries++) {
+		struct cmap_node *mem = NULL;
+		struct cmap *cur = NULL, *next = NULL;
+		size_t nmem = 0;
+		int ret, self_seen = 0;
+
+		ret = coord_members_get(j->coord, 1, &mem, &nmem);
+		if (!ret)
+			ret = coord_map_get(j->coord, 1, &cur);
+		if (ret) {
+			free(mem);
+			j->ret = ret;
+			return;
+		}
+		for (size_t i = 0; i < nmem; i++)
+			self_seen |= mem[i].node_id == j->self.node_id;
+		if (!self_seen) {
+			/* Our ephemeral is gone (an expired session): re-create it. */
+			ret = coord_member_join(j->coord, &j->self);
+			free(mem);
+			cmap_free(cur);
+			if (ret && ret != -EEXIST) {
+				j->ret = ret;
+				return;
+			}
+			continue;
+		}
+		ret = map_next(cur, mem, nmem, &next);
+		free(mem);
+		if (ret < 0) {
+			cmap_free(cur);
+			j->ret = ret;
+			return;
+		}
+		if (ret == 0) {
+			cmap_free(j->map);
+			j->map = cur;
+			j->ret = 0;
+			return;
+		}
+		ret = coord_map_cas(j->coord, cur, next);
+		cmap_free(cur);
+		if (ret == 0)
+			log_info("epoch=%" PRIu64 ": cluster map written (%zu nodes)",
+				 next->epoch, next->n);
+		cmap_free(next);
+		if (ret && ret != -EAGAIN) {
+			j->ret = ret;
+			return;
+		}
+		/* Written or lost the race: re-read, so the result is what is stored. */
+	}
+	j->ret = -EAGAIN;
+}
+
+static void reconcile_start(struct blockd *bd);
+
+static void reconcile_done(struct work *w)
+{
+	struct reconcile_job *j = (struct reconcile_job *)w;
+	struct blockd *bd = j->bd;
+
+	bd->reconcile_running = 0;
+	if (j->ret == 0 && j->map) {
+		if (!bd->map || j->map->epoch > bd->map->epoch) {
+			log_info("node=%" PRIu32 " epoch=%" PRIu64 ": now in effect "
+				 "(%zu nodes)", bd->node_id, j->map->epoch, j->map->n);
+			cmap_free(bd->map);
+			bd->map = j->map;
+			j->map = NULL;
+		}
+	} else if (j->ret) {
+		log_warn("node=%" PRIu32 ": cluster map update failed: %s; will retry",
+			 bd->node_id, strerror(-j->ret));
+		bd->reconcile_again = 1;
+	}
+	cmap_free(j->map);
+	free(j);
+	if (bd->reconcile_again)
+		reconcile_start(bd);
+}
+
+static void reconcile_start(struct blockd *bd)
+{
+	struct reconcile_job *j;
+
+	if (bd->reconcile_running) {
+		bd->reconcile_again = 1;
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		bd->reconcile_again = 1;
+		return;
+	}
+	bd->reconcile_again = 0;
+	bd->reconcile_running = 1;
+	j->bd = bd;
+	j->coord = bd->coord;
+	self_node(bd, &j->self);
+	j->work.fn = reconcile_fn;
+	j->work.done = reconcile_done;
+	workq_push(bd->coord_q, &j->work);
+}
+
+/* Loop thread: act on the events the zk thread noted. */
+static void coord_events_run(void *arg)
+{
+	struct blockd *bd = arg;
+	unsigned ev = atomic_exchange(&bd->coord_events, 0);
+
+	if (ev & (1u << COORD_EV_EXPIRED)) {
+		log_warn("node=%" PRIu32 ": ZooKeeper session expired; rejoining",
+			 bd->node_id);
+		if (coord_reopen(bd->coord, bd->conf.session_ms * 4) != 0)
+			log_err("node=%" PRIu32 ": cannot reconnect to ZooKeeper yet",
+				bd->node_id);
+	}
+	if (ev & (1u << COORD_EV_CONNECTING))
+		log_warn("node=%" PRIu32 ": ZooKeeper connection lost; retrying",
+			 bd->node_id);
+	if (ev & ((1u << COORD_EV_MEMBERS) | (1u << COORD_EV_MAP) |
+		  (1u << COORD_EV_CONNECTED) | (1u << COORD_EV_EXPIRED)))
+		reconcile_start(bd);
+}
+
+void member_on_event(enum coord_event ev, void *arg)
+{
+	struct blockd *bd = arg;
+
+	if (atomic_fetch_or(&bd->coord_events, 1u << ev) == 0)
+		loop_post(bd->loop, &bd->coord_call);
+}
+
+/* Periodic safety net: a lost watch (or a failed update) is redone. */
+static void reconcile_tick(void *arg)
+{
+	struct blockd *bd = arg;
+
+	if (bd->reconcile_again)
+		reconcile_start(bd);
+}
+
+int member_join(struct blockd *bd)
+{
+	struct cmap_node self;
+	int ret;
+
+	bd->coord_call.fn = coord_events_run;
+	bd->coord_call.arg = bd;
+	self_node(bd, &self);
+	/*
+	 * After a kill -9 our previous session's ephemeral lingers until
+	 * ZooKeeper expires it (one session timeout): wait that out.
+	 */
+	for (int waited = 0;; waited += 200) {
+		ret = coord_member_join(bd->coord, &self);
+		if (ret != -EEXIST || waited > bd->conf.session_ms * 3)
+			break;
+		if (waited == 0)
+			log_info("node=%" PRIu32 ": previous session still registered; "
+				 "waiting for it to expire", bd->node_id);
+		usleep(200 * 1000);
+	}
+	if (ret) {
+		log_err("node=%" PRIu32 ": cannot register in ZooKeeper: %s",
+			bd->node_id, ret == -EEXIST ? "node id in use by a live daemon"
+						    : strerror(-ret));
+		return ret;
+	}
+	ret = loop_add_timer(bd->loop, 1000, reconcile_tick, bd);
+	if (ret < 0)
+		return ret;
+	reconcile_start(bd);
+	return 0;
+}

@@ -1,0 +1,1194 @@
+/*
+ * objstore.c - see objstore.h; the file format is in docs/format.md
+ * ("blockd object files").
+ *
+ * Each object is one sparse file: a header, a table of two checksums per
+ * 4 KiB block {cur, prev}, then the data. A write marks the header dirty
+ * (with the new size and epoch), stores the entries {new, old}, then the
+ * data, then the entries {new, new}, then the header clean. While the
+ * header is dirty a block passes if its data matches cur or prev, so a
+ * process killed anywhere in between leaves every block old or new.
+ * In a clean object every entry must be settled (cur == prev) and the
+ * data must match it, so a flip in either half is caught. The next
+ * write to a dirty object settles its entries first (obj_settle).
+ *
+ * Not here: caching of fds or blocks, power-loss ordering beyond what
+ * objstore_sync asks of the kernel, fault injection (struct disk_ops).
+ *
+ * Concurrency: a striped array of rwlocks keyed by the oid. Reads,
+ * stat, verify and sync share a stripe; write, replace, create and
+ * remove hold it alone. There is no lock across objects; list walks the
+ * directories without one and may or may not see objects created or
+ * removed meanwhile. One process per store directory.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* syncfs, rwlock kinds */
+#endif
+#include "blockd/objstore.h"
+
+#include "common/csum.h"
+#include "common/log.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#define BLK             CSUM_BLOCK_SIZE
+#define OBJ_MAGIC       0x314a424f53464453ull  /* "SDFSOBJ1" read as LE u64 */
+#define OBJ_VERSION     1u
+#define OBJ_HDR_AREA    4096u           /* header, then zeros */
+#define OBJ_F_DIRTY     0x1u            /* entries may be unsettled */
+#define OBJ_F_KNOWN     OBJ_F_DIRTY
+#define OBJ_STRIPES     256
+#define OBJ_CHUNK       1024u           /* blocks per table chunk: 16 KiB */
+#define OBJ_SCAN_CHUNK  64u             /* blocks per scan read: 256 KiB */
+#define OBJ_PATH_MAX    32              /* "xx/0123456789abcdef.tmp" */
+
+/* On disk, little-endian. hdr_csum is XXH3-64 of the bytes before it. */
+struct obj_hdr_disk {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t max_obj_size;  /* sets this file's layout */
+	uint64_t oid;
+	uint64_t size;          /* high-water mark */
+	uint64_t epoch;         /* of the last write */
+	uint32_t flags;         /* OBJ_F_* */
+	uint32_t reserved;      /* zero */
+	uint64_t hdr_csum;
+};
+static_assert(sizeof(struct obj_hdr_disk) == 56, "object header is 56 bytes");
+static_assert(offsetof(struct obj_hdr_disk, hdr_csum) == 48, "csum is last");
+
+/* One per block, little-endian on disk; {0, 0}: never written. */
+struct obj_ent {
+	uint64_t cur;           /* checksum of the block's newest data */
+	uint64_t prev;          /* of the data before the newest write */
+};
+static_assert(sizeof(struct obj_ent) == 16, "table entry is 16 bytes");
+static_assert(BLK % sizeof(struct obj_ent) == 0, "entries never span pages");
+
+struct objstore {
+	int obj_fd;             /* <dir>/obj */
+	uint32_t max_obj_size;
+	char *dir;
+	pthread_rwlock_t locks[OBJ_STRIPES];
+};
+
+/* An open object file; header fields in host order, already checked. */
+struct obj {
+	int fd;
+	uint64_t oid;
+	uint32_t max_obj_size;
+	uint64_t size;
+	uint64_t epoch;
+	uint32_t flags;
+	uint64_t nblocks;       /* table entries: max_obj_size / BLK */
+	uint64_t data_off;
+};
+
+/*
+ * The blocks of one I/O range [off, end). Blocks wholly inside the range
+ * go straight to or from the caller's buffer; the first and last block,
+ * when only partly covered, go through head and tail.
+ */
+struct span {
+	uint64_t off, end;
+	unsigned char *buf;
+	uint64_t first, last;   /* block numbers; valid only when end > off */
+	unsigned char head[BLK], tail[BLK];
+};
+
+static uint64_t nblocks_of(uint64_t size)
+{
+	return (size + BLK - 1) / BLK;
+}
+
+static pthread_rwlock_t *stripe(struct objstore *s, uint64_t oid)
+{
+	return &s->locks[(oid * 0x9e3779b97f4a7c15ull) >> 56];
+}
+
+static void obj_name(uint64_t oid, const char *suffix, char out[OBJ_PATH_MAX])
+{
+	snprintf(out, OBJ_PATH_MAX, "%02x/%016" PRIx64 "%s",
+		 (unsigned)(oid & 0xff), oid, suffix);
+}
+
+static void obj_set_layout(struct obj *o, uint32_t max_obj_size)
+{
+	uint64_t tab = (uint64_t)max_obj_size / BLK * sizeof(struct obj_ent);
+
+	o->max_obj_size = max_obj_size;
+	o->nblocks = max_obj_size / BLK;
+	o->data_off = OBJ_HDR_AREA + (tab + BLK - 1) / BLK * BLK;
+}
+
+static bool ent_is_zero(const struct obj_ent *e)
+{
+	return e->cur == 0 && e->prev == 0;
+}
+
+/* Does data with checksum @c belong to a block of @o whose entry is @e? */
+static bool ent_accepts(const struct obj *o, const struct obj_ent *e,
+			uint64_t c)
+{
+	if (ent_is_zero(e))
+		return c == csum_zero_block();
+	if (o->flags & OBJ_F_DIRTY)
+		return c == e->cur || c == e->prev;
+	return c == e->cur && c == e->prev;
+}
+
+/* pread/pwrite of a whole iovec list. Reads stop at EOF: returns bytes
+ * done or -errno; writes return 0 or -errno. */
+static ssize_t rw_full(int fd, const struct iovec *iov_in, int cnt,
+		       uint64_t off, bool write)
+{
+	struct iovec iov[4];
+	struct iovec *v = iov;
+	size_t done = 0;
+
+	sdfs_assert(cnt >= 0 && cnt <= 4);
+	memcpy(iov, iov_in, cnt * sizeof(*iov));
+	while (cnt > 0) {
+		ssize_t n = write ? pwritev(fd, v, cnt, off + done)
+				  : preadv(fd, v, cnt, off + done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0) {
+			if (write)
+				return -EIO;
+			break;
+		}
+		done += n;
+		while (cnt > 0 && (size_t)n >= v->iov_len) {
+			n -= v->iov_len;
+			v++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			v->iov_base = (char *)v->iov_base + n;
+			v->iov_len -= n;
+		}
+	}
+	return write ? 0 : (ssize_t)done;
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = { buf, len };
+
+	return rw_full(fd, &v, 1, off, false);
+}
+
+static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	struct iovec v = { (void *)buf, len };
+
+	return (int)rw_full(fd, &v, 1, off, true);
+}
+
+static int hdr_write(const struct obj *o)
+{
+	struct obj_hdr_disk d = {
+		.magic = htole64(OBJ_MAGIC),
+		.version = htole32(OBJ_VERSION),
+		.max_obj_size = htole32(o->max_obj_size),
+		.oid = htole64(o->oid),
+		.size = htole64(o->size),
+		.epoch = htole64(o->epoch),
+		.flags = htole32(o->flags),
+	};
+
+	d.hdr_csum = htole64(csum64(&d, offsetof(struct obj_hdr_disk, hdr_csum)));
+	return pwrite_full(o->fd, &d, sizeof(d), 0);
+}
+
+static int hdr_bad(uint64_t oid, const char *why)
+{
+	log_err("oid=%016" PRIx64 ": bad object header: %s", oid, why);
+	return -EBADMSG;
+}
+
+/* Read and check the header of the open file o->fd; fills @o. */
+static int hdr_read(struct obj *o, uint64_t oid)
+{
+	struct obj_hdr_disk d;
+	struct stat st;
+	ssize_t n;
+
+	if (fstat(o->fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return hdr_bad(oid, "not a regular file");
+	n = pread_full(o->fd, &d, sizeof(d), 0);
+	if (n < 0)
+		return (int)n;
+	if ((size_t)n < sizeof(d))
+		return hdr_bad(oid, "file too short");
+	if (le64toh(d.magic) != OBJ_MAGIC)
+		return hdr_bad(oid, "magic");
+	if (le64toh(d.hdr_csum) !=
+	    csum64(&d, offsetof(struct obj_hdr_disk, hdr_csum)))
+		return hdr_bad(oid, "checksum");
+	if (le32toh(d.version) != OBJ_VERSION)
+		return hdr_bad(oid, "version");
+
+	uint32_t max = le32toh(d.max_obj_size);
+
+	if (max == 0 || max % BLK || max > OBJSTORE_MAX_OBJ_SIZE)
+		return hdr_bad(oid, "max_obj_size");
+	if (le64toh(d.oid) != oid)
+		return hdr_bad(oid, "oid of another object");
+	if (le64toh(d.size) > max)
+		return hdr_bad(oid, "size");
+	if (le32toh(d.flags) & ~OBJ_F_KNOWN || d.reserved)
+		return hdr_bad(oid, "flags");
+	o->oid = oid;
+	o->size = le64toh(d.size);
+	o->epoch = le64toh(d.epoch);
+	o->flags = le32toh(d.flags);
+	obj_set_layout(o, max);
+	/* Every object file is created at least data_off long, so a shorter
+	 * one lost its table. */
+	if ((uint64_t)st.st_size < o->data_off)
+		return hdr_bad(oid, "file truncated");
+	return 0;
+}
+
+static int obj_open(struct objstore *s, uint64_t oid, int mode, struct obj *o)
+{
+	char name[OBJ_PATH_MAX];
+	int ret;
+
+	obj_name(oid, "", name);
+	o->fd = openat(s->obj_fd, name, mode | O_CLOEXEC);
+	if (o->fd < 0)
+		return -errno;
+	ret = hdr_read(o, oid);
+	if (ret < 0) {
+		close(o->fd);
+		o->fd = -1;
+	}
+	return ret;
+}
+
+static void obj_close(struct obj *o)
+{
+	if (o->fd >= 0)
+		close(o->fd);
+	o->fd = -1;
+}
+
+/* Entries [b0, b0 + n) in host order. The file always covers the whole
+ * table, so a short read means it was cut. */
+static int tab_read(const struct obj *o, uint64_t b0, size_t n,
+		    struct obj_ent *ents)
+{
+	size_t len = n * sizeof(*ents);
+	ssize_t got = pread_full(o->fd, ents, len,
+				 OBJ_HDR_AREA + b0 * sizeof(*ents));
+
+	if (got < 0)
+		return (int)got;
+	if ((size_t)got < len) {
+		log_err("oid=%016" PRIx64 ": checksum table truncated", o->oid);
+		return -EBADMSG;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ents[i].cur = le64toh(ents[i].cur);
+		ents[i].prev = le64toh(ents[i].prev);
+	}
+	return 0;
+}
+
+/* Write entries [b0, b0 + n); @ents is left in disk byte order. */
+static int tab_write(const struct obj *o, uint64_t b0, size_t n,
+		     struct obj_ent *ents)
+{
+	for (size_t i = 0; i < n; i++) {
+		ents[i].cur = htole64(ents[i].cur);
+		ents[i].prev = htole64(ents[i].prev);
+	}
+	return pwrite_full(o->fd, ents, n * sizeof(*ents),
+			   OBJ_HDR_AREA + b0 * sizeof(*ents));
+}
+
+static int blk_bad(const struct obj *o, uint64_t b)
+{
+	log_err("oid=%016" PRIx64 " block=%" PRIu64 ": checksum mismatch",
+		o->oid, b);
+	return -EBADMSG;
+}
+
+static void span_init(struct span *sp, uint64_t off, size_t len, void *buf)
+{
+	sp->off = off;
+	sp->end = off + len;
+	sp->buf = buf;
+	sp->first = off / BLK;
+	sp->last = len ? (sp->end - 1) / BLK : sp->first;
+}
+
+static bool span_whole(const struct span *sp, uint64_t b)
+{
+	return b * BLK >= sp->off && (b + 1) * BLK <= sp->end;
+}
+
+static unsigned char *span_block(struct span *sp, uint64_t b)
+{
+	if (span_whole(sp, b))
+		return sp->buf + (b * BLK - sp->off);
+	return b == sp->first ? sp->head : sp->tail;
+}
+
+/* Copy the caller's part of partial block @b between it and the buffer. */
+static void span_copy(struct span *sp, uint64_t b, bool to_caller)
+{
+	uint64_t lo = b * BLK > sp->off ? b * BLK : sp->off;
+	uint64_t hi = (b + 1) * BLK < sp->end ? (b + 1) * BLK : sp->end;
+	unsigned char *blk = span_block(sp, b) + (lo - b * BLK);
+	unsigned char *user = sp->buf + (lo - sp->off);
+
+	if (to_caller)
+		memcpy(user, blk, hi - lo);
+	else
+		memcpy(blk, user, hi - lo);
+}
+
+/* The iovecs for blocks [b0, b0 + n): at most head, middle, tail. */
+static int span_iov(struct span *sp, uint64_t b0, size_t n, struct iovec *iov)
+{
+	int cnt = 0;
+
+	for (uint64_t b = b0; b < b0 + n; b++) {
+		unsigned char *p = span_block(sp, b);
+
+		if (cnt && (unsigned char *)iov[cnt - 1].iov_base +
+			   iov[cnt - 1].iov_len == p) {
+			iov[cnt - 1].iov_len += BLK;
+			continue;
+		}
+		sdfs_assert(cnt < 3);
+		iov[cnt].iov_base = p;
+		iov[cnt].iov_len = BLK;
+		cnt++;
+	}
+	return cnt;
+}
+
+/* Read blocks [b0, b0 + n) of the data area; past EOF reads zeros. */
+static int data_read(const struct obj *o, uint64_t b0, const struct iovec *iov,
+		     int cnt)
+{
+	ssize_t n = rw_full(o->fd, iov, cnt, o->data_off + b0 * BLK, false);
+	size_t got = n, have;
+
+	if (n < 0)
+		return (int)n;
+	for (int i = 0; i < cnt; i++) {
+		have = got < iov[i].iov_len ? got : iov[i].iov_len;
+		memset((char *)iov[i].iov_base + have, 0, iov[i].iov_len - have);
+		got -= have;
+	}
+	return 0;
+}
+
+/* Read partial block @b into @blk and check it. */
+static int blk_load(const struct obj *o, uint64_t b, unsigned char *blk)
+{
+	struct iovec v = { blk, BLK };
+	struct obj_ent e;
+	int ret;
+
+	ret = tab_read(o, b, 1, &e);
+	if (ret < 0)
+		return ret;
+	ret = data_read(o, b, &v, 1);
+	if (ret < 0)
+		return ret;
+	return ent_accepts(o, &e, csum64(blk, BLK)) ? 0 : blk_bad(o, b);
+}
+
+/*
+ * After an interrupted write: give every entry with cur != prev the
+ * checksum of the data the block holds, so that the object can be
+ * clean again. Only those blocks are read. A block matching neither is
+ * corrupt; it stays unsettled and keeps failing reads.
+ */
+static int obj_settle(struct obj *o)
+{
+	uint64_t nb = nblocks_of(o->size), fixed = 0;
+	struct obj_ent ents[OBJ_CHUNK];
+	unsigned char blk[BLK];
+	int ret;
+
+	for (uint64_t b0 = 0; b0 < nb; b0 += OBJ_CHUNK) {
+		size_t n = nb - b0 < OBJ_CHUNK ? nb - b0 : OBJ_CHUNK;
+		bool changed = false;
+
+		ret = tab_read(o, b0, n, ents);
+		if (ret < 0)
+			return ret;
+		for (size_t i = 0; i < n; i++) {
+			struct iovec v = { blk, BLK };
+			struct obj_ent *e = &ents[i];
+			uint64_t c;
+
+			if (e->cur == e->prev)
+				continue;
+			ret = data_read(o, b0 + i, &v, 1);
+			if (ret < 0)
+				return ret;
+			c = csum64(blk, BLK);
+			if (c != e->cur && c != e->prev) {
+				blk_bad(o, b0 + i);
+				continue;
+			}
+			e->cur = e->prev = c;
+			changed = true;
+			fixed++;
+		}
+		if (changed) {
+			ret = tab_write(o, b0, n, ents);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	log_warn("oid=%016" PRIx64 ": settled %" PRIu64 " blocks of an"
+		 " interrupted write", o->oid, fixed);
+	return 0;
+}
+
+/*
+ * The write protocol (docs/format.md): the header dirty with the new
+ * size and epoch; per chunk of blocks the entries {new, old}, the data
+ * and the entries {new, new}; the header clean. Stopped anywhere, each
+ * block is old or new; on error the header stays dirty.
+ */
+static int obj_write_blocks(struct obj *o, uint64_t off, const void *buf,
+			    size_t len, uint64_t epoch)
+{
+	struct obj_ent ents[OBJ_CHUNK];
+	struct span sp;
+	int ret;
+
+	if (o->flags & OBJ_F_DIRTY) {
+		ret = obj_settle(o);
+		if (ret < 0)
+			return ret;
+	}
+	span_init(&sp, off, len, (void *)buf);
+	/* Load partial blocks before touching anything: a corrupt one
+	 * fails the write with the object unchanged. */
+	if (len && !span_whole(&sp, sp.first)) {
+		ret = blk_load(o, sp.first, sp.head);
+		if (ret < 0)
+			return ret;
+		span_copy(&sp, sp.first, false);
+	}
+	if (len && sp.last != sp.first && !span_whole(&sp, sp.last)) {
+		ret = blk_load(o, sp.last, sp.tail);
+		if (ret < 0)
+			return ret;
+		span_copy(&sp, sp.last, false);
+	}
+
+	if (len && sp.end > o->size)
+		o->size = sp.end;
+	o->epoch = epoch;
+	o->flags |= OBJ_F_DIRTY;
+	ret = hdr_write(o);
+	if (ret < 0)
+		return ret;
+
+	for (uint64_t b0 = sp.first; len && b0 <= sp.last; b0 += OBJ_CHUNK) {
+		size_t n = sp.last - b0 + 1 < OBJ_CHUNK ? sp.last - b0 + 1
+							 : OBJ_CHUNK;
+		struct iovec iov[3];
+		int cnt;
+
+		ret = tab_read(o, b0, n, ents);
+		if (ret < 0)
+			return ret;
+		for (size_t i = 0; i < n; i++) {
+			/* Settled: cur is what the block holds now. */
+			ents[i].prev = ent_is_zero(&ents[i]) ? csum_zero_block()
+							     : ents[i].cur;
+			ents[i].cur = csum64(span_block(&sp, b0 + i), BLK);
+		}
+		ret = tab_write(o, b0, n, ents);
+		if (ret < 0)
+			return ret;
+		cnt = span_iov(&sp, b0, n, iov);
+		ret = (int)rw_full(o->fd, iov, cnt, o->data_off + b0 * BLK, true);
+		if (ret < 0)
+			return ret;
+		/* tab_write left the entries in disk order; cur == prev
+		 * holds in either. */
+		for (size_t i = 0; i < n; i++)
+			ents[i].prev = ents[i].cur;
+		ret = pwrite_full(o->fd, ents, n * sizeof(*ents),
+				  OBJ_HDR_AREA + b0 * sizeof(*ents));
+		if (ret < 0)
+			return ret;
+	}
+
+	o->flags &= ~OBJ_F_DIRTY;
+	return hdr_write(o);
+}
+
+/*
+ * Read every block below the object's size in chunks and hand each
+ * chunk's entries and data checksums to @fn, which returns 0 to go on
+ * or a negative errno to stop.
+ */
+typedef int (*obj_scan_fn)(struct obj *o, uint64_t b0, size_t n,
+			   const struct obj_ent *ents, const uint64_t *csums,
+			   void *arg);
+
+static int obj_scan(struct obj *o, obj_scan_fn fn, void *arg)
+{
+	uint64_t nb = nblocks_of(o->size);
+	struct obj_ent ents[OBJ_SCAN_CHUNK];
+	uint64_t csums[OBJ_SCAN_CHUNK];
+	unsigned char *data;
+	int ret = 0;
+
+	data = malloc((size_t)OBJ_SCAN_CHUNK * BLK);
+	if (!data)
+		return -ENOMEM;
+	for (uint64_t b0 = 0; b0 < nb; b0 += OBJ_SCAN_CHUNK) {
+		size_t n = nb - b0 < OBJ_SCAN_CHUNK ? nb - b0 : OBJ_SCAN_CHUNK;
+		struct iovec v = { data, n * BLK };
+
+		ret = tab_read(o, b0, n, ents);
+		if (ret < 0)
+			goto out_free;
+		ret = data_read(o, b0, &v, 1);
+		if (ret < 0)
+			goto out_free;
+		for (size_t i = 0; i < n; i++)
+			csums[i] = csum64(data + i * BLK, BLK);
+		ret = fn(o, b0, n, ents, csums, arg);
+		if (ret < 0)
+			goto out_free;
+	}
+	ret = 0;
+out_free:
+	free(data);
+	return ret;
+}
+
+static int verify_chunk(struct obj *o, uint64_t b0, size_t n,
+			const struct obj_ent *ents, const uint64_t *csums, void *arg)
+{
+	uint64_t *out = arg;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!ent_accepts(o, &ents[i], csums[i]))
+			return blk_bad(o, b0 + i);
+		if (out)
+			out[b0 + i] = htole64(csums[i]);
+	}
+	return 0;
+}
+
+/* A new object file at <name>.tmp holding an empty object. */
+static int obj_new_tmp(struct objstore *s, uint64_t oid, uint64_t epoch,
+		       struct obj *o)
+{
+	char tmp[OBJ_PATH_MAX];
+	int ret;
+
+	obj_name(oid, ".tmp", tmp);
+	/* Never O_TRUNC: a leftover could still be a link to the object. */
+	if (unlinkat(s->obj_fd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	o->fd = openat(s->obj_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+		       0600);
+	if (o->fd < 0)
+		return -errno;
+	o->oid = oid;
+	o->size = 0;
+	o->epoch = epoch;
+	o->flags = 0;
+	obj_set_layout(o, s->max_obj_size);
+	if (ftruncate(o->fd, o->data_off) < 0) {
+		ret = -errno;
+		goto out_unlink;
+	}
+	ret = hdr_write(o);
+	if (ret < 0)
+		goto out_unlink;
+	return 0;
+out_unlink:
+	unlinkat(s->obj_fd, tmp, 0);
+	obj_close(o);
+	return ret;
+}
+
+/*
+ * Give the filled <name>.tmp its final name: renamed over an existing
+ * object when @replace, else linked (-EEXIST if the object exists).
+ * The temporary name is gone afterwards either way.
+ */
+static int obj_commit_tmp(struct objstore *s, uint64_t oid, bool replace)
+{
+	char tmp[OBJ_PATH_MAX], name[OBJ_PATH_MAX];
+	int ret = 0;
+
+	obj_name(oid, ".tmp", tmp);
+	obj_name(oid, "", name);
+	if (replace) {
+		if (renameat(s->obj_fd, tmp, s->obj_fd, name) == 0)
+			return 0;
+		ret = -errno;
+	} else if (linkat(s->obj_fd, tmp, s->obj_fd, name, 0) < 0) {
+		ret = -errno;
+	}
+	unlinkat(s->obj_fd, tmp, 0);
+	return ret;
+}
+
+static void obj_drop_tmp(struct objstore *s, uint64_t oid)
+{
+	char tmp[OBJ_PATH_MAX];
+
+	obj_name(oid, ".tmp", tmp);
+	unlinkat(s->obj_fd, tmp, 0);
+}
+
+/* Build a whole new object in a temporary file and commit it. */
+static int obj_build(struct objstore *s, uint64_t oid, uint64_t off,
+		     const void *buf, size_t len, uint64_t epoch, bool replace)
+{
+	struct obj o;
+	int ret;
+
+	ret = obj_new_tmp(s, oid, epoch, &o);
+	if (ret < 0)
+		return ret;
+	if (len) {
+		ret = obj_write_blocks(&o, off, buf, len, epoch);
+		if (ret < 0)
+			goto out_drop;
+	}
+	obj_close(&o);
+	return obj_commit_tmp(s, oid, replace);
+out_drop:
+	obj_close(&o);
+	obj_drop_tmp(s, oid);
+	return ret;
+}
+
+static bool is_tmp_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len != 16 + 4 || strcmp(name + 16, ".tmp") != 0)
+		return false;
+	return strspn(name, "0123456789abcdef") == 16;
+}
+
+/* Strict: exactly 16 lowercase hex digits. */
+static bool parse_obj_name(const char *name, uint64_t *oid)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 16; i++) {
+		char c = name[i];
+
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			return false;
+	}
+	if (name[16] != '\0')
+		return false;
+	*oid = v;
+	return true;
+}
+
+/* Create the 256 subdirectories and remove leftover temporary files. */
+static int store_prepare(int obj_fd)
+{
+	for (unsigned i = 0; i < 256; i++) {
+		char sub[3];
+		struct dirent *de;
+		DIR *d;
+		int fd;
+
+		snprintf(sub, sizeof(sub), "%02x", i);
+		if (mkdirat(obj_fd, sub, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		fd = openat(obj_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return -errno;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (!is_tmp_name(de->d_name))
+				continue;
+			log_info("removing leftover %s/%s", sub, de->d_name);
+			if (unlinkat(fd, de->d_name, 0) < 0 && errno != ENOENT) {
+				int ret = -errno;
+
+				closedir(d);
+				return ret;
+			}
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
+{
+	pthread_rwlockattr_t attr;
+	struct objstore *s;
+	int dir_fd, i, ret;
+
+	if (max_obj_size == 0 || max_obj_size % BLK ||
+	    max_obj_size > OBJSTORE_MAX_OBJ_SIZE)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->max_obj_size = max_obj_size;
+	s->dir = strdup(dir);
+	if (!s->dir) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		ret = -errno;
+		goto out_free;
+	}
+	dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir_fd < 0) {
+		ret = -errno;
+		goto out_free;
+	}
+	if (mkdirat(dir_fd, "obj", 0700) < 0 && errno != EEXIST) {
+		ret = -errno;
+		close(dir_fd);
+		goto out_free;
+	}
+	s->obj_fd = openat(dir_fd, "obj", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->obj_fd < 0) {
+		ret = -errno;
+		close(dir_fd);
+		goto out_free;
+	}
+	close(dir_fd);
+	ret = store_prepare(s->obj_fd);
+	if (ret < 0)
+		goto out_close;
+
+	pthread_rwlockattr_init(&attr);
+	/* Writers must not starve behind a stream of reads of one object. */
+	pthread_rwlockattr_setkind_np(&attr,
+			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	for (i = 0; i < OBJ_STRIPES; i++)
+		pthread_rwlock_init(&s->locks[i], &attr);
+	pthread_rwlockattr_destroy(&attr);
+	*out = s;
+	return 0;
+out_close:
+	close(s->obj_fd);
+out_free:
+	log_err("dir=%s: cannot open object store: %s", dir, strerror(-ret));
+	free(s->dir);
+	free(s);
+	return ret;
+}
+
+void objstore_close(struct objstore *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < OBJ_STRIPES; i++)
+		pthread_rwlock_destroy(&s->locks[i]);
+	close(s->obj_fd);
+	free(s->dir);
+	free(s);
+}
+
+int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch)
+{
+	char name[OBJ_PATH_MAX];
+	int ret;
+
+	obj_name(oid, "", name);
+	pthread_rwlock_wrlock(stripe(s, oid));
+	if (faccessat(s->obj_fd, name, F_OK, AT_EACCESS) == 0)
+		ret = -EEXIST;
+	else
+		ret = obj_build(s, oid, 0, NULL, 0, epoch, false);
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
+		   const void *buf, size_t len, uint64_t epoch, unsigned flags)
+{
+	struct obj o;
+	int ret;
+
+	if (off > s->max_obj_size || len > s->max_obj_size - off)
+		return -EFBIG;
+	pthread_rwlock_wrlock(stripe(s, oid));
+	ret = obj_open(s, oid, O_RDWR, &o);
+	if (ret == -ENOENT && flags & OBJSTORE_CREATE) {
+		/* A new object appears whole or not at all. */
+		ret = obj_build(s, oid, off, buf, len, epoch, false);
+		goto out_unlock;
+	}
+	if (ret < 0)
+		goto out_unlock;
+	if (off + len > o.max_obj_size) {
+		ret = -EFBIG;
+		goto out_close;
+	}
+	ret = obj_write_blocks(&o, off, buf, len, epoch);
+out_close:
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_replace(struct objstore *s, uint64_t oid, const void *buf,
+		     size_t len, uint64_t epoch)
+{
+	int ret;
+
+	if (len > s->max_obj_size)
+		return -EFBIG;
+	pthread_rwlock_wrlock(stripe(s, oid));
+	ret = obj_build(s, oid, 0, buf, len, epoch, true);
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+static int obj_read_range(struct obj *o, uint64_t off, void *buf, size_t len)
+{
+	struct obj_ent ents[OBJ_CHUNK];
+	struct span sp;
+	int ret;
+
+	span_init(&sp, off, len, buf);
+	for (uint64_t b0 = sp.first; b0 <= sp.last; b0 += OBJ_CHUNK) {
+		size_t n = sp.last - b0 + 1 < OBJ_CHUNK ? sp.last - b0 + 1
+							 : OBJ_CHUNK;
+		struct iovec iov[3];
+		int cnt;
+
+		ret = tab_read(o, b0, n, ents);
+		if (ret < 0)
+			return ret;
+		cnt = span_iov(&sp, b0, n, iov);
+		ret = data_read(o, b0, iov, cnt);
+		if (ret < 0)
+			return ret;
+		for (size_t i = 0; i < n; i++) {
+			uint64_t b = b0 + i;
+
+			if (!ent_accepts(o, &ents[i],
+					 csum64(span_block(&sp, b), BLK)))
+				return blk_bad(o, b);
+			if (!span_whole(&sp, b))
+				span_copy(&sp, b, true);
+		}
+	}
+	return 0;
+}
+
+int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
+		  void *buf, size_t len, size_t *got)
+{
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = obj_open(s, oid, O_RDONLY, &o);
+	if (ret < 0)
+		goto out_unlock;
+	if (off >= o.size || len == 0) {
+		*got = 0;
+		goto out_close;
+	}
+	if (len > o.size - off)
+		len = o.size - off;
+	ret = obj_read_range(&o, off, buf, len);
+	if (ret < 0) {
+		memset(buf, 0, len);    /* no unchecked bytes leave here */
+		goto out_close;
+	}
+	*got = len;
+out_close:
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_remove(struct objstore *s, uint64_t oid)
+{
+	char name[OBJ_PATH_MAX];
+	int ret = 0;
+
+	obj_name(oid, "", name);
+	pthread_rwlock_wrlock(stripe(s, oid));
+	if (unlinkat(s->obj_fd, name, 0) < 0)
+		ret = -errno;
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_stat(struct objstore *s, uint64_t oid, struct objstore_stat *st)
+{
+	uint64_t *csums = NULL;
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = obj_open(s, oid, O_RDONLY, &o);
+	if (ret < 0)
+		goto out_unlock;
+	/* At least one element: malloc(0) may return NULL. */
+	csums = malloc((nblocks_of(o.size) + 1) * sizeof(*csums));
+	if (!csums) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	ret = obj_scan(&o, verify_chunk, csums);
+	if (ret < 0)
+		goto out_free;
+	st->size = o.size;
+	st->epoch = o.epoch;
+	st->csum = csum64(csums, nblocks_of(o.size) * sizeof(*csums));
+out_free:
+	free(csums);
+out_close:
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+/* Entries past the size were never written and must still be zero. */
+static int tab_tail_is_zero(struct obj *o)
+{
+	struct obj_ent ents[OBJ_SCAN_CHUNK];
+
+	for (uint64_t b0 = nblocks_of(o->size); b0 < o->nblocks;
+	     b0 += OBJ_SCAN_CHUNK) {
+		size_t n = o->nblocks - b0 < OBJ_SCAN_CHUNK ? o->nblocks - b0
+							    : OBJ_SCAN_CHUNK;
+		int ret = tab_read(o, b0, n, ents);
+
+		if (ret < 0)
+			return ret;
+		for (size_t i = 0; i < n; i++)
+			if (!ent_is_zero(&ents[i]))
+				return blk_bad(o, b0 + i);
+	}
+	return 0;
+}
+
+int objstore_verify(struct objstore *s, uint64_t oid)
+{
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = obj_open(s, oid, O_RDONLY, &o);
+	if (ret < 0)
+		goto out_unlock;
+	ret = obj_scan(&o, verify_chunk, NULL);
+	if (ret == 0)
+		ret = tab_tail_is_zero(&o);
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_sync(struct objstore *s, uint64_t oid)
+{
+	char name[OBJ_PATH_MAX];
+	int fd, ret = 0;
+
+	obj_name(oid, "", name);
+	pthread_rwlock_rdlock(stripe(s, oid));
+	fd = openat(s->obj_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_unlock;
+	}
+	if (fdatasync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret < 0)
+		goto out_unlock;
+	/* The directory entry: a create or replace is a rename or link. */
+	name[2] = '\0';
+	fd = openat(s->obj_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_unlock;
+	}
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	if (ret < 0 && ret != -ENOENT)
+		log_err("oid=%016" PRIx64 ": sync failed: %s", oid,
+			strerror(-ret));
+	return ret;
+}
+
+int objstore_sync_all(struct objstore *s)
+{
+	if (syncfs(s->obj_fd) < 0) {
+		int ret = -errno;
+
+		log_err("dir=%s: syncfs failed: %s", s->dir, strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+/* Keep the @max smallest ids seen in a max-heap at oids[0..*n). */
+static void heap_offer(uint64_t *h, size_t max, size_t *n, uint64_t id)
+{
+	size_t i;
+
+	if (*n < max) {
+		i = (*n)++;
+		while (i > 0 && h[(i - 1) / 2] < id) {
+			h[i] = h[(i - 1) / 2];
+			i = (i - 1) / 2;
+		}
+		h[i] = id;
+		return;
+	}
+	if (id >= h[0])
+		return;
+	i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] > h[c])
+			c++;
+		if (h[c] <= id)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = id;
+}
+
+static bool is_regular(int dir_fd, const struct dirent *de)
+{
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_REG;
+	return fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int objstore_list(struct objstore *s, uint64_t after, int include_zero,
+		  uint64_t *oids, size_t max, size_t *n)
+{
+	bool all = include_zero && after == 0;
+	size_t cnt = 0;
+
+	for (unsigned i = 0; i < 256 && max; i++) {
+		struct dirent *de;
+		char sub[3];
+		uint64_t oid;
+		DIR *d;
+		int fd;
+
+		snprintf(sub, sizeof(sub), "%02x", i);
+		fd = openat(s->obj_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		d = fdopendir(fd);
+		if (!d) {
+			close(fd);
+			return -errno;
+		}
+		while ((de = readdir(d)) != NULL) {
+			if (!parse_obj_name(de->d_name, &oid))
+				continue;
+			if ((oid & 0xff) != i || (!all && oid <= after))
+				continue;
+			if (!is_regular(fd, de))
+				continue;
+			heap_offer(oids, max, &cnt, oid);
+		}
+		closedir(d);
+	}
+	qsort(oids, cnt, sizeof(*oids), cmp_u64);
+	*n = cnt;
+	return 0;
+}
+
+int objstore_path(const struct objstore *s, uint64_t oid, char *buf, size_t len)
+{
+	char name[OBJ_PATH_MAX];
+	int n;
+
+	obj_name(oid, "", name);
+	n = snprintf(buf, len, "%s/obj/%s", s->dir, name);
+	if (n < 0 || (size_t)n >= len)
+		return -ERANGE;
+	return 0;
+}
+
+int objstore_space(const struct objstore *s, uint64_t *used, uint64_t *total)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(s->obj_fd, &sv) < 0)
+		return -errno;
+	*total = (uint64_t)sv.f_blocks * sv.f_frsize;
+	*used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+	return 0;
+}

@@ -1,0 +1,95 @@
+/*
+ * objstore.h - objects on a local disk, one file each, with an XXH3-64
+ * checksum per 4 KiB block verified on every read.
+ *
+ * Crash contract: an object write that returned 0 is in the page cache
+ * and survives a crash of the process; objstore_sync() makes it survive
+ * power loss. A write interrupted by a crash (kill -9) leaves every
+ * 4 KiB block of the object reading back as its old or its new content,
+ * never a mix and never a checksum error. The on-disk format is in
+ * docs/format.md ("blockd object files").
+ *
+ * Bytes on disk that fail their checks give -EBADMSG and a log line,
+ * never bad data. Thread-safe: any number of threads may call any
+ * function at once; writes to one object are serialized inside.
+ * Not here: the network, epochs policy, replication (blockd/ops.c).
+ */
+#ifndef SDFS_BLOCKD_OBJSTORE_H
+#define SDFS_BLOCKD_OBJSTORE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define OBJSTORE_MAX_OBJ_SIZE   (64u << 20)     /* largest max_obj_size */
+#define OBJSTORE_CREATE         0x1u            /* write: create if missing */
+
+struct objstore;
+
+struct objstore_stat {
+	uint64_t size;          /* high-water mark: highest byte written + 1 */
+	uint64_t epoch;         /* cluster epoch of the last write */
+	uint64_t csum;          /* XXH3-64 over the block checksums, for scrub/compare */
+};
+
+/*
+ * Open (creating if needed) the store under @dir, holding objects of up
+ * to @max_obj_size bytes (a multiple of 4096, at most
+ * OBJSTORE_MAX_OBJ_SIZE). Returns 0 and *@out, -EINVAL, or -errno.
+ * Leftover temporary files from a crash are removed here.
+ */
+int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out);
+void objstore_close(struct objstore *s);        /* NULL ok */
+
+/* An empty object (size 0). -EEXIST if it exists. */
+int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch);
+
+/*
+ * Write @len bytes at @off. -ENOENT if the object does not exist and
+ * @flags lacks OBJSTORE_CREATE; -EFBIG if off + len > max_obj_size;
+ * -EBADMSG if a partly overwritten block was already corrupt.
+ * Records @epoch as the object's epoch.
+ */
+int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
+		   const void *buf, size_t len, uint64_t epoch, unsigned flags);
+
+/*
+ * Replace the whole object with @buf[0..len) atomically (a temporary
+ * file renamed over it): after a crash it is wholly old or wholly new.
+ * Used to repair a replica and to recover objects. Creates if missing.
+ */
+int objstore_replace(struct objstore *s, uint64_t oid, const void *buf,
+		     size_t len, uint64_t epoch);
+
+/*
+ * Read up to @len bytes at @off into @buf; *@got is the count, short
+ * only at the object's size (0 at or past it). Verifies every block it
+ * touches: -EBADMSG on a mismatch. -ENOENT if no such object.
+ */
+int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
+		  void *buf, size_t len, size_t *got);
+
+int objstore_remove(struct objstore *s, uint64_t oid);   /* -ENOENT */
+int objstore_stat(struct objstore *s, uint64_t oid, struct objstore_stat *st);
+
+/* Check every block of the object: 0, -EBADMSG or -ENOENT. */
+int objstore_verify(struct objstore *s, uint64_t oid);
+
+/* fdatasync the object (and its directory entry); -ENOENT if missing. */
+int objstore_sync(struct objstore *s, uint64_t oid);
+/* Make everything in the store durable (syncfs). */
+int objstore_sync_all(struct objstore *s);
+
+/*
+ * List object ids greater than @after in ascending order, at most @max
+ * of them, into @oids; *@n is the count. A caller pages through the
+ * store by passing the last id it got. Pass @after = 0 and
+ * @include_zero = 1 for the first page (oid 0 is a valid id).
+ */
+int objstore_list(struct objstore *s, uint64_t after, int include_zero,
+		  uint64_t *oids, size_t max, size_t *n);
+
+/* The path of the object's file, for operators (`sdfs obj locate`). */
+int objstore_path(const struct objstore *s, uint64_t oid, char *buf, size_t len);
+
+/* Bytes used and total of the filesystem holding the store. */
+int objstore_space(const struct objstore *s, uint64_t *used, uint64_t *total);
+#endif

@@ -1,0 +1,1109 @@
+/*
+ * objstore_test.c - unit tests for blockd/objstore.c.
+ *
+ * Each test gets a fresh store in its own temporary directory. The
+ * corruption and crash tests poke the object files directly, so they
+ * know the layout of docs/format.md ("blockd object files") for a store
+ * of 4 MiB objects. The crash tests fork a writer and SIGKILL it at a
+ * random moment, then check every block reads back whole.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE     /* mkdtemp, nftw */
+#endif
+#include "blockd/objstore.h"
+
+#include "common/csum.h"
+#include "common/log.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_OBJ         (4u << 20)
+#define BLK             4096u
+#define NBLOCKS         (MAX_OBJ / BLK)
+#define TAB_OFF         4096u                   /* layout of a 4 MiB object */
+#define DATA_OFF        (TAB_OFF + NBLOCKS * 16u)
+#define HDR_CSUM_OFF    48u
+#define HDR_FLAGS_OFF   40u
+#define HDR_F_DIRTY     1u
+
+static char dir[64];
+static struct objstore *s;
+static int err_count;
+static char last_err[1024];
+
+static void capture_log(int level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (level > LOG_ERR)
+		return;
+	err_count++;
+	snprintf(last_err, sizeof(last_err), "%s", msg);
+}
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/objstore_test.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	log_set_sink(capture_log, NULL);
+	cr_assert_eq(objstore_open(dir, MAX_OBJ, &s), 0);
+}
+
+static int rm_one(const char *path, const struct stat *st, int type,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void teardown(void)
+{
+	objstore_close(s);
+	s = NULL;
+	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(objstore, .init = setup, .fini = teardown);
+TestSuite(corrupt, .init = setup, .fini = teardown);
+TestSuite(crash, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(replace, .init = setup, .fini = teardown);
+TestSuite(list, .init = setup, .fini = teardown);
+TestSuite(concurrency, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Generation @g of the byte at @pos: 8-byte words (g << 32 | pos / 8). */
+static void fill_gen(void *buf, uint64_t pos, size_t len, uint64_t g)
+{
+	uint64_t *w = buf;
+
+	cr_assert(pos % 8 == 0 && len % 8 == 0);
+	for (size_t i = 0; i < len / 8; i++)
+		w[i] = g << 32 | ((pos >> 3) + i);
+}
+
+static void fill_random(void *buf, size_t len, unsigned *seed)
+{
+	unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)rand_r(seed);
+}
+
+static void obj_file(uint64_t oid, char *path, size_t len)
+{
+	cr_assert_eq(objstore_path(s, oid, path, len), 0);
+}
+
+static void file_pwrite(uint64_t oid, const void *buf, size_t len, off_t off)
+{
+	char path[256];
+	int fd;
+
+	obj_file(oid, path, sizeof(path));
+	fd = open(path, O_WRONLY);
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(pwrite(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void file_pread(uint64_t oid, void *buf, size_t len, off_t off)
+{
+	char path[256];
+	int fd;
+
+	obj_file(oid, path, sizeof(path));
+	fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pread(fd, buf, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void file_flip_bit(uint64_t oid, off_t pos, int bit)
+{
+	unsigned char c;
+
+	file_pread(oid, &c, 1, pos);
+	c ^= (unsigned char)(1u << bit);
+	file_pwrite(oid, &c, 1, pos);
+}
+
+/* Rewrite the header's checksum after a test changed its fields. */
+static void file_fix_hdr_csum(uint64_t oid)
+{
+	unsigned char h[56];
+	uint64_t c;
+
+	file_pread(oid, h, sizeof(h), 0);
+	c = htole64(csum64(h, HDR_CSUM_OFF));
+	memcpy(h + HDR_CSUM_OFF, &c, 8);
+	file_pwrite(oid, h, sizeof(h), 0);
+}
+
+static void file_set_u64(uint64_t oid, off_t pos, uint64_t v)
+{
+	v = htole64(v);
+	file_pwrite(oid, &v, 8, pos);
+}
+
+static void file_set_u32(uint64_t oid, off_t pos, uint32_t v)
+{
+	v = htole32(v);
+	file_pwrite(oid, &v, 4, pos);
+}
+
+static int read_all(uint64_t oid, uint64_t off, void *buf, size_t len,
+		    size_t *got)
+{
+	return objstore_read(s, oid, off, buf, len, got);
+}
+
+static void expect_read(uint64_t oid, uint64_t off, const void *want,
+			size_t len)
+{
+	unsigned char *buf = malloc(len ? len : 1);
+	size_t got = 0;
+
+	cr_assert_not_null(buf);
+	cr_assert_eq(read_all(oid, off, buf, len, &got), 0,
+		     "read oid=%" PRIx64 " off=%" PRIu64 " len=%zu", oid, off, len);
+	cr_assert_eq(got, len);
+	cr_assert(memcmp(buf, want, len) == 0, "content at off=%" PRIu64
+		  " len=%zu", off, len);
+	free(buf);
+}
+
+static int read_block(uint64_t oid, uint64_t b)
+{
+	unsigned char buf[BLK];
+	size_t got;
+
+	return objstore_read(s, oid, b * BLK, buf, BLK, &got);
+}
+
+/* ---- basic operations ---- */
+
+Test(objstore, open_rejects_bad_max_obj_size)
+{
+	struct objstore *o = NULL;
+
+	cr_assert_eq(objstore_open(dir, 0, &o), -EINVAL);
+	cr_assert_eq(objstore_open(dir, 4095, &o), -EINVAL);
+	cr_assert_eq(objstore_open(dir, OBJSTORE_MAX_OBJ_SIZE + 4096, &o),
+		     -EINVAL);
+	cr_assert_null(o);
+}
+
+Test(objstore, round_trip_at_unaligned_offsets_and_lengths)
+{
+	static const struct { uint64_t off; size_t len; } w[] = {
+		{ 0, 1 }, { 1, 1 }, { 4095, 2 }, { 4096, 4096 },
+		{ 100, 10000 }, { 8191, 1 }, { 12288, 0 }, { 5000, 123457 },
+		{ MAX_OBJ - 1, 1 }, { MAX_OBJ - 4097, 4097 }, { 0, MAX_OBJ },
+		{ 77, 3 * BLK + 5 }, { 2 * 1024 * 1024 + 3, 1024 * 1024 },
+	};
+	unsigned char *model = calloc(1, MAX_OBJ), *buf = malloc(MAX_OBJ);
+	unsigned seed = 42;
+	uint64_t size = 0;
+
+	cr_assert(model && buf);
+	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
+		fill_random(buf, w[i].len, &seed);
+		cr_assert_eq(objstore_write(s, 7, w[i].off, buf, w[i].len, i,
+					    OBJSTORE_CREATE), 0, "write %zu", i);
+		memcpy(model + w[i].off, buf, w[i].len);
+		if (w[i].len && w[i].off + w[i].len > size)
+			size = w[i].off + w[i].len;
+		expect_read(7, 0, model, size);
+		for (int j = 0; j < 20; j++) {
+			uint64_t off = rand_r(&seed) % (size + 1);
+			size_t len = rand_r(&seed) % (size - off + 1);
+
+			expect_read(7, off, model + off, len);
+		}
+	}
+	cr_assert_eq(objstore_verify(s, 7), 0);
+	free(model);
+	free(buf);
+}
+
+Test(objstore, read_past_size_is_short)
+{
+	unsigned char in[10000], out[20000];
+	size_t got = 99;
+
+	fill_random(in, sizeof(in), &(unsigned){ 1 });
+	cr_assert_eq(objstore_write(s, 1, 0, in, sizeof(in), 1,
+				    OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_read(s, 1, 5000, out, sizeof(out), &got), 0);
+	cr_assert_eq(got, 5000);
+	cr_assert_arr_eq(out, in + 5000, 5000);
+	cr_assert_eq(objstore_read(s, 1, 10000, out, 10, &got), 0);
+	cr_assert_eq(got, 0);
+	cr_assert_eq(objstore_read(s, 1, MAX_OBJ * 2ull, out, 10, &got), 0);
+	cr_assert_eq(got, 0);
+}
+
+Test(objstore, holes_read_as_zeros)
+{
+	unsigned char in[100], out[3 * BLK], zero[3 * BLK] = { 0 };
+	size_t got;
+
+	memset(in, 0xab, sizeof(in));
+	cr_assert_eq(objstore_create(s, 2, 1), 0);
+	cr_assert_eq(objstore_write(s, 2, 10 * BLK + 50, in, sizeof(in), 1, 0),
+		     0);
+	cr_assert_eq(objstore_read(s, 2, 0, out, sizeof(out), &got), 0);
+	cr_assert_eq(got, sizeof(out));
+	cr_assert_arr_eq(out, zero, sizeof(out));
+	cr_assert_eq(objstore_read(s, 2, 10 * BLK, out, 200, &got), 0);
+	cr_assert_eq(got, 150);
+	cr_assert_arr_eq(out, zero, 50);
+	cr_assert_arr_eq(out + 50, in, 100);
+	cr_assert_eq(objstore_verify(s, 2), 0);
+}
+
+Test(objstore, size_is_high_water_mark_and_epoch_is_recorded)
+{
+	struct objstore_stat st;
+	char c = 'x';
+
+	cr_assert_eq(objstore_create(s, 3, 5), 0);
+	cr_assert_eq(objstore_stat(s, 3, &st), 0);
+	cr_assert_eq(st.size, 0);
+	cr_assert_eq(st.epoch, 5);
+	cr_assert_eq(objstore_write(s, 3, 9999, &c, 1, 6, 0), 0);
+	cr_assert_eq(objstore_stat(s, 3, &st), 0);
+	cr_assert_eq(st.size, 10000);
+	cr_assert_eq(st.epoch, 6);
+	cr_assert_eq(objstore_write(s, 3, 10, &c, 1, 9, 0), 0);
+	cr_assert_eq(objstore_stat(s, 3, &st), 0);
+	cr_assert_eq(st.size, 10000, "a lower write does not shrink it");
+	cr_assert_eq(st.epoch, 9);
+	cr_assert_eq(objstore_write(s, 3, 500000, &c, 0, 10, 0), 0);
+	cr_assert_eq(objstore_stat(s, 3, &st), 0);
+	cr_assert_eq(st.size, 10000, "an empty write does not grow it");
+	cr_assert_eq(st.epoch, 10);
+}
+
+Test(objstore, create_existing_is_eexist)
+{
+	cr_assert_eq(objstore_create(s, 4, 1), 0);
+	cr_assert_eq(objstore_create(s, 4, 1), -EEXIST);
+	cr_assert_eq(objstore_create(s, 4, 2), -EEXIST);
+	cr_assert_eq(objstore_write(s, 5, 0, "a", 1, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_create(s, 5, 1), -EEXIST);
+}
+
+Test(objstore, write_missing_without_create_is_enoent)
+{
+	size_t got;
+	char c;
+
+	cr_assert_eq(objstore_write(s, 6, 0, "a", 1, 1, 0), -ENOENT);
+	cr_assert_eq(objstore_read(s, 6, 0, &c, 1, &got), -ENOENT);
+	cr_assert_eq(objstore_verify(s, 6), -ENOENT);
+	cr_assert_eq(objstore_sync(s, 6), -ENOENT);
+	cr_assert_eq(objstore_stat(s, 6, &(struct objstore_stat){ 0 }),
+		     -ENOENT);
+}
+
+Test(objstore, write_past_max_is_efbig)
+{
+	char c = 1;
+
+	cr_assert_eq(objstore_write(s, 8, MAX_OBJ, &c, 1, 1, OBJSTORE_CREATE),
+		     -EFBIG);
+	cr_assert_eq(objstore_write(s, 8, MAX_OBJ - 1, "ab", 2, 1,
+				    OBJSTORE_CREATE), -EFBIG);
+	cr_assert_eq(objstore_write(s, 8, UINT64_MAX, &c, 1, 1,
+				    OBJSTORE_CREATE), -EFBIG);
+	cr_assert_eq(objstore_write(s, 8, 1, &c, SIZE_MAX, 1,
+				    OBJSTORE_CREATE), -EFBIG);
+	cr_assert_eq(objstore_replace(s, 8, &c, MAX_OBJ + 1ul, 1), -EFBIG);
+	cr_assert_eq(objstore_verify(s, 8), -ENOENT, "nothing was created");
+	cr_assert_eq(objstore_write(s, 8, MAX_OBJ - 1, &c, 1, 1,
+				    OBJSTORE_CREATE), 0);
+}
+
+Test(objstore, removed_object_is_enoent)
+{
+	size_t got;
+	char c;
+
+	cr_assert_eq(objstore_write(s, 9, 0, "a", 1, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_remove(s, 9), 0);
+	cr_assert_eq(objstore_read(s, 9, 0, &c, 1, &got), -ENOENT);
+	cr_assert_eq(objstore_remove(s, 9), -ENOENT);
+	cr_assert_eq(objstore_create(s, 9, 1), 0, "the id can be used again");
+}
+
+Test(objstore, stat_csum_depends_on_content_not_history)
+{
+	struct objstore_stat a, b, c;
+	unsigned char *buf = malloc(3 * BLK), zero[BLK] = { 0 };
+
+	cr_assert_not_null(buf);
+	fill_random(buf, 3 * BLK, &(unsigned){ 3 });
+	memset(buf + BLK, 0, BLK);
+	/* a: written in pieces with a hole; b: replaced whole. */
+	cr_assert_eq(objstore_write(s, 10, 2 * BLK, buf + 2 * BLK, BLK, 1,
+				    OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 10, 0, buf, 10, 2, 0), 0);
+	cr_assert_eq(objstore_write(s, 10, 10, buf + 10, BLK - 10, 3, 0), 0);
+	cr_assert_eq(objstore_replace(s, 11, buf, 3 * BLK, 7), 0);
+	cr_assert_eq(objstore_stat(s, 10, &a), 0);
+	cr_assert_eq(objstore_stat(s, 11, &b), 0);
+	cr_assert_eq(a.size, b.size);
+	cr_assert_eq(a.csum, b.csum);
+	cr_assert_neq(a.epoch, b.epoch);
+	cr_assert_eq(objstore_write(s, 11, BLK, zero, 1, 8, 0), 0);
+	cr_assert_eq(objstore_stat(s, 11, &c), 0);
+	cr_assert_eq(c.csum, b.csum, "zeros written over zeros");
+	cr_assert_eq(objstore_write(s, 11, BLK + 5, "x", 1, 9, 0), 0);
+	cr_assert_eq(objstore_stat(s, 11, &c), 0);
+	cr_assert_neq(c.csum, b.csum);
+	free(buf);
+}
+
+Test(objstore, sync_space_and_path)
+{
+	uint64_t used = 0, total = 0;
+	char path[256], small[8];
+	struct stat st;
+
+	cr_assert_eq(objstore_write(s, 0x1234, 0, "a", 1, 1, OBJSTORE_CREATE),
+		     0);
+	cr_assert_eq(objstore_sync(s, 0x1234), 0);
+	cr_assert_eq(objstore_sync_all(s), 0);
+	cr_assert_eq(objstore_space(s, &used, &total), 0);
+	cr_assert_gt(total, 0);
+	cr_assert_leq(used, total);
+	cr_assert_eq(objstore_path(s, 0x1234, path, sizeof(path)), 0);
+	cr_assert(strstr(path, "/obj/34/0000000000001234") != NULL, "%s", path);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(objstore_path(s, 0x1234, small, sizeof(small)), -ERANGE);
+}
+
+Test(objstore, objects_keep_their_layout_when_store_max_changes)
+{
+	unsigned char *buf = malloc(MAX_OBJ);
+	struct objstore *small;
+
+	cr_assert_not_null(buf);
+	fill_gen(buf, 0, MAX_OBJ, 3);
+	cr_assert_eq(objstore_write(s, 12, 0, buf, MAX_OBJ, 1,
+				    OBJSTORE_CREATE), 0);
+	objstore_close(s);
+	s = NULL;
+	cr_assert_eq(objstore_open(dir, 1u << 20, &small), 0);
+	s = small;
+	expect_read(12, 0, buf, MAX_OBJ);
+	cr_assert_eq(objstore_write(s, 12, (1u << 20) - 1, "ab", 2, 2, 0),
+		     -EFBIG);
+	cr_assert_eq(objstore_write(s, 12, 100, "ab", 2, 2, 0), 0);
+	memcpy(buf + 100, "ab", 2);
+	expect_read(12, 0, buf, MAX_OBJ);
+	cr_assert_eq(objstore_verify(s, 12), 0);
+	free(buf);
+}
+
+/* ---- corruption ---- */
+
+static void write_blocks(uint64_t oid, unsigned nblocks)
+{
+	unsigned char *buf = malloc(nblocks * BLK);
+
+	cr_assert_not_null(buf);
+	fill_gen(buf, 0, nblocks * BLK, 1);
+	cr_assert_eq(objstore_write(s, oid, 0, buf, nblocks * BLK, 1,
+				    OBJSTORE_CREATE), 0);
+	free(buf);
+}
+
+Test(corrupt, flipped_data_bit_fails_only_that_block)
+{
+	unsigned char buf[2 * BLK];
+	size_t got = 0;
+
+	write_blocks(0x20, 8);
+	file_flip_bit(0x20, DATA_OFF + 3 * BLK + 1234, 5);
+	cr_assert_eq(read_block(0x20, 3), -EBADMSG);
+	cr_assert(strstr(last_err, "oid=0000000000000020") &&
+		  strstr(last_err, "block=3"), "log: %s", last_err);
+	cr_assert_eq(objstore_read(s, 0x20, 2 * BLK + 4000, buf, 200, &got),
+		     -EBADMSG, "a read that touches the block");
+	cr_assert_eq(got, 0, "*got untouched on failure");
+	for (unsigned b = 0; b < 8; b++)
+		if (b != 3)
+			cr_assert_eq(read_block(0x20, b), 0, "block %u", b);
+	cr_assert_eq(objstore_verify(s, 0x20), -EBADMSG);
+	cr_assert_eq(objstore_stat(s, 0x20, &(struct objstore_stat){ 0 }),
+		     -EBADMSG);
+	cr_assert_eq(objstore_write(s, 0x20, 3 * BLK + 1, "x", 1, 2, 0),
+		     -EBADMSG, "partial overwrite of a corrupt block");
+	/* A whole-block overwrite heals it. */
+	memset(buf, 7, BLK);
+	cr_assert_eq(objstore_write(s, 0x20, 3 * BLK, buf, BLK, 2, 0), 0);
+	cr_assert_eq(objstore_verify(s, 0x20), 0);
+}
+
+Test(corrupt, flipped_header_bit_is_ebadmsg)
+{
+	write_blocks(0x21, 2);
+	for (unsigned i = 0; i < 56; i++) {
+		file_flip_bit(0x21, i, i % 8);
+		err_count = 0;
+		cr_assert_eq(read_block(0x21, 0), -EBADMSG, "byte %u", i);
+		cr_assert_eq(objstore_verify(s, 0x21), -EBADMSG);
+		cr_assert_eq(objstore_write(s, 0x21, 0, "x", 1, 2, 0),
+			     -EBADMSG);
+		cr_assert_gt(err_count, 0, "logged");
+		file_flip_bit(0x21, i, i % 8);
+		cr_assert_eq(read_block(0x21, 0), 0, "byte %u restored", i);
+	}
+}
+
+Test(corrupt, flipped_table_bit_fails_that_block)
+{
+	write_blocks(0x22, 4);
+	/* Each byte of block 2's entry: cur, then prev. */
+	for (unsigned i = 0; i < 16; i++) {
+		file_flip_bit(0x22, TAB_OFF + 2 * 16 + i, i % 8);
+		cr_assert_eq(read_block(0x22, 2), -EBADMSG, "byte %u", i);
+		cr_assert(strstr(last_err, "block=2"), "log: %s", last_err);
+		cr_assert_eq(read_block(0x22, 1), 0);
+		cr_assert_eq(read_block(0x22, 3), 0);
+		cr_assert_eq(objstore_verify(s, 0x22), -EBADMSG);
+		file_flip_bit(0x22, TAB_OFF + 2 * 16 + i, i % 8);
+		cr_assert_eq(objstore_verify(s, 0x22), 0);
+	}
+	/* An entry past the size must stay {0, 0}. */
+	file_flip_bit(0x22, TAB_OFF + 100 * 16 + 9, 2);
+	cr_assert_eq(objstore_verify(s, 0x22), -EBADMSG);
+}
+
+Test(corrupt, flipped_bit_in_never_written_block_is_ebadmsg)
+{
+	unsigned char one = 1;
+
+	cr_assert_eq(objstore_write(s, 0x23, 5 * BLK, "x", 1, 1,
+				    OBJSTORE_CREATE), 0);
+	file_pwrite(0x23, &one, 1, DATA_OFF + 2 * BLK + 17);
+	cr_assert_eq(read_block(0x23, 2), -EBADMSG);
+	cr_assert_eq(read_block(0x23, 1), 0);
+	cr_assert_eq(objstore_verify(s, 0x23), -EBADMSG);
+}
+
+static void expect_all_ebadmsg(uint64_t oid)
+{
+	struct objstore_stat st;
+
+	cr_assert_eq(read_block(oid, 0), -EBADMSG);
+	cr_assert_eq(objstore_stat(s, oid, &st), -EBADMSG);
+	cr_assert_eq(objstore_verify(s, oid), -EBADMSG);
+	cr_assert_eq(objstore_write(s, oid, 10, "x", 1, 2, 0), -EBADMSG);
+	cr_assert_eq(objstore_write(s, oid, 0, "x", 1, 2, OBJSTORE_CREATE),
+		     -EBADMSG, "an existing bad file is not recreated");
+}
+
+static void truncate_obj(uint64_t oid, off_t len)
+{
+	char path[256];
+
+	obj_file(oid, path, sizeof(path));
+	cr_assert_eq(truncate(path, len), 0);
+}
+
+Test(corrupt, truncated_file_is_ebadmsg)
+{
+	write_blocks(0x30, 4);
+	write_blocks(0x31, 4);
+	write_blocks(0x32, 4);
+	truncate_obj(0x30, 100);
+	expect_all_ebadmsg(0x30);
+	truncate_obj(0x31, DATA_OFF - 1);       /* header whole, table cut */
+	expect_all_ebadmsg(0x31);
+	truncate_obj(0x32, 0);
+	expect_all_ebadmsg(0x32);
+}
+
+Test(corrupt, truncated_data_is_ebadmsg)
+{
+	write_blocks(0x33, 4);
+	truncate_obj(0x33, DATA_OFF + BLK + 10);
+	cr_assert_eq(read_block(0x33, 0), 0);
+	cr_assert_eq(read_block(0x33, 1), -EBADMSG);
+	cr_assert_eq(read_block(0x33, 3), -EBADMSG);
+	cr_assert_eq(objstore_verify(s, 0x33), -EBADMSG);
+}
+
+Test(corrupt, random_bytes_file_is_ebadmsg)
+{
+	unsigned char *junk = malloc(DATA_OFF + 8 * BLK);
+	unsigned seed = 99;
+
+	cr_assert_not_null(junk);
+	for (uint64_t oid = 0x40; oid < 0x48; oid++) {
+		size_t len = DATA_OFF + 8 * BLK - (oid - 0x40) * 3001;
+
+		write_blocks(oid, 1);
+		fill_random(junk, len, &seed);
+		file_pwrite(oid, junk, len, 0);
+		expect_all_ebadmsg(oid);
+	}
+	free(junk);
+}
+
+Test(corrupt, header_with_valid_csum_but_bad_fields_is_ebadmsg)
+{
+	/* field offset, width, value */
+	static const struct { off_t off; int w; uint64_t v; } bad[] = {
+		{ 0, 8, 0x1234 },                       /* magic */
+		{ 8, 4, 2 },                            /* version */
+		{ 12, 4, 0 },                           /* max_obj_size */
+		{ 12, 4, 4097 },
+		{ 12, 4, OBJSTORE_MAX_OBJ_SIZE + 4096 },
+		{ 16, 8, 0x51 },                        /* oid */
+		{ 24, 8, MAX_OBJ + 1ull },              /* size */
+		{ 24, 8, UINT64_MAX },
+		{ 40, 4, 0x80 },                        /* unknown flag */
+		{ 44, 4, 1 },                           /* reserved */
+	};
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t oid = 0x50;
+
+		cr_assert_eq(objstore_replace(s, oid, "abc", 3, 1), 0);
+		if (bad[i].w == 8)
+			file_set_u64(oid, bad[i].off, bad[i].v);
+		else
+			file_set_u32(oid, bad[i].off, (uint32_t)bad[i].v);
+		file_fix_hdr_csum(oid);
+		expect_all_ebadmsg(oid);
+	}
+}
+
+Test(corrupt, object_file_under_another_oid_is_ebadmsg)
+{
+	char from[256], to[256];
+
+	write_blocks(0x60, 1);
+	cr_assert_eq(objstore_create(s, 0x160, 1), 0);
+	obj_file(0x60, from, sizeof(from));
+	obj_file(0x160, to, sizeof(to));
+	cr_assert_eq(rename(from, to), 0);
+	expect_all_ebadmsg(0x160);
+}
+
+/* ---- interrupted writes ---- */
+
+static void expect_entry(uint64_t oid, uint64_t b, uint64_t cur,
+			 uint64_t prev)
+{
+	uint64_t ent[2];
+
+	file_pread(oid, ent, sizeof(ent), TAB_OFF + b * 16);
+	cr_assert_eq(le64toh(ent[0]), cur, "block %" PRIu64 " cur", b);
+	cr_assert_eq(le64toh(ent[1]), prev, "block %" PRIu64 " prev", b);
+}
+
+Test(crash, completed_write_leaves_only_the_new_data_valid)
+{
+	unsigned char g1[BLK], g2[BLK];
+
+	fill_gen(g1, 0, BLK, 1);
+	fill_gen(g2, 0, BLK, 2);
+	cr_assert_eq(objstore_write(s, 0x70, 0, g1, BLK, 1, OBJSTORE_CREATE),
+		     0);
+	expect_entry(0x70, 0, csum64(g1, BLK), csum64(g1, BLK));
+	cr_assert_eq(objstore_write(s, 0x70, 0, g2, BLK, 2, 0), 0);
+	expect_entry(0x70, 0, csum64(g2, BLK), csum64(g2, BLK));
+	/* The block silently going back to its old content is caught. */
+	file_pwrite(0x70, g1, BLK, DATA_OFF);
+	cr_assert_eq(read_block(0x70, 0), -EBADMSG);
+}
+
+Test(crash, interrupted_write_is_settled_by_the_next_write)
+{
+	unsigned char g1[3 * BLK], g2[3 * BLK], g3[3 * BLK];
+	uint32_t flags;
+
+	fill_gen(g1, 0, 3 * BLK, 1);
+	fill_gen(g2, 0, 3 * BLK, 2);
+	fill_gen(g3, 0, 3 * BLK, 3);
+	cr_assert_eq(objstore_write(s, 0x71, 0, g1, 3 * BLK, 1,
+				    OBJSTORE_CREATE), 0);
+	/* What a kill during a write of g2 leaves: the header dirty, all
+	 * entries {g2, g1}; block 1 already holds g2, blocks 0 and 2 g1. */
+	for (unsigned b = 0; b < 3; b++) {
+		file_set_u64(0x71, TAB_OFF + b * 16, csum64(g2 + b * BLK, BLK));
+		file_set_u64(0x71, TAB_OFF + b * 16 + 8,
+			     csum64(g1 + b * BLK, BLK));
+	}
+	file_pwrite(0x71, g2 + BLK, BLK, DATA_OFF + BLK);
+	memcpy(g1 + BLK, g2 + BLK, BLK);        /* g1 is now "expected" */
+	file_set_u32(0x71, HDR_FLAGS_OFF, HDR_F_DIRTY);
+	file_fix_hdr_csum(0x71);
+	expect_read(0x71, 0, g1, 3 * BLK);
+	cr_assert_eq(objstore_verify(s, 0x71), 0);
+
+	/* The next write, to block 0 only, settles blocks 1 and 2 too. */
+	cr_assert_eq(objstore_write(s, 0x71, 0, g3, BLK, 3, 0), 0);
+	memcpy(g1, g3, BLK);
+	expect_read(0x71, 0, g1, 3 * BLK);
+	for (unsigned b = 0; b < 3; b++)
+		expect_entry(0x71, b, csum64(g1 + b * BLK, BLK),
+			     csum64(g1 + b * BLK, BLK));
+	file_pread(0x71, &flags, 4, HDR_FLAGS_OFF);
+	cr_assert_eq(flags, 0, "header clean");
+	cr_assert_eq(objstore_verify(s, 0x71), 0);
+}
+
+Test(crash, unsettled_entry_in_a_clean_object_is_ebadmsg)
+{
+	unsigned char g1[BLK], g2[BLK];
+
+	fill_gen(g1, 0, BLK, 1);
+	fill_gen(g2, 0, BLK, 2);
+	cr_assert_eq(objstore_write(s, 0x72, 0, g1, BLK, 1, OBJSTORE_CREATE),
+		     0);
+	file_set_u64(0x72, TAB_OFF, csum64(g2, BLK));
+	cr_assert_eq(read_block(0x72, 0), -EBADMSG);
+	cr_assert_eq(objstore_verify(s, 0x72), -EBADMSG);
+}
+
+/*
+ * Which generation does block @b hold? Bytes of the block inside the
+ * written range [off, end) must all be one generation's (0: never
+ * written, all zero); bytes outside stay zero. -1 if neither.
+ */
+static int64_t block_gen(const unsigned char *obj, uint64_t b, uint64_t off,
+			 uint64_t end)
+{
+	uint64_t lo = b * BLK > off ? b * BLK : off;
+	uint64_t hi = (b + 1) * BLK < end ? (b + 1) * BLK : end;
+	unsigned char want[BLK];
+	uint64_t w, g;
+
+	for (uint64_t p = b * BLK; p < (b + 1) * BLK; p++)
+		if ((p < lo || p >= hi) && obj[p])
+			return -1;
+	memcpy(&w, obj + lo, 8);
+	g = w >> 32;
+	if (w == 0)
+		memset(want, 0, hi - lo);
+	else
+		fill_gen(want, lo, hi - lo, g);
+	return memcmp(obj + lo, want, hi - lo) == 0 ? (int64_t)g : -1;
+}
+
+static void writer_child(int ready_fd, uint64_t oid, uint64_t off,
+			 size_t len, uint64_t g0, int replace)
+{
+	unsigned char *buf = malloc(MAX_OBJ);
+	struct objstore *cs;
+
+	if (!buf || objstore_open(dir, MAX_OBJ, &cs) < 0)
+		_exit(2);
+	if (write(ready_fd, "r", 1) != 1)
+		_exit(3);
+	for (uint64_t g = g0;; g++) {
+		int ret;
+
+		if (replace) {
+			/* Each generation has its own size. */
+			len = MAX_OBJ - (g % 13) * 37 * BLK - (g % 3) * 808;
+			fill_gen(buf, 0, len, g);
+			ret = objstore_replace(cs, oid, buf, len, g);
+		} else {
+			fill_gen(buf, off, len, g);
+			ret = objstore_write(cs, oid, off, buf, len, g,
+					     OBJSTORE_CREATE);
+		}
+		if (ret < 0)
+			_exit(4);
+	}
+}
+
+/* Start a writer, let it run for @delay_us after it opened the store,
+ * then SIGKILL it. */
+static void run_and_kill(uint64_t oid, uint64_t off, size_t len, uint64_t g0,
+			 int replace, unsigned delay_us)
+{
+	int p[2], status;
+	pid_t pid;
+	char c;
+
+	cr_assert_eq(pipe(p), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		writer_child(p[1], oid, off, len, g0, replace);
+		_exit(5);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &c, 1), 1, "writer did not start");
+	close(p[0]);
+	usleep(delay_us);
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "writer failed before the kill: status %d", status);
+}
+
+/* Reopen the store as after a crash and read the whole object. */
+static int reopen_and_read(uint64_t oid, unsigned char *obj, size_t *got)
+{
+	objstore_close(s);
+	s = NULL;
+	cr_assert_eq(objstore_open(dir, MAX_OBJ, &s), 0);
+	memset(obj, 0, MAX_OBJ);
+	*got = 0;
+	return objstore_read(s, oid, 0, obj, MAX_OBJ, got);
+}
+
+/*
+ * Kill a writer of generations g0, g0 + 1, ... over [off, off + len)
+ * again and again. After each kill every block must read back without
+ * error as one whole generation: either what it held before (the kill
+ * came before the writer reached it) or, for the blocks that changed,
+ * the newest generation G written or G - 1.
+ */
+static void kill_writers(uint64_t oid, uint64_t off, size_t len,
+			 unsigned min_us, unsigned max_us)
+{
+	uint64_t first = off / BLK, last = (off + len - 1) / BLK;
+	int64_t prev[NBLOCKS] = { 0 }, gen[NBLOCKS];
+	unsigned char *obj = malloc(MAX_OBJ);
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	unsigned iter, torn = 0, seed0 = seed;
+	uint64_t g0 = 1;
+
+	cr_assert_not_null(obj);
+	for (iter = 0; iter < 150 && (iter < 30 || torn < 5); iter++) {
+		unsigned delay = min_us + rand_r(&seed) % (max_us - min_us);
+		int64_t newest = -1, oldest = INT64_MAX;
+		size_t got;
+		int ret;
+
+		run_and_kill(oid, off, len, g0, 0, delay);
+		ret = reopen_and_read(oid, obj, &got);
+		if (ret == -ENOENT) {
+			cr_assert_eq(g0, 1, "seed %u iter %u: object lost",
+				     seed0, iter);
+			continue;
+		}
+		cr_assert_eq(ret, 0, "seed %u iter %u delay %u: read failed",
+			     seed0, iter, delay);
+		cr_assert_eq(got, off + len);
+		cr_assert_eq(objstore_verify(s, oid), 0);
+		for (uint64_t b = first; b <= last; b++) {
+			gen[b] = block_gen(obj, b, off, off + len);
+			cr_assert_geq(gen[b], 0, "seed %u iter %u delay %u: "
+				      "block %" PRIu64 " is not one whole "
+				      "generation", seed0, iter, delay, b);
+			if (gen[b] == prev[b])
+				continue;
+			cr_assert_geq((uint64_t)gen[b], g0, "seed %u iter %u: "
+				      "block %" PRIu64 " went back from %"
+				      PRId64 " to %" PRId64, seed0, iter, b,
+				      prev[b], gen[b]);
+			newest = gen[b] > newest ? gen[b] : newest;
+			oldest = gen[b] < oldest ? gen[b] : oldest;
+		}
+		if (newest < 0)
+			continue;       /* killed before any data landed */
+		cr_assert_leq(newest - oldest, 1, "seed %u iter %u: blocks of"
+			      " generations %" PRId64 "..%" PRId64, seed0,
+			      iter, oldest, newest);
+		for (uint64_t b = first; b <= last; b++) {
+			if (gen[b] != prev[b] && gen[b] != newest) {
+				torn++;
+				break;
+			}
+		}
+		memcpy(prev, gen, sizeof(prev));
+		g0 = newest + 1;
+	}
+	cr_log_info("%u kills, %u left a write half done, last generation "
+		    "%" PRIu64, iter, torn, g0 - 1);
+	free(obj);
+}
+
+Test(crash, killed_whole_object_writes_leave_each_block_old_or_new)
+{
+	kill_writers(0x80, 0, MAX_OBJ, 200, 4000);
+}
+
+Test(crash, killed_unaligned_writes_leave_each_block_old_or_new)
+{
+	kill_writers(0x81, 1000, (1u << 20) + 3000, 100, 2000);
+}
+
+Test(crash, killed_replace_leaves_object_wholly_old_or_new)
+{
+	unsigned char *obj = malloc(MAX_OBJ), *want = malloc(MAX_OBJ);
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid(), seed0 = seed;
+	uint64_t g0 = 1, g;
+	struct objstore_stat st;
+	size_t got;
+
+	cr_assert(obj && want);
+	for (unsigned iter = 0; iter < 30; iter++) {
+		unsigned delay = 200 + rand_r(&seed) % 4000;
+		int ret;
+
+		run_and_kill(0x82, 0, 0, g0, 1, delay);
+		ret = reopen_and_read(0x82, obj, &got);
+		if (ret == -ENOENT && g0 == 1)
+			continue;
+		cr_assert_eq(ret, 0, "seed %u iter %u", seed0, iter);
+		cr_assert_eq(objstore_stat(s, 0x82, &st), 0);
+		g = st.epoch;
+		cr_assert_geq(g, g0 - 1, "seed %u iter %u", seed0, iter);
+		cr_assert_eq(got, MAX_OBJ - (g % 13) * 37 * BLK - (g % 3) * 808,
+			     "seed %u iter %u: size of generation %" PRIu64,
+			     seed0, iter, g);
+		fill_gen(want, 0, got, g);
+		cr_assert(memcmp(obj, want, got) == 0, "seed %u iter %u: "
+			  "content is not generation %" PRIu64, seed0, iter, g);
+		g0 = g + 1;
+	}
+	free(obj);
+	free(want);
+}
+
+/* ---- replace ---- */
+
+Test(replace, swaps_content_and_size)
+{
+	unsigned char *big = malloc(3 << 20), small[5000];
+	struct objstore_stat st;
+	size_t got;
+
+	cr_assert_not_null(big);
+	fill_gen(big, 0, 3 << 20, 1);
+	fill_gen(small, 0, 5000, 2);
+	cr_assert_eq(objstore_write(s, 0x90, 0, big, 3 << 20, 1,
+				    OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_replace(s, 0x90, small, sizeof(small), 2), 0);
+	cr_assert_eq(objstore_stat(s, 0x90, &st), 0);
+	cr_assert_eq(st.size, sizeof(small));
+	cr_assert_eq(st.epoch, 2);
+	expect_read(0x90, 0, small, sizeof(small));
+	cr_assert_eq(objstore_read(s, 0x90, 0, big, 3 << 20, &got), 0);
+	cr_assert_eq(got, sizeof(small));
+	cr_assert_eq(objstore_verify(s, 0x90), 0);
+	/* Partial-block writes after a replace see zeros past its end. */
+	cr_assert_eq(objstore_write(s, 0x90, 6000, "z", 1, 3, 0), 0);
+	cr_assert_eq(objstore_read(s, 0x90, 5000, big, 2000, &got), 0);
+	cr_assert_eq(got, 1001);
+	for (int i = 0; i < 1000; i++)
+		cr_assert_eq(big[i], 0);
+	cr_assert_eq(big[1000], 'z');
+	cr_assert_eq(objstore_replace(s, 0x90, NULL, 0, 4), 0);
+	cr_assert_eq(objstore_stat(s, 0x90, &st), 0);
+	cr_assert_eq(st.size, 0);
+	free(big);
+}
+
+Test(replace, creates_missing_object)
+{
+	cr_assert_eq(objstore_replace(s, 0x91, "hello", 5, 3), 0);
+	expect_read(0x91, 0, "hello", 5);
+}
+
+Test(replace, leftover_tmp_is_removed_at_open_and_never_listed)
+{
+	char path[256], tmp[300];
+	uint64_t ids[4];
+	struct stat st;
+	size_t n;
+	int fd;
+
+	cr_assert_eq(objstore_create(s, 0x92, 1), 0);
+	obj_file(0x92, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "junk", 4), 4);
+	close(fd);
+	cr_assert_eq(objstore_list(s, 0, 1, ids, 4, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ids[0], 0x92);
+	objstore_close(s);
+	s = NULL;
+	cr_assert_eq(objstore_open(dir, MAX_OBJ, &s), 0);
+	cr_assert_eq(stat(tmp, &st), -1);
+	cr_assert_eq(errno, ENOENT);
+	cr_assert_eq(stat(path, &st), 0, "the object itself stays");
+	cr_assert_eq(objstore_verify(s, 0x92), 0);
+}
+
+/* ---- list ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+Test(list, pages_return_every_id_once_ascending)
+{
+	enum { N = 300 };
+	uint64_t want[N], got[N + 8], page[7];
+	unsigned seed = 5;
+	size_t total = 0, n;
+	uint64_t after = 0;
+	int first = 1;
+
+	want[0] = 0;
+	want[1] = UINT64_MAX;
+	want[2] = 1;
+	want[3] = 0xff;
+	want[4] = 0x100;
+	want[5] = 0x100000000ull;
+	want[6] = UINT64_MAX - 0xff;
+	for (int i = 7; i < N; i++)
+		want[i] = (uint64_t)rand_r(&seed) << 33 ^ (uint64_t)i << 8 ^ i;
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(objstore_create(s, want[i], 1), 0, "%d", i);
+	qsort(want, N, sizeof(want[0]), cmp_u64);
+
+	for (;;) {
+		cr_assert_eq(objstore_list(s, after, first, page, 7, &n), 0);
+		if (n == 0)
+			break;
+		cr_assert_leq(n, 7);
+		cr_assert_leq(total + n, N, "listed more than exist");
+		memcpy(got + total, page, n * sizeof(page[0]));
+		total += n;
+		after = page[n - 1];
+		first = 0;
+	}
+	cr_assert_eq(total, N);
+	cr_assert_arr_eq(got, want, N * sizeof(want[0]));
+
+	cr_assert_eq(objstore_list(s, 0, 0, page, 7, &n), 0);
+	cr_assert_eq(page[0], 1, "without include_zero, 0 is skipped");
+	cr_assert_eq(objstore_list(s, UINT64_MAX - 0xff, 0, page, 7, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(page[0], UINT64_MAX);
+	cr_assert_eq(objstore_list(s, 0, 1, page, 0, &n), 0);
+	cr_assert_eq(n, 0);
+}
+
+Test(list, ignores_junk_names)
+{
+	static const char *junk[] = {
+		"34/zz", "34/000000000000123", "34/00000000000001234",
+		"34/000000000000ABCD", "34/0000000000001234.tmp",
+		"34/0000000000001234~", "35/0000000000001234",
+		"00/.0000000000000000", "00/ 000000000000000",
+	};
+	char path[512], base[300];
+	uint64_t ids[16];
+	size_t n;
+
+	cr_assert_eq(objstore_create(s, 0x1234, 1), 0);
+	snprintf(base, sizeof(base), "%s/obj", dir);
+	for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/%s", base, junk[i]);
+		fd = open(path, O_WRONLY | O_CREAT, 0600);
+		cr_assert_geq(fd, 0, "%s", path);
+		close(fd);
+	}
+	snprintf(path, sizeof(path), "%s/cd/000000000000abcd", base);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(objstore_list(s, 0, 1, ids, 16, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(ids[0], 0x1234);
+}
+
+/* ---- concurrency ---- */
+
+enum { THREADS = 6, ROUNDS = 60 };
+static int thread_failures;
+
+struct worker {
+	pthread_t tid;
+	unsigned idx;
+	int failures;
+};
+
+/* Each thread: its own 64 KiB of shared object A, unaligned writes all
+ * over shared object B, its own object C, and reads of B throughout. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	unsigned char buf[64 * 1024 + 8], out[64 * 1024];
+	unsigned seed = w->idx + 1;
+	size_t got;
+
+	for (unsigned r = 1; r <= ROUNDS; r++) {
+		uint64_t g = (uint64_t)w->idx << 16 | r;
+		uint64_t off = (rand_r(&seed) % (MAX_OBJ / 8 - 8192)) * 8;
+		size_t len = (1 + rand_r(&seed) % 8000) * 8;
+
+		fill_gen(buf, w->idx * sizeof(out), sizeof(out), g);
+		if (objstore_write(s, 0xa0, w->idx * sizeof(out), buf,
+				   sizeof(out), g, OBJSTORE_CREATE) < 0)
+			w->failures++;
+		fill_gen(buf, off, len, g);
+		if (objstore_write(s, 0xb0, off, buf, len, g,
+				   OBJSTORE_CREATE) < 0)
+			w->failures++;
+		if (objstore_write(s, 0xc0 + w->idx, off, buf, len, g,
+				   OBJSTORE_CREATE) < 0)
+			w->failures++;
+		if (objstore_read(s, 0xb0, off, out, sizeof(out), &got) < 0)
+			w->failures++;
+		if (objstore_verify(s, 0xa0) < 0)
+			w->failures++;
+	}
+	return NULL;
+}
+
+Test(concurrency, threads_on_shared_and_private_objects_leave_every_block_valid)
+{
+	struct worker w[THREADS];
+	unsigned char want[64 * 1024];
+
+	for (unsigned i = 0; i < THREADS; i++) {
+		w[i].idx = i;
+		w[i].failures = 0;
+		cr_assert_eq(pthread_create(&w[i].tid, NULL, worker_main, &w[i]),
+			     0);
+	}
+	for (unsigned i = 0; i < THREADS; i++) {
+		cr_assert_eq(pthread_join(w[i].tid, NULL), 0);
+		thread_failures += w[i].failures;
+	}
+	cr_assert_eq(thread_failures, 0);
+	cr_assert_eq(err_count, 0, "log: %s", last_err);
+	cr_assert_eq(objstore_verify(s, 0xa0), 0);
+	cr_assert_eq(objstore_verify(s, 0xb0), 0);
+	for (unsigned i = 0; i < THREADS; i++) {
+		cr_assert_eq(objstore_verify(s, 0xc0 + i), 0);
+		fill_gen(want, i * sizeof(want), sizeof(want),
+			 (uint64_t)i << 16 | ROUNDS);
+		expect_read(0xa0, i * sizeof(want), want, sizeof(want));
+	}
+}

@@ -1,0 +1,279 @@
+/*
+ * ops.c - what blockd does for each request: the dispatch table, the
+ * epoch check, and the work functions that touch the objstore.
+ *
+ * ops_dispatch() runs on the loop thread: it checks the request against
+ * the table and the node's epoch, then queues a job on the I/O workers.
+ * A job's fn runs on a worker and touches only the job and the
+ * (thread-safe) objstore; its done runs on the loop thread and replies.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockd/blockd.h"
+#include "common/log.h"
+#include "common/proto.h"
+
+struct req {
+	struct work work;
+	struct blockd *bd;
+	struct conn *conn;
+	struct sdfs_hdr h;
+	uint8_t *payload;       /* request payload, owned */
+	uint8_t *out;           /* reply payload, owned until replied */
+	uint32_t out_len;
+	uint32_t reply_flags;
+	int ret;                /* 0 or -errno */
+};
+
+struct op_desc {
+	const char *name;
+	work_fn fn;
+	int mutates;            /* needs a nonzero epoch */
+};
+
+static void op_read(struct work *w)
+{
+	struct req *r = (struct req *)w;
+	size_t got = 0;
+
+	if (r->h.length > r->bd->cfg.obj_size) {
+		r->ret = -EINVAL;
+		return;
+	}
+	r->out = malloc(r->h.length ? r->h.length : 1);
+	if (!r->out) {
+		r->ret = -ENOMEM;
+		return;
+	}
+	r->ret = objstore_read(r->bd->store, r->h.oid, r->h.offset, r->out,
+			       r->h.length, &got);
+	r->out_len = (uint32_t)got;
+}
+
+static void op_write(struct work *w)
+{
+	struct req *r = (struct req *)w;
+
+	r->ret = objstore_write(r->bd->store, r->h.oid, r->h.offset, r->payload,
+				r->h.payload_len, r->h.epoch,
+				r->h.flags & SDFS_F_CREATE ? OBJSTORE_CREATE : 0);
+}
+
+static void op_create(struct work *w)
+{
+	struct req *r = (struct req *)w;
+
+	r->ret = objstore_create(r->bd->store, r->h.oid, r->h.epoch);
+}
+
+static void op_remove(struct work *w)
+{
+	struct req *r = (struct req *)w;
+
+	r->ret = objstore_remove(r->bd->store, r->h.oid);
+}
+
+static void op_replace(struct work *w)
+{
+	struct req *r = (struct req *)w;
+
+	r->ret = objstore_replace(r->bd->store, r->h.oid, r->payload,
+				  r->h.payload_len, r->h.epoch);
+}
+
+static void op_flush(struct work *w)
+{
+	struct req *r = (struct req *)w;
+
+	r->ret = r->h.flags & SDFS_F_ALL ? objstore_sync_all(r->bd->store)
+					 : objstore_sync(r->bd->store, r->h.oid);
+}
+
+static void op_list(struct work *w)
+{
+	struct req *r = (struct req *)w;
+	size_t max = r->h.length, n = 0;
+	uint64_t *oids;
+
+	if (max == 0 || max > SDFS_MAX_LIST)
+		max = SDFS_MAX_LIST;
+	oids = malloc((max + 1) * sizeof(*oids));
+	r->out = malloc(max * 8);
+	if (!oids || !r->out) {
+		free(oids);
+		r->ret = -ENOMEM;
+		return;
+	}
+	r->ret = objstore_list(r->bd->store, r->h.offset, !!(r->h.flags & SDFS_F_FIRST),
+			       oids, max + 1, &n);
+	if (r->ret == 0) {
+		if (n > max) {
+			n = max;
+			r->reply_flags |= SDFS_F_MORE;
+		}
+		proto_oids_encode(oids, n, r->out);
+		r->out_len = (uint32_t)(n * 8);
+	}
+	free(oids);
+}
+
+static void op_stat(struct work *w)
+{
+	struct req *r = (struct req *)w;
+	struct objstore_stat st;
+	struct sdfs_obj_stat ws = { 0 };
+	char path[SDFS_MAX_PATH];
+
+	r->ret = objstore_stat(r->bd->store, r->h.oid, &st);
+	if (r->ret)
+		return;
+	if (objstore_path(r->bd->store, r->h.oid, path, sizeof(path)) != 0)
+		path[0] = '\0';
+	ws.size = st.size;
+	ws.epoch = st.epoch;
+	ws.csum = st.csum;
+	ws.path_len = (uint32_t)strlen(path);
+	r->out = malloc(sizeof(ws) + ws.path_len + 1);
+	if (!r->out) {
+		r->ret = -ENOMEM;
+		return;
+	}
+	proto_obj_stat_encode(&ws, r->out);
+	memcpy(r->out + sizeof(ws), path, ws.path_len);
+	r->out_len = sizeof(ws) + ws.path_len;
+}
+
+static void op_node_info(struct work *w)
+{
+	struct req *r = (struct req *)w;
+	struct sdfs_node_info ni = { 0 };
+	uint64_t after = 0, page[4096];
+	size_t n;
+	int first = 1;
+
+	do {
+		r->ret = objstore_list(r->bd->store, after, first, page, 4096, &n);
+		if (r->ret)
+			return;
+		ni.objects += n;
+		if (n)
+			after = page[n - 1];
+		first = 0;
+	} while (n == 4096);
+	objstore_space(r->bd->store, &ni.used_bytes, &ni.total_bytes);
+	/* node_id, epoch and counters are filled on the loop thread */
+	r->out = malloc(sizeof(ni));
+	if (!r->out) {
+		r->ret = -ENOMEM;
+		return;
+	}
+	memcpy(r->out, &ni, sizeof(ni));
+	r->out_len = sizeof(ni);
+}
+
+static const struct op_desc ops[SDFS_OP_MAX] = {
+	[SDFS_OP_OBJ_READ]    = { "OBJ_READ",    op_read,    0 },
+	[SDFS_OP_OBJ_WRITE]   = { "OBJ_WRITE",   op_write,   1 },
+	[SDFS_OP_OBJ_CREATE]  = { "OBJ_CREATE",  op_create,  1 },
+	[SDFS_OP_OBJ_REMOVE]  = { "OBJ_REMOVE",  op_remove,  1 },
+	[SDFS_OP_OBJ_LIST]    = { "OBJ_LIST",    op_list,    0 },
+	[SDFS_OP_OBJ_FLUSH]   = { "OBJ_FLUSH",   op_flush,   0 },
+	[SDFS_OP_OBJ_STAT]    = { "OBJ_STAT",    op_stat,    0 },
+	[SDFS_OP_OBJ_REPLACE] = { "OBJ_REPLACE", op_replace, 1 },
+	[SDFS_OP_NODE_INFO]   = { "NODE_INFO",   op_node_info, 0 },
+};
+
+static void reply_now(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
+		      enum sdfs_res res)
+{
+	struct sdfs_hdr reply;
+
+	(void)bd;
+	proto_reply_init(&reply, h, res);
+	client_conn_reply(c, &reply, NULL);
+}
+
+static void req_done(struct work *w)
+{
+	struct req *r = (struct req *)w;
+	struct sdfs_hdr reply;
+
+	if (r->ret == -EBADMSG)
+		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": checksum mismatch in "
+			"local replica (%s)", r->bd->node_id, r->h.oid,
+			proto_op_name(r->h.opcode));
+	else if (r->ret && r->ret != -ENOENT && r->ret != -EEXIST)
+		log_warn("oid=%016" PRIx64 " op=%s: %s", r->h.oid,
+			 proto_op_name(r->h.opcode), strerror(-r->ret));
+	if (r->ret == 0 && r->h.opcode == SDFS_OP_NODE_INFO) {
+		struct sdfs_node_info ni;
+
+		memcpy(&ni, r->out, sizeof(ni));
+		ni.node_id = r->bd->node_id;
+		ni.epoch = (uint32_t)member_epoch(r->bd);
+		ni.requests = r->bd->requests;
+		ni.errors = r->bd->errors;
+		ni.max_obj_size = r->bd->cfg.obj_size;
+		proto_node_info_encode(&ni, r->out);
+	}
+	proto_reply_init(&reply, &r->h, proto_res_from_errno(r->ret));
+	reply.flags |= r->reply_flags;
+	if (r->ret == 0 && r->out) {
+		reply.payload_len = r->out_len;
+		client_conn_reply(r->conn, &reply, r->out);
+	} else {
+		free(r->out);
+		client_conn_reply(r->conn, &reply, NULL);
+	}
+	client_conn_put(r->conn);
+	free(r->payload);
+	free(r);
+}
+
+void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
+		  uint8_t *payload)
+{
+	const struct op_desc *op = &ops[h->opcode];
+	uint64_t epoch = member_epoch(bd);
+	enum sdfs_res res = SDFS_RES_OK;
+
+	log_debug("op=%s oid=%016" PRIx64 " off=%" PRIu64 " len=%u epoch=%u",
+		  proto_op_name(h->opcode), h->oid, h->offset,
+		  h->length ? h->length : h->payload_len, h->epoch);
+	if (!op->fn)
+		res = SDFS_RES_UNKNOWN_OP;
+	else if (bd->stopping)
+		res = SDFS_RES_SHUTDOWN;
+	else if (op->mutates && h->epoch == 0)
+		res = SDFS_RES_INVALID;
+	else if (h->epoch && h->epoch < epoch)
+		res = SDFS_RES_OLD_EPOCH;
+	else if (h->epoch > epoch) {
+		/* The client saw a newer map than we have: catch up, let it retry. */
+		res = SDFS_RES_NEW_EPOCH;
+		member_on_event(COORD_EV_MAP, bd);
+	}
+	if (res != SDFS_RES_OK) {
+		free(payload);
+		reply_now(bd, c, h, res);
+		return;
+	}
+
+	struct req *r = calloc(1, sizeof(*r));
+	if (!r) {
+		free(payload);
+		reply_now(bd, c, h, SDFS_RES_NO_MEM);
+		return;
+	}
+	r->bd = bd;
+	r->conn = c;
+	r->h = *h;
+	r->payload = payload;
+	r->work.fn = op->fn;
+	r->work.done = req_done;
+	client_conn_get(c);
+	workq_push(bd->io_q, &r->work);
+}

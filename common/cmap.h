@@ -1,0 +1,67 @@
+/*
+ * cmap.h - the cluster map: which block daemons form the cluster in one
+ * epoch, where they listen and whether they are up; and the cluster
+ * config set by `sdfs cluster format`.
+ *
+ * Both are stored in ZooKeeper as small line-oriented text documents
+ * (docs/format.md, "ZooKeeper documents"), so an operator can read them
+ * with zkCli. Decoders treat their input as hostile: every field is
+ * range-checked and anything malformed is -EBADMSG.
+ * A cmap is immutable once built; share it read-only across threads.
+ */
+#ifndef SDFS_COMMON_CMAP_H
+#define SDFS_COMMON_CMAP_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/ring.h"
+
+#define CMAP_MAX_HOST  64
+#define CMAP_MAX_DOC   (1u << 20)      /* largest encoded document */
+
+enum cmap_state {
+	CMAP_UP = 0,            /* registered in ZooKeeper, serving */
+	CMAP_DOWN = 1,          /* in the map but its session is gone */
+};
+
+struct cmap_node {
+	uint32_t node_id;
+	uint32_t zone;
+	uint32_t weight;
+	uint16_t port;
+	uint8_t state;          /* enum cmap_state */
+	char host[CMAP_MAX_HOST];
+};
+
+struct cmap {
+	uint64_t epoch;         /* 1, 2, ...: bumped on every membership change */
+	int32_t zversion;       /* ZooKeeper version of the document it came from */
+	size_t n;
+	struct cmap_node *nodes;        /* sorted by node_id */
+	struct ring *ring;              /* placement over all nodes of the map */
+};
+
+struct cluster_config {
+	char uuid[40];
+	unsigned copies;        /* 1..RING_MAX_COPIES */
+	uint32_t obj_size;      /* max object size: multiple of 4096 */
+	uint64_t created;       /* unix seconds */
+};
+
+/* A map of @n nodes (copied, sorted by id) with its ring. -EINVAL on
+ * duplicate ids. Free with cmap_free. */
+int cmap_new(uint64_t epoch, const struct cmap_node *nodes, size_t n,
+	     struct cmap **out);
+void cmap_free(struct cmap *m);         /* NULL ok */
+const struct cmap_node *cmap_find(const struct cmap *m, uint32_t node_id);
+const char *cmap_state_name(unsigned state);
+
+/* Documents: encode into a malloc'd NUL-terminated string (free()).
+ * Decode returns 0 or -EBADMSG / -ENOMEM. */
+int cmap_encode(const struct cmap *m, char **out);
+int cmap_decode(const char *buf, size_t len, struct cmap **out);
+int cmap_member_encode(const struct cmap_node *nd, char **out);
+int cmap_member_decode(const char *buf, size_t len, struct cmap_node *nd);
+int cluster_config_encode(const struct cluster_config *c, char **out);
+int cluster_config_decode(const char *buf, size_t len, struct cluster_config *c);
+#endif

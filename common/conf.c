@@ -1,0 +1,126 @@
+/*
+ * conf.c - see conf.h.
+ */
+#include "common/conf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void conf_init(struct sdfs_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	strcpy(c->cluster, "sdfs");
+	c->timeout_ms = 10000;
+	c->session_ms = 2000;
+}
+
+const char *conf_path(const char *explicit_path)
+{
+	const char *env = getenv("SDFS_CONF");
+
+	if (explicit_path && *explicit_path)
+		return explicit_path;
+	if (env && *env)
+		return env;
+	return CONF_DEFAULT_PATH;
+}
+
+int conf_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= CONF_MAX_NAME)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("_.-", name[i]))
+			return 0;
+	return name[0] != '.';
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+static int parse_ms(const char *v, int *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || end == v || x < 100 || x > 3600 * 1000)
+		return -EINVAL;
+	*out = (int)x;
+	return 0;
+}
+
+int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int lineno = 0, ret = 0;
+
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return ret;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *k, *v, *eq;
+
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+			ret = -EINVAL;
+			break;
+		}
+		k = trim(line);
+		if (*k == '\0' || *k == '#')
+			continue;
+		eq = strchr(k, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%d: expected key = value", path, lineno);
+			ret = -EINVAL;
+			break;
+		}
+		*eq = '\0';
+		k = trim(k);
+		v = trim(eq + 1);
+		if (strcmp(k, "zk") == 0) {
+			if (!*v || strlen(v) >= sizeof(c->zk))
+				ret = -EINVAL;
+			else
+				strcpy(c->zk, v);
+		} else if (strcmp(k, "cluster") == 0) {
+			if (!conf_name_ok(v))
+				ret = -EINVAL;
+			else
+				strcpy(c->cluster, v);
+		} else if (strcmp(k, "timeout_ms") == 0) {
+			ret = parse_ms(v, &c->timeout_ms);
+		} else if (strcmp(k, "session_ms") == 0) {
+			ret = parse_ms(v, &c->session_ms);
+		}
+		if (ret) {
+			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);
+			break;
+		}
+	}
+	fclose(f);
+	if (!ret && !c->zk[0]) {
+		snprintf(err, errlen, "%s: no 'zk = HOST:PORT' line", path);
+		ret = -EINVAL;
+	}
+	return ret;
+}

@@ -1,0 +1,41 @@
+/*
+ * conf.h - the sdfs.conf file: how a program finds its cluster.
+ *
+ *   # comment
+ *   zk = 127.0.0.1:2181,127.0.0.2:2181   ZooKeeper hosts (required)
+ *   cluster = dev                          cluster name (default "sdfs")
+ *   timeout_ms = 10000                     client operation timeout
+ *   session_ms = 2000                      ZooKeeper session timeout
+ *
+ * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
+ * Unknown keys are ignored (newer files stay readable); malformed lines
+ * and bad values are errors naming the line. docs/config.md has the
+ * full list. Pure functions: thread-safe.
+ */
+#ifndef SDFS_COMMON_CONF_H
+#define SDFS_COMMON_CONF_H
+#include <stddef.h>
+
+#define CONF_DEFAULT_PATH "/etc/sdfs/sdfs.conf"
+#define CONF_MAX_NAME 64
+
+struct sdfs_conf {
+	char zk[512];
+	char cluster[CONF_MAX_NAME];
+	int timeout_ms;
+	int session_ms;
+};
+
+/* Defaults for everything but zk. */
+void conf_init(struct sdfs_conf *c);
+/* Which file to read: @explicit if set, else $SDFS_CONF, else the default. */
+const char *conf_path(const char *explicit_path);
+/*
+ * Parse the file at @path into @c (which conf_init set). On error returns
+ * -errno and writes a one-line reason into @err (e.g. "sdfs.conf:3: bad
+ * timeout_ms"). Requires zk.
+ */
+int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen);
+/* 1 if @name is a valid cluster name: [A-Za-z0-9_.-]{1,63}. */
+int conf_name_ok(const char *name);
+#endif

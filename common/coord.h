@@ -1,0 +1,83 @@
+/*
+ * coord.h - coordination through ZooKeeper: the cluster config, the
+ * membership of block daemons, and the cluster map with its epochs.
+ *
+ * Layout under /sdfs/<cluster> (docs/format.md, "ZooKeeper layout"):
+ *   config            persistent  cluster_config document
+ *   members/<id>      ephemeral   member document of a live blockd
+ *   map               persistent  cluster map; its ZooKeeper version is CAS'd
+ *   epochs/<epoch>    persistent  every map ever written, for history
+ *   nodeids/n<seq>    persistent  sequence for allocating node ids
+ *
+ * Thread-safety: every function may be called from any thread; calls
+ * block on ZooKeeper round trips (use them from worker threads or at
+ * startup in daemons). The event callback runs on the ZooKeeper
+ * library's thread: it must only queue the event (loop_post) and return.
+ * Watches are one-shot: a *_get with @watch arms one event.
+ */
+#ifndef SDFS_COMMON_COORD_H
+#define SDFS_COMMON_COORD_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/cmap.h"
+
+struct coord;
+
+enum coord_event {
+	COORD_EV_CONNECTED,     /* session (re)established */
+	COORD_EV_CONNECTING,    /* connection lost; session may still live */
+	COORD_EV_EXPIRED,       /* session gone: ephemerals and watches lost */
+	COORD_EV_MEMBERS,       /* members/ children changed */
+	COORD_EV_MAP,           /* the map document changed */
+};
+
+typedef void (*coord_event_fn)(enum coord_event ev, void *arg);
+
+/*
+ * Connect to @hosts ("h:p,h:p") for cluster @name, waiting up to
+ * @timeout_ms for the session; create the base znodes if missing.
+ * @fn may be NULL. Returns 0, -ETIMEDOUT, -EINVAL or -ENOMEM.
+ */
+int coord_open(const char *hosts, const char *name, int session_ms,
+	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out);
+void coord_close(struct coord *c);      /* NULL ok; ephemerals go at once */
+
+/* -ENOENT if the cluster is not formatted; -EBADMSG if the document is bad. */
+int coord_config_get(struct coord *c, struct cluster_config *cfg);
+/*
+ * Format: store @cfg and a first, empty map (epoch 1). -EEXIST when a
+ * config exists and @force is 0; with @force the old config, map and
+ * history are replaced.
+ */
+int coord_format(struct coord *c, const struct cluster_config *cfg, int force);
+
+/* A new cluster-unique node id (> 0). */
+int coord_node_id_alloc(struct coord *c, uint32_t *id);
+
+/* Create members/<id> (ephemeral). -EEXIST if a node with this id is
+ * registered already (an older session of ours not yet expired, or a
+ * second daemon on the same data dir). */
+int coord_member_join(struct coord *c, const struct cmap_node *self);
+
+/* Live members, sorted by id; free *@out with free(). Bad member
+ * documents are skipped with a warning. */
+int coord_members_get(struct coord *c, int watch, struct cmap_node **out, size_t *n);
+
+/* The current map; -ENOENT if not formatted. Free with cmap_free. */
+int coord_map_get(struct coord *c, int watch, struct cmap **out);
+/*
+ * Write @next as the new map if the stored one still has version
+ * @prev->zversion, and record it under epochs/ in the same transaction.
+ * @next->epoch must be @prev->epoch + 1. -EAGAIN if someone else wrote
+ * first (re-read and retry).
+ */
+int coord_map_cas(struct coord *c, const struct cmap *prev, const struct cmap *next);
+
+/* After COORD_EV_EXPIRED: a new session (ephemerals must be re-created
+ * and watches re-armed by the caller). Waits up to @timeout_ms. */
+int coord_reopen(struct coord *c, int timeout_ms);
+
+/* Is the session connected right now? */
+int coord_is_connected(struct coord *c);
+#endif

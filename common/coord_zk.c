@@ -1,0 +1,440 @@
+/*
+ * coord_zk.c - coord.h on libzookeeper-mt.
+ *
+ * One global watcher turns ZooKeeper events into coord events; it runs
+ * on the library's completion thread and only calls the user's fn.
+ * Synchronous ZooKeeper calls are used from callers' threads.
+ */
+#include "common/coord.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zookeeper/zookeeper.h>
+
+#include "common/log.h"
+
+#define PATH_MAX_LEN 256
+
+struct coord {
+	zhandle_t *zh;
+	char hosts[512];
+	int session_ms;
+	char base[PATH_MAX_LEN / 2];    /* /sdfs/<name> */
+	char p_config[PATH_MAX_LEN], p_members[PATH_MAX_LEN];
+	char p_map[PATH_MAX_LEN], p_epochs[PATH_MAX_LEN], p_nodeids[PATH_MAX_LEN];
+	coord_event_fn fn;
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;                      /* last ZOO_*_STATE seen */
+};
+
+static int zerr(int rc)
+{
+	switch (rc) {
+	case ZOK: return 0;
+	case ZNONODE: return -ENOENT;
+	case ZNODEEXISTS: return -EEXIST;
+	case ZBADVERSION: return -EAGAIN;
+	case ZNOTEMPTY: return -ENOTEMPTY;
+	case ZBADARGUMENTS: return -EINVAL;
+	case ZCONNECTIONLOSS: case ZOPERATIONTIMEOUT: return -ETIMEDOUT;
+	case ZSESSIONEXPIRED: case ZINVALIDSTATE: case ZCLOSING: return -ESHUTDOWN;
+	default: return -EIO;
+	}
+}
+
+static void zk_log(const char *msg)
+{
+	/* The library is chatty at INFO; keep its errors visible. */
+	if (strstr(msg, "ERROR"))
+		log_warn("zookeeper: %s", msg);
+	else
+		log_debug("zookeeper: %s", msg);
+}
+
+static void watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+	struct coord *c = ctx;
+	(void)zh;
+
+	if (type == ZOO_SESSION_EVENT) {
+		pthread_mutex_lock(&c->lock);
+		c->state = state;
+		pthread_cond_broadcast(&c->cond);
+		pthread_mutex_unlock(&c->lock);
+		if (!c->fn)
+			return;
+		if (state == ZOO_CONNECTED_STATE)
+			c->fn(COORD_EV_CONNECTED, c->arg);
+		else if (state == ZOO_CONNECTING_STATE)
+			c->fn(COORD_EV_CONNECTING, c->arg);
+		else if (state == ZOO_EXPIRED_SESSION_STATE)
+			c->fn(COORD_EV_EXPIRED, c->arg);
+		return;
+	}
+	if (!c->fn || !path)
+		return;
+	if (type == ZOO_CHILD_EVENT && strcmp(path, c->p_members) == 0)
+		c->fn(COORD_EV_MEMBERS, c->arg);
+	else if (strcmp(path, c->p_map) == 0)
+		c->fn(COORD_EV_MAP, c->arg);
+}
+
+static int wait_connected(struct coord *c, int timeout_ms)
+{
+	struct timespec dl;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->lock);
+	while (c->state != ZOO_CONNECTED_STATE && ret == 0) {
+		if (c->state == ZOO_EXPIRED_SESSION_STATE ||
+		    c->state == ZOO_AUTH_FAILED_STATE)
+			ret = -ESHUTDOWN;
+		else
+			ret = pthread_cond_timedwait(&c->cond, &c->lock, &dl)
+				? -ETIMEDOUT : 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+static int ensure(struct coord *c, const char *path)
+{
+	int rc = zoo_create(c->zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+
+	return rc == ZOK || rc == ZNODEEXISTS ? 0 : zerr(rc);
+}
+
+static int connect_session(struct coord *c, int timeout_ms)
+{
+	c->state = 0;
+	c->zh = zookeeper_init2(c->hosts, watcher, c->session_ms, NULL, c, 0, zk_log);
+	if (!c->zh)
+		return errno ? -errno : -EINVAL;
+	int ret = wait_connected(c, timeout_ms);
+	if (ret) {
+		zookeeper_close(c->zh);
+		c->zh = NULL;
+	}
+	return ret;
+}
+
+int coord_open(const char *hosts, const char *name, int session_ms,
+	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out)
+{
+	struct coord *c;
+	int ret;
+
+	if (strlen(hosts) >= sizeof(c->hosts) || strlen(name) > 64)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	strcpy(c->hosts, hosts);
+	c->session_ms = session_ms;
+	c->fn = fn;
+	c->arg = arg;
+	snprintf(c->base, sizeof(c->base), "/sdfs/%s", name);
+	snprintf(c->p_config, PATH_MAX_LEN, "%s/config", c->base);
+	snprintf(c->p_members, PATH_MAX_LEN, "%s/members", c->base);
+	snprintf(c->p_map, PATH_MAX_LEN, "%s/map", c->base);
+	snprintf(c->p_epochs, PATH_MAX_LEN, "%s/epochs", c->base);
+	snprintf(c->p_nodeids, PATH_MAX_LEN, "%s/nodeids", c->base);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+
+	ret = connect_session(c, timeout_ms);
+	if (ret)
+		goto out_free;
+	const char *paths[] = { "/sdfs", c->base, c->p_members, c->p_epochs, c->p_nodeids };
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		ret = ensure(c, paths[i]);
+		if (ret)
+			goto out_close;
+	}
+	*out = c;
+	return 0;
+out_close:
+	zookeeper_close(c->zh);
+out_free:
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+	return ret;
+}
+
+int coord_reopen(struct coord *c, int timeout_ms)
+{
+	if (c->zh)
+		zookeeper_close(c->zh);
+	c->zh = NULL;
+	return connect_session(c, timeout_ms);
+}
+
+void coord_close(struct coord *c)
+{
+	if (!c)
+		return;
+	if (c->zh)
+		zookeeper_close(c->zh);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->cond);
+	free(c);
+}
+
+int coord_is_connected(struct coord *c)
+{
+	return c->zh && zoo_state(c->zh) == ZOO_CONNECTED_STATE;
+}
+
+/* Read a whole znode into a malloc'd buffer (NUL-terminated). */
+static int get_doc(struct coord *c, const char *path, int watch, char **out,
+		   int *len, struct Stat *st)
+{
+	int cap = 4096;
+
+	for (int tries = 0; tries < 8; tries++) {
+		char *buf = malloc(cap + 1);
+		int n = cap;
+		int rc;
+
+		if (!buf)
+			return -ENOMEM;
+		rc = zoo_get(c->zh, path, watch, buf, &n, st);
+		if (rc != ZOK) {
+			free(buf);
+			return zerr(rc);
+		}
+		if (st->dataLength <= cap) {
+			n = n < 0 ? 0 : n;
+			buf[n] = '\0';
+			*out = buf;
+			*len = n;
+			return 0;
+		}
+		free(buf);
+		cap = st->dataLength;
+		if (cap > (int)CMAP_MAX_DOC)
+			return -EBADMSG;
+	}
+	return -EAGAIN;
+}
+
+int coord_config_get(struct coord *c, struct cluster_config *cfg)
+{
+	struct Stat st;
+	char *doc;
+	int len, ret;
+
+	ret = get_doc(c, c->p_config, 0, &doc, &len, &st);
+	if (ret)
+		return ret;
+	ret = cluster_config_decode(doc, len, cfg);
+	if (ret)
+		log_err("cluster=%s: config document is malformed", c->base);
+	free(doc);
+	return ret;
+}
+
+static int delete_children(struct coord *c, const char *path)
+{
+	struct String_vector kids = { 0 };
+	char p[PATH_MAX_LEN * 2];
+	int rc = zoo_get_children(c->zh, path, 0, &kids);
+
+	if (rc != ZOK)
+		return rc == ZNONODE ? 0 : zerr(rc);
+	for (int i = 0; i < kids.count; i++) {
+		snprintf(p, sizeof(p), "%s/%s", path, kids.data[i]);
+		rc = zoo_delete(c->zh, p, -1);
+		if (rc != ZOK && rc != ZNONODE)
+			break;
+		rc = ZOK;
+	}
+	deallocate_String_vector(&kids);
+	return zerr(rc);
+}
+
+int coord_format(struct coord *c, const struct cluster_config *cfg, int force)
+{
+	struct cmap *empty = NULL;
+	char *cdoc = NULL, *mdoc = NULL, hist[PATH_MAX_LEN * 2];
+	zoo_op_t ops[3];
+	zoo_op_result_t res[3];
+	int ret, rc;
+
+	if (force) {
+		ret = delete_children(c, c->p_epochs);
+		if (ret)
+			return ret;
+		rc = zoo_delete(c->zh, c->p_map, -1);
+		if (rc != ZOK && rc != ZNONODE)
+			return zerr(rc);
+		rc = zoo_delete(c->zh, c->p_config, -1);
+		if (rc != ZOK && rc != ZNONODE)
+			return zerr(rc);
+	}
+	ret = cmap_new(1, NULL, 0, &empty);
+	if (ret)
+		return ret;
+	ret = cluster_config_encode(cfg, &cdoc);
+	if (!ret)
+		ret = cmap_encode(empty, &mdoc);
+	if (ret)
+		goto out;
+	snprintf(hist, sizeof(hist), "%s/%010d", c->p_epochs, 1);
+	zoo_create_op_init(&ops[0], c->p_config, cdoc, strlen(cdoc),
+			   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	zoo_create_op_init(&ops[1], c->p_map, mdoc, strlen(mdoc),
+			   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	zoo_create_op_init(&ops[2], hist, mdoc, strlen(mdoc),
+			   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	rc = zoo_multi(c->zh, 3, ops, res);
+	ret = zerr(rc);
+out:
+	free(cdoc);
+	free(mdoc);
+	cmap_free(empty);
+	return ret;
+}
+
+int coord_node_id_alloc(struct coord *c, uint32_t *id)
+{
+	char prefix[PATH_MAX_LEN * 2], made[PATH_MAX_LEN * 2];
+	int rc;
+
+	snprintf(prefix, sizeof(prefix), "%s/n", c->p_nodeids);
+	rc = zoo_create(c->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+			ZOO_SEQUENCE, made, sizeof(made));
+	if (rc != ZOK)
+		return zerr(rc);
+	const char *seq = made + strlen(prefix);
+	unsigned long v = strtoul(seq, NULL, 10);
+	if (v >= UINT32_MAX)
+		return -ERANGE;
+	*id = (uint32_t)v + 1;
+	return 0;
+}
+
+int coord_member_join(struct coord *c, const struct cmap_node *self)
+{
+	char path[PATH_MAX_LEN * 2], *doc;
+	int rc, ret;
+
+	ret = cmap_member_encode(self, &doc);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%" PRIu32, c->p_members, self->node_id);
+	rc = zoo_create(c->zh, path, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
+			ZOO_EPHEMERAL, NULL, 0);
+	free(doc);
+	return zerr(rc);
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	const struct cmap_node *x = a, *y = b;
+
+	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
+}
+
+int coord_members_get(struct coord *c, int watch, struct cmap_node **out, size_t *n)
+{
+	struct String_vector kids = { 0 };
+	struct cmap_node *nodes;
+	size_t cnt = 0;
+	int rc;
+
+	rc = zoo_get_children(c->zh, c->p_members, watch, &kids);
+	if (rc != ZOK)
+		return zerr(rc);
+	nodes = calloc(kids.count ? kids.count : 1, sizeof(*nodes));
+	if (!nodes) {
+		deallocate_String_vector(&kids);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < kids.count; i++) {
+		char path[PATH_MAX_LEN * 2], *doc;
+		struct Stat st;
+		int len, ret;
+
+		snprintf(path, sizeof(path), "%s/%s", c->p_members, kids.data[i]);
+		ret = get_doc(c, path, 0, &doc, &len, &st);
+		if (ret == -ENOENT)
+			continue;       /* left while we listed */
+		if (ret) {
+			deallocate_String_vector(&kids);
+			free(nodes);
+			return ret;
+		}
+		if (cmap_member_decode(doc, len, &nodes[cnt]) == 0 &&
+		    strtoul(kids.data[i], NULL, 10) == nodes[cnt].node_id)
+			cnt++;
+		else
+			log_warn("member %s: malformed document, ignored", kids.data[i]);
+		free(doc);
+	}
+	deallocate_String_vector(&kids);
+	qsort(nodes, cnt, sizeof(*nodes), cmp_id);
+	*out = nodes;
+	*n = cnt;
+	return 0;
+}
+
+int coord_map_get(struct coord *c, int watch, struct cmap **out)
+{
+	struct Stat st;
+	char *doc;
+	int len, ret;
+
+	ret = get_doc(c, c->p_map, watch, &doc, &len, &st);
+	if (ret == -ENOENT && watch)
+		zoo_exists(c->zh, c->p_map, 1, &st);   /* fire when formatted */
+	if (ret)
+		return ret;
+	ret = cmap_decode(doc, len, out);
+	free(doc);
+	if (ret) {
+		log_err("%s: cluster map document is malformed", c->p_map);
+		return ret;
+	}
+	(*out)->zversion = st.version;
+	return 0;
+}
+
+int coord_map_cas(struct coord *c, const struct cmap *prev, const struct cmap *next)
+{
+	char *doc, hist[PATH_MAX_LEN * 2];
+	zoo_op_t ops[2];
+	zoo_op_result_t res[2];
+	int ret, rc;
+
+	if (next->epoch != prev->epoch + 1)
+		return -EINVAL;
+	ret = cmap_encode(next, &doc);
+	if (ret)
+		return ret;
+	snprintf(hist, sizeof(hist), "%s/%010" PRIu64, c->p_epochs, next->epoch);
+	zoo_set_op_init(&ops[0], c->p_map, doc, strlen(doc), prev->zversion, NULL);
+	zoo_create_op_init(&ops[1], hist, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
+			   0, NULL, 0);
+	rc = zoo_multi(c->zh, 2, ops, res);
+	free(doc);
+	if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE)
+		return -EAGAIN;
+	return zerr(rc);
+}

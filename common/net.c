@@ -1,0 +1,147 @@
+/*
+ * net.c - see net.h.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "common/net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t net_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int net_parse_addr(const char *s, char *host, size_t hostlen, uint16_t *port)
+{
+	const char *colon = strrchr(s, ':');
+	char *end;
+
+	if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
+		return -EINVAL;
+	errno = 0;
+	unsigned long p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || p > 65535)
+		return -EINVAL;
+	memcpy(host, s, colon - s);
+	host[colon - s] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int resolve(const char *host, uint16_t port, struct sockaddr_in *sa)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(port);
+	if (inet_pton(AF_INET, host, &sa->sin_addr) == 1)
+		return 0;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return -EHOSTUNREACH;
+	sa->sin_addr = ((struct sockaddr_in *)res->ai_addr)->sin_addr;
+	freeaddrinfo(res);
+	return 0;
+}
+
+int net_set_nonblock(int fd, int on)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	fl = on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
+	return fcntl(fd, F_SETFL, fl) < 0 ? -errno : 0;
+}
+
+void net_tune(int fd)
+{
+	int one = 1, buf = 4 << 20;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+int net_listen(const char *host, uint16_t port, uint16_t *bound_port)
+{
+	struct sockaddr_in sa;
+	socklen_t salen = sizeof(sa);
+	int fd, one = 1, ret;
+
+	ret = resolve(host, port, &sa);
+	if (ret)
+		return ret;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, 512) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (bound_port)
+		*bound_port = ntohs(sa.sin_port);
+	return fd;
+}
+
+int net_connect(const char *host, uint16_t port, int timeout_ms)
+{
+	struct sockaddr_in sa;
+	int fd, ret, err = 0;
+	socklen_t errlen = sizeof(err);
+
+	ret = resolve(host, port, &sa);
+	if (ret)
+		return ret;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno != EINPROGRESS) {
+			ret = -errno;
+			goto out_close;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		ret = poll(&p, 1, timeout_ms);
+		if (ret == 0) {
+			ret = -ETIMEDOUT;
+			goto out_close;
+		}
+		if (ret < 0) {
+			ret = -errno;
+			goto out_close;
+		}
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &errlen);
+		if (err) {
+			ret = -err;
+			goto out_close;
+		}
+	}
+	net_tune(fd);
+	return fd;
+out_close:
+	close(fd);
+	return ret;
+}

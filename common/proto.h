@@ -1,0 +1,52 @@
+/*
+ * proto.h - encoding and checking of sdfs_proto.h messages.
+ *
+ * The only place that converts byte order and maps wire results to
+ * errno. Pure functions: safe from any thread. Not here: sockets
+ * (net.h), what an op means (blockd/ops.c, libclient/objio.c).
+ */
+#ifndef SDFS_COMMON_PROTO_H
+#define SDFS_COMMON_PROTO_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sdfs_proto.h"
+
+/* Fill magic, versions, payload checksum (of @payload) and hdr_csum,
+ * and write the 64 wire bytes of @h into @out. */
+void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
+		      uint8_t out[SDFS_HDR_SIZE]);
+
+/*
+ * Decode and check 64 wire bytes. Checks magic, header checksum, major
+ * version, and payload_len <= @max_payload, in that order. Returns 0 and
+ * fills *@h, or -EPROTO (magic, checksum, flags), -EPROTONOSUPPORT
+ * (major version; *@h is filled so a reply can echo req_id) or -EMSGSIZE.
+ */
+int proto_hdr_decode(const uint8_t in[SDFS_HDR_SIZE], uint32_t max_payload,
+		     struct sdfs_hdr *h);
+
+/* 0 if @payload matches h->payload_csum, else -EPROTO. */
+int proto_payload_check(const struct sdfs_hdr *h, const void *payload);
+
+/* A reply header for request @req with @res; payload fields zero. */
+void proto_reply_init(struct sdfs_hdr *reply, const struct sdfs_hdr *req,
+		      enum sdfs_res res);
+
+/* -errno -> result, and back; unknown values map to IO / -EIO. */
+enum sdfs_res proto_res_from_errno(int neg_errno);
+int proto_res_to_errno(uint32_t res);
+const char *proto_op_name(unsigned op);         /* "OBJ_READ", or "?" */
+
+/* Fixed payload structs: host <-> wire. Decoders return -EPROTO on bad
+ * lengths; obj_stat also checks path_len against the bytes present. */
+void proto_obj_stat_encode(const struct sdfs_obj_stat *s, uint8_t *out);
+int proto_obj_stat_decode(const uint8_t *in, size_t len, struct sdfs_obj_stat *s);
+void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out);
+int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info *ni);
+
+
+/* OBJ_LIST payloads: @n oids <-> le64 array of 8 * n bytes. */
+void proto_oids_encode(const uint64_t *oids, size_t n, uint8_t *out);
+void proto_oids_decode(const uint8_t *in, size_t n, uint64_t *oids);
+#endif

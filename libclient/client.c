@@ -1,0 +1,279 @@
+/*
+ * client.c - libsdfs handles: connecting, following the cluster map,
+ * formatting and describing the cluster.
+ *
+ * The map is re-read lazily: a ZooKeeper watch only marks it stale, and
+ * the next call that needs it reads it (so the ZooKeeper thread never
+ * blocks). Calls hold a reference to the map they started with.
+ */
+#include "libclient/client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/conf.h"
+#include "common/log.h"
+#include "libclient/rpc.h"
+
+static sdfs_log_fn user_log;
+static void *user_log_arg;
+
+static void log_to_user(int level, const char *msg, void *arg)
+{
+	(void)arg;
+	if (user_log)
+		user_log(level, msg, user_log_arg);
+}
+
+void sdfs_set_log(sdfs_log_fn fn, void *arg, int max_level)
+{
+	user_log = fn;
+	user_log_arg = arg;
+	log_level = max_level;
+	log_set_sink(log_to_user, NULL);
+}
+
+static void on_coord_event(enum coord_event ev, void *arg)
+{
+	struct sdfs *s = arg;
+
+	if (ev == COORD_EV_EXPIRED)
+		atomic_store(&s->expired, 1);
+	if (ev == COORD_EV_MAP || ev == COORD_EV_CONNECTED || ev == COORD_EV_EXPIRED)
+		atomic_store(&s->map_stale, 1);
+}
+
+uint64_t client_req_id(struct sdfs *s)
+{
+	return atomic_fetch_add(&s->next_req_id, 1);
+}
+
+void client_map_put(struct map_ref *m)
+{
+	if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
+		cmap_free(m->map);
+		free(m);
+	}
+}
+
+/* Read config (once) and map from ZooKeeper and install them. */
+int client_map_refresh(struct sdfs *s)
+{
+	struct cmap *map = NULL;
+	struct cluster_config cfg;
+	int ret;
+
+	/* An expired session needs a new one; a lost one reconnects by itself. */
+	if (atomic_exchange(&s->expired, 0) && coord_reopen(s->coord, s->timeout_ms))
+		atomic_store(&s->expired, 1);
+	atomic_store(&s->map_stale, 0);
+	ret = coord_config_get(s->coord, &cfg);
+	if (!ret)
+		ret = coord_map_get(s->coord, 1, &map);
+	if (ret) {
+		atomic_store(&s->map_stale, 1);
+		return ret;
+	}
+	struct map_ref *ref = malloc(sizeof(*ref));
+	if (!ref) {
+		cmap_free(map);
+		atomic_store(&s->map_stale, 1);
+		return -ENOMEM;
+	}
+	ref->map = map;
+	atomic_init(&ref->refs, 1);
+	pthread_mutex_lock(&s->lock);
+	struct map_ref *old = s->map;
+	if (!old || map->epoch >= old->map->epoch || strcmp(cfg.uuid, s->cfg.uuid)) {
+		s->map = ref;
+		ref = old;
+	}
+	s->cfg = cfg;
+	s->formatted = 1;
+	pthread_mutex_unlock(&s->lock);
+	client_map_put(ref);
+	return 0;
+}
+
+struct map_ref *client_map_get(struct sdfs *s, int *err)
+{
+	struct map_ref *m;
+
+	if (atomic_load(&s->map_stale) || !s->map) {
+		int ret = client_map_refresh(s);
+
+		if (ret && !s->map) {
+			*err = ret;
+			return NULL;
+		}
+	}
+	pthread_mutex_lock(&s->lock);
+	m = s->map;
+	if (m)
+		atomic_fetch_add(&m->refs, 1);
+	pthread_mutex_unlock(&s->lock);
+	if (!m)
+		*err = -ENOENT;
+	return m;
+}
+
+int client_config(struct sdfs *s, struct cluster_config *cfg)
+{
+	int err = 0;
+	struct map_ref *m = client_map_get(s, &err);
+
+	if (!m)
+		return err;
+	pthread_mutex_lock(&s->lock);
+	*cfg = s->cfg;
+	pthread_mutex_unlock(&s->lock);
+	client_map_put(m);
+	return 0;
+}
+
+int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
+		 struct sdfs **out, char *err, size_t errlen)
+{
+	struct sdfs *s;
+	int ret;
+
+	if (!conf_name_ok(cluster)) {
+		if (err)
+			snprintf(err, errlen, "bad cluster name '%s'", cluster);
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+	snprintf(s->cluster, sizeof(s->cluster), "%s", cluster);
+	pthread_mutex_init(&s->lock, NULL);
+	atomic_init(&s->next_req_id, ((uint64_t)getpid() << 32) | 1);
+	atomic_init(&s->map_stale, 1);
+	ret = pool_new(&s->pool);
+	if (ret)
+		goto out_free;
+	ret = coord_open(zk_hosts, cluster, 2000, s->timeout_ms, on_coord_event, s,
+			 &s->coord);
+	if (ret) {
+		if (err)
+			snprintf(err, errlen, "cannot reach ZooKeeper at %s: %s",
+				 zk_hosts, strerror(-ret));
+		goto out_pool;
+	}
+	client_map_refresh(s);  /* -ENOENT: not formatted yet, that is fine */
+	*out = s;
+	return 0;
+out_pool:
+	pool_free(s->pool);
+out_free:
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return ret;
+}
+
+int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen)
+{
+	struct sdfs_conf conf;
+	char buf[512];
+	int ret;
+
+	conf_init(&conf);
+	ret = conf_load(conf_path(conf_file), &conf, buf, sizeof(buf));
+	if (ret) {
+		if (err)
+			snprintf(err, errlen, "%s", buf);
+		return ret;
+	}
+	return sdfs_connect(conf.zk, conf.cluster, conf.timeout_ms, out, err, errlen);
+}
+
+void sdfs_close(struct sdfs *s)
+{
+	if (!s)
+		return;
+	coord_close(s->coord);
+	client_map_put(s->map);
+	pool_free(s->pool);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+void sdfs_set_timeout(struct sdfs *s, int timeout_ms)
+{
+	if (timeout_ms > 0)
+		s->timeout_ms = timeout_ms;
+}
+
+uint32_t sdfs_obj_size(struct sdfs *s)
+{
+	struct cluster_config cfg;
+
+	return client_config(s, &cfg) ? 0 : cfg.obj_size;
+}
+
+static void make_uuid(char *out, size_t len)
+{
+	int fd = open("/proc/sys/kernel/random/uuid", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, out, len - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n < 36) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(out, len, "%08lx-0000-4000-8000-%012lx",
+			 (unsigned long)ts.tv_sec, (unsigned long)ts.tv_nsec ^ getpid());
+		return;
+	}
+	out[36] = '\0';
+}
+
+int sdfs_cluster_format(struct sdfs *s, unsigned copies, uint32_t obj_size,
+			int force)
+{
+	struct cluster_config cfg = { .copies = copies, .obj_size = obj_size };
+	int ret;
+
+	if (copies == 0 || copies > RING_MAX_COPIES || obj_size < 4096 ||
+	    obj_size % 4096 || obj_size > (64u << 20))
+		return -EINVAL;
+	make_uuid(cfg.uuid, sizeof(cfg.uuid));
+	cfg.created = (uint64_t)time(NULL);
+	ret = coord_format(s->coord, &cfg, force);
+	if (ret == 0)
+		atomic_store(&s->map_stale, 1);
+	return ret;
+}
+
+int sdfs_cluster_info(struct sdfs *s, struct sdfs_cluster_info *info)
+{
+	int err = 0;
+	struct map_ref *m;
+
+	/* Always fresh: this is what status commands show. */
+	atomic_store(&s->map_stale, 1);
+	m = client_map_get(s, &err);
+	if (!m)
+		return err;
+	memset(info, 0, sizeof(*info));
+	pthread_mutex_lock(&s->lock);
+	snprintf(info->uuid, sizeof(info->uuid), "%s", s->cfg.uuid);
+	info->copies = s->cfg.copies;
+	info->obj_size = s->cfg.obj_size;
+	info->created = s->cfg.created;
+	pthread_mutex_unlock(&s->lock);
+	info->epoch = m->map->epoch;
+	info->nodes = (unsigned)m->map->n;
+	for (size_t i = 0; i < m->map->n; i++)
+		info->nodes_up += m->map->nodes[i].state == CMAP_UP;
+	client_map_put(m);
+	return 0;
+}

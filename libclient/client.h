@@ -1,0 +1,54 @@
+/*
+ * client.h - libsdfs internals shared by its files (not installed).
+ *
+ *   client.c   handles, the cluster map and its refresh, cluster info
+ *   rpc.c      connection pool and parallel request/reply to blockds
+ *   objio.c    replicated object reads, writes and repair
+ *   admin.c    node list and object locate
+ */
+#ifndef SDFS_LIBCLIENT_CLIENT_H
+#define SDFS_LIBCLIENT_CLIENT_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/cmap.h"
+#include "common/coord.h"
+#include "common/sdfs_proto.h"
+#include "libclient/sdfs.h"
+
+/* A map shared by the calls using it; the last put frees it. */
+struct map_ref {
+	struct cmap *map;
+	atomic_int refs;
+};
+
+struct pool;
+
+struct sdfs {
+	struct coord *coord;
+	char cluster[64];
+	int timeout_ms;
+	atomic_uint_fast64_t next_req_id;
+
+	pthread_mutex_t lock;           /* protects map, cfg, formatted */
+	struct map_ref *map;
+	struct cluster_config cfg;
+	int formatted;
+	atomic_int map_stale;           /* set by ZooKeeper watch events */
+	atomic_int expired;             /* the ZooKeeper session expired */
+
+	struct pool *pool;
+};
+
+/* The current map with a reference (drop with client_map_put), reading
+ * it from ZooKeeper first if it is stale. NULL with *@err set if the
+ * cluster is not formatted or ZooKeeper cannot be reached. */
+struct map_ref *client_map_get(struct sdfs *s, int *err);
+void client_map_put(struct map_ref *m);
+/* Re-read the map now (after an OLD_EPOCH reply, or a dead node). */
+int client_map_refresh(struct sdfs *s);
+/* Copies and object size; -ENOENT if not formatted. */
+int client_config(struct sdfs *s, struct cluster_config *cfg);
+uint64_t client_req_id(struct sdfs *s);
+#endif

@@ -1,0 +1,336 @@
+/*
+ * objio.c - replicated objects: writes to every up replica in
+ * parallel, reads from one with failover, repair of a corrupt replica.
+ *
+ * Every request carries the epoch of the map it was placed with. A
+ * daemon that knows a newer map answers OLD_EPOCH, and the call re-reads
+ * the map and starts over; so does a call that could not reach a
+ * replica (the map will mark that node down within a session timeout).
+ * Mutations are idempotent (same bytes at the same offset), so redoing
+ * one is safe. Calls give up at the handle's timeout.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/net.h"
+#include "libclient/client.h"
+#include "libclient/rpc.h"
+
+struct placement {
+	struct map_ref *m;
+	unsigned copies;
+	uint32_t obj_size;
+	size_t n;                                       /* placed */
+	const struct cmap_node *node[RING_MAX_COPIES];  /* placement order */
+	size_t nup;
+	const struct cmap_node *up[RING_MAX_COPIES];    /* those that are up */
+};
+
+static uint64_t next_req_id(void *arg)
+{
+	return client_req_id(arg);
+}
+
+/* Place @oid on the current map. Holds a map reference: placement_done. */
+static int placement_get(struct sdfs *s, uint64_t oid, struct placement *p)
+{
+	uint32_t ids[RING_MAX_COPIES];
+	int err = 0, n;
+
+	memset(p, 0, sizeof(*p));
+	p->m = client_map_get(s, &err);
+	if (!p->m)
+		return err;
+	pthread_mutex_lock(&s->lock);
+	p->copies = s->cfg.copies;
+	p->obj_size = s->cfg.obj_size;
+	pthread_mutex_unlock(&s->lock);
+	n = ring_place(p->m->map->ring, oid, p->copies, ids);
+	if (n < 0) {
+		client_map_put(p->m);
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct cmap_node *nd = cmap_find(p->m->map, ids[i]);
+
+		p->node[p->n++] = nd;
+		if (nd->state == CMAP_UP)
+			p->up[p->nup++] = nd;
+	}
+	return 0;
+}
+
+static void placement_done(struct placement *p)
+{
+	client_map_put(p->m);
+	p->m = NULL;
+}
+
+static void backoff(int attempt)
+{
+	int ms = 20 << (attempt < 5 ? attempt : 5);
+
+	usleep((ms > 500 ? 500 : ms) * 1000);
+}
+
+static int is_epoch_miss(int err)
+{
+	return err == -ESTALE || err == -EAGAIN;
+}
+
+static int is_transport(int err)
+{
+	return err == -ETIMEDOUT || err == -ECONNREFUSED || err == -ECONNRESET ||
+	       err == -EPIPE || err == -EPROTO || err == -EHOSTUNREACH ||
+	       err == -ENETUNREACH || err == -ESHUTDOWN || err == -EINPROGRESS;
+}
+
+enum mut_kind { MUT_ALL_OK, MUT_NOENT_OK };
+
+/*
+ * Send one mutation to every up replica of @oid until all acknowledge
+ * under one epoch. With MUT_NOENT_OK a replica's ENOENT counts as done,
+ * and -ENOENT is returned only if every replica said so.
+ */
+static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
+		      const void *payload, enum mut_kind kind)
+{
+	int64_t deadline = net_now_ms() + s->timeout_ms;
+	int last = -ETIMEDOUT;
+
+	for (int attempt = 0;; attempt++) {
+		struct rpc_call calls[RING_MAX_COPIES];
+		struct placement p;
+		int ret = placement_get(s, oid, &p);
+		int64_t left = deadline - net_now_ms();
+
+		if (ret)
+			return ret;
+		if (left <= 0) {
+			placement_done(&p);
+			return last;
+		}
+		if (p.nup == 0) {
+			last = p.n ? -EIO : -ENOSPC;   /* all replicas down / no nodes */
+			placement_done(&p);
+			client_map_refresh(s);
+			backoff(attempt);
+			continue;
+		}
+		memset(calls, 0, sizeof(calls));
+		for (size_t i = 0; i < p.nup; i++) {
+			calls[i].node = p.up[i];
+			calls[i].req = *tmpl;
+			calls[i].req.oid = oid;
+			calls[i].req.epoch = (uint32_t)p.m->map->epoch;
+			calls[i].payload = payload;
+		}
+		rpc_run(s->pool, calls, p.nup, (int)left, next_req_id, s);
+
+		int ok = 0, noent = 0, retry = 0, fatal = 0;
+		for (size_t i = 0; i < p.nup; i++) {
+			int r = rpc_result(&calls[i]);
+
+			if (r == 0)
+				ok++;
+			else if (r == -ENOENT && kind == MUT_NOENT_OK)
+				noent++;
+			else if (is_epoch_miss(r) || is_transport(r)) {
+				if (is_transport(r))
+					log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": %s; "
+						 "retrying", p.up[i]->node_id, oid, strerror(-r));
+				retry = 1;
+				last = is_transport(r) ? -EIO : last;
+			} else if (!fatal)
+				fatal = r;
+		}
+		rpc_calls_free(calls, p.nup);
+		placement_done(&p);
+		if (fatal)
+			return fatal;
+		if (!retry)
+			return ok == 0 && noent ? -ENOENT : 0;
+		client_map_refresh(s);
+		backoff(attempt);
+	}
+}
+
+int sdfs_obj_write(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		   uint64_t off)
+{
+	uint32_t max = sdfs_obj_size(s);
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .flags = SDFS_F_CREATE };
+
+	if (max == 0)
+		return -ENOENT;
+	if (off > max || len > max - off)
+		return -EFBIG;
+	h.offset = off;
+	h.payload_len = (uint32_t)len;
+	return replicated(s, oid, &h, buf, MUT_ALL_OK);
+}
+
+int sdfs_obj_put(struct sdfs *s, uint64_t oid, const void *buf, size_t len)
+{
+	uint32_t max = sdfs_obj_size(s);
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_REPLACE };
+
+	if (max == 0)
+		return -ENOENT;
+	if (len > max)
+		return -EFBIG;
+	h.payload_len = (uint32_t)len;
+	return replicated(s, oid, &h, buf, MUT_ALL_OK);
+}
+
+int sdfs_obj_remove(struct sdfs *s, uint64_t oid)
+{
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_REMOVE };
+
+	return replicated(s, oid, &h, NULL, MUT_NOENT_OK);
+}
+
+int sdfs_obj_flush(struct sdfs *s, uint64_t oid)
+{
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_FLUSH };
+
+	return replicated(s, oid, &h, NULL, MUT_NOENT_OK);
+}
+
+/* Rewrite the replicas on @bad from the good copy on @good. */
+static void repair(struct sdfs *s, struct placement *p, uint64_t oid,
+		   const struct cmap_node *good, const struct cmap_node **bad,
+		   size_t nbad)
+{
+	struct rpc_call rd = { 0 }, wr[RING_MAX_COPIES];
+	int ret;
+
+	rd.node = good;
+	rd.req.opcode = SDFS_OP_OBJ_READ;
+	rd.req.oid = oid;
+	rd.req.length = p->obj_size;
+	rd.req.epoch = (uint32_t)p->m->map->epoch;
+	rpc_run(s->pool, &rd, 1, s->timeout_ms, next_req_id, s);
+	ret = rpc_result(&rd);
+	if (ret) {
+		log_warn("oid=%016" PRIx64 ": cannot read good replica for repair: %s",
+			 oid, strerror(-ret));
+		rpc_calls_free(&rd, 1);
+		return;
+	}
+	memset(wr, 0, sizeof(wr));
+	for (size_t i = 0; i < nbad; i++) {
+		wr[i].node = bad[i];
+		wr[i].req.opcode = SDFS_OP_OBJ_REPLACE;
+		wr[i].req.oid = oid;
+		wr[i].req.epoch = (uint32_t)p->m->map->epoch;
+		wr[i].req.payload_len = rd.reply.payload_len;
+		wr[i].payload = rd.rpayload;
+	}
+	rpc_run(s->pool, wr, nbad, s->timeout_ms, next_req_id, s);
+	for (size_t i = 0; i < nbad; i++) {
+		ret = rpc_result(&wr[i]);
+		if (ret)
+			log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": repair failed: %s",
+				 bad[i]->node_id, oid, strerror(-ret));
+		else
+			log_info("node=%" PRIu32 " oid=%016" PRIx64 ": corrupt replica "
+				 "rewritten from node %" PRIu32, bad[i]->node_id, oid,
+				 good->node_id);
+	}
+	rpc_calls_free(wr, nbad);
+	rpc_calls_free(&rd, 1);
+}
+
+ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
+		      uint64_t off)
+{
+	int64_t deadline = net_now_ms() + s->timeout_ms;
+	int last = -ETIMEDOUT;
+
+	if (len > SDFS_MAX_PAYLOAD)
+		len = SDFS_MAX_PAYLOAD;
+	for (int attempt = 0;; attempt++) {
+		const struct cmap_node *bad[RING_MAX_COPIES];
+		struct placement p;
+		size_t nbad = 0, noent = 0;
+		int ret = placement_get(s, oid, &p), stale = 0;
+
+		if (ret)
+			return ret;
+		if (len > p.obj_size)
+			len = p.obj_size;
+		for (size_t i = 0; i < p.nup && !stale; i++) {
+			struct rpc_call c = { 0 };
+			int64_t left = deadline - net_now_ms();
+
+			if (left <= 0)
+				break;
+			c.node = p.up[i];
+			c.req.opcode = SDFS_OP_OBJ_READ;
+			c.req.oid = oid;
+			c.req.offset = off;
+			c.req.length = (uint32_t)len;
+			c.req.epoch = (uint32_t)p.m->map->epoch;
+			c.rbuf = buf;
+			c.rbuf_len = len;
+			rpc_run(s->pool, &c, 1, (int)left, next_req_id, s);
+			ret = rpc_result(&c);
+			if (ret == 0) {
+				ssize_t got = c.reply.payload_len;
+
+				if (nbad)
+					repair(s, &p, oid, p.up[i], bad, nbad);
+				placement_done(&p);
+				return got;
+			}
+			if (ret == -EBADMSG) {
+				log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": replica failed "
+					 "its checksum; reading another", p.up[i]->node_id, oid);
+				bad[nbad++] = p.up[i];
+			} else if (ret == -ENOENT) {
+				noent++;
+			} else if (is_epoch_miss(ret)) {
+				stale = 1;
+			} else if (!is_transport(ret)) {
+				placement_done(&p);
+				return ret;     /* EINVAL and the like: no replica helps */
+			} else {
+				last = -EIO;
+			}
+		}
+		size_t nup = p.nup;
+		placement_done(&p);
+		if (!stale && nup && noent == nup)
+			return -ENOENT;
+		if (!stale && nup && nbad + noent == nup)
+			return -EIO;    /* every reachable replica is corrupt or missing */
+		if (deadline - net_now_ms() <= 0)
+			return last;
+		client_map_refresh(s);
+		backoff(attempt);
+	}
+}
+
+int sdfs_obj_stat(struct sdfs *s, uint64_t oid, struct sdfs_obj_info *info)
+{
+	struct sdfs_replica r[RING_MAX_COPIES];
+	size_t n;
+	int ret = sdfs_obj_locate(s, oid, r, RING_MAX_COPIES, &n), noent = 0;
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].result == 0) {
+			info->size = r[i].size;
+			info->epoch = r[i].epoch;
+			return 0;
+		}
+		noent += r[i].result == -ENOENT;
+	}
+	return noent ? -ENOENT : -EIO;
+}

@@ -1,0 +1,55 @@
+/*
+ * rpc.h - requests to block daemons, several in parallel, from one
+ * calling thread.
+ *
+ * rpc_run() sends every call's request and waits for every reply (or
+ * the deadline) with poll(), so a write to three replicas costs one
+ * round trip, not three. Connections are pooled per node and reused;
+ * a pooled connection that turns out dead is replaced once,
+ * transparently. Thread-safe: many threads may run calls at once.
+ */
+#ifndef SDFS_LIBCLIENT_RPC_H
+#define SDFS_LIBCLIENT_RPC_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/cmap.h"
+#include "common/sdfs_proto.h"
+
+struct pool;
+
+int pool_new(struct pool **out);
+void pool_free(struct pool *p);         /* closes idle connections */
+
+struct rpc_call {
+	/* in */
+	const struct cmap_node *node;   /* borrowed for the call */
+	struct sdfs_hdr req;            /* opcode, flags, oid, offset, length, epoch */
+	const void *payload;            /* req.payload_len bytes, borrowed */
+	void *rbuf;                     /* reply payload goes here if set... */
+	size_t rbuf_len;                /* ...and must fit, else -EPROTO */
+
+	/* out */
+	int ret;                        /* 0: a reply arrived; -errno: transport */
+	struct sdfs_hdr reply;          /* valid when ret == 0 */
+	uint8_t *rpayload;              /* malloc'd reply payload when rbuf unset */
+
+	/* rpc.c's own */
+	int fd, state, reused, retried;
+	size_t done;
+	uint8_t hbuf[SDFS_HDR_SIZE];
+	uint8_t *rdst;
+};
+
+/*
+ * Run @n calls in parallel until each has a reply or failed, or
+ * @timeout_ms passed (those still waiting get -ETIMEDOUT). @req_id
+ * numbers the calls' requests. Each call's ret and reply say how it
+ * went; free rpayload with free() (rpc_calls_free does it).
+ */
+void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
+	     uint64_t (*req_id)(void *), void *arg);
+void rpc_calls_free(struct rpc_call *calls, size_t n);
+/* The call's outcome as one errno: transport error or reply result. */
+int rpc_result(const struct rpc_call *c);
+#endif

@@ -1,0 +1,612 @@
+/*
+ * cmd_dev.c - sdfs dev: a whole cluster on this machine, on loopback,
+ * for trying sdfs out and for tests.
+ *
+ * Everything lives under one directory:
+ *   DIR/sdfs.conf        how clients reach it (SDFS_CONF=DIR/sdfs.conf)
+ *   DIR/zk/              the private ZooKeeper server's config and data
+ *   DIR/blockd.N/        block daemon N's data directory
+ *   DIR/log/NAME.log     each daemon's output
+ *   DIR/run/NAME.pid     its pid; DIR/run/NAME.cmd its command line
+ * Daemons are stopped by the pids recorded here, never by name.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "tools/cli.h"
+
+#define DEV_MAX_ARGS 32
+#define ZK_JAR "/usr/share/java/zookeeper.jar"
+
+struct dev {
+	char dir[PATH_MAX];
+	char zk[256];           /* ZooKeeper hosts */
+	char cluster[64];
+	int external_zk;        /* --zk given: no private server */
+};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	return fclose(f) ? -errno : 0;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* A sibling binary: next to this sdfs, in the build tree, or on PATH. */
+static int find_binary(const char *name, const char *subdir, char *out, size_t len)
+{
+	char self[PATH_MAX / 2];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		char *slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(out, len, "%s/%s", self, name);
+			if (access(out, X_OK) == 0)
+				return 0;
+			snprintf(out, len, "%s/../%s/%s", self, subdir, name);
+			if (access(out, X_OK) == 0)
+				return 0;
+		}
+	}
+	const char *path = getenv("PATH");
+	char dirs[4096];
+	snprintf(dirs, sizeof(dirs), "%s", path ? path : "/usr/sbin:/usr/bin");
+	for (char *save, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		snprintf(out, len, "%s/%s", d, name);
+		if (access(out, X_OK) == 0)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static void run_path(const struct dev *d, const char *name, const char *ext,
+		     char *out, size_t len)
+{
+	snprintf(out, len, "%s/run/%s.%s", d->dir, name, ext);
+}
+
+static pid_t read_pid(const struct dev *d, const char *name)
+{
+	char path[PATH_MAX + 64], buf[32];
+
+	run_path(d, name, "pid", path, sizeof(path));
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	long v = strtol(buf, NULL, 10);
+	return v > 0 ? (pid_t)v : -1;
+}
+
+/* Is the recorded pid alive and still running the command we started? */
+static int is_running(const struct dev *d, const char *name, pid_t *pidp)
+{
+	char path[PATH_MAX + 64], cmd[4096], proc[4096];
+	pid_t pid = read_pid(d, name);
+	int n;
+
+	if (pidp)
+		*pidp = pid;
+	if (pid <= 0 || kill(pid, 0) != 0)
+		return 0;
+	run_path(d, name, "cmd", path, sizeof(path));
+	if (read_file(path, cmd, sizeof(cmd)) <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	n = read_file(path, proc, sizeof(proc));
+	if (n <= 0)
+		return 0;
+	/* A zombie child of ours has an empty cmdline; the same first word
+	 * means the pid was not reused by something else. */
+	return strcmp(cmd, proc) == 0;
+}
+
+/* Start @argv in the background with output to DIR/log/@name.log. */
+static int spawn(const struct dev *d, const char *name, char *const argv[])
+{
+	char path[PATH_MAX + 64], logp[PATH_MAX + 64], buf[4096];
+	size_t off = 0;
+	pid_t pid;
+
+	for (int i = 0; argv[i]; i++) {
+		size_t l = strlen(argv[i]) + 1;
+
+		if (off + l >= sizeof(buf))
+			return -E2BIG;
+		memcpy(buf + off, argv[i], l);
+		off += l;
+	}
+	run_path(d, name, "cmd", path, sizeof(path));
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, buf, off) != (ssize_t)off) {
+		if (fd >= 0)
+			close(fd);
+		return -EIO;
+	}
+	close(fd);
+	snprintf(logp, sizeof(logp), "%s/log/%s.log", d->dir, name);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		int nfd = open("/dev/null", O_RDONLY);
+
+		setsid();
+		if (lfd < 0 || nfd < 0)
+			_exit(127);
+		dup2(nfd, 0);
+		dup2(lfd, 1);
+		dup2(lfd, 2);
+		execv(argv[0], argv);
+		dprintf(2, "sdfs dev: exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	run_path(d, name, "pid", path, sizeof(path));
+	snprintf(buf, sizeof(buf), "%d\n", (int)pid);
+	return write_file(path, buf);
+}
+
+/* Start @name again from its recorded command line. */
+static int respawn(const struct dev *d, const char *name)
+{
+	char path[PATH_MAX + 64], cmd[4096];
+	char *argv[DEV_MAX_ARGS + 1];
+	int n, argc = 0;
+
+	run_path(d, name, "cmd", path, sizeof(path));
+	n = read_file(path, cmd, sizeof(cmd));
+	if (n <= 0)
+		return -ENOENT;
+	for (int off = 0; off < n && argc < DEV_MAX_ARGS; off += strlen(cmd + off) + 1)
+		argv[argc++] = cmd + off;
+	argv[argc] = NULL;
+	return spawn(d, name, argv);
+}
+
+static void reap(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/* SIGTERM, wait up to @wait_ms, then SIGKILL. */
+static void stop_daemon(const struct dev *d, const char *name, int wait_ms)
+{
+	char path[PATH_MAX + 64];
+	pid_t pid;
+
+	if (is_running(d, name, &pid)) {
+		kill(pid, SIGTERM);
+		for (int64_t end = now_ms() + wait_ms; now_ms() < end;) {
+			reap();
+			if (kill(pid, 0) != 0)
+				break;
+			sleep_ms(50);
+		}
+		if (kill(pid, 0) == 0) {
+			kill(pid, SIGKILL);
+			sleep_ms(50);
+			reap();
+		}
+	}
+	run_path(d, name, "pid", path, sizeof(path));
+	unlink(path);
+}
+
+static int dev_init(struct dev *d, const char *dir, int create)
+{
+	char sub[PATH_MAX + 16];
+
+	if (!dir)
+		return cli_fail("--dir DIR is required");
+	if (create && mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return cli_fail("%s: %s", dir, strerror(errno));
+	if (!realpath(dir, d->dir))
+		return cli_fail("%s: %s", dir, strerror(errno));
+	if (strlen(d->dir) > PATH_MAX - 128)
+		return cli_fail("%s: path too long", dir);
+	if (create) {
+		snprintf(sub, sizeof(sub), "%s/log", d->dir);
+		mkdir(sub, 0755);
+		snprintf(sub, sizeof(sub), "%s/run", d->dir);
+		mkdir(sub, 0755);
+	}
+	return 0;
+}
+
+/* Names of the daemons recorded under DIR/run, sorted; zk last. */
+static int list_daemons(const struct dev *d, char names[][64], int max)
+{
+	char path[PATH_MAX + 16];
+	DIR *dir;
+	struct dirent *e;
+	int n = 0, zk = 0;
+
+	snprintf(path, sizeof(path), "%s/run", d->dir);
+	dir = opendir(path);
+	if (!dir)
+		return 0;
+	while ((e = readdir(dir)) && n < max) {
+		size_t l = strlen(e->d_name);
+
+		if (l < 5 || l >= 64 + 4 || strcmp(e->d_name + l - 4, ".cmd"))
+			continue;
+		if (!strncmp(e->d_name, "zk.cmd", 6)) {
+			zk = 1;
+			continue;
+		}
+		memcpy(names[n], e->d_name, l - 4);
+		names[n++][l - 4] = '\0';
+	}
+	closedir(dir);
+	qsort(names, n, 64, (int (*)(const void *, const void *))strcmp);
+	if (zk && n < max)
+		strcpy(names[n++], "zk");
+	return n;
+}
+
+static int start_zk(struct dev *d)
+{
+	char cfgdir[PATH_MAX + 16], cfg[PATH_MAX + 32], text[PATH_MAX + 512];
+	char java[PATH_MAX], logdir[PATH_MAX + 32], logopt[PATH_MAX + 64];
+	int port = free_port(), ret;
+
+	if (port <= 0)
+		return cli_fail("no free port for ZooKeeper");
+	if (access(ZK_JAR, R_OK) != 0)
+		return cli_fail("%s not found (apt-get install zookeeper)", ZK_JAR);
+	if (find_binary("java", "-", java, sizeof(java)))
+		return cli_fail("java not found (apt-get install default-jre-headless)");
+	snprintf(cfgdir, sizeof(cfgdir), "%s/zk", d->dir);
+	mkdir(cfgdir, 0755);
+	snprintf(cfg, sizeof(cfg), "%s/zoo.cfg", cfgdir);
+	snprintf(text, sizeof(text),
+		 "# written by sdfs dev up\ntickTime=500\ninitLimit=10\nsyncLimit=5\n"
+		 "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
+		 "maxClientCnxns=0\nadmin.enableServer=false\n"
+		 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n", cfgdir, port);
+	ret = write_file(cfg, text);
+	if (ret)
+		return cli_fail("%s: %s", cfg, strerror(-ret));
+	snprintf(logdir, sizeof(logdir), "-Dzookeeper.log.dir=%s/log", d->dir);
+	snprintf(logopt, sizeof(logopt), "-Dzookeeper.root.logger=WARN,CONSOLE");
+	char *argv[] = {
+		java, "-Xmx256m", "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false",
+		logdir, logopt, "-cp", "/etc/zookeeper/conf:" ZK_JAR,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg, NULL,
+	};
+	ret = spawn(d, "zk", argv);
+	if (ret)
+		return cli_fail("cannot start ZooKeeper: %s", strerror(-ret));
+	snprintf(d->zk, sizeof(d->zk), "127.0.0.1:%d", port);
+	return 0;
+}
+
+/* Connect, retrying while ZooKeeper starts. */
+static struct sdfs *connect_wait(const struct dev *d, int timeout_ms)
+{
+	char err[512] = "";
+	int64_t end = now_ms() + timeout_ms;
+
+	for (;;) {
+		struct sdfs *s;
+
+		if (sdfs_connect(d->zk, d->cluster, 2000, &s, err, sizeof(err)) == 0)
+			return s;
+		if (now_ms() > end)
+			break;
+		sleep_ms(200);
+	}
+	cli_fail("%s (see %s/log/zk.log)", err, d->dir);
+	return NULL;
+}
+
+/* Wait until @want nodes are up and answer with the current epoch. */
+static int wait_nodes(struct sdfs *s, unsigned want, int timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+
+	while (now_ms() < end) {
+		struct sdfs_cluster_info info;
+		struct sdfs_node_status *nodes;
+		size_t n;
+		unsigned ready = 0;
+
+		if (sdfs_cluster_info(s, &info) == 0 && info.nodes_up >= want &&
+		    sdfs_node_list(s, &nodes, &n) == 0) {
+			for (size_t i = 0; i < n; i++)
+				ready += nodes[i].reachable && nodes[i].epoch == info.epoch;
+			free(nodes);
+			if (ready >= want)
+				return 0;
+		}
+		sleep_ms(100);
+	}
+	return -ETIMEDOUT;
+}
+
+static int dev_up(struct cli *cli)
+{
+	const char *dir = NULL, *v;
+	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20;
+	struct dev d = { 0 };
+	char blockd_bin[PATH_MAX], names[64][64];
+	int ret;
+
+	strcpy(d.cluster, "dev");
+	for (int i = 0; i < cli->argc; i++) {
+		if ((v = cli_opt(cli->argc, cli->argv, &i, "--dir")))
+			dir = v;
+		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--blockd"))) {
+			if (cli_parse_u64(v, &nblockd) || nblockd < 1 || nblockd > 32)
+				return cli_fail("--blockd must be 1..32");
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--copies"))) {
+			if (cli_parse_u64(v, &copies) || copies < 1 || copies > 16)
+				return cli_fail("--copies must be 1..16");
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--obj-size"))) {
+			if (cli_parse_size(v, &obj_size))
+				return cli_fail("bad --obj-size '%s'", v);
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zk"))) {
+			snprintf(d.zk, sizeof(d.zk), "%s", v);
+			d.external_zk = 1;
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--cluster"))) {
+			snprintf(d.cluster, sizeof(d.cluster), "%s", v);
+		} else {
+			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--copies N] "
+					 "[--obj-size SIZE] [--zk HOSTS --cluster NAME]");
+		}
+	}
+	if (!copies)
+		copies = nblockd < 3 ? nblockd : 3;
+	if ((ret = dev_init(&d, dir, 1)))
+		return ret;
+	int nd = list_daemons(&d, names, 64);
+	for (int i = 0; i < nd; i++)
+		if (is_running(&d, names[i], NULL))
+			return cli_fail("%s: %s is already running (sdfs dev down --dir %s)",
+					d.dir, names[i], d.dir);
+	if (find_binary("sdfs-blockd", "blockd", blockd_bin, sizeof(blockd_bin)))
+		return cli_fail("sdfs-blockd not found next to sdfs or on PATH");
+	if (!d.external_zk && (ret = start_zk(&d)))
+		return ret;
+
+	struct sdfs *s = connect_wait(&d, 30000);
+	if (!s)
+		goto fail;
+	struct sdfs_cluster_info info;
+	if (sdfs_cluster_info(s, &info) == -ENOENT) {
+		ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size, 0);
+		if (ret) {
+			cli_fail("format: %s", strerror(-ret));
+			goto fail_close;
+		}
+	}
+	for (unsigned i = 0; i < nblockd; i++) {
+		char name[32], ddir[PATH_MAX + 32], listen[64], zone[16];
+		int port = free_port();
+
+		snprintf(name, sizeof(name), "blockd.%u", i);
+		snprintf(ddir, sizeof(ddir), "%s/%s", d.dir, name);
+		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		snprintf(zone, sizeof(zone), "%u", i);
+		char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen,
+				 "--zk", d.zk, "--cluster", d.cluster, "--zone", zone, NULL };
+		ret = spawn(&d, name, argv);
+		if (ret) {
+			cli_fail("cannot start %s: %s", name, strerror(-ret));
+			goto fail_close;
+		}
+	}
+	char conf[PATH_MAX + 32], text[512];
+	snprintf(conf, sizeof(conf), "%s/sdfs.conf", d.dir);
+	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n",
+		 d.zk, d.cluster);
+	if ((ret = write_file(conf, text))) {
+		cli_fail("%s: %s", conf, strerror(-ret));
+		goto fail_close;
+	}
+	if (wait_nodes(s, (unsigned)nblockd, 60000)) {
+		cli_fail("block daemons did not come up within 60 s (see %s/log/)", d.dir);
+		goto fail_close;
+	}
+	sdfs_cluster_info(s, &info);
+	sdfs_close(s);
+	if (cli->json) {
+		printf("{\"dir\": ");
+		cli_json_str(stdout, d.dir);
+		printf(", \"conf\": ");
+		cli_json_str(stdout, conf);
+		printf(", \"zk\": \"%s\", \"cluster\": \"%s\", \"blockd\": %" PRIu64
+		       ", \"copies\": %u, \"epoch\": %" PRIu64 "}\n", d.zk, d.cluster,
+		       nblockd, info.copies, info.epoch);
+	} else {
+		printf("sdfs dev cluster '%s' is up: ZooKeeper %s, %" PRIu64
+		       " blockd, copies=%u, epoch %" PRIu64 "\n", d.cluster, d.zk,
+		       nblockd, info.copies, info.epoch);
+		printf("  export SDFS_CONF=%s\n  sdfs cluster status\n"
+		       "  sdfs dev down --dir %s\n", conf, d.dir);
+	}
+	return 0;
+fail_close:
+	sdfs_close(s);
+fail:
+	nd = list_daemons(&d, names, 64);
+	for (int i = 0; i < nd; i++)
+		stop_daemon(&d, names[i], 3000);
+	return 1;
+}
+
+static int dev_down(struct dev *d, struct cli *cli)
+{
+	char names[64][64];
+	int n = list_daemons(d, names, 64), stopped = 0;
+
+	/* Block daemons first, ZooKeeper (listed last) after them. */
+	for (int i = 0; i < n; i++) {
+		if (is_running(d, names[i], NULL))
+			stopped++;
+		stop_daemon(d, names[i], 10000);
+	}
+	if (!cli->json)
+		printf("stopped %d daemon%s under %s\n", stopped, stopped == 1 ? "" : "s",
+		       d->dir);
+	else
+		printf("{\"stopped\": %d}\n", stopped);
+	return 0;
+}
+
+static int dev_status(struct dev *d, struct cli *cli)
+{
+	char names[64][64];
+	int n = list_daemons(d, names, 64);
+
+	if (cli->json)
+		printf("[");
+	else
+		printf("%-12s %-8s %s\n", "NAME", "PID", "STATE");
+	for (int i = 0; i < n; i++) {
+		pid_t pid;
+		int up = is_running(d, names[i], &pid);
+
+		if (cli->json)
+			printf("%s{\"name\": \"%s\", \"pid\": %d, \"running\": %s}",
+			       i ? ", " : "", names[i], up ? (int)pid : 0,
+			       up ? "true" : "false");
+		else if (up)
+			printf("%-12s %-8d running\n", names[i], (int)pid);
+		else
+			printf("%-12s %-8s stopped\n", names[i], "-");
+	}
+	if (cli->json)
+		printf("]\n");
+	return 0;
+}
+
+static int dev_kill(struct dev *d, const char *name)
+{
+	pid_t pid;
+
+	if (!is_running(d, name, &pid))
+		return cli_fail("%s is not running", name);
+	if (kill(pid, SIGKILL) < 0)
+		return cli_fail("kill %s (pid %d): %s", name, (int)pid, strerror(errno));
+	/* Reaped by init (we are not its parent); wait until it is gone. */
+	for (int64_t end = now_ms() + 5000; now_ms() < end && kill(pid, 0) == 0;)
+		sleep_ms(20);
+	return 0;
+}
+
+static int dev_start(struct dev *d, const char *name)
+{
+	int ret;
+
+	if (is_running(d, name, NULL))
+		return cli_fail("%s is already running", name);
+	ret = respawn(d, name);
+	if (ret == -ENOENT)
+		return cli_fail("no daemon named %s under %s", name, d->dir);
+	if (ret)
+		return cli_fail("cannot start %s: %s", name, strerror(-ret));
+	return 0;
+}
+
+int cmd_dev(struct cli *cli)
+{
+	const char *usage = "sdfs dev up|down|status|kill|start --dir DIR [NAME]";
+	const char *dir = NULL, *name = NULL, *v;
+	struct dev d = { 0 };
+	int ret;
+
+	if (cli->argc < 1)
+		return cli_usage(usage);
+	const char *sub = cli->argv[0];
+	cli->argc--;
+	cli->argv++;
+	if (!strcmp(sub, "up"))
+		return dev_up(cli);
+	for (int i = 0; i < cli->argc; i++) {
+		if ((v = cli_opt(cli->argc, cli->argv, &i, "--dir")))
+			dir = v;
+		else if (!name && cli->argv[i][0] != '-')
+			name = cli->argv[i];
+		else
+			return cli_usage(usage);
+	}
+	if ((ret = dev_init(&d, dir, 0)))
+		return ret;
+	if (!strcmp(sub, "down"))
+		return dev_down(&d, cli);
+	if (!strcmp(sub, "status"))
+		return dev_status(&d, cli);
+	if (!name || strchr(name, '/'))
+		return cli_usage(usage);
+	if (!strcmp(sub, "kill"))
+		return dev_kill(&d, name);
+	if (!strcmp(sub, "start"))
+		return dev_start(&d, name);
+	return cli_fail("unknown command 'dev %s' (see sdfs --help)", sub);
+}

@@ -398,10 +398,11 @@ static int data_read(const struct obj *o, uint64_t b0, const struct iovec *iov,
 		     int cnt)
 {
 	ssize_t n = rw_full(o->fd, iov, cnt, o->data_off + b0 * BLK, false);
-	size_t got = n, have;
+	size_t got, have;
 
 	if (n < 0)
 		return (int)n;
+	got = (size_t)n;
 	for (int i = 0; i < cnt; i++) {
 		have = got < iov[i].iov_len ? got : iov[i].iov_len;
 		memset((char *)iov[i].iov_base + have, 0, iov[i].iov_len - have);
@@ -1043,32 +1044,32 @@ int objstore_sync(struct objstore *s, uint64_t oid)
 	int fd, ret = 0;
 
 	obj_name(oid, "", name);
+	/* The lock only orders the open after a create or replace; the
+	 * flush itself need not hold up writers. */
 	pthread_rwlock_rdlock(stripe(s, oid));
 	fd = openat(s->obj_fd, name, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = -errno;
-		goto out_unlock;
-	}
+	pthread_rwlock_unlock(stripe(s, oid));
+	if (fd < 0)
+		return -errno;
 	if (fdatasync(fd) < 0)
 		ret = -errno;
 	close(fd);
 	if (ret < 0)
-		goto out_unlock;
-	/* The directory entry: a create or replace is a rename or link. */
+		goto out_log;
+	/* The directory entry: a create or replace is a link or rename. */
 	name[2] = '\0';
 	fd = openat(s->obj_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		goto out_unlock;
+		goto out_log;
 	}
 	if (fsync(fd) < 0)
 		ret = -errno;
 	close(fd);
-out_unlock:
-	pthread_rwlock_unlock(stripe(s, oid));
-	if (ret < 0 && ret != -ENOENT)
-		log_err("oid=%016" PRIx64 ": sync failed: %s", oid,
-			strerror(-ret));
+	if (ret == 0)
+		return 0;
+out_log:
+	log_err("oid=%016" PRIx64 ": sync failed: %s", oid, strerror(-ret));
 	return ret;
 }
 

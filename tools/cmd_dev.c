@@ -402,8 +402,8 @@ static int dev_up(struct cli *cli)
 		if ((v = cli_opt(cli->argc, cli->argv, &i, "--dir")))
 			dir = v;
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--blockd"))) {
-			if (cli_parse_u64(v, &nblockd) || nblockd < 1 || nblockd > 32)
-				return cli_fail("--blockd must be 1..32");
+			if (cli_parse_u64(v, &nblockd) || nblockd > 32)
+				return cli_fail("--blockd must be 0..32 (0: only ZooKeeper)");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--copies"))) {
 			if (cli_parse_u64(v, &copies) || copies < 1 || copies > 16)
 				return cli_fail("--copies must be 1..16");
@@ -421,7 +421,7 @@ static int dev_up(struct cli *cli)
 		}
 	}
 	if (!copies)
-		copies = nblockd < 3 ? nblockd : 3;
+		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
 	if ((ret = dev_init(&d, dir, 1)))
 		return ret;
 	int nd = list_daemons(&d, names, 64);
@@ -469,7 +469,7 @@ static int dev_up(struct cli *cli)
 		cli_fail("%s: %s", conf, strerror(-ret));
 		goto fail_close;
 	}
-	if (wait_nodes(s, (unsigned)nblockd, 60000)) {
+	if (nblockd && wait_nodes(s, (unsigned)nblockd, 60000)) {
 		cli_fail("block daemons did not come up within 60 s (see %s/log/)", d.dir);
 		goto fail_close;
 	}

@@ -216,7 +216,8 @@ static int hdr_write(const struct obj *o)
 		.flags = htole32(o->flags),
 	};
 
-	d.hdr_csum = htole64(csum64(&d, offsetof(struct obj_hdr_disk, hdr_csum)));
+	d.hdr_csum = htole64(csum64(&d,
+				    offsetof(struct obj_hdr_disk, hdr_csum)));
 	return pwrite_full(o->fd, &d, sizeof(d), 0);
 }
 
@@ -405,7 +406,8 @@ static int data_read(const struct obj *o, uint64_t b0, const struct iovec *iov,
 	got = (size_t)n;
 	for (int i = 0; i < cnt; i++) {
 		have = got < iov[i].iov_len ? got : iov[i].iov_len;
-		memset((char *)iov[i].iov_base + have, 0, iov[i].iov_len - have);
+		memset((char *)iov[i].iov_base + have, 0,
+		       iov[i].iov_len - have);
 		got -= have;
 	}
 	return 0;
@@ -538,7 +540,8 @@ static int obj_write_blocks(struct obj *o, uint64_t off, const void *buf,
 		if (ret < 0)
 			return ret;
 		cnt = span_iov(&sp, b0, n, iov);
-		ret = (int)rw_full(o->fd, iov, cnt, o->data_off + b0 * BLK, true);
+		ret = (int)rw_full(o->fd, iov, cnt, o->data_off + b0 * BLK,
+				   true);
 		if (ret < 0)
 			return ret;
 		/* tab_write left the entries in disk order; cur == prev
@@ -598,7 +601,8 @@ out_free:
 }
 
 static int verify_chunk(struct obj *o, uint64_t b0, size_t n,
-			const struct obj_ent *ents, const uint64_t *csums, void *arg)
+			const struct obj_ent *ents, const uint64_t *csums,
+			void *arg)
 {
 	uint64_t *out = arg;
 
@@ -753,7 +757,8 @@ static int store_prepare(int obj_fd)
 			if (!is_tmp_name(de->d_name))
 				continue;
 			log_info("removing leftover %s/%s", sub, de->d_name);
-			if (unlinkat(fd, de->d_name, 0) < 0 && errno != ENOENT) {
+			if (unlinkat(fd, de->d_name, 0) < 0 &&
+			    errno != ENOENT) {
 				int ret = -errno;
 
 				closedir(d);

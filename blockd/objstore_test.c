@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -178,7 +179,8 @@ static void expect_read(uint64_t oid, uint64_t off, const void *want,
 
 	cr_assert_not_null(buf);
 	cr_assert_eq(read_all(oid, off, buf, len, &got), 0,
-		     "read oid=%" PRIx64 " off=%" PRIu64 " len=%zu", oid, off, len);
+		     "read oid=%" PRIx64 " off=%" PRIu64 " len=%zu", oid, off,
+		     len);
 	cr_assert_eq(got, len);
 	cr_assert(memcmp(buf, want, len) == 0, "content at off=%" PRIu64
 		  " len=%zu", off, len);
@@ -222,7 +224,8 @@ Test(objstore, round_trip_at_unaligned_offsets_and_lengths)
 	for (size_t i = 0; i < sizeof(w) / sizeof(w[0]); i++) {
 		fill_random(buf, w[i].len, &seed);
 		cr_assert_eq(objstore_write(s, 7, w[i].off, buf, w[i].len, i,
-					    OBJSTORE_CREATE), 0, "write %zu", i);
+					    OBJSTORE_CREATE), 0,
+			     "write %zu", i);
 		memcpy(model + w[i].off, buf, w[i].len);
 		if (w[i].len && w[i].off + w[i].len > size)
 			size = w[i].off + w[i].len;
@@ -744,6 +747,7 @@ static void run_and_kill(uint64_t oid, uint64_t off, size_t len, uint64_t g0,
 			 int replace, unsigned delay_us)
 {
 	int p[2], status;
+	ssize_t started;
 	pid_t pid;
 	char c;
 
@@ -751,16 +755,20 @@ static void run_and_kill(uint64_t oid, uint64_t off, size_t len, uint64_t g0,
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		/* Never outlive a test that failed before the kill. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		writer_child(p[1], oid, off, len, g0, replace);
 		_exit(5);
 	}
 	close(p[1]);
-	cr_assert_eq(read(p[0], &c, 1), 1, "writer did not start");
+	started = read(p[0], &c, 1);
 	close(p[0]);
-	usleep(delay_us);
+	if (started == 1)
+		usleep(delay_us);
 	kill(pid, SIGKILL);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(started, 1, "writer did not start: status %d", status);
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
 		  "writer failed before the kill: status %d", status);
 }
@@ -1089,8 +1097,8 @@ Test(concurrency, threads_on_shared_and_private_objects_leave_every_block_valid)
 	for (unsigned i = 0; i < THREADS; i++) {
 		w[i].idx = i;
 		w[i].failures = 0;
-		cr_assert_eq(pthread_create(&w[i].tid, NULL, worker_main, &w[i]),
-			     0);
+		cr_assert_eq(pthread_create(&w[i].tid, NULL, worker_main,
+					    &w[i]), 0);
 	}
 	for (unsigned i = 0; i < THREADS; i++) {
 		cr_assert_eq(pthread_join(w[i].tid, NULL), 0);

@@ -84,7 +84,7 @@ const struct cmap_node *cmap_find(const struct cmap *m, uint32_t node_id)
 	return bsearch(&key, m->nodes, m->n, sizeof(key), cmp_node);
 }
 
-/* A growable string for encoders. */
+/* A growable string for encoders; the first sb_printf allocates it. */
 struct sbuf {
 	char *p;
 	size_t len, cap;
@@ -99,6 +99,14 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
 
 	if (b->err)
 		return;
+	if (!b->p) {
+		b->cap = 256;
+		b->p = malloc(b->cap);
+		if (!b->p) {
+			b->err = -ENOMEM;
+			return;
+		}
+	}
 	for (;;) {
 		va_start(ap, fmt);
 		n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);

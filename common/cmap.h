@@ -4,7 +4,7 @@
  * config set by `sdfs cluster format`.
  *
  * Both are stored in ZooKeeper as small line-oriented text documents
- * (docs/format.md, "ZooKeeper documents"), so an operator can read them
+ * (docs/zookeeper.md), so an operator can read them
  * with zkCli. Decoders treat their input as hostile: every field is
  * range-checked and anything malformed is -EBADMSG.
  * A cmap is immutable once built; share it read-only across threads.

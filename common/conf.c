@@ -89,7 +89,7 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 		if (*k == '\0' || *k == '#')
 			continue;
 		eq = strchr(k, '=');
-		if (!eq) {
+		if (!eq || eq == k) {   /* no "=", or nothing before it */
 			snprintf(err, errlen, "%s:%d: expected key = value", path, lineno);
 			ret = -EINVAL;
 			break;

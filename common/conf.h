@@ -36,6 +36,7 @@ const char *conf_path(const char *explicit_path);
  * timeout_ms"). Requires zk.
  */
 int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen);
-/* 1 if @name is a valid cluster name: [A-Za-z0-9_.-]{1,63}. */
+/* 1 if @name is a valid cluster name: [A-Za-z0-9_.-]{1,63}, not
+ * starting with '.' (it is a ZooKeeper path component). */
 int conf_name_ok(const char *name);
 #endif

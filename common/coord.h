@@ -2,7 +2,7 @@
  * coord.h - coordination through ZooKeeper: the cluster config, the
  * membership of block daemons, and the cluster map with its epochs.
  *
- * Layout under /sdfs/<cluster> (docs/format.md, "ZooKeeper layout"):
+ * Layout under /sdfs/<cluster> (docs/zookeeper.md):
  *   config            persistent  cluster_config document
  *   members/<id>      ephemeral   member document of a live blockd
  *   map               persistent  cluster map; its ZooKeeper version is CAS'd

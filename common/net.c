@@ -35,6 +35,8 @@ int net_parse_addr(const char *s, char *host, size_t hostlen, uint16_t *port)
 
 	if (!colon || colon == s || (size_t)(colon - s) >= hostlen)
 		return -EINVAL;
+	if (colon[1] < '0' || colon[1] > '9')
+		return -EINVAL;        /* strtoul would take spaces and signs */
 	errno = 0;
 	unsigned long p = strtoul(colon + 1, &end, 10);
 	if (errno || *end || end == colon + 1 || p > 65535)

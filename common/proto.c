@@ -105,7 +105,7 @@ enum sdfs_res proto_res_from_errno(int neg_errno)
 	if (neg_errno == 0)
 		return SDFS_RES_OK;
 	for (int r = 1; r < SDFS_RES_MAX; r++)
-		if (res_errno[r] == -neg_errno)
+		if (-res_errno[r] == neg_errno)   /* negating neg_errno overflows on INT_MIN */
 			return r;
 	return SDFS_RES_IO;
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SDFS_PROTO_MAGIC 0x53444653u    /* "SDFS" read as a LE uint32 */
+#define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
 #define SDFS_PROTO_MINOR 0              /* bump = additions only */
 

@@ -1,0 +1,719 @@
+/*
+ * proto_test.c - unit tests for proto.c against sdfs_proto.h: header
+ * encode/decode, the order and kind of rejections, result <-> errno
+ * mapping, and the fixed payload structs.
+ *
+ * The wire layout is checked against an independent reference (ref_*),
+ * written with explicit shifts and plain <xxhash.h>, so a mistake in
+ * proto.c cannot hide behind itself. Randomness comes from a fixed seed:
+ * every run sees the same inputs. No shared state between tests.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "common/proto.h"
+
+#define ITERATIONS 10000
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s += 0x9e3779b97f4a7c15ull;
+	return XXH3_64bits(s, sizeof(*s));
+}
+
+static void rng_fill(uint64_t *s, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)rng_next(s);
+}
+
+/* ---- reference encoding: the layout in sdfs_proto.h, byte by byte ---- */
+
+static void ref_le(uint8_t *p, uint64_t v, unsigned bytes)
+{
+	for (unsigned i = 0; i < bytes; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t ref_get(const uint8_t *p, unsigned bytes)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = 0; i < bytes; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+/* Recompute hdr_csum over bytes [0, 60) after a test edited the header. */
+static void ref_reseal(uint8_t b[SDFS_HDR_SIZE])
+{
+	ref_le(b + 60, (uint32_t)XXH3_64bits(b, 60), 4);
+}
+
+/* The wire bytes of @h exactly as given (magic, versions, payload_csum
+ * and reserved included), with a correct hdr_csum. */
+static void ref_encode_raw(const struct sdfs_hdr *h, uint8_t b[SDFS_HDR_SIZE])
+{
+	ref_le(b + 0, h->magic, 4);
+	b[4] = h->major;
+	b[5] = h->minor;
+	b[6] = h->opcode;
+	b[7] = h->flags;
+	ref_le(b + 8, h->req_id, 8);
+	ref_le(b + 16, h->epoch, 4);
+	ref_le(b + 20, h->result, 4);
+	ref_le(b + 24, h->oid, 8);
+	ref_le(b + 32, h->offset, 8);
+	ref_le(b + 40, h->length, 4);
+	ref_le(b + 44, h->payload_len, 4);
+	ref_le(b + 48, h->payload_csum, 8);
+	ref_le(b + 56, h->reserved, 4);
+	ref_reseal(b);
+}
+
+/* A valid header with no payload, as a peer of this version sends it. */
+static struct sdfs_hdr plain_hdr(void)
+{
+	return (struct sdfs_hdr){
+		.magic = SDFS_PROTO_MAGIC, .major = SDFS_PROTO_MAJOR,
+		.minor = SDFS_PROTO_MINOR, .opcode = SDFS_OP_OBJ_READ,
+		.req_id = 0x1122334455667788ull, .epoch = 7,
+		.oid = 0xdeadbeefcafef00dull, .offset = 4096, .length = 8192,
+	};
+}
+
+static const uint8_t known_flags =
+	SDFS_F_REPLY | SDFS_F_CREATE | SDFS_F_ALL | SDFS_F_FIRST | SDFS_F_MORE;
+
+static struct sdfs_hdr random_hdr(uint64_t *seed, uint32_t payload_len)
+{
+	struct sdfs_hdr h = {
+		.opcode = (uint8_t)rng_next(seed),
+		.flags = (uint8_t)rng_next(seed) & known_flags,
+		.req_id = rng_next(seed),
+		.epoch = (uint32_t)rng_next(seed),
+		.result = (uint32_t)rng_next(seed),
+		.oid = rng_next(seed),
+		.offset = rng_next(seed),
+		.length = (uint32_t)rng_next(seed),
+		.payload_len = payload_len,
+	};
+
+	return h;
+}
+
+/* ---- round trip and layout ---- */
+
+Test(proto_hdr, every_field_survives_encode_decode)
+{
+	uint64_t seed = 1;
+	uint8_t payload[512], wire[SDFS_HDR_SIZE];
+
+	for (int i = 0; i < ITERATIONS; i++) {
+		uint32_t plen = (uint32_t)(rng_next(&seed) % (sizeof(payload) + 1));
+		struct sdfs_hdr in = random_hdr(&seed, plen), out;
+
+		rng_fill(&seed, payload, plen);
+		proto_hdr_encode(&in, payload, wire);
+		cr_assert_eq(proto_hdr_decode(wire, sizeof(payload), &out), 0,
+			     "iteration %d", i);
+		cr_assert_eq(out.magic, SDFS_PROTO_MAGIC);
+		cr_assert_eq(out.major, SDFS_PROTO_MAJOR);
+		cr_assert_eq(out.minor, SDFS_PROTO_MINOR);
+		cr_assert_eq(out.opcode, in.opcode);
+		cr_assert_eq(out.flags, in.flags);
+		cr_assert_eq(out.req_id, in.req_id);
+		cr_assert_eq(out.epoch, in.epoch);
+		cr_assert_eq(out.result, in.result);
+		cr_assert_eq(out.oid, in.oid);
+		cr_assert_eq(out.offset, in.offset);
+		cr_assert_eq(out.length, in.length);
+		cr_assert_eq(out.payload_len, in.payload_len);
+		cr_assert_eq(out.payload_csum, plen ? XXH3_64bits(payload, plen) : 0);
+		cr_assert_eq(out.reserved, 0);
+		cr_assert_eq(out.hdr_csum, (uint32_t)ref_get(wire + 60, 4));
+		cr_assert_eq(proto_payload_check(&out, payload), 0, "iteration %d", i);
+	}
+}
+
+Test(proto_hdr, encoding_matches_reference_layout)
+{
+	uint64_t seed = 2;
+	uint8_t payload[64], wire[SDFS_HDR_SIZE], ref[SDFS_HDR_SIZE];
+
+	for (int i = 0; i < ITERATIONS; i++) {
+		uint32_t plen = (uint32_t)(rng_next(&seed) % (sizeof(payload) + 1));
+		struct sdfs_hdr h = random_hdr(&seed, plen);
+
+		h.flags = (uint8_t)rng_next(&seed);     /* encode copies any byte */
+		rng_fill(&seed, payload, plen);
+		proto_hdr_encode(&h, payload, wire);
+		h.magic = SDFS_PROTO_MAGIC;
+		h.major = SDFS_PROTO_MAJOR;
+		h.minor = SDFS_PROTO_MINOR;
+		h.payload_csum = plen ? XXH3_64bits(payload, plen) : 0;
+		h.reserved = 0;
+		ref_encode_raw(&h, ref);
+		cr_assert_arr_eq(wire, ref, SDFS_HDR_SIZE, "iteration %d", i);
+	}
+}
+
+Test(proto_hdr, wire_bytes_are_little_endian_at_pinned_offsets)
+{
+	struct sdfs_hdr h = {
+		.opcode = SDFS_OP_OBJ_WRITE, .flags = SDFS_F_CREATE,
+		.req_id = 0x0102030405060708ull, .epoch = 0x11223344u,
+		.result = 0x0a0b0c0du, .oid = 0x2122232425262728ull,
+		.offset = 0x3132333435363738ull, .length = 0x41424344u,
+		.payload_len = 5,
+	};
+	const uint8_t payload[5] = "hello";
+	uint8_t w[SDFS_HDR_SIZE];
+	uint64_t pcsum = XXH3_64bits(payload, sizeof(payload));
+
+	proto_hdr_encode(&h, payload, w);
+	cr_assert_arr_eq(w, ((uint8_t[]){ 0x53, 0x44, 0x46, 0x53 }), 4, "magic \"SDFS\"");
+	cr_assert_eq(w[4], SDFS_PROTO_MAJOR);
+	cr_assert_eq(w[5], SDFS_PROTO_MINOR);
+	cr_assert_eq(w[6], SDFS_OP_OBJ_WRITE);
+	cr_assert_eq(w[7], SDFS_F_CREATE);
+	cr_assert_arr_eq(w + 8, ((uint8_t[]){ 8, 7, 6, 5, 4, 3, 2, 1 }), 8, "req_id");
+	cr_assert_arr_eq(w + 16, ((uint8_t[]){ 0x44, 0x33, 0x22, 0x11 }), 4, "epoch");
+	cr_assert_arr_eq(w + 20, ((uint8_t[]){ 0x0d, 0x0c, 0x0b, 0x0a }), 4, "result");
+	cr_assert_arr_eq(w + 24, ((uint8_t[]){ 0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21 }),
+			 8, "oid");
+	cr_assert_arr_eq(w + 32, ((uint8_t[]){ 0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31 }),
+			 8, "offset");
+	cr_assert_arr_eq(w + 40, ((uint8_t[]){ 0x44, 0x43, 0x42, 0x41 }), 4, "length");
+	cr_assert_arr_eq(w + 44, ((uint8_t[]){ 5, 0, 0, 0 }), 4, "payload_len");
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(w[48 + i], (uint8_t)(pcsum >> (8 * i)), "payload_csum byte %d", i);
+	cr_assert_arr_eq(w + 56, ((uint8_t[]){ 0, 0, 0, 0 }), 4, "reserved");
+	cr_assert_eq(ref_get(w + 60, 4), (uint32_t)XXH3_64bits(w, 60), "hdr_csum");
+}
+
+Test(proto_hdr, encode_ignores_callers_magic_version_and_reserved)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	h.magic = 0xffffffffu;
+	h.major = 9;
+	h.minor = 9;
+	h.reserved = 0xabcdef01u;
+	h.payload_csum = 1234;          /* no payload: checksum must be 0 */
+	h.hdr_csum = 5678;
+	proto_hdr_encode(&h, NULL, w);
+	cr_assert_eq(ref_get(w, 4), SDFS_PROTO_MAGIC);
+	cr_assert_eq(w[4], SDFS_PROTO_MAJOR);
+	cr_assert_eq(w[5], SDFS_PROTO_MINOR);
+	cr_assert_eq(ref_get(w + 48, 8), 0);
+	cr_assert_eq(ref_get(w + 56, 4), 0);
+	cr_assert_eq(proto_hdr_decode(w, 0, &out), 0);
+}
+
+Test(proto_hdr, reserved_field_is_ignored_on_receipt)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	h.reserved = 0x5a5a5a5au;
+	ref_encode_raw(&h, w);
+	cr_assert_eq(proto_hdr_decode(w, 0, &out), 0);
+	cr_assert_eq(out.req_id, h.req_id);
+}
+
+Test(proto_hdr, newer_minor_version_is_accepted)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	for (unsigned minor = SDFS_PROTO_MINOR + 1; minor <= 255; minor++) {
+		h.minor = (uint8_t)minor;
+		ref_encode_raw(&h, w);
+		cr_assert_eq(proto_hdr_decode(w, 0, &out), 0, "minor %u", minor);
+		cr_assert_eq(out.minor, minor);
+		cr_assert_eq(out.req_id, h.req_id);
+	}
+}
+
+Test(proto_hdr, payload_len_at_the_cap_is_accepted)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	h.payload_len = 1000;
+	h.payload_csum = 42;
+	ref_encode_raw(&h, w);
+	cr_assert_eq(proto_hdr_decode(w, 1000, &out), 0);
+	h.payload_len = SDFS_MAX_PAYLOAD;
+	ref_encode_raw(&h, w);
+	cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), 0);
+	cr_assert_eq(out.payload_len, SDFS_MAX_PAYLOAD);
+}
+
+Test(proto_hdr, every_known_flag_is_accepted)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	for (unsigned f = 0; f <= known_flags; f++) {
+		if (f & ~known_flags)
+			continue;
+		h.flags = (uint8_t)f;
+		proto_hdr_encode(&h, NULL, w);
+		cr_assert_eq(proto_hdr_decode(w, 0, &out), 0, "flags %#x", f);
+		cr_assert_eq(out.flags, f);
+	}
+}
+
+/* ---- rejections ---- */
+
+Test(proto_hdr, rejects_wrong_magic)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+	const uint32_t bad[] = { 0, 0x53464452u, 0x53444653u /* byte-swapped */,
+				 0xffffffffu, 0x00444653u };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		h.magic = bad[i];
+		ref_encode_raw(&h, w);  /* checksum correct: only the magic is wrong */
+		cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO,
+			     "magic %#x", bad[i]);
+	}
+}
+
+Test(proto_hdr, rejects_every_single_bit_flip)
+{
+	uint64_t seed = 3;
+	uint8_t payload[32], w[SDFS_HDR_SIZE];
+
+	for (int round = 0; round < 16; round++) {
+		struct sdfs_hdr h = random_hdr(&seed, round * 2), out;
+
+		rng_fill(&seed, payload, sizeof(payload));
+		proto_hdr_encode(&h, payload, w);
+		cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), 0);
+		for (unsigned bit = 0; bit < SDFS_HDR_SIZE * 8; bit++) {
+			w[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+			cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO,
+				     "round %d: byte %u bit %u flipped", round,
+				     bit / 8, bit % 8);
+			w[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		}
+	}
+}
+
+Test(proto_hdr, rejects_other_major_versions)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	for (unsigned major = 0; major <= 255; major++) {
+		if (major == SDFS_PROTO_MAJOR)
+			continue;
+		h.major = (uint8_t)major;
+		ref_encode_raw(&h, w);
+		memset(&out, 0, sizeof(out));
+		cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTONOSUPPORT,
+			     "major %u", major);
+		/* filled, so the BAD_VERSION reply can echo the request */
+		cr_assert_eq(out.major, major);
+		cr_assert_eq(out.req_id, h.req_id);
+		cr_assert_eq(out.opcode, h.opcode);
+		cr_assert_eq(out.oid, h.oid);
+	}
+}
+
+Test(proto_hdr, checks_magic_before_checksum_before_version)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	/* bad magic and another major: the magic decides */
+	h.major = SDFS_PROTO_MAJOR + 1;
+	h.magic = 0x12345678u;
+	ref_encode_raw(&h, w);
+	cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO);
+
+	/* bad checksum and another major: the checksum decides */
+	h.magic = SDFS_PROTO_MAGIC;
+	ref_encode_raw(&h, w);
+	w[60] ^= 1;
+	cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO);
+}
+
+Test(proto_hdr, checks_version_before_length_and_flags)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	/* a different major may define lengths and flags differently */
+	h.major = SDFS_PROTO_MAJOR + 1;
+	h.payload_len = UINT32_MAX;
+	h.payload_csum = 1;
+	h.flags = 0xff;
+	ref_encode_raw(&h, w);
+	cr_assert_eq(proto_hdr_decode(w, 0, &out), -EPROTONOSUPPORT);
+}
+
+Test(proto_hdr, rejects_payload_len_above_the_callers_cap)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t payload[1001] = { 0 }, w[SDFS_HDR_SIZE];
+
+	h.payload_len = sizeof(payload);
+	proto_hdr_encode(&h, payload, w);
+	cr_assert_eq(proto_hdr_decode(w, 1000, &out), -EMSGSIZE);
+	cr_assert_eq(proto_hdr_decode(w, 0, &out), -EMSGSIZE);
+	cr_assert_eq(proto_hdr_decode(w, 1001, &out), 0);
+}
+
+Test(proto_hdr, rejects_payload_len_above_max_payload_whatever_the_cap)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+	const uint32_t lens[] = { SDFS_MAX_PAYLOAD + 1, SDFS_MAX_PAYLOAD * 2,
+				  UINT32_MAX };
+
+	h.payload_csum = 1;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		h.payload_len = lens[i];
+		ref_encode_raw(&h, w);
+		cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EMSGSIZE,
+			     "payload_len %u", lens[i]);
+	}
+}
+
+Test(proto_hdr, rejects_unknown_flag_bits)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	for (unsigned bit = 0; bit < 8; bit++) {
+		if (known_flags & (1u << bit))
+			continue;
+		h.flags = (uint8_t)((1u << bit) | SDFS_F_REPLY);
+		proto_hdr_encode(&h, NULL, w);
+		cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO,
+			     "flag bit %u", bit);
+	}
+}
+
+Test(proto_hdr, rejects_payload_csum_without_payload)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	h.payload_len = 0;
+	h.payload_csum = 1;
+	ref_encode_raw(&h, w);
+	cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO);
+	h.payload_csum = XXH3_64bits(NULL, 0);  /* the empty input's hash is not 0 */
+	ref_encode_raw(&h, w);
+	cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO);
+}
+
+Test(proto_hdr, payload_check_rejects_changed_payload)
+{
+	uint64_t seed = 4;
+	uint8_t payload[256], w[SDFS_HDR_SIZE];
+	struct sdfs_hdr h = random_hdr(&seed, sizeof(payload)), out;
+
+	rng_fill(&seed, payload, sizeof(payload));
+	proto_hdr_encode(&h, payload, w);
+	cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), 0);
+	cr_assert_eq(proto_payload_check(&out, payload), 0);
+	for (unsigned bit = 0; bit < sizeof(payload) * 8; bit++) {
+		payload[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		cr_assert_eq(proto_payload_check(&out, payload), -EPROTO, "bit %u", bit);
+		payload[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+	}
+	out.payload_len--;      /* a truncated payload */
+	cr_assert_eq(proto_payload_check(&out, payload), -EPROTO);
+}
+
+Test(proto_hdr, payload_check_accepts_empty_payload)
+{
+	struct sdfs_hdr h = plain_hdr(), out;
+	uint8_t w[SDFS_HDR_SIZE];
+
+	proto_hdr_encode(&h, NULL, w);
+	cr_assert_eq(proto_hdr_decode(w, 0, &out), 0);
+	cr_assert_eq(out.payload_csum, 0);
+	cr_assert_eq(proto_payload_check(&out, NULL), 0);
+}
+
+Test(proto_hdr, random_buffers_never_decode)
+{
+	uint64_t seed = 5;
+	uint8_t w[SDFS_HDR_SIZE];
+	struct sdfs_hdr out;
+
+	for (int i = 0; i < ITERATIONS; i++) {
+		rng_fill(&seed, w, sizeof(w));
+		cr_assert_neq(proto_hdr_decode(w, UINT32_MAX, &out), 0, "iteration %d", i);
+	}
+}
+
+Test(proto_hdr, random_buffers_with_valid_magic_never_decode)
+{
+	uint64_t seed = 6;
+	uint8_t w[SDFS_HDR_SIZE];
+	struct sdfs_hdr out;
+
+	/* past the magic, only the checksum stands between noise and a
+	 * header: a 2^-32 chance each, so none of these may pass */
+	for (int i = 0; i < ITERATIONS; i++) {
+		rng_fill(&seed, w, sizeof(w));
+		ref_le(w, SDFS_PROTO_MAGIC, 4);
+		w[4] = SDFS_PROTO_MAJOR;
+		cr_assert_eq(proto_hdr_decode(w, UINT32_MAX, &out), -EPROTO,
+			     "iteration %d", i);
+	}
+}
+
+/* ---- replies, op names ---- */
+
+Test(proto_reply, echoes_the_request)
+{
+	struct sdfs_hdr req = plain_hdr(), rep;
+
+	req.flags = SDFS_F_CREATE;
+	req.payload_len = 77;
+	req.payload_csum = 99;
+	memset(&rep, 0xa5, sizeof(rep));
+	proto_reply_init(&rep, &req, SDFS_RES_NO_OBJ);
+	cr_assert_eq(rep.opcode, req.opcode);
+	cr_assert_eq(rep.req_id, req.req_id);
+	cr_assert_eq(rep.oid, req.oid);
+	cr_assert_eq(rep.flags, SDFS_F_REPLY);
+	cr_assert_eq(rep.result, SDFS_RES_NO_OBJ);
+	cr_assert_eq(rep.payload_len, 0);
+	cr_assert_eq(rep.payload_csum, 0);
+	cr_assert_eq(rep.reserved, 0);
+}
+
+Test(proto_op_name, names_known_ops_and_question_marks_the_rest)
+{
+	cr_assert_str_eq(proto_op_name(SDFS_OP_OBJ_READ), "OBJ_READ");
+	cr_assert_str_eq(proto_op_name(SDFS_OP_OBJ_REPLACE), "OBJ_REPLACE");
+	cr_assert_str_eq(proto_op_name(SDFS_OP_NODE_INFO), "NODE_INFO");
+	cr_assert_str_eq(proto_op_name(0), "?");
+	cr_assert_str_eq(proto_op_name(0x7f), "?");
+	cr_assert_str_eq(proto_op_name(0xff), "?");
+	cr_assert_str_eq(proto_op_name(SDFS_OP_MAX), "?");
+	cr_assert_str_eq(proto_op_name(UINT_MAX), "?");
+}
+
+/* ---- results <-> errno ---- */
+
+static const struct { enum sdfs_res res; int err; } res_table[] = {
+	{ SDFS_RES_OK, 0 }, { SDFS_RES_NO_OBJ, ENOENT }, { SDFS_RES_EXISTS, EEXIST },
+	{ SDFS_RES_CSUM, EBADMSG }, { SDFS_RES_OLD_EPOCH, ESTALE },
+	{ SDFS_RES_NEW_EPOCH, EAGAIN }, { SDFS_RES_INVALID, EINVAL },
+	{ SDFS_RES_TOO_BIG, EFBIG }, { SDFS_RES_NO_SPACE, ENOSPC },
+	{ SDFS_RES_IO, EIO }, { SDFS_RES_BAD_VERSION, EPROTONOSUPPORT },
+	{ SDFS_RES_BAD_MSG, EPROTO }, { SDFS_RES_UNKNOWN_OP, EOPNOTSUPP },
+	{ SDFS_RES_NO_MEM, ENOMEM }, { SDFS_RES_SHUTDOWN, ESHUTDOWN },
+};
+
+Test(proto_res, table_covers_every_result)
+{
+	cr_assert_eq(sizeof(res_table) / sizeof(res_table[0]), SDFS_RES_MAX);
+	for (unsigned r = 0; r < SDFS_RES_MAX; r++)
+		cr_assert_eq(res_table[r].res, r);
+}
+
+Test(proto_res, maps_each_result_to_its_documented_errno)
+{
+	for (size_t i = 0; i < sizeof(res_table) / sizeof(res_table[0]); i++)
+		cr_assert_eq(proto_res_to_errno(res_table[i].res), -res_table[i].err,
+			     "result %d", res_table[i].res);
+}
+
+Test(proto_res, every_result_round_trips_through_errno)
+{
+	for (unsigned r = 0; r < SDFS_RES_MAX; r++)
+		cr_assert_eq(proto_res_from_errno(proto_res_to_errno(r)), r, "result %u", r);
+}
+
+Test(proto_res, unknown_results_map_to_eio)
+{
+	const uint32_t bad[] = { SDFS_RES_MAX, SDFS_RES_MAX + 1, 255, 0x80000000u,
+				 UINT32_MAX };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(proto_res_to_errno(bad[i]), -EIO, "result %u", bad[i]);
+}
+
+Test(proto_res, unknown_errno_maps_to_res_io)
+{
+	const int bad[] = { -EPERM, -ENOTDIR, -ETIMEDOUT, -9999, INT_MIN,
+			    ENOENT /* positive: not a -errno */, INT_MAX };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(proto_res_from_errno(bad[i]), SDFS_RES_IO, "errno %d", bad[i]);
+}
+
+/* ---- fixed payload structs ---- */
+
+Test(proto_obj_stat, round_trips_with_its_path)
+{
+	uint64_t seed = 7;
+	uint8_t buf[sizeof(struct sdfs_obj_stat) + SDFS_MAX_PATH];
+
+	for (int i = 0; i < 1000; i++) {
+		uint32_t plen = (uint32_t)(rng_next(&seed) % (SDFS_MAX_PATH + 1));
+		struct sdfs_obj_stat in = {
+			.size = rng_next(&seed), .epoch = rng_next(&seed),
+			.csum = rng_next(&seed), .path_len = plen,
+			.reserved = (uint32_t)rng_next(&seed),
+		}, out;
+
+		proto_obj_stat_encode(&in, buf);
+		cr_assert_eq(ref_get(buf + 0, 8), in.size);
+		cr_assert_eq(ref_get(buf + 8, 8), in.epoch);
+		cr_assert_eq(ref_get(buf + 16, 8), in.csum);
+		cr_assert_eq(ref_get(buf + 24, 4), plen);
+		cr_assert_eq(ref_get(buf + 28, 4), 0, "reserved sent as zero");
+		rng_fill(&seed, buf + sizeof(in), plen);
+		cr_assert_eq(proto_obj_stat_decode(buf, sizeof(in) + plen, &out), 0,
+			     "path_len %u", plen);
+		cr_assert_eq(out.size, in.size);
+		cr_assert_eq(out.epoch, in.epoch);
+		cr_assert_eq(out.csum, in.csum);
+		cr_assert_eq(out.path_len, plen);
+	}
+}
+
+Test(proto_obj_stat, rejects_short_buffers)
+{
+	struct sdfs_obj_stat in = { .size = 1, .path_len = 0 }, out;
+	uint8_t buf[sizeof(in)];
+
+	proto_obj_stat_encode(&in, buf);
+	for (size_t len = 0; len < sizeof(in); len++)
+		cr_assert_eq(proto_obj_stat_decode(buf, len, &out), -EPROTO, "len %zu", len);
+	cr_assert_eq(proto_obj_stat_decode(buf, sizeof(in), &out), 0);
+}
+
+Test(proto_obj_stat, rejects_path_len_that_does_not_match_the_bytes)
+{
+	struct sdfs_obj_stat in = { .size = 1, .path_len = 10 }, out;
+	uint8_t buf[sizeof(in) + 64] = { 0 };
+
+	proto_obj_stat_encode(&in, buf);
+	for (size_t extra = 0; extra <= 64; extra++) {
+		int want = extra == 10 ? 0 : -EPROTO;
+
+		cr_assert_eq(proto_obj_stat_decode(buf, sizeof(in) + extra, &out), want,
+			     "path_len 10 with %zu path bytes", extra);
+	}
+}
+
+Test(proto_obj_stat, rejects_path_len_above_max_path)
+{
+	static uint8_t buf[sizeof(struct sdfs_obj_stat) + SDFS_MAX_PATH + 1];
+	struct sdfs_obj_stat in = { .size = 1 }, out;
+	const uint32_t lens[] = { SDFS_MAX_PATH + 1, UINT32_MAX,
+				  UINT32_MAX - sizeof(in) + 1 };
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		in.path_len = lens[i];
+		proto_obj_stat_encode(&in, buf);
+		cr_assert_eq(proto_obj_stat_decode(buf, sizeof(buf), &out), -EPROTO,
+			     "path_len %u", lens[i]);
+	}
+	/* even when the buffer claims to hold that many bytes */
+	in.path_len = SDFS_MAX_PATH + 1;
+	proto_obj_stat_encode(&in, buf);
+	cr_assert_eq(proto_obj_stat_decode(buf, sizeof(in) + SDFS_MAX_PATH + 1, &out),
+		     -EPROTO);
+	in.path_len = SDFS_MAX_PATH;
+	proto_obj_stat_encode(&in, buf);
+	cr_assert_eq(proto_obj_stat_decode(buf, sizeof(in) + SDFS_MAX_PATH, &out), 0);
+}
+
+Test(proto_node_info, round_trips_every_field)
+{
+	uint64_t seed = 8;
+	uint8_t buf[sizeof(struct sdfs_node_info)];
+
+	for (int i = 0; i < 1000; i++) {
+		struct sdfs_node_info in = {
+			.node_id = (uint32_t)rng_next(&seed), .epoch = (uint32_t)rng_next(&seed),
+			.objects = rng_next(&seed), .used_bytes = rng_next(&seed),
+			.total_bytes = rng_next(&seed), .requests = rng_next(&seed),
+			.errors = rng_next(&seed), .max_obj_size = (uint32_t)rng_next(&seed),
+			.reserved = (uint32_t)rng_next(&seed),
+		}, out;
+
+		proto_node_info_encode(&in, buf);
+		cr_assert_eq(ref_get(buf + 0, 4), in.node_id);
+		cr_assert_eq(ref_get(buf + 4, 4), in.epoch);
+		cr_assert_eq(ref_get(buf + 8, 8), in.objects);
+		cr_assert_eq(ref_get(buf + 48, 4), in.max_obj_size);
+		cr_assert_eq(ref_get(buf + 52, 4), 0, "reserved sent as zero");
+		cr_assert_eq(proto_node_info_decode(buf, sizeof(buf), &out), 0);
+		cr_assert_eq(out.node_id, in.node_id);
+		cr_assert_eq(out.epoch, in.epoch);
+		cr_assert_eq(out.objects, in.objects);
+		cr_assert_eq(out.used_bytes, in.used_bytes);
+		cr_assert_eq(out.total_bytes, in.total_bytes);
+		cr_assert_eq(out.requests, in.requests);
+		cr_assert_eq(out.errors, in.errors);
+		cr_assert_eq(out.max_obj_size, in.max_obj_size);
+	}
+}
+
+Test(proto_node_info, rejects_wrong_lengths)
+{
+	uint8_t buf[sizeof(struct sdfs_node_info) + 8] = { 0 };
+	struct sdfs_node_info out;
+
+	for (size_t len = 0; len <= sizeof(buf); len++) {
+		int want = len == sizeof(struct sdfs_node_info) ? 0 : -EPROTO;
+
+		cr_assert_eq(proto_node_info_decode(buf, len, &out), want, "len %zu", len);
+	}
+}
+
+Test(proto_oids, round_trip_as_le64_array)
+{
+	uint64_t seed = 9, in[257], out[257];
+	uint8_t buf[sizeof(in)];
+
+	for (size_t i = 0; i < 257; i++)
+		in[i] = rng_next(&seed);
+	in[0] = 0;
+	in[1] = UINT64_MAX;
+	in[2] = 0x0102030405060708ull;
+	proto_oids_encode(in, 257, buf);
+	cr_assert_arr_eq(buf + 16, ((uint8_t[]){ 8, 7, 6, 5, 4, 3, 2, 1 }), 8);
+	for (size_t i = 0; i < 257; i++)
+		cr_assert_eq(ref_get(buf + 8 * i, 8), in[i], "oid %zu", i);
+	memset(out, 0, sizeof(out));
+	proto_oids_decode(buf, 257, out);
+	cr_assert_arr_eq(out, in, sizeof(in));
+}
+
+Test(proto_oids, zero_oids_touch_nothing)
+{
+	uint8_t buf[8] = { 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee };
+	uint64_t oid = 5;
+
+	proto_oids_encode(&oid, 0, buf);
+	cr_assert_eq(buf[0], 0xee);
+	proto_oids_decode(buf, 0, &oid);
+	cr_assert_eq(oid, 5);
+}

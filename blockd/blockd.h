@@ -43,6 +43,8 @@ struct blockd {
 	struct cmap *map;               /* latest map seen; epoch = map->epoch */
 	int listen_fd;
 	int stopping;
+	int zk_connected;               /* our ZooKeeper session is live */
+	int zk_expired;                 /* session gone, new one not yet made */
 
 	/* member.c bookkeeping */
 	atomic_uint coord_events;       /* bits of enum coord_event, set on the zk thread */

@@ -309,13 +309,34 @@ static void coord_events_run(void *arg)
 	if (ev & (1u << COORD_EV_EXPIRED)) {
 		log_warn("node=%" PRIu32 ": ZooKeeper session expired; rejoining",
 			 bd->node_id);
-		if (coord_reopen(bd->coord, bd->conf.session_ms * 4) != 0)
-			log_err("node=%" PRIu32 ": cannot reconnect to ZooKeeper yet",
-				bd->node_id);
+		bd->zk_connected = 0;
+		bd->zk_expired = 1;
 	}
-	if (ev & (1u << COORD_EV_CONNECTING))
-		log_warn("node=%" PRIu32 ": ZooKeeper connection lost; retrying",
-			 bd->node_id);
+	if (bd->zk_expired) {
+		if (coord_reopen(bd->coord, bd->conf.session_ms) == 0) {
+			bd->zk_expired = 0;
+			ev |= 1u << COORD_EV_CONNECTED;
+		} else {
+			log_err("node=%" PRIu32 ": cannot reconnect to ZooKeeper yet; "
+				"retrying", bd->node_id);
+		}
+	}
+	/*
+	 * Without a live session we may already be marked down and our
+	 * data superseded: serve nothing until the session is back. The
+	 * client library notices CONNECTING at 2/3 of the session timeout,
+	 * before ZooKeeper expires the session and others move on.
+	 */
+	if (ev & (1u << COORD_EV_CONNECTING)) {
+		bd->zk_connected = 0;
+		log_warn("node=%" PRIu32 ": ZooKeeper connection lost; refusing I/O "
+			 "until it is back", bd->node_id);
+	}
+	if (ev & (1u << COORD_EV_CONNECTED) && coord_is_connected(bd->coord)) {
+		if (!bd->zk_connected)
+			log_info("node=%" PRIu32 ": ZooKeeper session live", bd->node_id);
+		bd->zk_connected = 1;
+	}
 	if (ev & ((1u << COORD_EV_MEMBERS) | (1u << COORD_EV_MAP) |
 		  (1u << COORD_EV_CONNECTED) | (1u << COORD_EV_EXPIRED)))
 		reconcile_start(bd);
@@ -334,7 +355,9 @@ static void reconcile_tick(void *arg)
 {
 	struct blockd *bd = arg;
 
-	if (bd->reconcile_again)
+	if (bd->zk_expired)
+		member_on_event(COORD_EV_EXPIRED, bd);
+	else if (bd->reconcile_again)
 		reconcile_start(bd);
 }
 
@@ -365,6 +388,7 @@ int member_join(struct blockd *bd)
 						    : strerror(-ret));
 		return ret;
 	}
+	bd->zk_connected = coord_is_connected(bd->coord);
 	ret = loop_add_timer(bd->loop, 1000, reconcile_tick, bd);
 	if (ret < 0)
 		return ret;

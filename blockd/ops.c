@@ -245,7 +245,8 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 		  h->length ? h->length : h->payload_len, h->epoch);
 	if (!op->fn)
 		res = SDFS_RES_UNKNOWN_OP;
-	else if (bd->stopping)
+	else if (bd->stopping ||
+		 (!bd->zk_connected && h->opcode != SDFS_OP_NODE_INFO))
 		res = SDFS_RES_SHUTDOWN;
 	else if (op->mutates && h->epoch == 0)
 		res = SDFS_RES_INVALID;

@@ -32,6 +32,7 @@ struct coord {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int state;                      /* last ZOO_*_STATE seen */
+	pthread_rwlock_t zlock;         /* exclusive only to replace zh */
 };
 
 static int zerr(int rc)
@@ -155,6 +156,7 @@ int coord_open(const char *hosts, const char *name, int session_ms,
 	snprintf(c->p_nodeids, PATH_MAX_LEN, "%s/nodeids", c->base);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
+	pthread_rwlock_init(&c->zlock, NULL);
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
 	ret = connect_session(c, timeout_ms);
@@ -173,16 +175,22 @@ out_close:
 out_free:
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
+	pthread_rwlock_destroy(&c->zlock);
 	free(c);
 	return ret;
 }
 
 int coord_reopen(struct coord *c, int timeout_ms)
 {
+	int ret;
+
+	pthread_rwlock_wrlock(&c->zlock);
 	if (c->zh)
 		zookeeper_close(c->zh);
 	c->zh = NULL;
-	return connect_session(c, timeout_ms);
+	ret = connect_session(c, timeout_ms);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
 }
 
 void coord_close(struct coord *c)
@@ -193,12 +201,18 @@ void coord_close(struct coord *c)
 		zookeeper_close(c->zh);
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);
+	pthread_rwlock_destroy(&c->zlock);
 	free(c);
 }
 
 int coord_is_connected(struct coord *c)
 {
-	return c->zh && zoo_state(c->zh) == ZOO_CONNECTED_STATE;
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = c->zh && zoo_state(c->zh) == ZOO_CONNECTED_STATE;
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
 }
 
 /* Read a whole znode into a malloc'd buffer (NUL-terminated). */
@@ -234,7 +248,7 @@ static int get_doc(struct coord *c, const char *path, int watch, char **out,
 	return -EAGAIN;
 }
 
-int coord_config_get(struct coord *c, struct cluster_config *cfg)
+static int coord_config_get_locked(struct coord *c, struct cluster_config *cfg)
 {
 	struct Stat st;
 	char *doc;
@@ -269,7 +283,7 @@ static int delete_children(struct coord *c, const char *path)
 	return zerr(rc);
 }
 
-int coord_format(struct coord *c, const struct cluster_config *cfg, int force)
+static int coord_format_locked(struct coord *c, const struct cluster_config *cfg, int force)
 {
 	struct cmap *empty = NULL;
 	char *cdoc = NULL, *mdoc = NULL, hist[PATH_MAX_LEN * 2];
@@ -312,7 +326,7 @@ out:
 	return ret;
 }
 
-int coord_node_id_alloc(struct coord *c, uint32_t *id)
+static int coord_node_id_alloc_locked(struct coord *c, uint32_t *id)
 {
 	char prefix[PATH_MAX_LEN * 2], made[PATH_MAX_LEN * 2];
 	int rc;
@@ -330,7 +344,7 @@ int coord_node_id_alloc(struct coord *c, uint32_t *id)
 	return 0;
 }
 
-int coord_member_join(struct coord *c, const struct cmap_node *self)
+static int coord_member_join_locked(struct coord *c, const struct cmap_node *self)
 {
 	char path[PATH_MAX_LEN * 2], *doc;
 	int rc, ret;
@@ -352,7 +366,7 @@ static int cmp_id(const void *a, const void *b)
 	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
 }
 
-int coord_members_get(struct coord *c, int watch, struct cmap_node **out, size_t *n)
+static int coord_members_get_locked(struct coord *c, int watch, struct cmap_node **out, size_t *n)
 {
 	struct String_vector kids = { 0 };
 	struct cmap_node *nodes;
@@ -395,7 +409,7 @@ int coord_members_get(struct coord *c, int watch, struct cmap_node **out, size_t
 	return 0;
 }
 
-int coord_map_get(struct coord *c, int watch, struct cmap **out)
+static int coord_map_get_locked(struct coord *c, int watch, struct cmap **out)
 {
 	struct Stat st;
 	char *doc;
@@ -416,7 +430,7 @@ int coord_map_get(struct coord *c, int watch, struct cmap **out)
 	return 0;
 }
 
-int coord_map_cas(struct coord *c, const struct cmap *prev, const struct cmap *next)
+static int coord_map_cas_locked(struct coord *c, const struct cmap *prev, const struct cmap *next)
 {
 	char *doc, hist[PATH_MAX_LEN * 2];
 	zoo_op_t ops[2];
@@ -437,4 +451,76 @@ int coord_map_cas(struct coord *c, const struct cmap *prev, const struct cmap *n
 	if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE)
 		return -EAGAIN;
 	return zerr(rc);
+}
+
+/* The public calls: each holds zlock shared, so coord_reopen (exclusive)
+ * never swaps the handle under a call in flight. */
+int coord_config_get(struct coord *c, struct cluster_config *cfg)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_config_get_locked(c, cfg);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_format(struct coord *c, const struct cluster_config *cfg, int force)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_format_locked(c, cfg, force);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_node_id_alloc(struct coord *c, uint32_t *id)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_node_id_alloc_locked(c, id);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_member_join(struct coord *c, const struct cmap_node *self)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_member_join_locked(c, self);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_members_get(struct coord *c, int watch, struct cmap_node **out, size_t *n)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_members_get_locked(c, watch, out, n);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_map_get(struct coord *c, int watch, struct cmap **out)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_map_get_locked(c, watch, out);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_map_cas(struct coord *c, const struct cmap *prev, const struct cmap *next)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_map_cas_locked(c, prev, next);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
 }

@@ -221,7 +221,14 @@ int main(int argc, char **argv)
 		log_err("%s: cannot open object store: %s", bd.dir, strerror(-ret));
 		goto out_coord;
 	}
-	ret = member_node_id_load(&bd);
+	/* ZooKeeper may be slow to answer under load: retry for a while. */
+	for (int64_t end = net_now_ms() + 30000;;) {
+		ret = member_node_id_load(&bd);
+		if (ret != -ETIMEDOUT || net_now_ms() > end)
+			break;
+		log_warn("ZooKeeper slow to answer; retrying");
+		usleep(500 * 1000);
+	}
 	if (ret) {
 		log_err("%s: cannot get a node id: %s", bd.dir, strerror(-ret));
 		goto out_store;

@@ -201,11 +201,18 @@ static void reconcile_fn(struct work *w)
 		size_t nmem = 0;
 		int ret, self_seen = 0;
 
-		ret = coord_members_get(j->coord, 1, &mem, &nmem);
+		/*
+		 * The map first: ZooKeeper orders one session's reads, so the
+		 * member list read after it is at least as new. The other order
+		 * could judge a newer map by an older member list and mark a
+		 * node that just joined down.
+		 */
+		ret = coord_map_get(j->coord, 1, &cur);
 		if (!ret)
-			ret = coord_map_get(j->coord, 1, &cur);
+			ret = coord_members_get(j->coord, 1, &mem, &nmem);
 		if (ret) {
 			free(mem);
+			cmap_free(cur);
 			j->ret = ret;
 			return;
 		}
@@ -375,11 +382,14 @@ int member_join(struct blockd *bd)
 	 */
 	for (int waited = 0;; waited += 200) {
 		ret = coord_member_join(bd->coord, &self);
+		if (ret == -ETIMEDOUT && waited < 30000)
+			goto again;     /* ZooKeeper slow under load */
 		if (ret != -EEXIST || waited > bd->conf.session_ms * 3)
 			break;
 		if (waited == 0)
 			log_info("node=%" PRIu32 ": previous session still registered; "
 				 "waiting for it to expire", bd->node_id);
+again:
 		usleep(200 * 1000);
 	}
 	if (ret) {

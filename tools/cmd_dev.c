@@ -233,28 +233,42 @@ static void reap(void)
 		;
 }
 
-/* SIGTERM, wait up to @wait_ms, then SIGKILL. */
-static void stop_daemon(const struct dev *d, const char *name, int wait_ms)
+/* SIGTERM every daemon in @names at once, wait up to @wait_ms for all of
+ * them, SIGKILL what is left. Returns how many were running. */
+static int stop_daemons(const struct dev *d, char names[][64], int n, int wait_ms)
 {
-	char path[PATH_MAX + 64];
-	pid_t pid;
+	pid_t pids[64];
+	int running = 0;
 
-	if (is_running(d, name, &pid)) {
-		kill(pid, SIGTERM);
-		for (int64_t end = now_ms() + wait_ms; now_ms() < end;) {
-			reap();
-			if (kill(pid, 0) != 0)
-				break;
-			sleep_ms(50);
-		}
-		if (kill(pid, 0) == 0) {
-			kill(pid, SIGKILL);
-			sleep_ms(50);
-			reap();
+	for (int i = 0; i < n && i < 64; i++) {
+		pids[i] = -1;
+		if (is_running(d, names[i], &pids[i])) {
+			kill(pids[i], SIGTERM);
+			running++;
+		} else {
+			pids[i] = -1;
 		}
 	}
-	run_path(d, name, "pid", path, sizeof(path));
-	unlink(path);
+	for (int64_t end = now_ms() + wait_ms; now_ms() < end;) {
+		int alive = 0;
+
+		reap();
+		for (int i = 0; i < n && i < 64; i++)
+			alive += pids[i] > 0 && kill(pids[i], 0) == 0;
+		if (!alive)
+			break;
+		sleep_ms(20);
+	}
+	for (int i = 0; i < n && i < 64; i++) {
+		char path[PATH_MAX + 64];
+
+		if (pids[i] > 0 && kill(pids[i], 0) == 0)
+			kill(pids[i], SIGKILL);
+		run_path(d, names[i], "pid", path, sizeof(path));
+		unlink(path);
+	}
+	reap();
+	return running;
 }
 
 static int dev_init(struct dev *d, const char *dir, int create)
@@ -328,7 +342,9 @@ static int start_zk(struct dev *d)
 		 "# written by sdfs dev up\ntickTime=500\ninitLimit=10\nsyncLimit=5\n"
 		 "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
 		 "maxClientCnxns=0\nadmin.enableServer=false\n"
-		 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n", cfgdir, port);
+		 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"
+		 "# a local test server: no fsync per change, so a loaded disk\n"
+		 "# cannot stall sessions into expiring\nforceSync=no\n", cfgdir, port);
 	ret = write_file(cfg, text);
 	if (ret)
 		return cli_fail("%s: %s", cfg, strerror(-ret));
@@ -365,12 +381,33 @@ static struct sdfs *connect_wait(const struct dev *d, int timeout_ms)
 	return NULL;
 }
 
-/* Wait until @want nodes are up and answer with the current epoch. */
-static int wait_nodes(struct sdfs *s, unsigned want, int timeout_ms)
+/* Has our child @name exited? (is_running would also say no for a child
+ * that has not reached exec yet.) */
+static int has_exited(const struct dev *d, const char *name)
+{
+	pid_t pid = read_pid(d, name);
+
+	return pid <= 0 || waitpid(pid, NULL, WNOHANG) == pid || kill(pid, 0) != 0;
+}
+
+/* Wait until @want nodes are up and answer with the current epoch;
+ * -ESRCH at once if one of the daemons we started has exited. */
+static int wait_nodes(const struct dev *d, struct sdfs *s, unsigned want,
+		      int timeout_ms)
 {
 	int64_t end = now_ms() + timeout_ms;
 
 	while (now_ms() < end) {
+		for (unsigned i = 0; i < want; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "blockd.%u", i);
+			if (has_exited(d, name)) {
+				cli_fail("%s exited during start-up (see %s/log/%s.log)",
+					 name, d->dir, name);
+				return -ESRCH;
+			}
+		}
 		struct sdfs_cluster_info info;
 		struct sdfs_node_status *nodes;
 		size_t n;
@@ -469,9 +506,13 @@ static int dev_up(struct cli *cli)
 		cli_fail("%s: %s", conf, strerror(-ret));
 		goto fail_close;
 	}
-	if (nblockd && wait_nodes(s, (unsigned)nblockd, 60000)) {
-		cli_fail("block daemons did not come up within 60 s (see %s/log/)", d.dir);
-		goto fail_close;
+	if (nblockd) {
+		ret = wait_nodes(&d, s, (unsigned)nblockd, 60000);
+		if (ret == -ETIMEDOUT)
+			cli_fail("block daemons did not come up within 60 s (see %s/log/)",
+				 d.dir);
+		if (ret)
+			goto fail_close;
 	}
 	sdfs_cluster_info(s, &info);
 	sdfs_close(s);
@@ -495,8 +536,7 @@ fail_close:
 	sdfs_close(s);
 fail:
 	nd = list_daemons(&d, names, 64);
-	for (int i = 0; i < nd; i++)
-		stop_daemon(&d, names[i], 3000);
+	stop_daemons(&d, names, nd, 3000);
 	return 1;
 }
 
@@ -505,11 +545,12 @@ static int dev_down(struct dev *d, struct cli *cli)
 	char names[64][64];
 	int n = list_daemons(d, names, 64), stopped = 0;
 
-	/* Block daemons first, ZooKeeper (listed last) after them. */
-	for (int i = 0; i < n; i++) {
-		if (is_running(d, names[i], NULL))
-			stopped++;
-		stop_daemon(d, names[i], 10000);
+	/* Block daemons first, all at once; ZooKeeper (listed last) after them. */
+	if (n && !strcmp(names[n - 1], "zk")) {
+		stopped = stop_daemons(d, names, n - 1, 10000);
+		stopped += stop_daemons(d, names + n - 1, 1, 10000);
+	} else {
+		stopped = stop_daemons(d, names, n, 10000);
 	}
 	if (!cli->json)
 		printf("stopped %d daemon%s under %s\n", stopped, stopped == 1 ? "" : "s",

@@ -1,0 +1,682 @@
+/*
+ * fixture.c - see fixture.h. Everything goes through the sdfs binary
+ * named by $SDFS_BIN (`sdfs dev ...` starts and stops the daemons) and
+ * through libsdfs for the cluster's state.
+ */
+#include "tests/cluster/fixture.h"
+
+#include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RUN_TIMEOUT_MS 120000   /* no CLI call may take longer */
+#define MAX_ARGS 64
+
+struct tcluster {
+	char dir[PATH_MAX];
+	char conf[PATH_MAX + 16];
+	char name[48];
+	unsigned nblockd;
+	struct sdfs *client;
+	FILE *client_log;
+	pid_t watchdog;
+	int watchdog_fd;        /* write end: a byte = torn down; EOF = died */
+};
+
+int64_t tnow_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void tsleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+uint64_t trand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void tfill_random(void *buf, size_t len, uint64_t seed)
+{
+	unsigned char *p = buf;
+	uint64_t st = seed, v;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		v = trand(&st);
+		memcpy(p, &v, 8);
+	}
+	v = trand(&st);
+	memcpy(p, &v, len);
+}
+
+uint64_t tseed(const char *what)
+{
+	const char *env = getenv("SDFS_TEST_SEED");
+	struct timespec ts;
+	uint64_t seed;
+
+	if (env && *env) {
+		seed = strtoull(env, NULL, 0);
+	} else {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = (uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
+		       ((uint64_t)getpid() << 40);
+		seed = trand(&seed);
+	}
+	cr_log_info("%s: seed %" PRIu64 " (rerun with SDFS_TEST_SEED=%" PRIu64 ")",
+		    what, seed, seed);
+	return seed;
+}
+
+size_t tcount_lines(const char *s)
+{
+	size_t n = 0;
+
+	if (!s)
+		return 0;
+	for (const char *p = s; *p; p++)
+		n += *p == '\n';
+	if (*s && s[strlen(s) - 1] != '\n')
+		n++;
+	return n;
+}
+
+static const char *sdfs_bin(void)
+{
+	const char *bin = getenv("SDFS_BIN");
+
+	cr_assert(bin && *bin, "SDFS_BIN is not set (run through meson test)");
+	return bin;
+}
+
+static char *slurp_fd(int fd)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t got = 0;
+
+	if (fstat(fd, &st) < 0)
+		st.st_size = 0;
+	buf = malloc((size_t)st.st_size + 1);
+	cr_assert(buf);
+	while (got < (size_t)st.st_size &&
+	       (n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	return buf;
+}
+
+static char *slurp_path(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *s;
+
+	if (fd < 0)
+		return NULL;
+	s = slurp_fd(fd);
+	close(fd);
+	return s;
+}
+
+/*
+ * Run @argv with stdin from /dev/null and stdout/stderr captured in
+ * memory files. The child closes every other descriptor, so daemons it
+ * starts inherit nothing of criterion's or meson's.
+ */
+static int run_argv(char *const argv[], char **out, char **err)
+{
+	int ofd = memfd_create("out", MFD_CLOEXEC), efd = memfd_create("err", MFD_CLOEXEC);
+	int status = 0;
+	pid_t pid, w;
+
+	cr_assert(ofd >= 0 && efd >= 0, "memfd_create: %s", strerror(errno));
+	pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int nfd = open("/dev/null", O_RDONLY);
+
+		if (nfd < 0 || dup2(nfd, 0) < 0 || dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
+			_exit(127);
+		close_range(3, ~0u, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	for (int64_t end = tnow_ms() + RUN_TIMEOUT_MS;;) {
+		w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			cr_assert_fail("waitpid: %s", strerror(errno));
+		if (tnow_ms() > end) {
+			cr_log_error("%s %s: still running after %d ms; killing it",
+				     argv[0], argv[1] ? argv[1] : "", RUN_TIMEOUT_MS);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			break;
+		}
+		tsleep_ms(5);
+	}
+	if (out)
+		*out = slurp_fd(ofd);
+	if (err)
+		*err = slurp_fd(efd);
+	close(ofd);
+	close(efd);
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* argv = @prefix..., then the space-separated words of @fmt. */
+static int run_words(char **out, char **err, const char *const *prefix,
+		     const char *fmt, va_list ap)
+{
+	char line[8192], *argv[MAX_ARGS + 1], *save;
+	int argc = 0;
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	for (; *prefix; prefix++)
+		argv[argc++] = (char *)*prefix;
+	for (char *w = strtok_r(line, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		cr_assert(argc < MAX_ARGS, "too many arguments");
+		argv[argc++] = w;
+	}
+	argv[argc] = NULL;
+	return run_argv(argv, out, err);
+}
+
+int tsdfs_run(char **out, char **err, const char *fmt, ...)
+{
+	const char *prefix[] = { sdfs_bin(), NULL };
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = run_words(out, err, prefix, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int tcluster_sdfs(struct tcluster *tc, char **out, char **err, const char *fmt, ...)
+{
+	const char *prefix[] = { sdfs_bin(), "-c", tc->conf, NULL };
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = run_words(out, err, prefix, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+/* `sdfs dev ...` on this cluster's dir; logs what failed. */
+static int dev(struct tcluster *tc, const char *sub, const char *name)
+{
+	char *argv[] = { (char *)sdfs_bin(), "dev", (char *)sub, "--dir", tc->dir,
+			 (char *)name, NULL };
+	char *out = NULL, *err = NULL;
+	int ret = run_argv(argv, &out, &err);
+
+	if (ret)
+		cr_log_error("sdfs dev %s %s: exit %d: %s%s", sub, name ? name : "", ret,
+			     out, err);
+	free(out);
+	free(err);
+	return ret;
+}
+
+/*
+ * A process that outlives a test killed by a timeout: it waits for EOF
+ * on a pipe whose write end only the test process holds, then stops the
+ * cluster by its recorded pids (the dir stays, for its logs). Its own
+ * session, so a signal to the test's process group does not reach it.
+ */
+static void watchdog_start(struct tcluster *tc)
+{
+	int p[2];
+	char *down[] = { (char *)sdfs_bin(), "dev", "down", "--dir", tc->dir, NULL };
+
+	cr_assert(pipe2(p, O_CLOEXEC) == 0);
+	tc->watchdog = fork();
+	cr_assert(tc->watchdog >= 0, "fork: %s", strerror(errno));
+	if (tc->watchdog == 0) {
+		int nfd = open("/dev/null", O_RDWR);
+		char c;
+		ssize_t n;
+
+		setsid();
+		if (nfd < 0 || dup2(nfd, 0) < 0 || dup2(nfd, 1) < 0 || dup2(nfd, 2) < 0 ||
+		    dup2(p[0], 3) < 0)
+			_exit(1);
+		close_range(4, ~0u, 0);
+		while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1)
+			_exit(0);       /* torn down normally */
+		execv(down[0], down);
+		_exit(127);
+	}
+	close(p[0]);
+	tc->watchdog_fd = p[1];
+}
+
+static void watchdog_stop(struct tcluster *tc)
+{
+	if (tc->watchdog <= 0)
+		return;
+	if (write(tc->watchdog_fd, "x", 1) != 1)
+		cr_log_warn("watchdog: %s", strerror(errno));
+	close(tc->watchdog_fd);
+	waitpid(tc->watchdog, NULL, 0);
+	tc->watchdog = 0;
+}
+
+static void client_log(int level, const char *msg, void *arg)
+{
+	FILE *f = arg;
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	fprintf(f, "%s.%03ld libsdfs[%d] %d: %s\n", when, ts.tv_nsec / 1000000,
+		(int)getpid(), level, msg);
+	fflush(f);
+}
+
+struct tcluster *tcluster_start(const struct tcluster_opts *o)
+{
+	struct tcluster *tc = calloc(1, sizeof(*tc));
+	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], path[PATH_MAX + 32];
+	const char *zk = getenv("SDFS_TEST_ZK");
+	static unsigned seq;
+	char *out = NULL, *err = NULL;
+	char err_buf[512] = "";
+	int64_t t0 = tnow_ms();
+
+	cr_assert(tc);
+	cr_assert(mkdtemp(tmpl), "mkdtemp: %s", strerror(errno));
+	cr_assert(realpath(tmpl, tc->dir));
+	snprintf(tc->conf, sizeof(tc->conf), "%s/sdfs.conf", tc->dir);
+	/* Unique on the shared server even if a pid comes round again. */
+	snprintf(tc->name, sizeof(tc->name), "t%dx%u%s", (int)getpid(), seq++,
+		 tmpl + sizeof("/tmp/sdfs-t.") - 1);
+	tc->nblockd = o->blockd;
+	watchdog_start(tc);
+
+	snprintf(nb, sizeof(nb), "%u", o->blockd);
+	snprintf(nc, sizeof(nc), "%u", o->copies);
+	char *argv[16] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
+			   "--blockd", nb, "--cluster", tc->name };
+	int argc = 9;
+	if (o->copies) {
+		argv[argc++] = "--copies";
+		argv[argc++] = nc;
+	}
+	if (zk && *zk) {
+		argv[argc++] = "--zk";
+		argv[argc++] = (char *)zk;
+	}
+	argv[argc] = NULL;
+	int ret = run_argv(argv, &out, &err);
+	if (ret) {
+		cr_log_error("sdfs dev up: exit %d\n%s%s", ret, out, err);
+		dev(tc, "down", NULL);
+		cr_assert_fail("sdfs dev up failed (exit %d): %s (see %s/log)", ret, err,
+			       tc->dir);
+	}
+	free(out);
+	free(err);
+
+	snprintf(path, sizeof(path), "%s/client.log", tc->dir);
+	tc->client_log = fopen(path, "a");
+	cr_assert(tc->client_log, "%s: %s", path, strerror(errno));
+	sdfs_set_log(client_log, tc->client_log, LOG_INFO);
+	ret = sdfs_open(tc->conf, &tc->client, err_buf, sizeof(err_buf));
+	cr_assert_eq(ret, 0, "sdfs_open(%s): %s", tc->conf, err_buf);
+	cr_log_info("cluster %s: %u blockd, copies %u, in %s (up in %" PRId64 " ms)",
+		    tc->name, o->blockd, o->copies, tc->dir, tnow_ms() - t0);
+	return tc;
+}
+
+/*
+ * Which dirs a test leaves behind: the test process notes them in a
+ * file named for the runner (its parent) and the test, and the runner,
+ * which alone learns whether the test passed, removes them or says
+ * where they are (post_fini below).
+ */
+static void note_path(char *buf, size_t len, pid_t runner, const char *suite,
+		      const char *test)
+{
+	snprintf(buf, len, "/tmp/sdfs-t.%d.%s.%s.dirs", (int)runner, suite, test);
+}
+
+static void leave_to_runner(const char *dir)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	note_path(path, sizeof(path), getppid(), criterion_current_suite->name,
+		  criterion_current_test->name);
+	f = fopen(path, "a");
+	if (f && fprintf(f, "%s\n", dir) > 0 && fclose(f) == 0)
+		return;
+	if (f)
+		fclose(f);
+	char *rm[] = { "/bin/rm", "-rf", (char *)dir, NULL };
+	run_argv(rm, NULL, NULL);
+}
+
+ReportHook(POST_FINI)(struct criterion_test_stats *st)
+{
+	char path[PATH_MAX], dir[PATH_MAX];
+	int passed = st->test_status == CR_STATUS_PASSED && !st->crashed && !st->timed_out;
+	FILE *f;
+
+	note_path(path, sizeof(path), getpid(), st->test->category, st->test->name);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(dir, sizeof(dir), f)) {
+		dir[strcspn(dir, "\n")] = '\0';
+		if (strncmp(dir, "/tmp/sdfs-t.", 12))
+			continue;
+		if (passed) {
+			char *rm[] = { "/bin/rm", "-rf", dir, NULL };
+			pid_t pid = fork();
+
+			if (pid == 0) {
+				execv(rm[0], rm);
+				_exit(127);
+			}
+			if (pid > 0)
+				waitpid(pid, NULL, 0);
+		} else {
+			fprintf(stderr, "[----] %s::%s failed: its cluster is kept in %s "
+				"(logs in log/, client.log)\n", st->test->category,
+				st->test->name, dir);
+		}
+	}
+	fclose(f);
+	unlink(path);
+}
+
+void tcluster_stop(struct tcluster *tc)
+{
+	const char *keep = getenv("SDFS_TEST_KEEP");
+
+	if (!tc)
+		return;
+	sdfs_close(tc->client);
+	tc->client = NULL;
+	sdfs_set_log(NULL, NULL, LOG_INFO);
+	if (tc->client_log)
+		fclose(tc->client_log);
+	dev(tc, "down", NULL);
+	if (keep && *keep)
+		cr_log_info("SDFS_TEST_KEEP: kept %s", tc->dir);
+	else
+		leave_to_runner(tc->dir);
+	watchdog_stop(tc);
+	free(tc);
+}
+
+struct sdfs *tcluster_client(struct tcluster *tc)
+{
+	return tc->client;
+}
+
+const char *tcluster_conf(struct tcluster *tc)
+{
+	return tc->conf;
+}
+
+const char *tcluster_dir(struct tcluster *tc)
+{
+	return tc->dir;
+}
+
+unsigned tcluster_nblockd(struct tcluster *tc)
+{
+	return tc->nblockd;
+}
+
+int tcluster_kill(struct tcluster *tc, const char *name)
+{
+	int ret = dev(tc, "kill", name);
+
+	if (!ret)
+		cr_log_info("killed %s (SIGKILL)", name);
+	return ret;
+}
+
+int tcluster_running(struct tcluster *tc, const char *name)
+{
+	char *argv[] = { (char *)sdfs_bin(), "dev", "status", "--json", "--dir", tc->dir,
+			 NULL };
+	char key[96], *out = NULL, *p, *end;
+	int running = 0;
+
+	cr_assert_eq(run_argv(argv, &out, NULL), 0, "sdfs dev status failed");
+	snprintf(key, sizeof(key), "\"name\": \"%s\"", name);
+	p = strstr(out, key);
+	if (p) {
+		end = strchr(p, '}');
+		if (end)
+			*end = '\0';
+		running = strstr(p, "\"running\": true") != NULL;
+	}
+	free(out);
+	return running;
+}
+
+uint32_t tcluster_node_id(struct tcluster *tc, const char *name)
+{
+	char path[PATH_MAX + 96], *s;
+	unsigned long id = 0;
+
+	snprintf(path, sizeof(path), "%s/%s/node_id", tc->dir, name);
+	s = slurp_path(path);
+	if (s)
+		id = strtoul(s, NULL, 10);
+	free(s);
+	return (uint32_t)id;
+}
+
+const char *tcluster_node_name(struct tcluster *tc, uint32_t node_id, char *buf,
+			       size_t len)
+{
+	for (unsigned i = 0; i < tc->nblockd; i++) {
+		snprintf(buf, len, "blockd.%u", i);
+		if (tcluster_node_id(tc, buf) == node_id)
+			return buf;
+	}
+	return NULL;
+}
+
+const char *tcluster_name_of_path(struct tcluster *tc, const char *path, char *buf,
+				  size_t len)
+{
+	size_t dl = strlen(tc->dir);
+	const char *p, *slash;
+
+	if (strncmp(path, tc->dir, dl) || path[dl] != '/')
+		return NULL;
+	p = path + dl + 1;
+	slash = strchr(p, '/');
+	if (!slash || strncmp(p, "blockd.", 7) || (size_t)(slash - p) >= len)
+		return NULL;
+	memcpy(buf, p, slash - p);
+	buf[slash - p] = '\0';
+	return buf;
+}
+
+void tcluster_node_addr(struct tcluster *tc, const char *name, char *addr, size_t len)
+{
+	uint32_t id = tcluster_node_id(tc, name);
+	struct sdfs_node_status *nodes;
+	size_t n;
+	int found = 0;
+
+	cr_assert_neq(id, 0, "%s has no node id", name);
+	cr_assert_eq(sdfs_node_list(tc->client, &nodes, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (nodes[i].node_id == id) {
+			snprintf(addr, len, "%s", nodes[i].addr);
+			found = 1;
+		}
+	free(nodes);
+	cr_assert(found, "node %u (%s) is not in the map", id, name);
+}
+
+uint64_t tcluster_epoch(struct tcluster *tc)
+{
+	struct sdfs_cluster_info info;
+
+	cr_assert_eq(sdfs_cluster_info(tc->client, &info), 0);
+	return info.epoch;
+}
+
+/*
+ * Ready: with @id, that node is up in the map, answers, and knows the
+ * map's epoch; without, @want nodes are up and every up node does so.
+ */
+static int nodes_ready(struct tcluster *tc, unsigned want, uint32_t id)
+{
+	struct sdfs_cluster_info info;
+	struct sdfs_node_status *nodes;
+	size_t n;
+	int ok = 1, seen = 0;
+
+	if (sdfs_cluster_info(tc->client, &info) || (!id && info.nodes_up != want))
+		return 0;
+	if (sdfs_node_list(tc->client, &nodes, &n))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sdfs_node_status *x = &nodes[i];
+
+		if (id && x->node_id != id)
+			continue;
+		if (strcmp(x->state, "up")) {
+			ok &= !id;
+			continue;
+		}
+		seen++;
+		ok &= x->reachable && x->epoch == info.epoch;
+	}
+	free(nodes);
+	return ok && (id ? seen == 1 : 1);
+}
+
+int tcluster_wait_nodes_up(struct tcluster *tc, unsigned want, int timeout_ms)
+{
+	for (int64_t end = tnow_ms() + timeout_ms; tnow_ms() < end; tsleep_ms(50))
+		if (nodes_ready(tc, want, 0))
+			return 0;
+	return -ETIMEDOUT;
+}
+
+int tcluster_restart(struct tcluster *tc, const char *name)
+{
+	uint32_t id = tcluster_node_id(tc, name);
+	int ret = dev(tc, "start", name);
+
+	if (ret)
+		return ret;
+	for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end; tsleep_ms(50))
+		if (nodes_ready(tc, 0, id)) {
+			cr_log_info("restarted %s (node %u), epoch %" PRIu64, name, id,
+				    tcluster_epoch(tc));
+			return 0;
+		}
+	return -ETIMEDOUT;
+}
+
+int tcluster_wait_state(struct tcluster *tc, const char *name, const char *state,
+			int timeout_ms)
+{
+	uint32_t id = tcluster_node_id(tc, name);
+
+	for (int64_t end = tnow_ms() + timeout_ms; tnow_ms() < end; tsleep_ms(50)) {
+		struct sdfs_node_status *nodes;
+		size_t n;
+		int match = 0;
+
+		if (sdfs_node_list(tc->client, &nodes, &n))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			match |= nodes[i].node_id == id && !strcmp(nodes[i].state, state);
+		free(nodes);
+		if (match)
+			return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+int tcluster_wait_epoch_above(struct tcluster *tc, uint64_t epoch, int timeout_ms)
+{
+	for (int64_t end = tnow_ms() + timeout_ms; tnow_ms() < end; tsleep_ms(50)) {
+		struct sdfs_cluster_info info;
+
+		if (sdfs_cluster_info(tc->client, &info) == 0 && info.epoch > epoch)
+			return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+char *tcluster_log_line(struct tcluster *tc, const char *name, const char *needle,
+			int timeout_ms)
+{
+	char path[PATH_MAX + 96];
+
+	snprintf(path, sizeof(path), "%s/log/%s.log", tc->dir, name);
+	for (int64_t end = tnow_ms() + timeout_ms;; tsleep_ms(20)) {
+		char *s = slurp_path(path), *hit = s ? strstr(s, needle) : NULL;
+
+		if (hit) {
+			char *start = hit, *stop = strchr(hit, '\n');
+
+			while (start > s && start[-1] != '\n')
+				start--;
+			if (stop)
+				*stop = '\0';
+			char *line = strdup(start);
+			free(s);
+			cr_assert(line);
+			return line;
+		}
+		free(s);
+		if (tnow_ms() >= end)
+			return NULL;
+	}
+}

@@ -1,0 +1,106 @@
+/*
+ * fixture.h - a whole sdfs cluster per test, for the functional tests:
+ * block daemons on loopback started by `sdfs dev up` in a private temp
+ * dir, on the ZooKeeper server the test run started ($SDFS_TEST_ZK;
+ * without it, dev up starts a private one), under a cluster name of
+ * their own.
+ *
+ * Every function that cannot go on fails the test (cr_assert) instead
+ * of returning an error, except where a return value is documented.
+ * Readiness is always a polled check with a deadline. Teardown stops
+ * only the pids this fixture started (dev down reads them from the
+ * dir); a watchdog process does the same if the test process dies
+ * without tearing down (a criterion timeout kills it).
+ *
+ * The dir (logs in DIR/log/, libsdfs's in DIR/client.log, data) is
+ * removed after a test that passed and kept after one that failed;
+ * SDFS_TEST_KEEP=1 keeps it always. The runner process decides, since
+ * only it learns the test's result (a criterion report hook).
+ */
+#ifndef SDFS_TESTS_CLUSTER_FIXTURE_H
+#define SDFS_TESTS_CLUSTER_FIXTURE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libclient/sdfs.h"
+
+#define TCLUSTER_WAIT_MS 30000  /* default deadline of the wait helpers */
+
+struct tcluster_opts {
+	unsigned blockd;        /* 0: only a formatted cluster, no daemon */
+	unsigned copies;        /* 0: dev up's default */
+};
+
+struct tcluster;
+
+struct tcluster *tcluster_start(const struct tcluster_opts *o);
+void tcluster_stop(struct tcluster *tc);        /* NULL ok */
+
+/* A libsdfs handle on the cluster, owned by @tc; its log goes to
+ * DIR/client.log. */
+struct sdfs *tcluster_client(struct tcluster *tc);
+const char *tcluster_conf(struct tcluster *tc);  /* DIR/sdfs.conf */
+const char *tcluster_dir(struct tcluster *tc);
+unsigned tcluster_nblockd(struct tcluster *tc);
+
+/* `sdfs dev kill` (SIGKILL, waits until gone); returns its exit status. */
+int tcluster_kill(struct tcluster *tc, const char *name);
+/* `sdfs dev start`, then wait until the node is up in the map and
+ * answers with the map's epoch; 0, or the failing status / -ETIMEDOUT. */
+int tcluster_restart(struct tcluster *tc, const char *name);
+/* Does `sdfs dev status --json` show @name running? */
+int tcluster_running(struct tcluster *tc, const char *name);
+
+/* blockd.N <-> node id (from DIR/blockd.N/node_id); 0 / NULL if none. */
+uint32_t tcluster_node_id(struct tcluster *tc, const char *name);
+const char *tcluster_node_name(struct tcluster *tc, uint32_t node_id,
+			       char *buf, size_t len);
+/* The dev name owning an object file path DIR/blockd.N/...; NULL if none. */
+const char *tcluster_name_of_path(struct tcluster *tc, const char *path,
+				  char *buf, size_t len);
+/* "host:port" of @name from the current map, into @addr. */
+void tcluster_node_addr(struct tcluster *tc, const char *name, char *addr,
+			size_t len);
+
+/* Wait until @want nodes are up in the map and every up node answers
+ * with the map's epoch. 0 or -ETIMEDOUT. */
+int tcluster_wait_nodes_up(struct tcluster *tc, unsigned want, int timeout_ms);
+/* Wait until the map shows @name in @state ("up", "down"). */
+int tcluster_wait_state(struct tcluster *tc, const char *name,
+			const char *state, int timeout_ms);
+/* Wait until the map's epoch is above @epoch; 0 or -ETIMEDOUT. */
+int tcluster_wait_epoch_above(struct tcluster *tc, uint64_t epoch,
+			      int timeout_ms);
+uint64_t tcluster_epoch(struct tcluster *tc);
+
+/* The first line of DIR/log/@name.log containing @needle (malloc'd,
+ * without its newline), polled until @timeout_ms; NULL if none. */
+char *tcluster_log_line(struct tcluster *tc, const char *name,
+			const char *needle, int timeout_ms);
+
+/*
+ * Run the sdfs CLI with `-c DIR/sdfs.conf` and the words of @fmt
+ * (split on spaces after formatting: no argument may hold one).
+ * Captures stdout into *@out and stderr into *@err (malloc'd, NUL
+ * terminated; either may be NULL to discard). Returns the exit status,
+ * 128 + signal if killed.
+ */
+int tcluster_sdfs(struct tcluster *tc, char **out, char **err,
+		  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The same without -c: the command line is all yours. */
+int tsdfs_run(char **out, char **err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Lines in @s (a last line without '\n' counts). */
+size_t tcount_lines(const char *s);
+
+/* Monotonic milliseconds; sleep @ms (for pacing polls, never as sync). */
+int64_t tnow_ms(void);
+void tsleep_ms(int ms);
+
+/* A seed for random test data: $SDFS_TEST_SEED or fresh, logged. */
+uint64_t tseed(const char *what);
+/* splitmix64: a small, fast, reproducible generator. */
+uint64_t trand(uint64_t *state);
+void tfill_random(void *buf, size_t len, uint64_t seed);
+#endif

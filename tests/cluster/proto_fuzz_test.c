@@ -1,0 +1,311 @@
+/*
+ * proto_fuzz_test.c - a blockd fed malformed frames drops that one
+ * connection, says why in its log, and keeps serving everyone else.
+ *
+ * One blockd with copies=1, so the libsdfs write and read after each
+ * frame go through the very daemon that was fed it.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/proto.h"
+#include "tests/cluster/fixture.h"
+#include "tests/cluster/wire.h"
+
+#define NODE "blockd.0"
+#define CLOSE_WAIT_MS 5000
+
+static struct tcluster *tc;
+static char addr[80];
+static int bystander = -1;      /* a well-behaved connection opened first */
+
+static void up(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 1, .copies = 1 });
+	tcluster_node_addr(tc, NODE, addr, sizeof(addr));
+	bystander = wire_connect(addr);
+}
+
+static void down(void)
+{
+	if (bystander >= 0)
+		close(bystander);
+	tcluster_stop(tc);
+}
+
+TestSuite(proto_fuzz, .init = up, .fini = down, .timeout = 120);
+
+static uint64_t req_ids = 1000;
+
+static struct sdfs_hdr node_info_req(void)
+{
+	return (struct sdfs_hdr){ .opcode = SDFS_OP_NODE_INFO, .req_id = req_ids++ };
+}
+
+/* NODE_INFO on the bystander connection still gets its answer. */
+static void assert_bystander_served(void)
+{
+	struct sdfs_hdr h = node_info_req(), r;
+
+	cr_assert_eq(wire_send_req(bystander, &h, NULL), 0);
+	cr_assert_eq(wire_recv_hdr(bystander, &r, CLOSE_WAIT_MS), 0,
+		     "an unrelated connection lost its answer");
+	cr_assert_eq(r.req_id, h.req_id);
+	cr_assert_eq(r.result, SDFS_RES_OK);
+	cr_assert_eq(wire_skip(bystander, r.payload_len, CLOSE_WAIT_MS), 0);
+}
+
+/* libsdfs can still write and read back an object on the daemon. */
+static void assert_objects_served(uint64_t oid)
+{
+	struct sdfs *s = tcluster_client(tc);
+	char in[10000], out[sizeof(in) + 1];
+
+	tfill_random(in, sizeof(in), oid);
+	cr_assert_eq(sdfs_obj_write(s, oid, in, sizeof(in), 0), 0);
+	cr_assert_eq(sdfs_obj_read(s, oid, out, sizeof(out), 0), (ssize_t)sizeof(in));
+	cr_assert_arr_eq(in, out, sizeof(in));
+}
+
+/*
+ * After a bad frame on @fd (whose local address is @local): the daemon
+ * closed it, logged why for this peer, is still running, and serves
+ * the other connection and libsdfs.
+ */
+static void assert_dropped(int fd, const char *local, const char *what)
+{
+	char needle[96];
+	char *line;
+	int ret = wire_wait_closed(fd, CLOSE_WAIT_MS);
+
+	close(fd);
+	cr_assert_eq(ret, 0, "%s: connection still open after %d ms (%s)", what,
+		     CLOSE_WAIT_MS, strerror(-ret));
+	snprintf(needle, sizeof(needle), "peer=%s: ", local);
+	line = tcluster_log_line(tc, NODE, needle, CLOSE_WAIT_MS);
+	cr_assert(line, "%s: no log line for %s", what, needle);
+	cr_log_info("%s: %s", what, line);
+	cr_assert(strstr(line, "dropping connection"), "%s: log says: %s", what, line);
+	free(line);
+	cr_assert(tcluster_running(tc, NODE), "%s: %s is no longer running", what, NODE);
+	assert_bystander_served();
+	assert_objects_served(req_ids++);
+}
+
+/* A fresh connection and its local address. */
+static int raw_open(char *local, size_t len)
+{
+	int fd = wire_connect(addr);
+
+	wire_local_addr(fd, local, len);
+	return fd;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htole32(v);
+	memcpy(p, &v, 4);
+}
+
+/* Send a NODE_INFO header edited by @edit (then re-checksummed if
+ * @fix_csum), and expect the connection dropped. */
+static void send_edited(void (*edit)(uint8_t *wire), int fix_csum, const char *what)
+{
+	struct sdfs_hdr h = node_info_req();
+	uint8_t wire[SDFS_HDR_SIZE];
+	char local[64];
+	int fd = raw_open(local, sizeof(local));
+
+	proto_hdr_encode(&h, NULL, wire);
+	edit(wire);
+	if (fix_csum)
+		wire_fix_hdr_csum(wire);
+	cr_assert_eq(wire_send(fd, wire, sizeof(wire)), 0);
+	assert_dropped(fd, local, what);
+}
+
+static void edit_magic(uint8_t *w) { w[0] ^= 0xff; }
+static void edit_hdr_csum(uint8_t *w) { w[61] ^= 0x01; }
+static void edit_flags(uint8_t *w) { w[7] = 0x80; }
+static void edit_reply_flag(uint8_t *w) { w[7] = SDFS_F_REPLY; }
+static void edit_csum_without_payload(uint8_t *w) { w[48] = 1; }
+
+Test(proto_fuzz, drops_frame_with_wrong_magic)
+{
+	send_edited(edit_magic, 0, "wrong magic");
+	send_edited(edit_magic, 1, "wrong magic, header checksum fixed");
+}
+
+Test(proto_fuzz, drops_frame_with_bad_header_checksum)
+{
+	send_edited(edit_hdr_csum, 0, "bad header checksum");
+}
+
+Test(proto_fuzz, drops_frame_with_unknown_flags)
+{
+	send_edited(edit_flags, 1, "unknown flags");
+}
+
+Test(proto_fuzz, drops_request_flagged_as_reply)
+{
+	send_edited(edit_reply_flag, 1, "reply flag on a request");
+}
+
+Test(proto_fuzz, drops_payload_checksum_without_payload)
+{
+	send_edited(edit_csum_without_payload, 1, "payload checksum with no payload");
+}
+
+Test(proto_fuzz, answers_unknown_major_version_then_drops)
+{
+	struct sdfs_hdr h = node_info_req(), r;
+	uint8_t wire[SDFS_HDR_SIZE];
+	char local[64];
+	int fd = raw_open(local, sizeof(local));
+
+	proto_hdr_encode(&h, NULL, wire);
+	wire[4] = SDFS_PROTO_MAJOR + 1;
+	wire_fix_hdr_csum(wire);
+	cr_assert_eq(wire_send(fd, wire, sizeof(wire)), 0);
+	cr_assert_eq(wire_recv_hdr(fd, &r, CLOSE_WAIT_MS), 0, "no reply to a new major version");
+	cr_assert_eq(r.result, SDFS_RES_BAD_VERSION, "result %u", r.result);
+	cr_assert(r.flags & SDFS_F_REPLY);
+	cr_assert_eq(r.req_id, h.req_id, "the reply must echo req_id");
+	cr_assert_eq(r.payload_len, 0);
+	assert_dropped(fd, local, "unknown major version");
+}
+
+/* A WRITE header promising @len payload bytes, none of which follow. */
+static void send_oversized(uint32_t len, const char *what)
+{
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .req_id = req_ids++,
+			      .epoch = (uint32_t)tcluster_epoch(tc), .oid = 7,
+			      .flags = SDFS_F_CREATE };
+	uint8_t wire[SDFS_HDR_SIZE];
+	char local[64];
+	int fd = raw_open(local, sizeof(local));
+
+	proto_hdr_encode(&h, NULL, wire);
+	put32(wire + 44, len);
+	wire[48] = 1;                   /* some payload checksum */
+	wire_fix_hdr_csum(wire);
+	cr_assert_eq(wire_send(fd, wire, sizeof(wire)), 0);
+	assert_dropped(fd, local, what);
+}
+
+Test(proto_fuzz, drops_payload_len_over_protocol_max)
+{
+	send_oversized(SDFS_MAX_PAYLOAD + 1, "payload_len > 64 MiB");
+	send_oversized(UINT32_MAX, "payload_len = 4 GiB - 1");
+}
+
+Test(proto_fuzz, drops_payload_len_over_object_size)
+{
+	uint32_t obj_size = sdfs_obj_size(tcluster_client(tc));
+
+	cr_assert_gt(obj_size, 0);
+	cr_assert_lt(obj_size + 4096ull, SDFS_MAX_PAYLOAD, "pick a smaller object size");
+	send_oversized(obj_size + 4096, "payload_len > object size");
+}
+
+Test(proto_fuzz, drops_truncated_header)
+{
+	struct sdfs_hdr h = node_info_req();
+	uint8_t wire[SDFS_HDR_SIZE];
+	char local[64];
+	int fd = raw_open(local, sizeof(local));
+
+	proto_hdr_encode(&h, NULL, wire);
+	cr_assert_eq(wire_send(fd, wire, SDFS_HDR_SIZE / 2), 0);
+	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+	assert_dropped(fd, local, "half a header, then EOF");
+}
+
+Test(proto_fuzz, drops_frame_truncated_in_payload)
+{
+	static uint8_t payload[8192];
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .req_id = req_ids++,
+			      .epoch = (uint32_t)tcluster_epoch(tc), .oid = 8,
+			      .flags = SDFS_F_CREATE, .payload_len = sizeof(payload) };
+	uint8_t wire[SDFS_HDR_SIZE];
+	char local[64];
+	int fd = raw_open(local, sizeof(local));
+
+	tfill_random(payload, sizeof(payload), 8);
+	proto_hdr_encode(&h, payload, wire);
+	cr_assert_eq(wire_send(fd, wire, sizeof(wire)), 0);
+	cr_assert_eq(wire_send(fd, payload, 1000), 0);
+	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+	assert_dropped(fd, local, "header promising 8 KiB, 1000 bytes, then EOF");
+	cr_assert_eq(sdfs_obj_read(tcluster_client(tc), 8, payload, sizeof(payload), 0),
+		     -ENOENT, "a truncated write must not create the object");
+}
+
+Test(proto_fuzz, drops_payload_with_wrong_checksum)
+{
+	static uint8_t payload[4096];
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .req_id = req_ids++,
+			      .epoch = (uint32_t)tcluster_epoch(tc), .oid = 9,
+			      .flags = SDFS_F_CREATE, .payload_len = sizeof(payload) };
+	uint8_t wire[SDFS_HDR_SIZE];
+	char local[64];
+	int fd = raw_open(local, sizeof(local));
+
+	tfill_random(payload, sizeof(payload), 9);
+	proto_hdr_encode(&h, payload, wire);
+	payload[100] ^= 0x20;           /* corrupted after the checksum */
+	cr_assert_eq(wire_send(fd, wire, sizeof(wire)), 0);
+	cr_assert_eq(wire_send(fd, payload, sizeof(payload)), 0);
+	assert_dropped(fd, local, "payload checksum mismatch");
+	cr_assert_eq(sdfs_obj_read(tcluster_client(tc), 9, payload, sizeof(payload), 0),
+		     -ENOENT, "a write with a bad payload must not be applied");
+}
+
+Test(proto_fuzz, drops_random_bytes)
+{
+	uint64_t seed = tseed("random frames"), st = seed;
+	static uint8_t junk[8192];
+
+	for (int i = 0; i < 8; i++) {
+		size_t len = SDFS_HDR_SIZE + trand(&st) % (sizeof(junk) - SDFS_HDR_SIZE);
+		char local[64], what[96];
+		int fd = raw_open(local, sizeof(local));
+
+		tfill_random(junk, len, trand(&st));
+		if (i % 2) {            /* past the magic, into the checksum */
+			put32(junk, SDFS_PROTO_MAGIC);
+		}
+		snprintf(what, sizeof(what), "%zu random bytes%s (seed %" PRIu64 ", round %d)",
+			 len, i % 2 ? " after a good magic" : "", seed, i);
+		/* The daemon may drop us before it has read everything. */
+		int ret = wire_send(fd, junk, len);
+		cr_assert(ret == 0 || ret == -ECONNRESET || ret == -EPIPE, "send: %s",
+			  strerror(-ret));
+		assert_dropped(fd, local, what);
+	}
+}
+
+Test(proto_fuzz, answers_unknown_opcode_and_keeps_connection)
+{
+	struct sdfs_hdr h = { .opcode = 0x7e, .req_id = req_ids++ }, r;
+	int fd = wire_connect(addr);
+
+	cr_assert_eq(wire_send_req(fd, &h, NULL), 0);
+	cr_assert_eq(wire_recv_hdr(fd, &r, CLOSE_WAIT_MS), 0);
+	cr_assert_eq(r.result, SDFS_RES_UNKNOWN_OP, "result %u", r.result);
+	cr_assert_eq(r.req_id, h.req_id);
+	h = node_info_req();
+	cr_assert_eq(wire_send_req(fd, &h, NULL), 0);
+	cr_assert_eq(wire_recv_hdr(fd, &r, CLOSE_WAIT_MS), 0,
+		     "a well-formed unknown op must not cost the connection");
+	cr_assert_eq(r.result, SDFS_RES_OK);
+	close(fd);
+}

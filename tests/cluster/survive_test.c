@@ -1,0 +1,136 @@
+/*
+ * survive_test.c - a replicated object store survives a dead node:
+ * with one of three blockd SIGKILLed, every object still reads back
+ * byte for byte, new ones can be written and read, and all of them
+ * still read right once the node is back.
+ *
+ * Object contents and sizes derive from one seed (logged): rerun with
+ * SDFS_TEST_SEED=... to get the same objects and the same victim.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/cluster/fixture.h"
+
+#define NBLOCKD 3
+#define NOBJ 200
+#define NEXTRA 20       /* written while the node is down */
+
+static struct tcluster *tc;
+static uint32_t obj_size;
+static unsigned char *in, *out;
+
+static void up_with(unsigned copies)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = copies });
+	obj_size = sdfs_obj_size(tcluster_client(tc));
+	cr_assert_gt(obj_size, 0);
+	in = malloc(obj_size);
+	out = malloc(obj_size);
+	cr_assert(in && out);
+}
+
+static void up3(void) { up_with(3); }
+static void up2(void) { up_with(2); }
+
+static void down(void)
+{
+	free(in);
+	free(out);
+	tcluster_stop(tc);
+}
+
+TestSuite(survive3, .init = up3, .fini = down, .timeout = 180);
+TestSuite(survive2, .init = up2, .fini = down, .timeout = 180);
+
+/* Object @i of the run: its id, size and bytes (into in[]). Mostly
+ * small, a quarter up to 256 KiB, some up to and at the object size. */
+static uint64_t object(uint64_t seed, unsigned i, size_t *size)
+{
+	uint64_t st = seed ^ (0x51ed2701f3a5c9b1ull * (i + 1));
+	uint64_t oid = trand(&st), r = trand(&st) % 100;
+
+	if (i % 20 == 0 || r >= 97)
+		*size = obj_size;
+	else if (r < 60)
+		*size = 1 + trand(&st) % 4096;
+	else if (r < 85)
+		*size = 4097 + trand(&st) % (256 * 1024 - 4096);
+	else
+		*size = 256 * 1024 + trand(&st) % (obj_size - 256 * 1024);
+	tfill_random(in, *size, trand(&st));
+	return oid;
+}
+
+static void write_object(struct sdfs *s, uint64_t seed, unsigned i)
+{
+	size_t size;
+	uint64_t oid = object(seed, i, &size);
+	/* Both ways in: a write at offset 0, and a whole-object put. */
+	int ret = i % 3 ? sdfs_obj_write(s, oid, in, size, 0) : sdfs_obj_put(s, oid, in, size);
+
+	cr_assert_eq(ret, 0, "object #%u (oid %016" PRIx64 ", %zu bytes): %s", i, oid, size,
+		     strerror(-ret));
+}
+
+static void check_object(struct sdfs *s, uint64_t seed, unsigned i, const char *when)
+{
+	size_t size;
+	uint64_t oid = object(seed, i, &size);
+	ssize_t got = sdfs_obj_read(s, oid, out, obj_size, 0);
+
+	cr_assert_eq(got, (ssize_t)size, "%s: object #%u (oid %016" PRIx64 "): read %zd of %zu "
+		     "bytes (%s)", when, i, oid, got, size, got < 0 ? strerror((int)-got) : "");
+	cr_assert(memcmp(in, out, size) == 0, "%s: object #%u (oid %016" PRIx64 ", %zu bytes) "
+		  "reads back different bytes", when, i, oid, size);
+}
+
+static void survives_dead_blockd(void)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint64_t seed = tseed("objects");
+	char victim[32];
+	int64_t t0 = tnow_ms();
+
+	snprintf(victim, sizeof(victim), "blockd.%u", (unsigned)(seed % NBLOCKD));
+	for (unsigned i = 0; i < NOBJ; i++)
+		write_object(s, seed, i);
+	cr_log_info("wrote %d objects in %" PRId64 " ms", NOBJ, tnow_ms() - t0);
+
+	cr_assert_eq(tcluster_kill(tc, victim), 0);
+	for (unsigned i = 0; i < NOBJ; i++)
+		check_object(s, seed, i, "victim just killed");
+
+	/* New objects while it is down: first maybe before the map knows... */
+	for (unsigned i = NOBJ; i < NOBJ + NEXTRA / 2; i++) {
+		write_object(s, seed, i);
+		check_object(s, seed, i, "victim down");
+	}
+	cr_assert_eq(tcluster_wait_state(tc, victim, "down", TCLUSTER_WAIT_MS), 0,
+		     "the map never marked %s down", victim);
+	/* ...then surely after. */
+	for (unsigned i = NOBJ + NEXTRA / 2; i < NOBJ + NEXTRA; i++) {
+		write_object(s, seed, i);
+		check_object(s, seed, i, "victim down in the map");
+	}
+
+	cr_assert_eq(tcluster_restart(tc, victim), 0, "%s did not come back", victim);
+	for (unsigned i = 0; i < NOBJ + NEXTRA; i++)
+		check_object(s, seed, i, "victim restarted");
+	cr_log_info("done in %" PRId64 " ms", tnow_ms() - t0);
+}
+
+Test(survive3, copies3_every_object_survives_a_dead_blockd)
+{
+	survives_dead_blockd();
+}
+
+Test(survive2, copies2_every_object_survives_a_dead_blockd)
+{
+	survives_dead_blockd();
+}

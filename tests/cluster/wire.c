@@ -1,0 +1,160 @@
+/*
+ * wire.c - see wire.h.
+ */
+#include "tests/cluster/wire.h"
+
+#include <criterion/criterion.h>
+#include <endian.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "common/csum.h"
+#include "common/net.h"
+#include "common/proto.h"
+
+int wire_connect(const char *addr)
+{
+	char host[64];
+	uint16_t port;
+	int fd;
+
+	cr_assert_eq(net_parse_addr(addr, host, sizeof(host), &port), 0, "bad addr %s", addr);
+	fd = net_connect(host, port, 5000);
+	cr_assert(fd >= 0, "connect %s: %s", addr, strerror(-fd));
+	cr_assert_eq(net_set_nonblock(fd, 0), 0);
+	return fd;
+}
+
+void wire_local_addr(int fd, char *buf, size_t len)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	char ip[INET_ADDRSTRLEN];
+
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(sa.sin_port));
+}
+
+int wire_send(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int wire_send_req(int fd, const struct sdfs_hdr *h, const void *payload)
+{
+	uint8_t wire[SDFS_HDR_SIZE];
+	int ret;
+
+	proto_hdr_encode(h, payload, wire);
+	ret = wire_send(fd, wire, sizeof(wire));
+	if (!ret && h->payload_len)
+		ret = wire_send(fd, payload, h->payload_len);
+	return ret;
+}
+
+void wire_fix_hdr_csum(uint8_t wire[SDFS_HDR_SIZE])
+{
+	uint32_t c = htole32((uint32_t)csum64(wire, 60));
+
+	memcpy(wire + 60, &c, 4);
+}
+
+/* Read exactly @len bytes by the deadline; 0, -ECONNRESET on EOF, or -errno. */
+static int recv_full(int fd, void *buf, size_t len, int64_t deadline)
+{
+	char *p = buf;
+
+	while (len) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - net_now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		if (!pfd.revents)
+			continue;
+		n = recv(fd, p, len, MSG_DONTWAIT);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int wire_recv_hdr(int fd, struct sdfs_hdr *h, int timeout_ms)
+{
+	uint8_t wire[SDFS_HDR_SIZE];
+	int ret = recv_full(fd, wire, sizeof(wire), net_now_ms() + timeout_ms);
+
+	if (ret)
+		return ret;
+	return proto_hdr_decode(wire, SDFS_MAX_PAYLOAD, h);
+}
+
+int wire_skip(int fd, size_t len, int timeout_ms)
+{
+	int64_t deadline = net_now_ms() + timeout_ms;
+	char buf[4096];
+
+	while (len) {
+		size_t n = len < sizeof(buf) ? len : sizeof(buf);
+		int ret = recv_full(fd, buf, n, deadline);
+
+		if (ret)
+			return ret;
+		len -= n;
+	}
+	return 0;
+}
+
+int wire_wait_closed(int fd, int timeout_ms)
+{
+	int64_t deadline = net_now_ms() + timeout_ms;
+	char buf[4096];
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int64_t left = deadline - net_now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		if (!pfd.revents)
+			continue;
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return 0;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+	}
+}

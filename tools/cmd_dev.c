@@ -528,8 +528,14 @@ static int dev_up(struct cli *cli)
 		printf("sdfs dev cluster '%s' is up: ZooKeeper %s, %" PRIu64
 		       " blockd, copies=%u, epoch %" PRIu64 "\n", d.cluster, d.zk,
 		       nblockd, info.copies, info.epoch);
-		printf("  export SDFS_CONF=%s\n  sdfs cluster status\n"
-		       "  sdfs dev down --dir %s\n", conf, d.dir);
+		char self[PATH_MAX / 2];
+		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+		if (n <= 0)
+			n = snprintf(self, sizeof(self), "sdfs");
+		self[n] = '\0';
+		printf("  export SDFS_CONF=%s\n  %s cluster status\n"
+		       "  %s dev down --dir %s\n", conf, self, self, d.dir);
 	}
 	return 0;
 fail_close:

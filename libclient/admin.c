@@ -10,7 +10,7 @@
 
 #include "common/proto.h"
 #include "libclient/client.h"
-#include "libclient/rpc.h"
+#include "common/rpc.h"
 
 static uint64_t next_req_id(void *arg)
 {

@@ -19,7 +19,7 @@
 
 #include "common/conf.h"
 #include "common/log.h"
-#include "libclient/rpc.h"
+#include "common/rpc.h"
 
 static sdfs_log_fn user_log;
 static void *user_log_arg;

@@ -2,7 +2,6 @@
  * client.h - libsdfs internals shared by its files (not installed).
  *
  *   client.c   handles, the cluster map and its refresh, cluster info
- *   rpc.c      connection pool and parallel request/reply to blockds
  *   objio.c    replicated object reads, writes and repair
  *   admin.c    node list and object locate
  */

@@ -18,7 +18,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "libclient/client.h"
-#include "libclient/rpc.h"
+#include "common/rpc.h"
 
 struct placement {
 	struct map_ref *m;

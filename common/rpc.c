@@ -3,7 +3,7 @@
  * poll(): connect, send header and payload, receive header, receive
  * payload. Calls never share a connection while in flight.
  */
-#include "libclient/rpc.h"
+#include "common/rpc.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -7,9 +7,11 @@
  * round trip, not three. Connections are pooled per node and reused;
  * a pooled connection that turns out dead is replaced once,
  * transparently. Thread-safe: many threads may run calls at once.
+ * Used by libclient (client -> blockd) and by blockd itself (recovery,
+ * blockd -> blockd); blocking, so daemons call it from worker threads.
  */
-#ifndef SDFS_LIBCLIENT_RPC_H
-#define SDFS_LIBCLIENT_RPC_H
+#ifndef SDFS_COMMON_RPC_H
+#define SDFS_COMMON_RPC_H
 #include <stddef.h>
 #include <stdint.h>
 

@@ -1198,3 +1198,51 @@ int objstore_space(const struct objstore *s, uint64_t *used, uint64_t *total)
 	*used = (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
 	return 0;
 }
+
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch)
+{
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = obj_open(s, oid, O_RDONLY, &o);
+	if (ret == 0) {
+		*size = o.size;
+		*epoch = o.epoch;
+		obj_close(&o);
+	}
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
+		      struct objstore_ent *ents, size_t max, size_t *n)
+{
+	uint64_t *oids = malloc((max ? max : 1) * sizeof(*oids));
+	size_t cnt = 0, out = 0;
+	int ret;
+
+	if (!oids)
+		return -ENOMEM;
+	ret = objstore_list(s, after, include_zero, oids, max, &cnt);
+	for (size_t i = 0; ret == 0 && i < cnt; i++) {
+		int r = objstore_head(s, oids[i], &ents[out].size, &ents[out].epoch);
+
+		if (r == -ENOENT)
+			continue;       /* removed while we listed */
+		if (r == -EBADMSG) {
+			/* A header that fails its checks holds nothing usable:
+			 * list it as the oldest possible copy. */
+			ents[out].size = 0;
+			ents[out].epoch = 0;
+		} else if (r) {
+			ret = r;
+			break;
+		}
+		ents[out++].oid = oids[i];
+	}
+	free(oids);
+	if (ret == 0)
+		*n = out;
+	return ret;
+}

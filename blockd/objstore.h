@@ -87,6 +87,18 @@ int objstore_sync_all(struct objstore *s);
 int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 		  uint64_t *oids, size_t max, size_t *n);
 
+/* Size and epoch from the object's header only (cheap: no block
+ * checks). -ENOENT, -EBADMSG. */
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch);
+
+struct objstore_ent {
+	uint64_t oid, epoch, size;
+};
+/* objstore_list with each object's epoch and size; a copy whose header
+ * is unreadable is listed with epoch 0 (older than any real copy). */
+int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
+		      struct objstore_ent *ents, size_t max, size_t *n);
+
 /* The path of the object's file, for operators (`sdfs obj locate`). */
 int objstore_path(const struct objstore *s, uint64_t oid, char *buf, size_t len);
 

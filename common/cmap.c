@@ -16,11 +16,18 @@
 
 #include "common/net.h"
 
-static const char *const state_names[] = { [CMAP_UP] = "up", [CMAP_DOWN] = "down" };
+static const char *const state_names[] = {
+	[CMAP_UP] = "up", [CMAP_DOWN] = "down", [CMAP_OUT] = "out",
+};
 
 const char *cmap_state_name(unsigned state)
 {
-	return state < 2 ? state_names[state] : "?";
+	return state < 3 ? state_names[state] : "?";
+}
+
+int cmap_node_is_placed(const struct cmap_node *nd)
+{
+	return nd->state != CMAP_OUT && !nd->drain && nd->weight > 0;
 }
 
 static int cmp_node(const void *a, const void *b)
@@ -54,7 +61,7 @@ int cmap_new(uint64_t epoch, const struct cmap_node *nodes, size_t n,
 	qsort(m->nodes, n, sizeof(*nodes), cmp_node);
 	for (size_t i = 0; i < n; i++)
 		rn[i] = (struct ring_node){ m->nodes[i].node_id, m->nodes[i].zone,
-					    m->nodes[i].weight };
+			cmap_node_is_placed(&m->nodes[i]) ? m->nodes[i].weight : 0 };
 	ret = ring_new(epoch, rn, n, &m->ring);
 	if (ret)
 		goto out_free;
@@ -142,8 +149,15 @@ static int sb_finish(struct sbuf *b, char **out)
 static void node_line(struct sbuf *b, const struct cmap_node *nd)
 {
 	sb_printf(b, "node %" PRIu32 " %s:%u zone=%" PRIu32 " weight=%" PRIu32
-		  " state=%s\n", nd->node_id, nd->host, nd->port, nd->zone,
+		  " state=%s", nd->node_id, nd->host, nd->port, nd->zone,
 		  nd->weight, cmap_state_name(nd->state));
+	if (nd->down_ms)
+		sb_printf(b, " down=%" PRIu64, nd->down_ms);
+	if (nd->drain)
+		sb_printf(b, " drain=1");
+	if (nd->wset)
+		sb_printf(b, " wset=1");
+	sb_printf(b, "\n");
 }
 
 int cmap_encode(const struct cmap *m, char **out)
@@ -190,13 +204,16 @@ static int parse_kv(const char *tok, const char *key, uint64_t max, uint64_t *ou
 	return parse_u64(tok + kl + 1, max, out);
 }
 
-/* "node ID HOST:PORT zone=Z weight=W state=S", already split into @t. */
+/*
+ * "node ID HOST:PORT zone=Z weight=W state=S [down=MS] [drain=1] [wset=1]",
+ * already split into @t.
+ */
 static int parse_node(char **t, int nt, struct cmap_node *nd)
 {
 	uint64_t v;
 
 	memset(nd, 0, sizeof(*nd));
-	if (nt != 6 || strcmp(t[0], "node") != 0)
+	if (nt < 6 || strcmp(t[0], "node") != 0)
 		return -EBADMSG;
 	if (parse_u64(t[1], UINT32_MAX, &v) || v == 0)
 		return -EBADMSG;
@@ -214,13 +231,25 @@ static int parse_node(char **t, int nt, struct cmap_node *nd)
 		nd->state = CMAP_UP;
 	else if (strcmp(t[5], "state=down") == 0)
 		nd->state = CMAP_DOWN;
+	else if (strcmp(t[5], "state=out") == 0)
+		nd->state = CMAP_OUT;
 	else
 		return -EBADMSG;
+	for (int i = 6; i < nt; i++) {
+		if (parse_kv(t[i], "down", UINT64_MAX, &v) == 0 && !nd->down_ms && v)
+			nd->down_ms = v;
+		else if (!strcmp(t[i], "drain=1") && !nd->drain)
+			nd->drain = 1;
+		else if (!strcmp(t[i], "wset=1") && !nd->wset)
+			nd->wset = 1;
+		else
+			return -EBADMSG;
+	}
 	return 0;
 }
 
 /*
- * Calls @fn for each line of @buf split into at most 8 tokens. The copy
+ * Calls @fn for each line of @buf split into at most 12 tokens. The copy
  * is NUL-terminated, so input need not be. Stops at the first error.
  */
 typedef int (*line_fn)(char **t, int nt, int lineno, void *arg);
@@ -237,12 +266,12 @@ static int each_line(const char *buf, size_t len, line_fn fn, void *arg)
 		return -ENOMEM;
 	for (line = strtok_r(copy, "\n", &save); line && !ret;
 	     line = strtok_r(NULL, "\n", &save)) {
-		char *t[8], *s2 = NULL;
+		char *t[12], *s2 = NULL;
 		int nt = 0;
 
 		for (char *tok = strtok_r(line, " \t", &s2); tok;
 		     tok = strtok_r(NULL, " \t", &s2)) {
-			if (nt == 8) {
+			if (nt == 12) {
 				ret = -EBADMSG;
 				break;
 			}
@@ -336,8 +365,8 @@ int cluster_config_encode(const struct cluster_config *c, char **out)
 	struct sbuf b = { 0 };
 
 	sb_printf(&b, "sdfs-config 1\nuuid %s\ncopies %u\nobj_size %" PRIu32
-		  "\ncreated %" PRIu64 "\n", c->uuid, c->copies, c->obj_size,
-		  c->created);
+		  "\ncreated %" PRIu64 "\nout_grace_ms %" PRIu32 "\n", c->uuid,
+		  c->copies, c->obj_size, c->created, c->out_grace_ms);
 	return sb_finish(&b, out);
 }
 
@@ -366,6 +395,10 @@ static int config_line(char **t, int nt, int lineno, void *arg)
 	} else if (!strcmp(t[0], "created")) {
 		if (parse_u64(t[1], UINT64_MAX, &c->created))
 			return -EBADMSG;
+	} else if (!strcmp(t[0], "out_grace_ms")) {
+		if (parse_u64(t[1], 7 * 86400 * 1000u, &v))
+			return -EBADMSG;
+		c->out_grace_ms = (uint32_t)v;
 	}
 	return 0;       /* unknown keys: written by a newer version */
 }
@@ -375,6 +408,7 @@ int cluster_config_decode(const char *buf, size_t len, struct cluster_config *c)
 	int ret;
 
 	memset(c, 0, sizeof(*c));
+	c->out_grace_ms = CMAP_DEFAULT_OUT_GRACE_MS;
 	ret = each_line(buf, len, config_line, c);
 	if (!ret && (!c->uuid[0] || !c->copies || !c->obj_size))
 		ret = -EBADMSG;

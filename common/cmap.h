@@ -21,7 +21,9 @@
 
 enum cmap_state {
 	CMAP_UP = 0,            /* registered in ZooKeeper, serving */
-	CMAP_DOWN = 1,          /* in the map but its session is gone */
+	CMAP_DOWN = 1,          /* session gone; still placed (no data moves yet) */
+	CMAP_OUT = 2,           /* down past the grace (or `sdfs node out`): not
+				   placed, its data is re-replicated elsewhere */
 };
 
 struct cmap_node {
@@ -30,15 +32,21 @@ struct cmap_node {
 	uint32_t weight;
 	uint16_t port;
 	uint8_t state;          /* enum cmap_state */
+	uint8_t drain;          /* `sdfs node remove`: not placed, data moves off */
+	uint8_t wset;           /* weight set by `sdfs node reweight`, not the node */
+	uint64_t down_ms;       /* unix ms when it went down (DOWN, OUT) */
 	char host[CMAP_MAX_HOST];
 };
+
+/* Does placement use this node? (up or down, not out, not draining) */
+int cmap_node_is_placed(const struct cmap_node *nd);
 
 struct cmap {
 	uint64_t epoch;         /* 1, 2, ...: bumped on every membership change */
 	int32_t zversion;       /* ZooKeeper version of the document it came from */
 	size_t n;
 	struct cmap_node *nodes;        /* sorted by node_id */
-	struct ring *ring;              /* placement over all nodes of the map */
+	struct ring *ring;              /* placement over the placed nodes */
 };
 
 struct cluster_config {
@@ -46,7 +54,10 @@ struct cluster_config {
 	unsigned copies;        /* 1..RING_MAX_COPIES */
 	uint32_t obj_size;      /* max object size: multiple of 4096 */
 	uint64_t created;       /* unix seconds */
+	uint32_t out_grace_ms;  /* down this long -> out (default 30 s) */
 };
+
+#define CMAP_DEFAULT_OUT_GRACE_MS 30000u
 
 /* A map of @n nodes (copied, sorted by id) with its ring. -EINVAL on
  * duplicate ids. Free with cmap_free. */

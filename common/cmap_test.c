@@ -221,7 +221,8 @@ Test(cmap, state_names)
 {
 	cr_assert_str_eq(cmap_state_name(CMAP_UP), "up");
 	cr_assert_str_eq(cmap_state_name(CMAP_DOWN), "down");
-	cr_assert_str_eq(cmap_state_name(2), "?");
+	cr_assert_str_eq(cmap_state_name(CMAP_OUT), "out");
+	cr_assert_str_eq(cmap_state_name(3), "?");
 	cr_assert_str_eq(cmap_state_name(~0u), "?");
 }
 
@@ -893,13 +894,65 @@ Test(cluster_config, round_trips_every_field)
 Test(cluster_config, encodes_the_documented_text)
 {
 	const struct cluster_config c = { .uuid = "abc", .copies = 2,
-					  .obj_size = 1u << 20, .created = 42 };
+					  .obj_size = 1u << 20, .created = 42,
+					  .out_grace_ms = 5000 };
 	char *doc;
 
 	cr_assert_eq(cluster_config_encode(&c, &doc), 0);
 	cr_assert_str_eq(doc, "sdfs-config 1\nuuid abc\ncopies 2\nobj_size 1048576\n"
-			      "created 42\n");
+			      "created 42\nout_grace_ms 5000\n");
 	free(doc);
+}
+
+Test(cluster_config, out_grace_defaults_when_absent)
+{
+	const char doc[] = "sdfs-config 1\nuuid u\ncopies 3\nobj_size 4096\n";
+	struct cluster_config c;
+
+	cr_assert_eq(cluster_config_decode(doc, strlen(doc), &c), 0);
+	cr_assert_eq(c.out_grace_ms, CMAP_DEFAULT_OUT_GRACE_MS);
+}
+
+Test(cmap, node_options_round_trip_and_out_nodes_are_not_placed)
+{
+	struct cmap_node nodes[3] = {
+		{ .node_id = 1, .zone = 0, .weight = 1, .port = 1, .host = "h" },
+		{ .node_id = 2, .zone = 1, .weight = 1, .port = 2, .host = "h",
+		  .state = CMAP_OUT, .down_ms = 1234 },
+		{ .node_id = 3, .zone = 2, .weight = 9, .port = 3, .host = "h",
+		  .drain = 1, .wset = 1 },
+	};
+	struct cmap *m, *back;
+	uint32_t ids[3];
+	char *doc;
+
+	cr_assert_eq(cmap_new(5, nodes, 3, &m), 0);
+	cr_assert_eq(cmap_encode(m, &doc), 0);
+	cr_assert_eq(cmap_decode(doc, strlen(doc), &back), 0);
+	cr_assert_eq(back->nodes[1].state, CMAP_OUT);
+	cr_assert_eq(back->nodes[1].down_ms, 1234);
+	cr_assert(back->nodes[2].drain && back->nodes[2].wset);
+	for (uint64_t oid = 0; oid < 100; oid++) {
+		cr_assert_eq(ring_place(back->ring, oid, 3, ids), 1);
+		cr_assert_eq(ids[0], 1, "only node 1 is placed");
+	}
+	free(doc);
+	cmap_free(m);
+	cmap_free(back);
+}
+
+Test(cmap, rejects_unknown_or_repeated_node_options)
+{
+	static const char *const bad[] = {
+		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up bogus=1\n",
+		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up drain=1 drain=1\n",
+		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up down=0\n",
+		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=gone\n",
+	};
+	struct cmap *m;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(cmap_decode(bad[i], strlen(bad[i]), &m), -EBADMSG, "%s", bad[i]);
 }
 
 Test(cluster_config, ignores_unknown_keys)

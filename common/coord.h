@@ -66,6 +66,10 @@ int coord_members_get(struct coord *c, int watch, struct cmap_node **out, size_t
 
 /* The current map; -ENOENT if not formatted. Free with cmap_free. */
 int coord_map_get(struct coord *c, int watch, struct cmap **out);
+/* The map of a past (or the current) epoch from epochs/; -ENOENT if
+ * that epoch was never written (or the history was reset by format). */
+int coord_epoch_get(struct coord *c, uint64_t epoch, struct cmap **out);
+
 /*
  * Write @next as the new map if the stored one still has version
  * @prev->zversion, and record it under epochs/ in the same transaction.

@@ -430,6 +430,27 @@ static int coord_map_get_locked(struct coord *c, int watch, struct cmap **out)
 	return 0;
 }
 
+static int coord_epoch_get_locked(struct coord *c, uint64_t epoch, struct cmap **out)
+{
+	char path[PATH_MAX_LEN * 2], *doc;
+	struct Stat st;
+	int len, ret;
+
+	snprintf(path, sizeof(path), "%s/%010" PRIu64, c->p_epochs, epoch);
+	ret = get_doc(c, path, 0, &doc, &len, &st);
+	if (ret)
+		return ret;
+	ret = cmap_decode(doc, len, out);
+	free(doc);
+	if (ret == 0 && (*out)->epoch != epoch) {
+		cmap_free(*out);
+		ret = -EBADMSG;
+	}
+	if (ret)
+		log_err("%s: epoch history document is malformed", path);
+	return ret;
+}
+
 static int coord_map_cas_locked(struct coord *c, const struct cmap *prev, const struct cmap *next)
 {
 	char *doc, hist[PATH_MAX_LEN * 2];
@@ -521,6 +542,16 @@ int coord_map_cas(struct coord *c, const struct cmap *prev, const struct cmap *n
 
 	pthread_rwlock_rdlock(&c->zlock);
 	ret = coord_map_cas_locked(c, prev, next);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_epoch_get(struct coord *c, uint64_t epoch, struct cmap **out)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_epoch_get_locked(c, epoch, out);
 	pthread_rwlock_unlock(&c->zlock);
 	return ret;
 }

@@ -14,7 +14,8 @@ static inline void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v,
 static inline uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
 static inline uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
 
-#define KNOWN_FLAGS (SDFS_F_REPLY | SDFS_F_CREATE | SDFS_F_ALL | SDFS_F_FIRST | SDFS_F_MORE)
+#define KNOWN_FLAGS (SDFS_F_REPLY | SDFS_F_CREATE | SDFS_F_ALL | SDFS_F_FIRST | \
+		     SDFS_F_MORE | SDFS_F_EPOCHS | SDFS_F_RAW)
 
 void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
 		      uint8_t out[SDFS_HDR_SIZE])
@@ -98,6 +99,7 @@ static const int res_errno[SDFS_RES_MAX] = {
 	[SDFS_RES_IO] = EIO, [SDFS_RES_BAD_VERSION] = EPROTONOSUPPORT,
 	[SDFS_RES_BAD_MSG] = EPROTO, [SDFS_RES_UNKNOWN_OP] = EOPNOTSUPP,
 	[SDFS_RES_NO_MEM] = ENOMEM, [SDFS_RES_SHUTDOWN] = ESHUTDOWN,
+	[SDFS_RES_UNAVAIL] = ENODATA,
 };
 
 enum sdfs_res proto_res_from_errno(int neg_errno)
@@ -164,12 +166,23 @@ void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out)
 	put64(out + 40, ni->errors);
 	put32(out + 48, ni->max_obj_size);
 	put32(out + 52, 0);
+	put32(out + 56, ni->rec_epoch);
+	put32(out + 60, ni->clean_epoch);
+	put64(out + 64, ni->rec_todo_objs);
+	put64(out + 72, ni->rec_done_objs);
+	put64(out + 80, ni->rec_todo_bytes);
+	put64(out + 88, ni->rec_done_bytes);
+	put64(out + 96, ni->rec_unavail);
+	put64(out + 104, ni->rec_extra);
+	put64(out + 112, ni->rec_elapsed_ms);
+	put64(out + 120, ni->moved_objs);
 }
 
 int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info *ni)
 {
-	if (len != sizeof(*ni))
+	if (len != sizeof(*ni) && len != SDFS_NODE_INFO_V10_SIZE)
 		return -EPROTO;
+	memset(ni, 0, sizeof(*ni));
 	ni->node_id = get32(in + 0);
 	ni->epoch = get32(in + 4);
 	ni->objects = get64(in + 8);
@@ -178,7 +191,18 @@ int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info 
 	ni->requests = get64(in + 32);
 	ni->errors = get64(in + 40);
 	ni->max_obj_size = get32(in + 48);
-	ni->reserved = 0;
+	if (len == SDFS_NODE_INFO_V10_SIZE)
+		return 0;       /* a 1.0 node: no recovery fields */
+	ni->rec_epoch = get32(in + 56);
+	ni->clean_epoch = get32(in + 60);
+	ni->rec_todo_objs = get64(in + 64);
+	ni->rec_done_objs = get64(in + 72);
+	ni->rec_todo_bytes = get64(in + 80);
+	ni->rec_done_bytes = get64(in + 88);
+	ni->rec_unavail = get64(in + 96);
+	ni->rec_extra = get64(in + 104);
+	ni->rec_elapsed_ms = get64(in + 112);
+	ni->moved_objs = get64(in + 120);
 	return 0;
 }
 
@@ -192,4 +216,22 @@ void proto_oids_decode(const uint8_t *in, size_t n, uint64_t *oids)
 {
 	for (size_t i = 0; i < n; i++)
 		oids[i] = get64(in + 8 * i);
+}
+
+void proto_list_ent_encode(const struct sdfs_list_ent *ents, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		put64(out + 24 * i, ents[i].oid);
+		put64(out + 24 * i + 8, ents[i].epoch);
+		put64(out + 24 * i + 16, ents[i].size);
+	}
+}
+
+void proto_list_ent_decode(const uint8_t *in, size_t n, struct sdfs_list_ent *ents)
+{
+	for (size_t i = 0; i < n; i++) {
+		ents[i].oid = get64(in + 24 * i);
+		ents[i].epoch = get64(in + 24 * i + 8);
+		ents[i].size = get64(in + 24 * i + 16);
+	}
 }

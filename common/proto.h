@@ -39,7 +39,8 @@ int proto_res_to_errno(uint32_t res);
 const char *proto_op_name(unsigned op);         /* "OBJ_READ", or "?" */
 
 /* Fixed payload structs: host <-> wire. Decoders return -EPROTO on bad
- * lengths; obj_stat also checks path_len against the bytes present. */
+ * lengths; obj_stat also checks path_len against the bytes present;
+ * node_info accepts the 1.0 size too (recovery fields then zero). */
 void proto_obj_stat_encode(const struct sdfs_obj_stat *s, uint8_t *out);
 int proto_obj_stat_decode(const uint8_t *in, size_t len, struct sdfs_obj_stat *s);
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out);
@@ -49,4 +50,7 @@ int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info 
 /* OBJ_LIST payloads: @n oids <-> le64 array of 8 * n bytes. */
 void proto_oids_encode(const uint64_t *oids, size_t n, uint8_t *out);
 void proto_oids_decode(const uint8_t *in, size_t n, uint64_t *oids);
+/* OBJ_LIST with SDFS_F_EPOCHS: @n entries <-> 24 * n bytes. */
+void proto_list_ent_encode(const struct sdfs_list_ent *ents, size_t n, uint8_t *out);
+void proto_list_ent_decode(const uint8_t *in, size_t n, struct sdfs_list_ent *ents);
 #endif

@@ -91,7 +91,8 @@ static struct sdfs_hdr plain_hdr(void)
 }
 
 static const uint8_t known_flags =
-	SDFS_F_REPLY | SDFS_F_CREATE | SDFS_F_ALL | SDFS_F_FIRST | SDFS_F_MORE;
+	SDFS_F_REPLY | SDFS_F_CREATE | SDFS_F_ALL | SDFS_F_FIRST | SDFS_F_MORE |
+	SDFS_F_EPOCHS | SDFS_F_RAW;
 
 static struct sdfs_hdr random_hdr(uint64_t *seed, uint32_t payload_len)
 {
@@ -525,6 +526,7 @@ static const struct { enum sdfs_res res; int err; } res_table[] = {
 	{ SDFS_RES_IO, EIO }, { SDFS_RES_BAD_VERSION, EPROTONOSUPPORT },
 	{ SDFS_RES_BAD_MSG, EPROTO }, { SDFS_RES_UNKNOWN_OP, EOPNOTSUPP },
 	{ SDFS_RES_NO_MEM, ENOMEM }, { SDFS_RES_SHUTDOWN, ESHUTDOWN },
+	{ SDFS_RES_UNAVAIL, ENODATA },
 };
 
 Test(proto_res, table_covers_every_result)
@@ -682,7 +684,8 @@ Test(proto_node_info, rejects_wrong_lengths)
 	struct sdfs_node_info out;
 
 	for (size_t len = 0; len <= sizeof(buf); len++) {
-		int want = len == sizeof(struct sdfs_node_info) ? 0 : -EPROTO;
+		int want = len == sizeof(struct sdfs_node_info) ||
+			   len == SDFS_NODE_INFO_V10_SIZE ? 0 : -EPROTO;
 
 		cr_assert_eq(proto_node_info_decode(buf, len, &out), want, "len %zu", len);
 	}

@@ -11,6 +11,8 @@
  *
  * Changelog:
  *   1.0  first version: object ops and NODE_INFO.
+ *   1.1  recovery: SDFS_F_EPOCHS (OBJ_LIST with epochs), SDFS_F_RAW,
+ *        SDFS_RES_UNAVAIL, recovery fields at the end of sdfs_node_info.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -20,7 +22,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 0              /* bump = additions only */
+#define SDFS_PROTO_MINOR 1              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -46,6 +48,9 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 #define SDFS_F_ALL       0x04u   /* OBJ_FLUSH: the whole store, oid ignored */
 #define SDFS_F_FIRST     0x08u   /* OBJ_LIST: start at the lowest oid (incl. 0) */
 #define SDFS_F_MORE      0x10u   /* OBJ_LIST reply: more oids follow */
+#define SDFS_F_EPOCHS    0x20u   /* OBJ_LIST: entries are sdfs_list_ent (1.1) */
+#define SDFS_F_RAW       0x40u   /* READ, STAT, LIST: this node's copy as
+				    stored, no freshness check (peers, 1.1) */
 
 /* Results on the wire; common/proto.c maps them to and from errno. */
 enum sdfs_res {
@@ -63,7 +68,9 @@ enum sdfs_res {
 	SDFS_RES_BAD_MSG     = 11, /* EPROTO: malformed message */
 	SDFS_RES_UNKNOWN_OP  = 12, /* EOPNOTSUPP */
 	SDFS_RES_NO_MEM      = 13, /* ENOMEM */
-	SDFS_RES_SHUTDOWN    = 14, /* ESHUTDOWN: node is stopping */
+	SDFS_RES_SHUTDOWN    = 14, /* ESHUTDOWN: node is stopping or cut off */
+	SDFS_RES_UNAVAIL     = 15, /* ENODATA: no copy known to be current is
+				      reachable now; never old data (1.1) */
 	SDFS_RES_MAX
 };
 
@@ -93,8 +100,11 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   OBJ_WRITE   hdr(oid, offset, [CREATE]), data[payload_len] -> hdr
  *   OBJ_CREATE  hdr(oid)                      -> hdr
  *   OBJ_REMOVE  hdr(oid)                      -> hdr
- *   OBJ_LIST    hdr(offset = after, length = max, [FIRST])
+ *   OBJ_LIST    hdr(offset = after, length = max, [FIRST], [EPOCHS])
  *                                             -> hdr([MORE]), le64 oid[payload_len / 8]
+ *                                                with EPOCHS: sdfs_list_ent[payload_len / 24]
+ * Replies to SDFS_F_RAW requests carry the node's clean epoch (the last
+ * epoch whose recovery pass left nothing to do) in `length`.
  *   OBJ_FLUSH   hdr(oid | [ALL])              -> hdr
  *   OBJ_STAT    hdr(oid)                      -> hdr, sdfs_obj_stat, path[path_len]
  *   OBJ_REPLACE hdr(oid), data[payload_len]   -> hdr   (whole object, atomic)
@@ -112,7 +122,15 @@ struct sdfs_obj_stat {
 };
 static_assert(sizeof(struct sdfs_obj_stat) == 32, "obj_stat is 32 bytes");
 
-/* NODE_INFO reply payload. */
+/* OBJ_LIST entry with SDFS_F_EPOCHS: three le64, 24 bytes on the wire. */
+struct sdfs_list_ent {
+	uint64_t oid;
+	uint64_t epoch;         /* of the copy's last write */
+	uint64_t size;
+};
+#define SDFS_LIST_ENT_SIZE 24u
+
+/* NODE_INFO reply payload: 56 bytes in 1.0, 128 since 1.1. */
 struct sdfs_node_info {
 	uint32_t node_id;
 	uint32_t epoch;         /* the cluster epoch this node knows */
@@ -123,6 +141,18 @@ struct sdfs_node_info {
 	uint64_t errors;        /* requests answered with an error */
 	uint32_t max_obj_size;
 	uint32_t reserved;
+	/* 1.1: recovery, for the pass at rec_epoch */
+	uint32_t rec_epoch;     /* epoch of the current or last recovery pass */
+	uint32_t clean_epoch;   /* last epoch whose pass left nothing to do */
+	uint64_t rec_todo_objs; /* objects this pass must fetch */
+	uint64_t rec_done_objs; /* ... fetched so far */
+	uint64_t rec_todo_bytes;
+	uint64_t rec_done_bytes;
+	uint64_t rec_unavail;   /* objects with no current copy reachable */
+	uint64_t rec_extra;     /* copies held here that placement moved away */
+	uint64_t rec_elapsed_ms;/* since the pass started */
+	uint64_t moved_objs;    /* objects fetched by recovery since start */
 };
-static_assert(sizeof(struct sdfs_node_info) == 56, "node_info is 56 bytes");
+#define SDFS_NODE_INFO_V10_SIZE 56u
+static_assert(sizeof(struct sdfs_node_info) == 128, "node_info is 128 bytes");
 #endif

@@ -7,6 +7,7 @@
  *   client_conn.c  connections: framing, checks, replies
  *   ops.c          what each request does (dispatch table)
  *   member.c       node id, ZooKeeper membership, the cluster map
+ *   recover*.c     keeping copies current across epochs (recover.h)
  *   main.c         options and start-up
  */
 #ifndef SDFS_BLOCKD_BLOCKD_H
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "blockd/objstore.h"
+#include "blockd/recover.h"
 #include "common/cmap.h"
 #include "common/conf.h"
 #include "common/coord.h"
@@ -30,6 +32,7 @@ struct blockd {
 	uint32_t zone;
 	uint32_t weight;                /* 0: from capacity */
 	int io_threads;
+	struct recover_opts rec_opts;
 	struct sdfs_conf conf;          /* zk, cluster, session_ms */
 
 	/* state, loop thread */
@@ -37,6 +40,7 @@ struct blockd {
 	struct workq *io_q;             /* disk I/O */
 	struct workq *coord_q;          /* ZooKeeper calls (one thread) */
 	struct objstore *store;
+	struct recover *recover;
 	struct coord *coord;
 	struct cluster_config cfg;
 	uint32_t node_id;

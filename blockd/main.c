@@ -35,6 +35,8 @@ static void usage(FILE *f)
 "  -z, --zone N           failure domain; copies go to distinct zones (default 0)\n"
 "  -w, --weight N         placement weight (default: capacity in GiB, at least 1)\n"
 "  -t, --io-threads N     disk I/O threads (default 8)\n"
+"      --recovery-threads N objects recovered in parallel (default 2)\n"
+"      --recovery-mbps N    recovery bandwidth cap in MB/s (default 200)\n"
 "  -v, --log-level LEVEL  err, warn, info or debug (default info)\n"
 "  -h, --help             this help\n", CONF_DEFAULT_PATH);
 }
@@ -70,13 +72,15 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		{ "zone", required_argument, NULL, 'z' },
 		{ "weight", required_argument, NULL, 'w' },
 		{ "io-threads", required_argument, NULL, 't' },
+		{ "recovery-threads", required_argument, NULL, 'R' },
+		{ "recovery-mbps", required_argument, NULL, 'B' },
 		{ "log-level", required_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *conf_file = NULL, *zk = NULL, *cluster = NULL;
 	const char *listen = "127.0.0.1:7000";
-	uint32_t threads = 8;
+	uint32_t threads = 8, v;
 	char err[256];
 	int c, lvl;
 
@@ -110,6 +114,21 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 				fprintf(stderr, "sdfs-blockd: bad --io-threads '%s'\n", optarg);
 				return -1;
 			}
+			break;
+		case 'R':
+			if (parse_u32(optarg, &v) || v == 0 || v > 16) {
+				fprintf(stderr, "sdfs-blockd: bad --recovery-threads '%s' "
+					"(1..16)\n", optarg);
+				return -1;
+			}
+			bd->rec_opts.threads = (int)v;
+			break;
+		case 'B':
+			if (parse_u32(optarg, &v) || v == 0) {
+				fprintf(stderr, "sdfs-blockd: bad --recovery-mbps '%s'\n", optarg);
+				return -1;
+			}
+			bd->rec_opts.mbps = v;
 			break;
 		case 'v':
 			lvl = log_level_parse(optarg);
@@ -251,6 +270,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = workq_new(bd.loop, "coord", 1, &bd.coord_q);
 	if (!ret)
+		ret = recover_new(&bd, &bd.rec_opts, &bd.recover);
+	if (!ret)
 		ret = client_conn_start(&bd);
 	if (ret)
 		goto out_workq;
@@ -267,11 +288,13 @@ int main(int argc, char **argv)
 	ret = 0;
 out_workq:
 	main_loop = NULL;
-	/* Leave ZooKeeper first, so clients stop sending here at once. */
+	/* In order of who uses what: requests use recovery, recovery and the
+	 * map updates use ZooKeeper. */
+	workq_free(bd.io_q);
+	recover_free(bd.recover);
+	workq_free(bd.coord_q);
 	coord_close(bd.coord);
 	bd.coord = NULL;
-	workq_free(bd.coord_q);
-	workq_free(bd.io_q);
 	if (bd.listen_fd >= 0)
 		close(bd.listen_fd);
 out_store:

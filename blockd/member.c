@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "blockd/blockd.h"
@@ -141,16 +142,53 @@ static int same_node(const struct cmap_node *a, const struct cmap_node *b)
 {
 	return a->node_id == b->node_id && a->zone == b->zone &&
 	       a->weight == b->weight && a->port == b->port &&
-	       a->state == b->state && strcmp(a->host, b->host) == 0;
+	       a->state == b->state && a->down_ms == b->down_ms &&
+	       a->drain == b->drain && a->wset == b->wset &&
+	       strcmp(a->host, b->host) == 0;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A mapped node without a member znode: down now, out after the grace. */
+static void node_gone(struct cmap_node *nd, uint64_t now, uint32_t grace_ms)
+{
+	if (nd->state == CMAP_UP) {
+		nd->state = CMAP_DOWN;
+		nd->down_ms = now;
+	} else if (nd->state == CMAP_DOWN && now >= nd->down_ms + grace_ms) {
+		nd->state = CMAP_OUT;
+	}
+}
+
+/* A member: up, as it describes itself, but what operators set stays. */
+static void node_here(struct cmap_node *nd, const struct cmap_node *cur,
+		      const struct cmap_node *mem)
+{
+	*nd = *mem;
+	nd->state = CMAP_UP;
+	nd->down_ms = 0;
+	if (cur) {
+		nd->drain = cur->drain;
+		nd->wset = cur->wset;
+		if (cur->wset)
+			nd->weight = cur->weight;
+	}
 }
 
 /*
  * The map that membership @mem implies, starting from @cur: nodes keep
- * their place; a node without a member znode is down; a member not in
- * the map is added. Returns 1 and *@next if it differs from @cur.
+ * their place; a node without a member znode is down, and out once down
+ * for @grace_ms; a member not in the map is added. Returns 1 and *@next
+ * if it differs from @cur.
  */
 static int map_next(const struct cmap *cur, const struct cmap_node *mem, size_t nmem,
-		    struct cmap **next)
+		    uint64_t now, uint32_t grace_ms, struct cmap **next)
 {
 	struct cmap_node *nodes = calloc(cur->n + nmem + 1, sizeof(*nodes));
 	size_t n = 0, i, j;
@@ -162,11 +200,12 @@ static int map_next(const struct cmap *cur, const struct cmap_node *mem, size_t 
 	for (i = 0, j = 0; i < cur->n || j < nmem;) {
 		if (j == nmem || (i < cur->n && cur->nodes[i].node_id < mem[j].node_id)) {
 			nodes[n] = cur->nodes[i++];
-			nodes[n].state = CMAP_DOWN;
+			node_gone(&nodes[n], now, grace_ms);
 		} else {
-			nodes[n] = mem[j];
-			nodes[n].state = CMAP_UP;
-			if (i < cur->n && cur->nodes[i].node_id == mem[j].node_id)
+			int both = i < cur->n && cur->nodes[i].node_id == mem[j].node_id;
+
+			node_here(&nodes[n], both ? &cur->nodes[i] : NULL, &mem[j]);
+			if (both)
 				i++;
 			j++;
 		}
@@ -184,6 +223,7 @@ static int map_next(const struct cmap *cur, const struct cmap_node *mem, size_t 
 struct reconcile_job {
 	struct work work;
 	struct blockd *bd;
+	uint32_t grace_ms;
 	struct cmap_node self;
 	struct coord *coord;
 	struct cmap *map;       /* result */
@@ -229,7 +269,7 @@ static void reconcile_fn(struct work *w)
 			}
 			continue;
 		}
-		ret = map_next(cur, mem, nmem, &next);
+		ret = map_next(cur, mem, nmem, wall_ms(), j->grace_ms, &next);
 		free(mem);
 		if (ret < 0) {
 			cmap_free(cur);
@@ -272,6 +312,7 @@ static void reconcile_done(struct work *w)
 			cmap_free(bd->map);
 			bd->map = j->map;
 			j->map = NULL;
+			recover_map_changed(bd->recover, bd->map);
 		}
 	} else if (j->ret) {
 		log_warn("node=%" PRIu32 ": cluster map update failed: %s; will retry",
@@ -301,6 +342,7 @@ static void reconcile_start(struct blockd *bd)
 	bd->reconcile_running = 1;
 	j->bd = bd;
 	j->coord = bd->coord;
+	j->grace_ms = bd->cfg.out_grace_ms;
 	self_node(bd, &j->self);
 	j->work.fn = reconcile_fn;
 	j->work.done = reconcile_done;
@@ -362,9 +404,19 @@ static void reconcile_tick(void *arg)
 {
 	struct blockd *bd = arg;
 
-	if (bd->zk_expired)
+	if (bd->zk_expired) {
 		member_on_event(COORD_EV_EXPIRED, bd);
-	else if (bd->reconcile_again)
+		return;
+	}
+	/* A node down past the grace goes out: someone must write that. */
+	for (size_t i = 0; bd->map && i < bd->map->n; i++) {
+		const struct cmap_node *nd = &bd->map->nodes[i];
+
+		if (nd->state == CMAP_DOWN &&
+		    wall_ms() >= nd->down_ms + bd->cfg.out_grace_ms)
+			bd->reconcile_again = 1;
+	}
+	if (bd->reconcile_again)
 		reconcile_start(bd);
 }
 

@@ -25,8 +25,23 @@ struct req {
 	uint8_t *out;           /* reply payload, owned until replied */
 	uint32_t out_len;
 	uint32_t reply_flags;
+	uint64_t epoch;         /* the request's, else the node's at dispatch */
 	int ret;                /* 0 or -errno */
 };
+
+/* Client access (not SDFS_F_RAW): the local copy must be current first. */
+static int ensure(struct req *r)
+{
+	if (r->h.flags & SDFS_F_RAW)
+		return 0;
+	return recover_ensure(r->bd->recover, r->h.oid, r->epoch);
+}
+
+static void note_current(struct req *r)
+{
+	if (r->ret == 0 || r->ret == -ENOENT)
+		recover_note_current(r->bd->recover, r->h.oid, r->epoch);
+}
 
 struct op_desc {
 	const char *name;
@@ -43,6 +58,9 @@ static void op_read(struct work *w)
 		r->ret = -EINVAL;
 		return;
 	}
+	r->ret = ensure(r);
+	if (r->ret)
+		return;
 	r->out = malloc(r->h.length ? r->h.length : 1);
 	if (!r->out) {
 		r->ret = -ENOMEM;
@@ -57,16 +75,26 @@ static void op_write(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
+	r->ret = ensure(r);
+	if (r->ret)
+		return;
 	r->ret = objstore_write(r->bd->store, r->h.oid, r->h.offset, r->payload,
 				r->h.payload_len, r->h.epoch,
 				r->h.flags & SDFS_F_CREATE ? OBJSTORE_CREATE : 0);
+	if (r->ret == 0)
+		note_current(r);
 }
 
 static void op_create(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
+	r->ret = ensure(r);
+	if (r->ret)
+		return;
 	r->ret = objstore_create(r->bd->store, r->h.oid, r->h.epoch);
+	if (r->ret == 0)
+		note_current(r);
 }
 
 static void op_remove(struct work *w)
@@ -74,14 +102,17 @@ static void op_remove(struct work *w)
 	struct req *r = (struct req *)w;
 
 	r->ret = objstore_remove(r->bd->store, r->h.oid);
+	note_current(r);
 }
 
 static void op_replace(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
+	/* The whole object: what was here before does not matter. */
 	r->ret = objstore_replace(r->bd->store, r->h.oid, r->payload,
 				  r->h.payload_len, r->h.epoch);
+	note_current(r);
 }
 
 static void op_flush(struct work *w)
@@ -95,39 +126,66 @@ static void op_flush(struct work *w)
 static void op_list(struct work *w)
 {
 	struct req *r = (struct req *)w;
-	size_t max = r->h.length, n = 0;
-	uint64_t *oids;
+	int epochs = !!(r->h.flags & SDFS_F_EPOCHS);
+	size_t max = r->h.length, n = 0, esz = epochs ? SDFS_LIST_ENT_SIZE : 8;
+	struct objstore_ent *ents;
 
 	if (max == 0 || max > SDFS_MAX_LIST)
 		max = SDFS_MAX_LIST;
-	oids = malloc((max + 1) * sizeof(*oids));
-	r->out = malloc(max * 8);
-	if (!oids || !r->out) {
-		free(oids);
+	ents = malloc((max + 1) * sizeof(*ents));
+	r->out = malloc(max * esz);
+	if (!ents || !r->out) {
+		free(ents);
 		r->ret = -ENOMEM;
 		return;
 	}
-	r->ret = objstore_list(r->bd->store, r->h.offset, !!(r->h.flags & SDFS_F_FIRST),
-			       oids, max + 1, &n);
-	if (r->ret == 0) {
+	/* One more than asked, to know whether the list goes on. */
+	if (epochs)
+		r->ret = objstore_list_ent(r->bd->store, r->h.offset,
+					   !!(r->h.flags & SDFS_F_FIRST), ents, max + 1, &n);
+	else {
+		uint64_t *oids = (uint64_t *)ents;   /* big enough */
+
+		r->ret = objstore_list(r->bd->store, r->h.offset,
+				       !!(r->h.flags & SDFS_F_FIRST), oids, max + 1, &n);
+		if (r->ret == 0 && n > max) {
+			n = max;
+			r->reply_flags |= SDFS_F_MORE;
+		}
+		if (r->ret == 0)
+			proto_oids_encode(oids, n, r->out);
+	}
+	if (r->ret == 0 && epochs) {
 		if (n > max) {
 			n = max;
 			r->reply_flags |= SDFS_F_MORE;
 		}
-		proto_oids_encode(oids, n, r->out);
-		r->out_len = (uint32_t)(n * 8);
+		for (size_t i = 0; i < n; i++) {
+			struct sdfs_list_ent e = { ents[i].oid, ents[i].epoch, ents[i].size };
+
+			proto_list_ent_encode(&e, 1, r->out + i * SDFS_LIST_ENT_SIZE);
+		}
 	}
-	free(oids);
+	if (r->ret == 0)
+		r->out_len = (uint32_t)(n * esz);
+	free(ents);
 }
 
 static void op_stat(struct work *w)
 {
 	struct req *r = (struct req *)w;
-	struct objstore_stat st;
+	struct objstore_stat st = { 0 };
 	struct sdfs_obj_stat ws = { 0 };
 	char path[SDFS_MAX_PATH];
 
-	r->ret = objstore_stat(r->bd->store, r->h.oid, &st);
+	if (r->h.flags & SDFS_F_RAW) {
+		/* Peers want the tag, fast: the header only. */
+		r->ret = objstore_head(r->bd->store, r->h.oid, &st.size, &st.epoch);
+	} else {
+		r->ret = ensure(r);
+		if (r->ret == 0)
+			r->ret = objstore_stat(r->bd->store, r->h.oid, &st);
+	}
 	if (r->ret)
 		return;
 	if (objstore_path(r->bd->store, r->h.oid, path, sizeof(path)) != 0)
@@ -205,7 +263,8 @@ static void req_done(struct work *w)
 		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": checksum mismatch in "
 			"local replica (%s)", r->bd->node_id, r->h.oid,
 			proto_op_name(r->h.opcode));
-	else if (r->ret && r->ret != -ENOENT && r->ret != -EEXIST)
+	else if (r->ret && r->ret != -ENOENT && r->ret != -EEXIST &&
+		 r->ret != -EAGAIN && r->ret != -ENODATA)
 		log_warn("oid=%016" PRIx64 " op=%s: %s", r->h.oid,
 			 proto_op_name(r->h.opcode), strerror(-r->ret));
 	if (r->ret == 0 && r->h.opcode == SDFS_OP_NODE_INFO) {
@@ -217,10 +276,13 @@ static void req_done(struct work *w)
 		ni.requests = r->bd->requests;
 		ni.errors = r->bd->errors;
 		ni.max_obj_size = r->bd->cfg.obj_size;
+		recover_fill_info(r->bd->recover, &ni);
 		proto_node_info_encode(&ni, r->out);
 	}
 	proto_reply_init(&reply, &r->h, proto_res_from_errno(r->ret));
 	reply.flags |= r->reply_flags;
+	if (r->h.flags & SDFS_F_RAW)
+		reply.length = (uint32_t)recover_clean_epoch(r->bd->recover);
 	if (r->ret == 0 && r->out) {
 		reply.payload_len = r->out_len;
 		client_conn_reply(r->conn, &reply, r->out);
@@ -272,6 +334,7 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	r->bd = bd;
 	r->conn = c;
 	r->h = *h;
+	r->epoch = h->epoch ? h->epoch : epoch;
 	r->payload = payload;
 	r->work.fn = op->fn;
 	r->work.done = req_done;

@@ -237,9 +237,10 @@ static void make_uuid(char *out, size_t len)
 }
 
 int sdfs_cluster_format(struct sdfs *s, unsigned copies, uint32_t obj_size,
-			int force)
+			uint32_t out_grace_ms, int force)
 {
-	struct cluster_config cfg = { .copies = copies, .obj_size = obj_size };
+	struct cluster_config cfg = { .copies = copies, .obj_size = obj_size,
+		.out_grace_ms = out_grace_ms ? out_grace_ms : CMAP_DEFAULT_OUT_GRACE_MS };
 	int ret;
 
 	if (copies == 0 || copies > RING_MAX_COPIES || obj_size < 4096 ||

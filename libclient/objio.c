@@ -139,12 +139,12 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 				ok++;
 			else if (r == -ENOENT && kind == MUT_NOENT_OK)
 				noent++;
-			else if (is_epoch_miss(r) || is_transport(r)) {
+			else if (is_epoch_miss(r) || is_transport(r) || r == -ENODATA) {
 				if (is_transport(r))
 					log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": %s; "
 						 "retrying", p.up[i]->node_id, oid, strerror(-r));
 				retry = 1;
-				last = is_transport(r) ? -EIO : last;
+				last = is_transport(r) || r == -ENODATA ? -EIO : last;
 			} else if (!fatal)
 				fatal = r;
 		}
@@ -257,7 +257,7 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 	for (int attempt = 0;; attempt++) {
 		const struct cmap_node *bad[RING_MAX_COPIES];
 		struct placement p;
-		size_t nbad = 0, noent = 0;
+		size_t nbad = 0, noent = 0, nodata = 0;
 		int ret = placement_get(s, oid, &p), stale = 0;
 
 		if (ret)
@@ -294,6 +294,10 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 				bad[nbad++] = p.up[i];
 			} else if (ret == -ENOENT) {
 				noent++;
+			} else if (ret == -ENODATA) {
+				/* That node cannot vouch for its copy: never take
+				 * old data, ask the next one. */
+				nodata++;
 			} else if (is_epoch_miss(ret)) {
 				stale = 1;
 			} else if (!is_transport(ret)) {
@@ -307,8 +311,10 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 		placement_done(&p);
 		if (!stale && nup && noent == nup)
 			return -ENOENT;
-		if (!stale && nup && nbad + noent == nup)
-			return -EIO;    /* every reachable replica is corrupt or missing */
+		if (!stale && nup && noent && noent + nodata == nup)
+			return -ENOENT; /* a replica that can vouch says it is gone */
+		if (!stale && nup && nbad + noent + nodata == nup)
+			return -EIO;    /* corrupt, missing or not current everywhere */
 		if (deadline - net_now_ms() <= 0)
 			return last;
 		client_map_refresh(s);

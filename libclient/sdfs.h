@@ -49,9 +49,13 @@ void sdfs_set_timeout(struct sdfs *s, int timeout_ms);
 
 /* ---- cluster ---- */
 
-/* Store the cluster config. -EEXIST if formatted already and !force. */
+/*
+ * Store the cluster config. @out_grace_ms: how long a node may be down
+ * before its data is re-replicated (0: the default, 30 s). -EEXIST if
+ * formatted already and !force.
+ */
 int sdfs_cluster_format(struct sdfs *s, unsigned copies, uint32_t obj_size,
-			int force);
+			uint32_t out_grace_ms, int force);
 
 struct sdfs_cluster_info {
 	char uuid[40];

@@ -11,7 +11,7 @@
 
 static int cluster_format(struct cli *cli, struct sdfs *s)
 {
-	uint64_t copies = 0, obj_size = 4 << 20;
+	uint64_t copies = 0, obj_size = 4 << 20, grace_s = 30;
 	int force = 0, ret;
 	const char *v;
 
@@ -24,16 +24,21 @@ static int cluster_format(struct cli *cli, struct sdfs *s)
 			    obj_size % 4096 || obj_size > (64u << 20))
 				return cli_fail("--obj-size must be a multiple of 4 KiB "
 						"up to 64 MiB, not '%s'", v);
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--out-grace"))) {
+			if (cli_parse_u64(v, &grace_s) || grace_s < 1 || grace_s > 86400)
+				return cli_fail("--out-grace must be 1..86400 seconds, not '%s'", v);
 		} else if (!strcmp(cli->argv[i], "--force")) {
 			force = 1;
 		} else {
 			return cli_usage("sdfs cluster format --copies N "
-					 "[--obj-size SIZE] [--force]");
+					 "[--obj-size SIZE] [--out-grace S] [--force]");
 		}
 	}
 	if (!copies)
-		return cli_usage("sdfs cluster format --copies N [--obj-size SIZE] [--force]");
-	ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size, force);
+		return cli_usage("sdfs cluster format --copies N [--obj-size SIZE] "
+				 "[--out-grace S] [--force]");
+	ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size,
+				  (uint32_t)(grace_s * 1000), force);
 	if (ret == -EEXIST)
 		return cli_fail("cluster is already formatted (use --force to "
 				"reformat: existing data becomes unreachable)");

@@ -429,7 +429,7 @@ static int wait_nodes(const struct dev *d, struct sdfs *s, unsigned want,
 static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
-	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20;
+	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20, grace_s = 30;
 	struct dev d = { 0 };
 	char blockd_bin[PATH_MAX], names[64][64];
 	int ret;
@@ -447,6 +447,9 @@ static int dev_up(struct cli *cli)
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--obj-size"))) {
 			if (cli_parse_size(v, &obj_size))
 				return cli_fail("bad --obj-size '%s'", v);
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--out-grace"))) {
+			if (cli_parse_u64(v, &grace_s) || grace_s < 1 || grace_s > 86400)
+				return cli_fail("--out-grace must be 1..86400 seconds");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zk"))) {
 			snprintf(d.zk, sizeof(d.zk), "%s", v);
 			d.external_zk = 1;
@@ -454,7 +457,8 @@ static int dev_up(struct cli *cli)
 			snprintf(d.cluster, sizeof(d.cluster), "%s", v);
 		} else {
 			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--copies N] "
-					 "[--obj-size SIZE] [--zk HOSTS --cluster NAME]");
+					 "[--obj-size SIZE] [--out-grace S] "
+					 "[--zk HOSTS --cluster NAME]");
 		}
 	}
 	if (!copies)
@@ -476,7 +480,8 @@ static int dev_up(struct cli *cli)
 		goto fail;
 	struct sdfs_cluster_info info;
 	if (sdfs_cluster_info(s, &info) == -ENOENT) {
-		ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size, 0);
+		ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size,
+					  (uint32_t)(grace_s * 1000), 0);
 		if (ret) {
 			cli_fail("format: %s", strerror(-ret));
 			goto fail_close;

@@ -1,0 +1,548 @@
+/*
+ * recover.c - the recovery pass: after each epoch change, work out what
+ * this node must now hold, fetch it, and drop what placement moved away.
+ *
+ * One thread runs passes; a pass fetches with opts.threads helper
+ * threads. A pass at epoch E:
+ *   1. lists every up node's objects with their tags (a peer still on an
+ *      older epoch makes it wait: no write tagged older than E may land
+ *      after the listing);
+ *   2. for each object this node holds in E, applies the rule of
+ *      recover.h to the listed copies and fetches the newest if needed;
+ *   3. removes local copies of objects it no longer holds once every
+ *      holder in E is up and has a copy at least as new;
+ *   4. if nothing was left undone, records E as its clean epoch.
+ * Leftovers (unreachable holders, copies not yet safe to drop) make the
+ * pass run again a few seconds later; a new epoch starts a new pass.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "blockd/recover_int.h"
+#include "common/log.h"
+#include "common/proto.h"
+
+#define PASS_RETRY_MS 3000
+#define LIST_PAGE 8192
+
+struct listed {
+	uint64_t oid, tag, size;
+	uint32_t node_id;
+};
+
+struct pass {
+	struct recover *r;
+	const struct cmap *m;
+	struct listed *ents;
+	size_t n, cap;
+	size_t nresp;
+	uint32_t resp_id[REC_MAX_PEERS + 1];
+	uint64_t resp_clean[REC_MAX_PEERS + 1];
+	/* objects to settle, as indexes of their first entry in ents */
+	size_t *work, nwork;
+	atomic_size_t next;
+	atomic_int failed;
+	atomic_size_t fetched;
+	int aborted;
+};
+
+static uint64_t next_req_id(void *arg)
+{
+	static atomic_uint_fast64_t id = 1ull << 40;
+
+	(void)arg;
+	return atomic_fetch_add(&id, 1);
+}
+
+static int pass_add(struct pass *p, uint64_t oid, uint64_t tag, uint64_t size,
+		    uint32_t node_id)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 4096;
+		struct listed *e = realloc(p->ents, cap * sizeof(*e));
+
+		if (!e)
+			return -ENOMEM;
+		p->ents = e;
+		p->cap = cap;
+	}
+	p->ents[p->n++] = (struct listed){ oid, tag, size, node_id };
+	return 0;
+}
+
+static int superseded(struct recover *r, uint64_t epoch)
+{
+	int ret;
+
+	pthread_mutex_lock(&r->lock);
+	ret = r->stop || r->cur_epoch > epoch;
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+/* List one peer's objects; -EAGAIN while it is on an older epoch. */
+static int list_peer(struct pass *p, const struct cmap_node *nd)
+{
+	uint64_t after = 0;
+	int first = 1;
+
+	for (;;) {
+		struct rpc_call c = { 0 };
+		int ret;
+
+		c.node = nd;
+		c.req.opcode = SDFS_OP_OBJ_LIST;
+		c.req.flags = SDFS_F_RAW | SDFS_F_EPOCHS | (first ? SDFS_F_FIRST : 0);
+		c.req.offset = after;
+		c.req.length = LIST_PAGE;
+		c.req.epoch = (uint32_t)p->m->epoch;
+		rpc_run(p->r->pool, &c, 1, p->r->opts.peer_timeout_ms * 3, next_req_id, NULL);
+		ret = rpc_result(&c);
+		if (ret == 0 && c.reply.epoch != p->m->epoch)
+			ret = c.reply.epoch < p->m->epoch ? -EAGAIN : -ESTALE;
+		if (ret == 0 && c.reply.payload_len % SDFS_LIST_ENT_SIZE)
+			ret = -EPROTO;
+		if (ret) {
+			rpc_calls_free(&c, 1);
+			return ret;
+		}
+		if (first) {
+			p->resp_id[p->nresp] = nd->node_id;
+			p->resp_clean[p->nresp++] = c.reply.length;
+		}
+		size_t cnt = c.reply.payload_len / SDFS_LIST_ENT_SIZE;
+		struct sdfs_list_ent e[64];
+		for (size_t i = 0; i < cnt && ret == 0; i += 64) {
+			size_t k = cnt - i < 64 ? cnt - i : 64;
+
+			proto_list_ent_decode(c.rpayload + i * SDFS_LIST_ENT_SIZE, k, e);
+			for (size_t j = 0; j < k && ret == 0; j++)
+				ret = pass_add(p, e[j].oid, e[j].epoch, e[j].size, nd->node_id);
+			after = e[k - 1].oid;
+		}
+		int more = c.reply.flags & SDFS_F_MORE;
+		rpc_calls_free(&c, 1);
+		if (ret || !more || cnt == 0)
+			return ret;
+		first = 0;
+	}
+}
+
+static int list_self(struct pass *p)
+{
+	struct objstore_ent *e = malloc(LIST_PAGE * sizeof(*e));
+	uint64_t after = 0;
+	int first = 1, ret = 0;
+	size_t n;
+
+	if (!e)
+		return -ENOMEM;
+	do {
+		ret = objstore_list_ent(p->r->bd->store, after, first, e, LIST_PAGE, &n);
+		for (size_t i = 0; ret == 0 && i < n; i++)
+			ret = pass_add(p, e[i].oid, e[i].epoch, e[i].size, p->r->self);
+		if (n)
+			after = e[n - 1].oid;
+		first = 0;
+	} while (ret == 0 && n == LIST_PAGE);
+	free(e);
+	return ret;
+}
+
+/* Every up node's list; waits (bounded) for peers to reach the epoch. */
+static int list_all(struct pass *p)
+{
+	int64_t deadline = rec_now_ms() + 30000;
+	int ret = list_self(p);
+
+	for (size_t i = 0; ret == 0 && i < p->m->n; i++) {
+		const struct cmap_node *nd = &p->m->nodes[i];
+
+		if (nd->state != CMAP_UP || nd->node_id == p->r->self)
+			continue;
+		if (p->nresp == REC_MAX_PEERS)
+			break;
+		for (;;) {
+			size_t mark = p->n;
+
+			ret = list_peer(p, nd);
+			if (ret != -EAGAIN)
+				break;
+			p->n = mark;    /* drop a partial list, ask again */
+			if (rec_now_ms() > deadline || superseded(p->r, p->m->epoch))
+				return -EAGAIN;
+			usleep(100 * 1000);
+		}
+		if (ret == -ESTALE)
+			return ret;     /* we are behind: a newer pass comes */
+		if (ret) {
+			log_info("epoch=%" PRIu64 ": node %" PRIu32 " did not list its "
+				 "objects (%s); continuing without it", p->m->epoch,
+				 nd->node_id, strerror(-ret));
+			ret = 0;
+		}
+	}
+	return ret;
+}
+
+static int cmp_listed(const void *a, const void *b)
+{
+	const struct listed *x = a, *y = b;
+
+	if (x->oid != y->oid)
+		return x->oid < y->oid ? -1 : 1;
+	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
+}
+
+/* The view of the object whose entries start at ents[i]; returns the
+ * index after its last entry. */
+static size_t view_of(const struct pass *p, size_t i, struct rec_view *v)
+{
+	uint64_t oid = p->ents[i].oid;
+
+	memset(v, 0, sizeof(*v));
+	v->nresp = p->nresp;
+	memcpy(v->resp_id, p->resp_id, p->nresp * sizeof(v->resp_id[0]));
+	memcpy(v->resp_clean, p->resp_clean, p->nresp * sizeof(v->resp_clean[0]));
+	for (; i < p->n && p->ents[i].oid == oid; i++) {
+		const struct listed *e = &p->ents[i];
+
+		if (e->node_id != p->r->self && v->n < REC_MAX_PEERS)
+			v->copy[v->n++] = (struct rec_copy){ e->node_id, 1, e->tag, e->size };
+	}
+	return i;
+}
+
+static void *fetch_worker(void *arg)
+{
+	struct pass *p = arg;
+	struct recover *r = p->r;
+
+	for (;;) {
+		size_t k = atomic_fetch_add(&p->next, 1);
+		struct rec_view v;
+		uint64_t bytes;
+		int fetched, ret;
+
+		if (k >= p->nwork || superseded(r, p->m->epoch))
+			return NULL;
+		uint64_t oid = p->ents[p->work[k]].oid;
+		view_of(p, p->work[k], &v);
+		pthread_mutex_lock(rec_stripe(r, oid));
+		ret = rec_settle_locked(r, p->m, oid, &v, &fetched, &bytes);
+		if (ret == -EAGAIN || ret == -EIO || ret == -ETIMEDOUT ||
+		    ret == -ECONNREFUSED || ret == -ECONNRESET)
+			/* the listed source failed: ask everyone again */
+			ret = rec_settle_locked(r, p->m, oid, NULL, &fetched, &bytes);
+		pthread_mutex_unlock(rec_stripe(r, oid));
+		if (fetched) {
+			atomic_fetch_add(&r->moved, 1);
+			atomic_fetch_add(&p->fetched, 1);
+			atomic_fetch_add(&r->done_bytes, bytes);
+		}
+		atomic_fetch_add(&r->done_objs, 1);
+		if (ret == -ENODATA)
+			atomic_fetch_add(&r->unavail, 1);
+		else if (ret)
+			atomic_fetch_add(&p->failed, 1);
+	}
+}
+
+/* Will this object's copy have to come from a peer? (For progress.) */
+static int needs_fetch(const struct pass *p, size_t i, uint64_t *size)
+{
+	uint64_t oid = p->ents[i].oid, mine = 0, best = 0;
+	int have = 0;
+
+	for (; i < p->n && p->ents[i].oid == oid; i++) {
+		if (p->ents[i].node_id == p->r->self) {
+			have = 1;
+			mine = p->ents[i].tag;
+		} else if (p->ents[i].tag > best) {
+			best = p->ents[i].tag;
+			*size = p->ents[i].size;
+		}
+	}
+	return have ? best > mine : best > 0;
+}
+
+/* May the local copy at ents[i..] go? Every holder up, listed, as new. */
+static int safe_to_drop(const struct pass *p, size_t i, uint64_t mine)
+{
+	uint64_t oid = p->ents[i].oid;
+	uint32_t ids[RING_MAX_COPIES];
+	int n = ring_place(p->m->ring, oid, p->r->copies, ids);
+
+	if (n < (int)p->r->copies)
+		return 0;       /* fewer nodes than copies: keep every copy */
+	for (int k = 0; k < n; k++) {
+		const struct cmap_node *nd = cmap_find(p->m, ids[k]);
+		int ok = 0;
+
+		if (!nd || nd->state != CMAP_UP)
+			return 0;
+		for (size_t j = i; j < p->n && p->ents[j].oid == oid; j++)
+			if (p->ents[j].node_id == ids[k] && p->ents[j].tag >= mine)
+				ok = 1;
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+static void cleanup(struct pass *p, size_t i)
+{
+	struct recover *r = p->r;
+	uint64_t oid = p->ents[i].oid, mine = 0, size, tag;
+	int have = 0;
+
+	for (size_t j = i; j < p->n && p->ents[j].oid == oid; j++)
+		if (p->ents[j].node_id == r->self) {
+			have = 1;
+			mine = p->ents[j].tag;
+		}
+	if (!have)
+		return;
+	if (!safe_to_drop(p, i, mine)) {
+		atomic_fetch_add(&r->extra, 1);
+		return;
+	}
+	pthread_mutex_lock(rec_stripe(r, oid));
+	/* Only the copy we judged: a write since makes it someone else's call. */
+	if (objstore_head(r->bd->store, oid, &size, &tag) == 0 && tag == mine &&
+	    !history_is_up_holder(p->m, oid, r->copies, r->self))
+		objstore_remove(r->bd->store, oid);
+	pthread_mutex_unlock(rec_stripe(r, oid));
+}
+
+static void run_pass(struct recover *r, const struct cmap *m)
+{
+	struct pass p = { .r = r, .m = m };
+	uint32_t ids[RING_MAX_COPIES];
+	int ret;
+
+	atomic_store(&r->todo_objs, 0);
+	atomic_store(&r->done_objs, 0);
+	atomic_store(&r->todo_bytes, 0);
+	atomic_store(&r->done_bytes, 0);
+	atomic_store(&r->unavail, 0);
+	atomic_store(&r->extra, 0);
+	atomic_store(&r->pass_start_ms, rec_now_ms());
+	atomic_store(&r->pass_end_ms, 0);
+
+	ret = list_all(&p);
+	if (ret) {
+		log_info("epoch=%" PRIu64 ": recovery pass deferred (%s)", m->epoch,
+			 strerror(-ret));
+		goto out_retry;
+	}
+	qsort(p.ents, p.n, sizeof(*p.ents), cmp_listed);
+	p.work = malloc((p.n + 1) * sizeof(*p.work));
+	if (!p.work)
+		goto out_retry;
+	/* What must be here: settle it (most settle by the fast path). */
+	for (size_t i = 0, next; i < p.n; i = next) {
+		uint64_t oid = p.ents[i].oid, size = 0;
+		int n = ring_place(m->ring, oid, r->copies, ids), mine = 0;
+
+		for (next = i; next < p.n && p.ents[next].oid == oid; next++)
+			;
+		for (int k = 0; k < n; k++)
+			mine |= ids[k] == r->self;
+		if (!mine)
+			continue;
+		p.work[p.nwork++] = i;
+		atomic_fetch_add(&r->todo_objs, 1);
+		if (needs_fetch(&p, i, &size))
+			atomic_fetch_add(&r->todo_bytes, size);
+	}
+	log_info("epoch=%" PRIu64 ": recovery pass: %zu objects listed on %zu "
+		 "nodes, %zu held here", m->epoch, p.n, p.nresp + 1, p.nwork);
+
+	int nthreads = r->opts.threads;
+	pthread_t th[16];
+	if (nthreads > 16)
+		nthreads = 16;
+	int started = 0;
+	for (; started < nthreads; started++)
+		if (pthread_create(&th[started], NULL, fetch_worker, &p))
+			break;
+	if (started == 0)
+		fetch_worker(&p);
+	for (int i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (superseded(r, m->epoch))
+		goto out;
+
+	/* What placement moved away: drop it once it is safe. */
+	for (size_t i = 0, next; i < p.n; i = next) {
+		uint64_t oid = p.ents[i].oid;
+		int n = ring_place(m->ring, oid, r->copies, ids), mine = 0;
+
+		for (next = i; next < p.n && p.ents[next].oid == oid; next++)
+			;
+		for (int k = 0; k < n; k++)
+			mine |= ids[k] == r->self;
+		if (!mine)
+			cleanup(&p, i);
+	}
+	atomic_store(&r->pass_end_ms, rec_now_ms());
+	if (atomic_load(&r->unavail) == 0 && atomic_load(&p.failed) == 0) {
+		if (atomic_load(&r->clean_epoch) < m->epoch) {
+			atomic_store(&r->clean_epoch, m->epoch);
+			log_info("epoch=%" PRIu64 ": recovery done: %zu objects "
+				 "fetched, %" PRIu64 " extra copies kept", m->epoch,
+				 atomic_load(&p.fetched), (uint64_t)atomic_load(&r->extra));
+		}
+		if (atomic_load(&r->extra) == 0)
+			goto out;
+	} else {
+		log_warn("epoch=%" PRIu64 ": recovery left %" PRIu64 " objects "
+			 "unavailable, %d failed; retrying", m->epoch,
+			 (uint64_t)atomic_load(&r->unavail), atomic_load(&p.failed));
+	}
+out_retry:
+	pthread_mutex_lock(&r->lock);
+	if (r->pass_epoch == m->epoch)
+		r->retry_at_ms = rec_now_ms() + PASS_RETRY_MS;
+	pthread_mutex_unlock(&r->lock);
+out:
+	free(p.work);
+	free(p.ents);
+}
+
+static void *pass_thread(void *arg)
+{
+	struct recover *r = arg;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->stop) {
+		int64_t now = rec_now_ms();
+		int due = r->cur_epoch > r->pass_epoch ||
+			  (r->retry_at_ms && now >= r->retry_at_ms);
+
+		if (!due) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&r->cond, &r->lock, &ts);
+			continue;
+		}
+		uint64_t epoch = r->cur_epoch;
+		r->pass_epoch = epoch;
+		r->retry_at_ms = 0;
+		pthread_mutex_unlock(&r->lock);
+
+		const struct cmap *m;
+		if (history_get(r->hist, epoch, &m) == 0)
+			run_pass(r, m);
+		pthread_mutex_lock(&r->lock);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+int recover_new(struct blockd *bd, const struct recover_opts *o, struct recover **out)
+{
+	struct recover *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	r->vtab = calloc(REC_BUCKETS, sizeof(*r->vtab));
+	if (!r->vtab) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->bd = bd;
+	r->opts = *o;
+	if (r->opts.threads <= 0)
+		r->opts.threads = 2;
+	if (!r->opts.mbps)
+		r->opts.mbps = 200;
+	if (r->opts.peer_timeout_ms <= 0)
+		r->opts.peer_timeout_ms = 3000;
+	r->self = bd->node_id;
+	r->copies = bd->cfg.copies;
+	r->obj_size = bd->cfg.obj_size;
+	r->tb_last_ms = rec_now_ms();
+	for (int i = 0; i < REC_STRIPES; i++)
+		pthread_mutex_init(&r->stripe[i], NULL);
+	pthread_mutex_init(&r->vlock, NULL);
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->tb_lock, NULL);
+	pthread_cond_init(&r->cond, NULL);
+	ret = history_new(bd->coord, &r->hist);
+	if (!ret)
+		ret = pool_new(&r->pool);
+	if (!ret)
+		ret = -pthread_create(&r->thread, NULL, pass_thread, r);
+	if (ret) {
+		history_free(r->hist);
+		pool_free(r->pool);
+		free(r->vtab);
+		free(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+void recover_free(struct recover *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stop = 1;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->thread, NULL);
+	rec_verified_clear(r);
+	free(r->vtab);
+	history_free(r->hist);
+	pool_free(r->pool);
+	free(r);
+}
+
+void recover_map_changed(struct recover *r, const struct cmap *m)
+{
+	if (history_add(r->hist, m))
+		log_warn("epoch=%" PRIu64 ": cannot remember the map", m->epoch);
+	pthread_mutex_lock(&r->lock);
+	if (m->epoch > r->cur_epoch)
+		r->cur_epoch = m->epoch;
+	pthread_cond_broadcast(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+uint64_t recover_clean_epoch(struct recover *r)
+{
+	return atomic_load(&r->clean_epoch);
+}
+
+void recover_fill_info(struct recover *r, struct sdfs_node_info *ni)
+{
+	int64_t start = atomic_load(&r->pass_start_ms);
+	int64_t end = atomic_load(&r->pass_end_ms);
+
+	pthread_mutex_lock(&r->lock);
+	ni->rec_epoch = (uint32_t)r->pass_epoch;
+	pthread_mutex_unlock(&r->lock);
+	ni->clean_epoch = (uint32_t)atomic_load(&r->clean_epoch);
+	ni->rec_todo_objs = atomic_load(&r->todo_objs);
+	ni->rec_done_objs = atomic_load(&r->done_objs);
+	ni->rec_todo_bytes = atomic_load(&r->todo_bytes);
+	ni->rec_done_bytes = atomic_load(&r->done_bytes);
+	ni->rec_unavail = atomic_load(&r->unavail);
+	ni->rec_extra = atomic_load(&r->extra);
+	ni->rec_elapsed_ms = start ? (uint64_t)((end ? end : rec_now_ms()) - start) : 0;
+	ni->moved_objs = atomic_load(&r->moved);
+}

@@ -1,0 +1,58 @@
+/*
+ * recover.h - keeping this node's copies current across epochs.
+ *
+ * The rule (docs/recovery.md): every write tagged with epoch t reached
+ * every up holder of its object in map t. So this node's copy of an
+ * object is current if it was an up holder in every epoch since the
+ * copy's tag (the fast path, no I/O). Otherwise it asks every up node
+ * for its copy's tag and takes the newest, but only if every node that
+ * could hold a newer one answered; if not, the object is unavailable
+ * here (SDFS_RES_UNAVAIL) rather than possibly old (Sheepdog §4.4).
+ *
+ * After each epoch change a background pass lists every node's objects,
+ * fetches what this node must now hold, and removes copies placement
+ * moved away once every new holder has them. Client requests for an
+ * object not yet settled settle it first, on demand.
+ *
+ * Thread-safety: recover_ensure and recover_note_* from any worker
+ * thread; recover_map_changed from the loop thread; recover_fill_info
+ * from anywhere.
+ */
+#ifndef SDFS_BLOCKD_RECOVER_H
+#define SDFS_BLOCKD_RECOVER_H
+#include <stdint.h>
+
+#include "common/cmap.h"
+#include "common/sdfs_proto.h"
+
+struct blockd;
+struct recover;
+
+struct recover_opts {
+	int threads;            /* objects fetched in parallel (default 2) */
+	uint32_t mbps;          /* recovery bandwidth cap, MB/s (default 200) */
+	int peer_timeout_ms;    /* per peer request (default 3000) */
+};
+
+/* Start the pass thread. @bd must outlive it (recover_free first). */
+int recover_new(struct blockd *bd, const struct recover_opts *o, struct recover **out);
+void recover_free(struct recover *r);
+
+/* The loop thread installed map @m: remember it, start a pass. */
+void recover_map_changed(struct recover *r, const struct cmap *m);
+
+/*
+ * Before a client operation on @oid in @epoch: make the local copy (or
+ * its absence) current, fetching a newer copy from a peer if there is
+ * one. 0 when current; -ENODATA when no copy known to be current is
+ * reachable; -EAGAIN when this node or a peer is between epochs (the
+ * client retries); -errno otherwise.
+ */
+int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
+/* A client wrote, replaced or removed @oid in @epoch: now current. */
+void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
+
+/* The recovery fields of NODE_INFO, and the clean epoch. */
+void recover_fill_info(struct recover *r, struct sdfs_node_info *ni);
+uint64_t recover_clean_epoch(struct recover *r);
+#endif

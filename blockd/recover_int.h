@@ -1,0 +1,93 @@
+/*
+ * recover_int.h - what recover.c (deciding what to recover: the pass)
+ * and recover_io.c (settling one object: peers, fetch, the rule) share.
+ * Not installed, not used outside these two files.
+ */
+#ifndef SDFS_BLOCKD_RECOVER_INT_H
+#define SDFS_BLOCKD_RECOVER_INT_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "blockd/blockd.h"
+#include "blockd/history.h"
+#include "blockd/recover.h"
+#include "common/rpc.h"
+
+#define REC_STRIPES 256
+#define REC_BUCKETS (1u << 16)
+#define REC_MAX_PEERS 64        /* peers asked about one object */
+
+/* One node's copy of an object, as a peer (or this node) reported it. */
+struct rec_copy {
+	uint32_t node_id;
+	int present;
+	uint64_t tag;           /* epoch of the copy's last write */
+	uint64_t size;
+};
+
+/* What a set of peers said about one object, for the rule. */
+struct rec_view {
+	size_t n;
+	struct rec_copy copy[REC_MAX_PEERS + 1];
+	/* the nodes that answered, with their clean epochs */
+	size_t nresp;
+	uint32_t resp_id[REC_MAX_PEERS];
+	uint64_t resp_clean[REC_MAX_PEERS];
+};
+
+struct verified {
+	uint64_t oid, epoch;
+	struct verified *next;
+};
+
+struct recover {
+	struct blockd *bd;
+	struct recover_opts opts;
+	struct history *hist;
+	struct pool *pool;
+	uint32_t self;
+	unsigned copies;
+	uint32_t obj_size;
+
+	pthread_mutex_t stripe[REC_STRIPES];    /* one object settles at a time */
+
+	pthread_mutex_t vlock;                  /* the verified table */
+	struct verified **vtab;                 /* oid -> epoch verified current */
+
+	pthread_mutex_t lock;                   /* below */
+	pthread_cond_t cond;
+	uint64_t cur_epoch;                     /* latest map installed */
+	uint64_t pass_epoch;                    /* pass running or last run */
+	int64_t retry_at_ms;                    /* re-run the pass then (0: no) */
+	int stop;
+	pthread_t thread;
+
+	atomic_uint_fast64_t clean_epoch;
+	atomic_uint_fast64_t todo_objs, done_objs, todo_bytes, done_bytes;
+	atomic_uint_fast64_t unavail, extra, moved;
+	atomic_int_fast64_t pass_start_ms, pass_end_ms;
+
+	/* throttle: a token bucket of bytes */
+	pthread_mutex_t tb_lock;
+	double tb_tokens;
+	int64_t tb_last_ms;
+};
+
+/* recover_io.c */
+uint64_t rec_verified_get(struct recover *r, uint64_t oid);
+void rec_verified_set(struct recover *r, uint64_t oid, uint64_t epoch);
+void rec_verified_clear(struct recover *r);
+/* Ask every up node of @m but this one about @oid (raw STAT). */
+int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
+		    struct rec_view *v);
+/*
+ * Settle @oid for map @m with the stripe lock held: fast path, else the
+ * rule over @v (gathered here if NULL). @fetched says if bytes moved.
+ */
+int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
+		      const struct rec_view *v, int *fetched, uint64_t *bytes);
+pthread_mutex_t *rec_stripe(struct recover *r, uint64_t oid);
+void rec_throttle(struct recover *r, uint64_t bytes);
+int64_t rec_now_ms(void);
+#endif

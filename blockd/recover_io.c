@@ -1,0 +1,335 @@
+/*
+ * recover_io.c - settling one object: is the local copy current, and if
+ * not, where is a current one; fetching it. See recover.h for the rule
+ * and docs/recovery.md for why it is safe.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blockd/recover_int.h"
+#include "common/log.h"
+#include "common/proto.h"
+
+int64_t rec_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+pthread_mutex_t *rec_stripe(struct recover *r, uint64_t oid)
+{
+	return &r->stripe[(oid ^ (oid >> 17) ^ (oid >> 41)) % REC_STRIPES];
+}
+
+static size_t vbucket(uint64_t oid)
+{
+	oid ^= oid >> 33;
+	oid *= 0xff51afd7ed558ccdull;
+	oid ^= oid >> 33;
+	return oid & (REC_BUCKETS - 1);
+}
+
+uint64_t rec_verified_get(struct recover *r, uint64_t oid)
+{
+	uint64_t e = 0;
+
+	pthread_mutex_lock(&r->vlock);
+	for (struct verified *v = r->vtab[vbucket(oid)]; v; v = v->next)
+		if (v->oid == oid) {
+			e = v->epoch;
+			break;
+		}
+	pthread_mutex_unlock(&r->vlock);
+	return e;
+}
+
+void rec_verified_set(struct recover *r, uint64_t oid, uint64_t epoch)
+{
+	struct verified **head = &r->vtab[vbucket(oid)];
+
+	pthread_mutex_lock(&r->vlock);
+	for (struct verified *v = *head; v; v = v->next)
+		if (v->oid == oid) {
+			if (epoch > v->epoch)
+				v->epoch = epoch;
+			pthread_mutex_unlock(&r->vlock);
+			return;
+		}
+	struct verified *v = malloc(sizeof(*v));
+	if (v) {        /* without memory we only lose a shortcut */
+		v->oid = oid;
+		v->epoch = epoch;
+		v->next = *head;
+		*head = v;
+	}
+	pthread_mutex_unlock(&r->vlock);
+}
+
+void rec_verified_clear(struct recover *r)
+{
+	pthread_mutex_lock(&r->vlock);
+	for (size_t i = 0; i < REC_BUCKETS; i++) {
+		while (r->vtab[i]) {
+			struct verified *v = r->vtab[i];
+
+			r->vtab[i] = v->next;
+			free(v);
+		}
+	}
+	pthread_mutex_unlock(&r->vlock);
+}
+
+void rec_throttle(struct recover *r, uint64_t bytes)
+{
+	double rate = (double)r->opts.mbps * 1e6 / 1000.0;     /* bytes per ms */
+
+	/* Client I/O first: while requests queue on the disk workers, wait. */
+	for (int i = 0; i < 25 && workq_depth(r->bd->io_q) > 1; i++)
+		usleep(2000);
+	for (;;) {
+		int64_t now = rec_now_ms(), wait_ms;
+
+		pthread_mutex_lock(&r->tb_lock);
+		r->tb_tokens += (double)(now - r->tb_last_ms) * rate;
+		if (r->tb_tokens > rate * 100)
+			r->tb_tokens = rate * 100;      /* a burst of 100 ms at most */
+		r->tb_last_ms = now;
+		if (r->tb_tokens >= 0) {
+			r->tb_tokens -= (double)bytes;  /* may go negative: pay later */
+			pthread_mutex_unlock(&r->tb_lock);
+			return;
+		}
+		wait_ms = (int64_t)(-r->tb_tokens / rate) + 1;
+		pthread_mutex_unlock(&r->tb_lock);
+		usleep((useconds_t)(wait_ms > 200 ? 200 : wait_ms) * 1000);
+	}
+}
+
+static uint64_t next_req_id(void *arg)
+{
+	static atomic_uint_fast64_t id = 1;
+
+	(void)arg;
+	return atomic_fetch_add(&id, 1);
+}
+
+int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
+		    struct rec_view *v)
+{
+	struct rpc_call calls[REC_MAX_PEERS];
+	size_t n = 0;
+	int ret = 0;
+
+	memset(v, 0, sizeof(*v));
+	for (size_t i = 0; i < m->n && n < REC_MAX_PEERS; i++) {
+		const struct cmap_node *nd = &m->nodes[i];
+
+		if (nd->state != CMAP_UP || nd->node_id == r->self)
+			continue;
+		memset(&calls[n], 0, sizeof(calls[n]));
+		calls[n].node = nd;
+		calls[n].req.opcode = SDFS_OP_OBJ_STAT;
+		calls[n].req.flags = SDFS_F_RAW;
+		calls[n].req.oid = oid;
+		calls[n].req.epoch = (uint32_t)m->epoch;
+		n++;
+	}
+	rpc_run(r->pool, calls, n, r->opts.peer_timeout_ms, next_req_id, NULL);
+	for (size_t i = 0; i < n; i++) {
+		int res = rpc_result(&calls[i]);
+		struct sdfs_obj_stat st;
+
+		if (res == -ESTALE || res == -EAGAIN ||
+		    (calls[i].ret == 0 && calls[i].reply.epoch != m->epoch)) {
+			ret = -EAGAIN;  /* a peer is on another epoch: not yet */
+			continue;
+		}
+		if (res && res != -ENOENT)
+			continue;       /* did not answer: not in the view */
+		v->resp_id[v->nresp] = calls[i].node->node_id;
+		v->resp_clean[v->nresp++] = calls[i].reply.length;
+		if (res == -ENOENT)
+			continue;
+		if (!calls[i].rpayload || proto_obj_stat_decode(calls[i].rpayload,
+				calls[i].reply.payload_len, &st))
+			continue;
+		v->copy[v->n++] = (struct rec_copy){ calls[i].node->node_id, 1,
+						     st.epoch, st.size };
+	}
+	rpc_calls_free(calls, n);
+	return ret;
+}
+
+/* Was this node an up holder of @oid in every epoch of (@from, @to]? */
+static int up_holder_throughout(struct recover *r, uint64_t oid, uint64_t from,
+				uint64_t to)
+{
+	for (uint64_t t = from + 1; t <= to; t++) {
+		const struct cmap *m;
+
+		if (history_get(r->hist, t, &m) ||
+		    !history_is_up_holder(m, oid, r->copies, r->self))
+			return 0;
+	}
+	return 1;
+}
+
+static int responded(const struct rec_view *v, uint32_t id)
+{
+	for (size_t i = 0; i < v->nresp; i++)
+		if (v->resp_id[i] == id)
+			return 1;
+	return 0;
+}
+
+/* Fetch @c's copy of @oid whole and store it with its tag. */
+static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
+		 const struct rec_copy *c, uint64_t *bytes)
+{
+	const struct cmap_node *nd = cmap_find(m, c->node_id);
+	struct rpc_call call = { 0 };
+	int ret;
+
+	if (!nd)
+		return -ENOENT;
+	rec_throttle(r, c->size);
+	call.node = nd;
+	call.req.opcode = SDFS_OP_OBJ_READ;
+	call.req.flags = SDFS_F_RAW;
+	call.req.oid = oid;
+	call.req.length = r->obj_size;
+	call.req.epoch = (uint32_t)m->epoch;
+	rpc_run(r->pool, &call, 1, r->opts.peer_timeout_ms * 4, next_req_id, NULL);
+	ret = rpc_result(&call);
+	if (ret == 0 && call.reply.epoch != m->epoch)
+		ret = -EAGAIN;
+	if (ret == 0)
+		ret = objstore_replace(r->bd->store, oid, call.rpayload,
+				       call.reply.payload_len, c->tag);
+	if (ret == 0) {
+		*bytes = call.reply.payload_len;
+		log_debug("oid=%016" PRIx64 ": fetched epoch %" PRIu64 " copy from "
+			  "node %" PRIu32, oid, c->tag, c->node_id);
+	} else {
+		log_warn("oid=%016" PRIx64 ": fetch from node %" PRIu32 " failed: %s",
+			 oid, c->node_id, strerror(-ret));
+	}
+	rpc_calls_free(&call, 1);
+	return ret;
+}
+
+int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
+		      const struct rec_view *given, int *fetched, uint64_t *bytes)
+{
+	uint64_t E = m->epoch, v = rec_verified_get(r, oid);
+	uint64_t lsize = 0, ltag = 0, start, clean, base = 0, from;
+	const struct rec_copy *best = NULL;
+	struct rec_view gathered;
+	const struct rec_view *view = given;
+	const struct cmap *cm;
+	int have, ret;
+
+	*fetched = 0;
+	*bytes = 0;
+	if (v >= E)
+		return 0;
+	ret = objstore_head(r->bd->store, oid, &lsize, &ltag);
+	if (ret && ret != -ENOENT && ret != -EBADMSG)
+		return ret;
+	have = ret == 0;
+
+	/* Fast path: an up holder since the copy's tag got every write since. */
+	start = v > (have ? ltag : 0) ? v : (have ? ltag : 0);
+	clean = atomic_load(&r->clean_epoch);
+	if (clean > start && history_get(r->hist, clean, &cm) == 0 &&
+	    history_is_up_holder(cm, oid, r->copies, r->self))
+		start = clean;
+	if (start > 0 && up_holder_throughout(r, oid, start, E)) {
+		rec_verified_set(r, oid, E);
+		return 0;
+	}
+
+	/* Slow path: what do the others hold? */
+	if (!view) {
+		ret = rec_view_gather(r, m, oid, &gathered);
+		if (ret)
+			return ret;
+		view = &gathered;
+	}
+	uint64_t best_tag = have ? ltag : 0;
+	for (size_t i = 0; i < view->n; i++)
+		if (view->copy[i].present && view->copy[i].tag > best_tag) {
+			best = &view->copy[i];
+			best_tag = best->tag;
+		}
+	/* A node clean at epoch c that held the object then had every write
+	 * up to c: nothing older than c needs asking about. */
+	if (clean && history_get(r->hist, clean, &cm) == 0 &&
+	    history_is_up_holder(cm, oid, r->copies, r->self))
+		base = clean;
+	for (size_t i = 0; i < view->nresp; i++) {
+		uint64_t c = view->resp_clean[i];
+
+		if (c > base && history_get(r->hist, c, &cm) == 0 &&
+		    history_is_up_holder(cm, oid, r->copies, view->resp_id[i]))
+			base = c;
+	}
+	from = best_tag > base ? best_tag : base;
+	/* A write after @from would be on every up holder of its epoch:
+	 * each of them must have answered, or we cannot know. */
+	for (uint64_t t = from + 1; t <= E; t++) {
+		uint32_t ids[RING_MAX_COPIES];
+		int n;
+
+		ret = history_get(r->hist, t, &cm);
+		if (ret)
+			return ret == -ENOENT ? -ENODATA : ret;
+		n = history_up_holders(cm, oid, r->copies, ids);
+		for (int k = 0; k < n; k++) {
+			if (ids[k] == r->self || responded(view, ids[k]))
+				continue;
+			log_info("oid=%016" PRIx64 ": node %" PRIu32 " (a holder in "
+				 "epoch %" PRIu64 ") is unreachable; cannot tell if "
+				 "the copy here is current", oid, ids[k], t);
+			return -ENODATA;
+		}
+	}
+	if (best) {
+		ret = fetch(r, m, oid, best, bytes);
+		if (ret)
+			return ret == -ENOENT ? -EAGAIN : ret;
+		*fetched = 1;
+	}
+	rec_verified_set(r, oid, E);
+	return 0;
+}
+
+int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
+{
+	const struct cmap *m;
+	uint64_t bytes;
+	int fetched, ret;
+
+	if (rec_verified_get(r, oid) >= epoch)
+		return 0;
+	ret = history_get(r->hist, epoch, &m);
+	if (ret)
+		return -EAGAIN;
+	pthread_mutex_lock(rec_stripe(r, oid));
+	ret = rec_settle_locked(r, m, oid, NULL, &fetched, &bytes);
+	pthread_mutex_unlock(rec_stripe(r, oid));
+	if (fetched)
+		atomic_fetch_add(&r->moved, 1);
+	return ret;
+}
+
+void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch)
+{
+	rec_verified_set(r, oid, epoch);
+}

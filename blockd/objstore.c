@@ -50,7 +50,8 @@
 #define OBJ_VERSION     1u
 #define OBJ_HDR_AREA    4096u           /* header, then zeros */
 #define OBJ_F_DIRTY     0x1u            /* entries may be unsettled */
-#define OBJ_F_KNOWN     OBJ_F_DIRTY
+#define OBJ_F_DELETED   0x2u            /* a tombstone: removed at `epoch` */
+#define OBJ_F_KNOWN     (OBJ_F_DIRTY | OBJ_F_DELETED)
 #define OBJ_STRIPES     256
 #define OBJ_CHUNK       1024u           /* blocks per table chunk: 16 KiB */
 #define OBJ_SCAN_CHUNK  64u             /* blocks per scan read: 256 KiB */
@@ -295,6 +296,18 @@ static void obj_close(struct obj *o)
 	if (o->fd >= 0)
 		close(o->fd);
 	o->fd = -1;
+}
+
+/* obj_open, but a tombstone is no object: -ENOENT. */
+static int obj_open_live(struct objstore *s, uint64_t oid, int mode, struct obj *o)
+{
+	int ret = obj_open(s, oid, mode, o);
+
+	if (ret == 0 && o->flags & OBJ_F_DELETED) {
+		obj_close(o);
+		return -ENOENT;
+	}
+	return ret;
 }
 
 /* Entries [b0, b0 + n) in host order. The file always covers the whole
@@ -847,12 +860,21 @@ int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch)
 	char name[OBJ_PATH_MAX];
 	int ret;
 
+	struct obj o;
+
 	obj_name(oid, "", name);
 	pthread_rwlock_wrlock(stripe(s, oid));
-	if (faccessat(s->obj_fd, name, F_OK, AT_EACCESS) == 0)
-		ret = -EEXIST;
-	else
+	ret = obj_open(s, oid, O_RDONLY, &o);
+	if (ret == 0) {
+		bool buried = o.flags & OBJ_F_DELETED;
+
+		obj_close(&o);
+		ret = buried ? obj_build(s, oid, 0, NULL, 0, epoch, true) : -EEXIST;
+	} else if (faccessat(s->obj_fd, name, F_OK, AT_EACCESS) == 0) {
+		ret = -EEXIST;  /* there, but unreadable: not ours to replace */
+	} else {
 		ret = obj_build(s, oid, 0, NULL, 0, epoch, false);
+	}
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
 }
@@ -867,9 +889,14 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 		return -EFBIG;
 	pthread_rwlock_wrlock(stripe(s, oid));
 	ret = obj_open(s, oid, O_RDWR, &o);
+	bool buried = ret == 0 && o.flags & OBJ_F_DELETED;
+	if (buried) {
+		obj_close(&o);
+		ret = -ENOENT;
+	}
 	if (ret == -ENOENT && flags & OBJSTORE_CREATE) {
-		/* A new object appears whole or not at all. */
-		ret = obj_build(s, oid, off, buf, len, epoch, false);
+		/* A new object appears whole or not at all (over a tombstone). */
+		ret = obj_build(s, oid, off, buf, len, epoch, buried);
 		goto out_unlock;
 	}
 	if (ret < 0)
@@ -939,7 +966,7 @@ int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
 	int ret;
 
 	pthread_rwlock_rdlock(stripe(s, oid));
-	ret = obj_open(s, oid, O_RDONLY, &o);
+	ret = obj_open_live(s, oid, O_RDONLY, &o);
 	if (ret < 0)
 		goto out_unlock;
 	if (off >= o.size || len == 0) {
@@ -981,7 +1008,7 @@ int objstore_stat(struct objstore *s, uint64_t oid, struct objstore_stat *st)
 	int ret;
 
 	pthread_rwlock_rdlock(stripe(s, oid));
-	ret = obj_open(s, oid, O_RDONLY, &o);
+	ret = obj_open_live(s, oid, O_RDONLY, &o);
 	if (ret < 0)
 		goto out_unlock;
 	/* At least one element: malloc(0) may return NULL. */
@@ -1031,7 +1058,7 @@ int objstore_verify(struct objstore *s, uint64_t oid)
 	int ret;
 
 	pthread_rwlock_rdlock(stripe(s, oid));
-	ret = obj_open(s, oid, O_RDONLY, &o);
+	ret = obj_open_live(s, oid, O_RDONLY, &o);
 	if (ret < 0)
 		goto out_unlock;
 	ret = obj_scan(&o, verify_chunk, NULL);
@@ -1199,7 +1226,8 @@ int objstore_space(const struct objstore *s, uint64_t *used, uint64_t *total)
 	return 0;
 }
 
-int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch)
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch,
+		  int *deleted)
 {
 	struct obj o;
 	int ret;
@@ -1209,7 +1237,29 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ep
 	if (ret == 0) {
 		*size = o.size;
 		*epoch = o.epoch;
+		if (deleted)
+			*deleted = !!(o.flags & OBJ_F_DELETED);
 		obj_close(&o);
+	}
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_bury(struct objstore *s, uint64_t oid, uint64_t epoch)
+{
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_wrlock(stripe(s, oid));
+	ret = obj_new_tmp(s, oid, epoch, &o);
+	if (ret == 0) {
+		o.flags = OBJ_F_DELETED;
+		ret = hdr_write(&o);
+		obj_close(&o);
+		if (ret == 0)
+			ret = obj_commit_tmp(s, oid, true);
+		else
+			obj_drop_tmp(s, oid);
 	}
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
@@ -1226,7 +1276,8 @@ int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 		return -ENOMEM;
 	ret = objstore_list(s, after, include_zero, oids, max, &cnt);
 	for (size_t i = 0; ret == 0 && i < cnt; i++) {
-		int r = objstore_head(s, oids[i], &ents[out].size, &ents[out].epoch);
+		int r = objstore_head(s, oids[i], &ents[out].size, &ents[out].epoch,
+				      &ents[out].deleted);
 
 		if (r == -ENOENT)
 			continue;       /* removed while we listed */
@@ -1235,6 +1286,7 @@ int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 			 * list it as the oldest possible copy. */
 			ents[out].size = 0;
 			ents[out].epoch = 0;
+			ents[out].deleted = 0;
 		} else if (r) {
 			ret = r;
 			break;

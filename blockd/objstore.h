@@ -87,12 +87,24 @@ int objstore_sync_all(struct objstore *s);
 int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 		  uint64_t *oids, size_t max, size_t *n);
 
-/* Size and epoch from the object's header only (cheap: no block
- * checks). -ENOENT, -EBADMSG. */
-int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch);
+/* Size, epoch and whether it is a tombstone, from the object's header
+ * only (cheap: no block checks). -ENOENT, -EBADMSG. @deleted may be NULL. */
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch,
+		  int *deleted);
+
+/*
+ * Replace the object by a tombstone: "removed at @epoch". Read, stat,
+ * verify and write without OBJSTORE_CREATE then see -ENOENT; create and
+ * write with OBJSTORE_CREATE make a new object over it. Recovery
+ * compares a tombstone's epoch with copies' epochs like any version, so
+ * an old copy on a node that was away cannot bring the object back.
+ * objstore_remove deletes a tombstone like any file.
+ */
+int objstore_bury(struct objstore *s, uint64_t oid, uint64_t epoch);
 
 struct objstore_ent {
 	uint64_t oid, epoch, size;
+	int deleted;            /* a tombstone */
 };
 /* objstore_list with each object's epoch and size; a copy whose header
  * is unreadable is listed with epoch 0 (older than any real copy). */

@@ -1115,3 +1115,63 @@ Test(concurrency, threads_on_shared_and_private_objects_leave_every_block_valid)
 		expect_read(0xa0, i * sizeof(want), want, sizeof(want));
 	}
 }
+
+TestSuite(tombstone, .init = setup, .fini = teardown);
+
+Test(tombstone, buried_object_reads_as_missing_but_keeps_its_epoch)
+{
+	struct objstore_stat st;
+	uint64_t size, epoch;
+	int deleted = 0;
+	size_t got;
+	char c;
+
+	cr_assert_eq(objstore_write(s, 7, 0, "abc", 3, 4, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_bury(s, 7, 9), 0);
+	cr_assert_eq(objstore_read(s, 7, 0, &c, 1, &got), -ENOENT);
+	cr_assert_eq(objstore_stat(s, 7, &st), -ENOENT);
+	cr_assert_eq(objstore_verify(s, 7), -ENOENT);
+	cr_assert_eq(objstore_write(s, 7, 0, "x", 1, 10, 0), -ENOENT);
+	cr_assert_eq(objstore_head(s, 7, &size, &epoch, &deleted), 0);
+	cr_assert(deleted);
+	cr_assert_eq(size, 0);
+	cr_assert_eq(epoch, 9, "the removal's epoch is what recovery compares");
+}
+
+Test(tombstone, create_and_write_with_create_replace_a_tombstone)
+{
+	char buf[4] = { 0 };
+	uint64_t size, epoch;
+	int deleted = 1;
+	size_t got;
+
+	cr_assert_eq(objstore_write(s, 3, 0, "old!", 4, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_bury(s, 3, 2), 0);
+	cr_assert_eq(objstore_write(s, 3, 1, "n", 1, 3, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_read(s, 3, 0, buf, 4, &got), 0);
+	cr_assert_eq(got, 2);
+	cr_assert_arr_eq(buf, ((char[]){ 0, 'n' }), 2, "nothing of the old object");
+	cr_assert_eq(objstore_head(s, 3, &size, &epoch, &deleted), 0);
+	cr_assert(!deleted);
+	cr_assert_eq(epoch, 3);
+	cr_assert_eq(objstore_bury(s, 3, 4), 0);
+	cr_assert_eq(objstore_create(s, 3, 5), 0);
+	cr_assert_eq(objstore_create(s, 3, 5), -EEXIST);
+}
+
+Test(tombstone, listed_with_a_flag_and_removable)
+{
+	struct objstore_ent e[4];
+	size_t n;
+
+	cr_assert_eq(objstore_write(s, 1, 0, "a", 1, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 2, 0, "b", 1, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_bury(s, 2, 6), 0);
+	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 4, &n), 0);
+	cr_assert_eq(n, 2);
+	cr_assert(!e[0].deleted && e[0].size == 1 && e[0].epoch == 1);
+	cr_assert(e[1].deleted && e[1].epoch == 6);
+	cr_assert_eq(objstore_remove(s, 2), 0);
+	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 4, &n), 0);
+	cr_assert_eq(n, 1);
+}

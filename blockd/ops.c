@@ -101,7 +101,19 @@ static void op_remove(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
-	r->ret = objstore_remove(r->bd->store, r->h.oid);
+	uint64_t size, tag;
+	int deleted = 0;
+
+	r->ret = ensure(r);
+	if (r->ret)
+		return;
+	r->ret = objstore_head(r->bd->store, r->h.oid, &size, &tag, &deleted);
+	if (r->ret == 0 && deleted)
+		r->ret = -ENOENT;
+	/* A tombstone, not nothing: a node that missed this removal must not
+	 * bring its old copy back (recover.h). */
+	if (r->ret == 0)
+		r->ret = objstore_bury(r->bd->store, r->h.oid, r->h.epoch);
 	note_current(r);
 }
 
@@ -161,7 +173,8 @@ static void op_list(struct work *w)
 			r->reply_flags |= SDFS_F_MORE;
 		}
 		for (size_t i = 0; i < n; i++) {
-			struct sdfs_list_ent e = { ents[i].oid, ents[i].epoch, ents[i].size };
+			struct sdfs_list_ent e = { ents[i].oid, ents[i].epoch,
+				ents[i].deleted ? SDFS_SIZE_TOMBSTONE : ents[i].size };
 
 			proto_list_ent_encode(&e, 1, r->out + i * SDFS_LIST_ENT_SIZE);
 		}
@@ -180,7 +193,12 @@ static void op_stat(struct work *w)
 
 	if (r->h.flags & SDFS_F_RAW) {
 		/* Peers want the tag, fast: the header only. */
-		r->ret = objstore_head(r->bd->store, r->h.oid, &st.size, &st.epoch);
+		int deleted = 0;
+
+		r->ret = objstore_head(r->bd->store, r->h.oid, &st.size, &st.epoch,
+				       &deleted);
+		if (deleted)
+			st.size = SDFS_SIZE_TOMBSTONE;
 	} else {
 		r->ret = ensure(r);
 		if (r->ret == 0)

@@ -143,7 +143,8 @@ static int list_self(struct pass *p)
 	do {
 		ret = objstore_list_ent(p->r->bd->store, after, first, e, LIST_PAGE, &n);
 		for (size_t i = 0; ret == 0 && i < n; i++)
-			ret = pass_add(p, e[i].oid, e[i].epoch, e[i].size, p->r->self);
+			ret = pass_add(p, e[i].oid, e[i].epoch, e[i].deleted ?
+				       SDFS_SIZE_TOMBSTONE : e[i].size, p->r->self);
 		if (n)
 			after = e[n - 1].oid;
 		first = 0;
@@ -210,8 +211,11 @@ static size_t view_of(const struct pass *p, size_t i, struct rec_view *v)
 	for (; i < p->n && p->ents[i].oid == oid; i++) {
 		const struct listed *e = &p->ents[i];
 
+		int dead = e->size == SDFS_SIZE_TOMBSTONE;
+
 		if (e->node_id != p->r->self && v->n < REC_MAX_PEERS)
-			v->copy[v->n++] = (struct rec_copy){ e->node_id, 1, e->tag, e->size };
+			v->copy[v->n++] = (struct rec_copy){ e->node_id, 1, dead, e->tag,
+							     dead ? 0 : e->size };
 	}
 	return i;
 }
@@ -263,7 +267,7 @@ static int needs_fetch(const struct pass *p, size_t i, uint64_t *size)
 			mine = p->ents[i].tag;
 		} else if (p->ents[i].tag > best) {
 			best = p->ents[i].tag;
-			*size = p->ents[i].size;
+			*size = p->ents[i].size == SDFS_SIZE_TOMBSTONE ? 0 : p->ents[i].size;
 		}
 	}
 	return have ? best > mine : best > 0;
@@ -312,8 +316,44 @@ static void cleanup(struct pass *p, size_t i)
 	}
 	pthread_mutex_lock(rec_stripe(r, oid));
 	/* Only the copy we judged: a write since makes it someone else's call. */
-	if (objstore_head(r->bd->store, oid, &size, &tag) == 0 && tag == mine &&
+	if (objstore_head(r->bd->store, oid, &size, &tag, NULL) == 0 && tag == mine &&
 	    !history_is_up_holder(p->m, oid, r->copies, r->self))
+		objstore_remove(r->bd->store, oid);
+	pthread_mutex_unlock(rec_stripe(r, oid));
+}
+
+/*
+ * A tombstone may go when it can no longer matter: every node of the map
+ * is up and listed (no node away with an old copy), and every copy of
+ * the object anywhere is a tombstone.
+ */
+static int all_nodes_listed(const struct pass *p)
+{
+	for (size_t i = 0; i < p->m->n; i++)
+		if (p->m->nodes[i].state != CMAP_UP)
+			return 0;
+	return p->nresp + 1 == p->m->n;
+}
+
+static void gc_tombstone(struct pass *p, size_t i)
+{
+	struct recover *r = p->r;
+	uint64_t oid = p->ents[i].oid, mine = 0, size, tag;
+	int have = 0, dead;
+
+	for (size_t j = i; j < p->n && p->ents[j].oid == oid; j++) {
+		if (p->ents[j].size != SDFS_SIZE_TOMBSTONE)
+			return;
+		if (p->ents[j].node_id == r->self) {
+			have = 1;
+			mine = p->ents[j].tag;
+		}
+	}
+	if (!have)
+		return;
+	pthread_mutex_lock(rec_stripe(r, oid));
+	if (objstore_head(r->bd->store, oid, &size, &tag, &dead) == 0 && dead &&
+	    tag == mine)
 		objstore_remove(r->bd->store, oid);
 	pthread_mutex_unlock(rec_stripe(r, oid));
 }
@@ -377,7 +417,24 @@ static void run_pass(struct recover *r, const struct cmap *m)
 	if (superseded(r, m->epoch))
 		goto out;
 
-	/* What placement moved away: drop it once it is safe. */
+	atomic_store(&r->pass_end_ms, rec_now_ms());
+	if (atomic_load(&r->unavail) || atomic_load(&p.failed)) {
+		log_warn("epoch=%" PRIu64 ": recovery left %" PRIu64 " objects "
+			 "unavailable, %d failed; retrying", m->epoch,
+			 (uint64_t)atomic_load(&r->unavail), atomic_load(&p.failed));
+		goto out_retry;
+	}
+	if (atomic_load(&r->clean_epoch) < m->epoch) {
+		atomic_store(&r->clean_epoch, m->epoch);
+		log_info("epoch=%" PRIu64 ": recovery done: %zu objects fetched",
+			 m->epoch, atomic_load(&p.fetched));
+	}
+	/*
+	 * What placement moved away: drop it once it is safe. Only now that
+	 * the clean epoch is E: before, this node would still count as the
+	 * authority (recover_io.c) for objects it no longer holds.
+	 */
+	int gc = all_nodes_listed(&p);
 	for (size_t i = 0, next; i < p.n; i = next) {
 		uint64_t oid = p.ents[i].oid;
 		int n = ring_place(m->ring, oid, r->copies, ids), mine = 0;
@@ -388,22 +445,11 @@ static void run_pass(struct recover *r, const struct cmap *m)
 			mine |= ids[k] == r->self;
 		if (!mine)
 			cleanup(&p, i);
+		else if (gc)
+			gc_tombstone(&p, i);
 	}
-	atomic_store(&r->pass_end_ms, rec_now_ms());
-	if (atomic_load(&r->unavail) == 0 && atomic_load(&p.failed) == 0) {
-		if (atomic_load(&r->clean_epoch) < m->epoch) {
-			atomic_store(&r->clean_epoch, m->epoch);
-			log_info("epoch=%" PRIu64 ": recovery done: %zu objects "
-				 "fetched, %" PRIu64 " extra copies kept", m->epoch,
-				 atomic_load(&p.fetched), (uint64_t)atomic_load(&r->extra));
-		}
-		if (atomic_load(&r->extra) == 0)
-			goto out;
-	} else {
-		log_warn("epoch=%" PRIu64 ": recovery left %" PRIu64 " objects "
-			 "unavailable, %d failed; retrying", m->epoch,
-			 (uint64_t)atomic_load(&r->unavail), atomic_load(&p.failed));
-	}
+	if (atomic_load(&r->extra) == 0)
+		goto out;
 out_retry:
 	pthread_mutex_lock(&r->lock);
 	if (r->pass_epoch == m->epoch)

@@ -22,6 +22,7 @@
 struct rec_copy {
 	uint32_t node_id;
 	int present;
+	int deleted;            /* a tombstone: removed in epoch `tag` */
 	uint64_t tag;           /* epoch of the copy's last write */
 	uint64_t size;
 };

@@ -159,8 +159,10 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		if (!calls[i].rpayload || proto_obj_stat_decode(calls[i].rpayload,
 				calls[i].reply.payload_len, &st))
 			continue;
-		v->copy[v->n++] = (struct rec_copy){ calls[i].node->node_id, 1,
-						     st.epoch, st.size };
+		int dead = st.size == SDFS_SIZE_TOMBSTONE;
+
+		v->copy[v->n++] = (struct rec_copy){ calls[i].node->node_id, 1, dead,
+						     st.epoch, dead ? 0 : st.size };
 	}
 	rpc_calls_free(calls, n);
 	return ret;
@@ -198,6 +200,11 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 
 	if (!nd)
 		return -ENOENT;
+	if (c->deleted) {
+		/* A removal is copied as a tombstone, no bytes to move. */
+		*bytes = 0;
+		return objstore_bury(r->bd->store, oid, c->tag);
+	}
 	rec_throttle(r, c->size);
 	call.node = nd;
 	call.req.opcode = SDFS_OP_OBJ_READ;
@@ -239,7 +246,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 	*bytes = 0;
 	if (v >= E)
 		return 0;
-	ret = objstore_head(r->bd->store, oid, &lsize, &ltag);
+	ret = objstore_head(r->bd->store, oid, &lsize, &ltag, NULL);
 	if (ret && ret != -ENOENT && ret != -EBADMSG)
 		return ret;
 	have = ret == 0;
@@ -262,23 +269,49 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 			return ret;
 		view = &gathered;
 	}
+	/* The newest copy anywhere. */
 	uint64_t best_tag = have ? ltag : 0;
 	for (size_t i = 0; i < view->n; i++)
 		if (view->copy[i].present && view->copy[i].tag > best_tag) {
 			best = &view->copy[i];
 			best_tag = best->tag;
 		}
-	/* A node clean at epoch c that held the object then had every write
-	 * up to c: nothing older than c needs asking about. */
+	/*
+	 * A node clean at epoch c that was an up holder of the object in c
+	 * had every change up to c, removals included: what it holds now is
+	 * the truth unless a copy newer than c exists. The latest such
+	 * node is the authority.
+	 */
+	uint32_t auth = 0;
 	if (clean && history_get(r->hist, clean, &cm) == 0 &&
-	    history_is_up_holder(cm, oid, r->copies, r->self))
+	    history_is_up_holder(cm, oid, r->copies, r->self)) {
 		base = clean;
+		auth = r->self;
+	}
 	for (size_t i = 0; i < view->nresp; i++) {
 		uint64_t c = view->resp_clean[i];
 
 		if (c > base && history_get(r->hist, c, &cm) == 0 &&
-		    history_is_up_holder(cm, oid, r->copies, view->resp_id[i]))
+		    history_is_up_holder(cm, oid, r->copies, view->resp_id[i])) {
 			base = c;
+			auth = view->resp_id[i];
+		}
+	}
+	const struct rec_copy *want = best;     /* NULL: the local copy */
+	int absent = !have && !best;
+	if (auth && best_tag <= base && auth != r->self) {
+		const struct rec_copy *ac = NULL;
+
+		for (size_t i = 0; i < view->n; i++)
+			if (view->copy[i].node_id == auth && view->copy[i].present)
+				ac = &view->copy[i];
+		if (!ac) {
+			want = NULL;
+			absent = 1;     /* removed, and every copy is older */
+		} else {
+			want = have && ltag == ac->tag ? NULL : ac;
+			absent = 0;
+		}
 	}
 	from = best_tag > base ? best_tag : base;
 	/* A write after @from would be on every up holder of its epoch:
@@ -300,8 +333,14 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 			return -ENODATA;
 		}
 	}
-	if (best) {
-		ret = fetch(r, m, oid, best, bytes);
+	if (absent && have) {
+		log_info("oid=%016" PRIx64 ": copy here (epoch %" PRIu64 ") was "
+			 "removed elsewhere; dropping it", oid, ltag);
+		ret = objstore_remove(r->bd->store, oid);
+		if (ret && ret != -ENOENT)
+			return ret;
+	} else if (want) {
+		ret = fetch(r, m, oid, want, bytes);
 		if (ret)
 			return ret == -ENOENT ? -EAGAIN : ret;
 		*fetched = 1;

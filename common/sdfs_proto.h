@@ -129,6 +129,9 @@ struct sdfs_list_ent {
 	uint64_t size;
 };
 #define SDFS_LIST_ENT_SIZE 24u
+/* size in a raw OBJ_STAT or an OBJ_LIST entry: the copy is a tombstone,
+ * "removed in that epoch" (1.1) */
+#define SDFS_SIZE_TOMBSTONE UINT64_MAX
 
 /* NODE_INFO reply payload: 56 bytes in 1.0, 128 since 1.1. */
 struct sdfs_node_info {

@@ -1,77 +1,390 @@
 /*
- * admin.c - what operators ask of the cluster: every node's state and
- * numbers, and where an object's replicas are.
+ * admin.c - what operators ask of the cluster and tell it: every node's
+ * state and numbers, whether every object has its redundancy, where an
+ * object's replicas are, and node changes (out, remove, add, reweight).
+ *
+ * Node changes edit the cluster map in ZooKeeper with the same
+ * compare-and-swap the block daemons use to follow membership: each is
+ * a new epoch, and the daemons keep what an operator set (drain, a set
+ * weight, out) when they write the next one.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/proto.h"
 #include "libclient/client.h"
 #include "common/rpc.h"
+
+#define ADMIN_INFO_TIMEOUT_MS 3000      /* NODE_INFO: a status call stays quick */
+#define ADMIN_RPC_BATCH 64              /* calls the rpc engine runs at once */
+#define ADMIN_CAS_TRIES 8
 
 static uint64_t next_req_id(void *arg)
 {
 	return client_req_id(arg);
 }
 
-int sdfs_node_list(struct sdfs *s, struct sdfs_node_status **out, size_t *n)
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* What the map says about @nd. */
+static void status_from_map(const struct cmap_node *nd, struct sdfs_node_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->node_id = nd->node_id;
+	snprintf(st->addr, sizeof(st->addr), "%s:%u", nd->host, nd->port);
+	st->zone = nd->zone;
+	st->weight = nd->weight;
+	st->state = cmap_state_name(nd->state);
+	st->drain = nd->drain;
+	st->weight_set = nd->wset;
+	st->placed = cmap_node_is_placed(nd);
+	st->down_ms = nd->state == CMAP_UP ? 0 : nd->down_ms;
+}
+
+static void status_from_info(const struct sdfs_node_info *ni, struct sdfs_node_status *st)
+{
+	st->reachable = 1;
+	st->epoch = ni->epoch;
+	st->objects = ni->objects;
+	st->used_bytes = ni->used_bytes;
+	st->total_bytes = ni->total_bytes;
+	st->requests = ni->requests;
+	st->errors = ni->errors;
+	st->rec_epoch = ni->rec_epoch;
+	st->clean_epoch = ni->clean_epoch;
+	st->rec_todo_objs = ni->rec_todo_objs;
+	st->rec_done_objs = ni->rec_done_objs;
+	st->rec_todo_bytes = ni->rec_todo_bytes;
+	st->rec_done_bytes = ni->rec_done_bytes;
+	st->rec_unavail = ni->rec_unavail;
+	st->rec_extra = ni->rec_extra;
+	st->rec_elapsed_ms = ni->rec_elapsed_ms;
+	st->moved_objs = ni->moved_objs;
+}
+
+/*
+ * Fill @st[i] for every node of @map, asking each with NODE_INFO, all at
+ * once (with @up_only, only the nodes the map says are up: a status
+ * poll then never waits on a dead host).
+ */
+static int nodes_query(struct sdfs *s, const struct cmap *map, int up_only,
+		       struct sdfs_node_status *st)
+{
+	size_t cnt = map->n, nc = 0;
+	struct rpc_call *calls = calloc(cnt ? cnt : 1, sizeof(*calls));
+	size_t *idx = calloc(cnt ? cnt : 1, sizeof(*idx));
+	int timeout_ms = s->timeout_ms < ADMIN_INFO_TIMEOUT_MS ? s->timeout_ms
+							      : ADMIN_INFO_TIMEOUT_MS;
+
+	if (!calls || !idx) {
+		free(calls);
+		free(idx);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < cnt; i++) {
+		status_from_map(&map->nodes[i], &st[i]);
+		if (up_only && map->nodes[i].state != CMAP_UP)
+			continue;
+		calls[nc].node = &map->nodes[i];
+		calls[nc].req.opcode = SDFS_OP_NODE_INFO;
+		idx[nc++] = i;
+	}
+	for (size_t i = 0; i < nc; i += ADMIN_RPC_BATCH)
+		rpc_run(s->pool, calls + i, nc - i > ADMIN_RPC_BATCH ? ADMIN_RPC_BATCH : nc - i,
+			timeout_ms, next_req_id, s);
+	for (size_t k = 0; k < nc; k++) {
+		struct sdfs_node_info ni;
+
+		if (rpc_result(&calls[k]) == 0 && calls[k].rpayload &&
+		    proto_node_info_decode(calls[k].rpayload, calls[k].reply.payload_len,
+					   &ni) == 0)
+			status_from_info(&ni, &st[idx[k]]);
+	}
+	rpc_calls_free(calls, nc);
+	free(calls);
+	free(idx);
+	return 0;
+}
+
+/* The current map, fresh from ZooKeeper, with the nodes' answers. */
+static int nodes_get(struct sdfs *s, int up_only, struct map_ref **mp,
+		     struct sdfs_node_status **out)
 {
 	struct map_ref *m;
 	struct sdfs_node_status *st;
-	struct rpc_call *calls;
 	int err = 0;
 
 	atomic_store(&s->map_stale, 1);
 	m = client_map_get(s, &err);
 	if (!m)
 		return err;
-	size_t cnt = m->map->n;
-	st = calloc(cnt ? cnt : 1, sizeof(*st));
-	calls = calloc(cnt ? cnt : 1, sizeof(*calls));
-	if (!st || !calls) {
-		free(st);
-		free(calls);
+	st = calloc(m->map->n ? m->map->n : 1, sizeof(*st));
+	if (!st) {
 		client_map_put(m);
 		return -ENOMEM;
 	}
-	/* Ask every node at once, in batches the rpc engine accepts. */
-	for (size_t i = 0; i < cnt; i++) {
-		calls[i].node = &m->map->nodes[i];
-		calls[i].req.opcode = SDFS_OP_NODE_INFO;
+	err = nodes_query(s, m->map, up_only, st);
+	if (err) {
+		free(st);
+		client_map_put(m);
+		return err;
 	}
-	for (size_t i = 0; i < cnt; i += 64)
-		rpc_run(s->pool, calls + i, cnt - i > 64 ? 64 : cnt - i,
-			s->timeout_ms < 3000 ? s->timeout_ms : 3000, next_req_id, s);
-	for (size_t i = 0; i < cnt; i++) {
-		const struct cmap_node *nd = &m->map->nodes[i];
-		struct sdfs_node_info ni;
-
-		st[i].node_id = nd->node_id;
-		snprintf(st[i].addr, sizeof(st[i].addr), "%s:%u", nd->host, nd->port);
-		st[i].zone = nd->zone;
-		st[i].weight = nd->weight;
-		st[i].state = cmap_state_name(nd->state);
-		if (rpc_result(&calls[i]) == 0 && calls[i].rpayload &&
-		    proto_node_info_decode(calls[i].rpayload, calls[i].reply.payload_len,
-					   &ni) == 0) {
-			st[i].reachable = 1;
-			st[i].epoch = ni.epoch;
-			st[i].objects = ni.objects;
-			st[i].used_bytes = ni.used_bytes;
-			st[i].total_bytes = ni.total_bytes;
-			st[i].requests = ni.requests;
-			st[i].errors = ni.errors;
-		}
-	}
-	rpc_calls_free(calls, cnt);
-	free(calls);
-	client_map_put(m);
+	*mp = m;
 	*out = st;
-	*n = cnt;
 	return 0;
+}
+
+int sdfs_node_list(struct sdfs *s, struct sdfs_node_status **out, size_t *n)
+{
+	struct map_ref *m;
+	int ret = nodes_get(s, 0, &m, out);
+
+	if (ret)
+		return ret;
+	*n = m->map->n;
+	client_map_put(m);
+	return 0;
+}
+
+/* Recovery totals of the up nodes whose pass is at @h->epoch. */
+static void health_sum(struct sdfs_health *h, const struct sdfs_node_status *st,
+		       size_t n)
+{
+	h->eta_s = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct sdfs_node_status *x = &st[i];
+
+		if (!x->reachable)
+			continue;
+		h->moved_objs += x->moved_objs;
+		h->extra += x->rec_extra;
+		if (x->epoch != h->epoch || x->rec_epoch != h->epoch) {
+			h->eta_s = -1;  /* its pass has not started: no estimate */
+			continue;
+		}
+		uint64_t done_b = x->rec_done_bytes < x->rec_todo_bytes ?
+				  x->rec_done_bytes : x->rec_todo_bytes;
+		uint64_t done_o = x->rec_done_objs < x->rec_todo_objs ?
+				  x->rec_done_objs : x->rec_todo_objs;
+		h->todo_objs += x->rec_todo_objs;
+		h->done_objs += done_o;
+		h->todo_bytes += x->rec_todo_bytes;
+		h->done_bytes += done_b;
+		h->unavail += x->rec_unavail;
+		if (x->clean_epoch == h->epoch) {
+			h->nodes_clean++;
+			continue;
+		}
+		/* Still working: its rate adds up with the others' (the passes
+		 * run in parallel); the slowest node sets the ETA. */
+		int64_t eta = -1;
+		if (x->rec_elapsed_ms) {
+			uint64_t rate = done_b * 1000 / x->rec_elapsed_ms;
+
+			h->rate += rate;
+			if (x->rec_todo_bytes > done_b && rate)
+				eta = (int64_t)((x->rec_todo_bytes - done_b + rate - 1) / rate);
+			else if (x->rec_todo_objs > done_o && done_o)
+				eta = (int64_t)((x->rec_todo_objs - done_o) *
+						x->rec_elapsed_ms / done_o / 1000 + 1);
+			else if (x->rec_todo_objs <= done_o && x->rec_todo_bytes <= done_b)
+				eta = 0;        /* finishing, or retrying leftovers */
+		}
+		if (eta < 0 || h->eta_s < 0)
+			h->eta_s = -1;
+		else if (eta > h->eta_s)
+			h->eta_s = eta;
+	}
+}
+
+int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h)
+{
+	struct cluster_config cfg;
+	struct sdfs_node_status *st;
+	struct map_ref *m;
+	unsigned placed_up = 0, answering = 0;
+	uint32_t unreachable_id = 0;
+	int ret;
+
+	ret = nodes_get(s, 1, &m, &st);
+	if (ret)
+		return ret;
+	ret = client_config(s, &cfg);
+	if (ret) {
+		free(st);
+		client_map_put(m);
+		return ret;
+	}
+	memset(h, 0, sizeof(*h));
+	h->epoch = m->map->epoch;
+	uint64_t now = wall_ms();
+	for (size_t i = 0; i < m->map->n; i++) {
+		const struct cmap_node *nd = &m->map->nodes[i];
+
+		h->nodes_draining += nd->drain;
+		if (nd->state == CMAP_OUT) {
+			h->nodes_out++;
+			continue;
+		}
+		if (nd->state == CMAP_DOWN) {
+			if (h->nodes_down++ == 0) {
+				uint64_t at = nd->down_ms + cfg.out_grace_ms;
+
+				h->down_id = nd->node_id;
+				h->out_in_s = at > now ? (int64_t)((at - now + 999) / 1000) : 0;
+			}
+			continue;
+		}
+		h->nodes_up++;
+		placed_up += cmap_node_is_placed(nd);
+		if (st[i].reachable)
+			answering++;
+		else if (!unreachable_id)
+			unreachable_id = nd->node_id;
+	}
+	health_sum(h, st, m->map->n);
+
+	if (m->map->n == 0)
+		snprintf(h->reason, sizeof(h->reason), "no nodes");
+	else if (h->nodes_down == 1)
+		snprintf(h->reason, sizeof(h->reason), "node %" PRIu32 " down (out in %"
+			 PRId64 " s)", h->down_id, h->out_in_s);
+	else if (h->nodes_down)
+		snprintf(h->reason, sizeof(h->reason), "%u nodes down (node %" PRIu32
+			 " out in %" PRId64 " s)", h->nodes_down, h->down_id, h->out_in_s);
+	else if (placed_up < cfg.copies)
+		snprintf(h->reason, sizeof(h->reason), "fewer nodes than copies "
+			 "(%u placed, %u copies)", placed_up, cfg.copies);
+	else if (unreachable_id)
+		snprintf(h->reason, sizeof(h->reason), "node %" PRIu32 " up but not "
+			 "answering", unreachable_id);
+	else if (h->unavail)
+		snprintf(h->reason, sizeof(h->reason), "%" PRIu64 " object%s unavailable",
+			 h->unavail, h->unavail == 1 ? "" : "s");
+	else if (h->nodes_clean < answering)
+		snprintf(h->reason, sizeof(h->reason), "recovering (%u of %u nodes done)",
+			 h->nodes_clean, answering);
+	else {
+		h->healthy = 1;
+		h->eta_s = 0;
+		snprintf(h->reason, sizeof(h->reason), "ok");
+	}
+	free(st);
+	client_map_put(m);
+	return 0;
+}
+
+static unsigned placed_count(const struct cmap_node *nodes, size_t n)
+{
+	unsigned placed = 0;
+
+	for (size_t i = 0; i < n; i++)
+		placed += cmap_node_is_placed(&nodes[i]);
+	return placed;
+}
+
+/* @nd edited in place as @a says; 0, or why not. */
+static int node_edit(struct cmap_node *nd, enum sdfs_node_action a, uint32_t weight)
+{
+	switch (a) {
+	case SDFS_NODE_OUT:
+		if (nd->state == CMAP_OUT)
+			return -EALREADY;
+		if (nd->state == CMAP_UP)
+			return -EBUSY;
+		nd->state = CMAP_OUT;
+		return 0;
+	case SDFS_NODE_REMOVE:
+		if (nd->drain)
+			return -EALREADY;
+		nd->drain = 1;
+		return 0;
+	case SDFS_NODE_ADD:
+		if (!nd->drain)
+			return -EALREADY;
+		nd->drain = 0;
+		return 0;
+	case SDFS_NODE_REWEIGHT:
+		if (weight == 0)
+			return -EINVAL;
+		if (nd->wset && nd->weight == weight)
+			return -EALREADY;
+		nd->weight = weight;
+		nd->wset = 1;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The map after @a on @node_id: *@next, or -errno. */
+static int map_edit(const struct cmap *cur, unsigned copies, uint32_t node_id,
+		    enum sdfs_node_action a, uint32_t weight, struct cmap **next)
+{
+	struct cmap_node *nodes = calloc(cur->n ? cur->n : 1, sizeof(*nodes));
+	const struct cmap_node *old = cmap_find(cur, node_id);
+	int ret;
+
+	if (!nodes)
+		return -ENOMEM;
+	if (!old) {
+		ret = -ENOENT;
+		goto out;
+	}
+	memcpy(nodes, cur->nodes, cur->n * sizeof(*nodes));
+	ret = node_edit(&nodes[old - cur->nodes], a, weight);
+	if (ret)
+		goto out;
+	/* Draining the last spare would leave objects short of copies with
+	 * nowhere to put them; the node is better left where it is. */
+	if (a == SDFS_NODE_REMOVE && cmap_node_is_placed(old) &&
+	    placed_count(nodes, cur->n) < copies) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	ret = cmap_new(cur->epoch + 1, nodes, cur->n, next);
+out:
+	free(nodes);
+	return ret;
+}
+
+int sdfs_node_set(struct sdfs *s, uint32_t node_id, enum sdfs_node_action a,
+		  uint32_t weight)
+{
+	struct cluster_config cfg;
+	int ret;
+
+	if (a > SDFS_NODE_REWEIGHT || (a == SDFS_NODE_REWEIGHT && weight == 0))
+		return -EINVAL;
+	ret = client_config(s, &cfg);
+	if (ret)
+		return ret;
+	for (int tries = 0; tries < ADMIN_CAS_TRIES; tries++) {
+		struct cmap *cur = NULL, *next = NULL;
+
+		ret = coord_map_get(s->coord, 0, &cur);
+		if (ret)
+			return ret;
+		ret = map_edit(cur, cfg.copies, node_id, a, weight, &next);
+		if (ret == 0)
+			ret = coord_map_cas(s->coord, cur, next);
+		cmap_free(next);
+		cmap_free(cur);
+		if (ret != -EAGAIN)
+			break;
+		/* A block daemon wrote an epoch first: judge the new map. */
+	}
+	atomic_store(&s->map_stale, 1);
+	return ret;
 }
 
 int sdfs_obj_locate(struct sdfs *s, uint64_t oid, struct sdfs_replica *out,

@@ -270,6 +270,7 @@ int sdfs_cluster_info(struct sdfs *s, struct sdfs_cluster_info *info)
 	info->copies = s->cfg.copies;
 	info->obj_size = s->cfg.obj_size;
 	info->created = s->cfg.created;
+	info->out_grace_ms = s->cfg.out_grace_ms;
 	pthread_mutex_unlock(&s->lock);
 	info->epoch = m->map->epoch;
 	info->nodes = (unsigned)m->map->n;

@@ -61,6 +61,7 @@ struct sdfs_cluster_info {
 	char uuid[40];
 	unsigned copies;
 	uint32_t obj_size;
+	uint32_t out_grace_ms;  /* a node down this long goes out */
 	uint64_t created;       /* unix seconds */
 	uint64_t epoch;
 	unsigned nodes, nodes_up;
@@ -72,13 +73,74 @@ struct sdfs_node_status {
 	uint32_t node_id;
 	char addr[80];          /* host:port */
 	uint32_t zone, weight;
-	const char *state;      /* "up", "down" (static string) */
+	const char *state;      /* "up", "down", "out" (static string) */
+	int drain;              /* `sdfs node remove`: its data moves off */
+	int weight_set;         /* weight set by an operator, not the node */
+	int placed;             /* placement uses it (not out, not draining) */
+	uint64_t down_ms;       /* down or out: unix ms when it went down */
 	int reachable;          /* answered NODE_INFO just now */
 	uint64_t epoch;         /* the epoch the node knows */
 	uint64_t objects, used_bytes, total_bytes, requests, errors;
+	/* Recovery, as of its pass at rec_epoch (all 0 from a 1.0 node). */
+	uint64_t rec_epoch;     /* epoch of its current or last pass */
+	uint64_t clean_epoch;   /* last epoch whose pass left nothing to do */
+	uint64_t rec_todo_objs, rec_done_objs;  /* objects the pass settles */
+	uint64_t rec_todo_bytes, rec_done_bytes;/* bytes it must fetch */
+	uint64_t rec_unavail;   /* objects with no current copy reachable */
+	uint64_t rec_extra;     /* copies kept here that placement moved away */
+	uint64_t rec_elapsed_ms;/* since the pass started (to its end if over) */
+	uint64_t moved_objs;    /* objects fetched since the daemon started */
 };
 /* All nodes of the current map; free *@out with free(). */
 int sdfs_node_list(struct sdfs *s, struct sdfs_node_status **out, size_t *n);
+
+struct sdfs_health {
+	int healthy;            /* every object has all its copies, current */
+	char reason[128];       /* "ok", "node 3 down (out in 12 s)",
+				   "recovering", "2 objects unavailable",
+				   "fewer nodes than copies (2 placed, 3 copies)",
+				   "node 2 unreachable", "no nodes" */
+	uint64_t epoch;         /* of the map judged */
+	unsigned nodes_up, nodes_down, nodes_out, nodes_draining;
+	unsigned nodes_clean;   /* up nodes whose pass at epoch is clean */
+	/* Recovery, summed over the up nodes' passes at epoch. */
+	uint64_t todo_objs, done_objs, todo_bytes, done_bytes;
+	uint64_t rate;          /* bytes/s fetched (sum of the nodes' rates) */
+	int64_t eta_s;          /* seconds left at that rate; -1: unknown */
+	uint64_t unavail;       /* objects with no current copy reachable */
+	uint64_t extra;         /* copies still kept where placement moved away */
+	uint64_t moved_objs;    /* objects fetched since the daemons started */
+	uint32_t down_id;       /* the first down node, or 0 */
+	int64_t out_in_s;       /* ... seconds until it goes out (0: due) */
+};
+/*
+ * Does every object have its full redundancy right now? Healthy iff no
+ * node is down, at least `copies` up nodes are placed, and every up
+ * node answered with the map's epoch, a clean pass at that epoch and no
+ * unavailable objects. Asks every up node (NODE_INFO). Fills @h and
+ * returns 0 whether healthy or not; -ENOENT if not formatted, -errno if
+ * ZooKeeper cannot be read.
+ */
+int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h);
+
+enum sdfs_node_action {
+	SDFS_NODE_OUT,          /* a down node goes out now (no grace) */
+	SDFS_NODE_REMOVE,       /* drain: its data moves off; it keeps serving
+				   until its copies are safe elsewhere */
+	SDFS_NODE_ADD,          /* undo REMOVE: placed again */
+	SDFS_NODE_REWEIGHT,     /* set its weight; the node keeps it */
+};
+/*
+ * Change node @node_id in the cluster map: a compare-and-swap that
+ * writes a new epoch (retried a few times if a block daemon writes
+ * first). @weight is used by REWEIGHT only (>= 1). Returns 0, -ENOENT (no such
+ * node), -EBUSY (OUT of a node that is up: use REMOVE), -ENOSPC (REMOVE
+ * would leave fewer placed nodes than copies), -EALREADY (nothing to
+ * change: already out, draining, not draining, or that weight),
+ * -EINVAL, or -errno from ZooKeeper.
+ */
+int sdfs_node_set(struct sdfs *s, uint32_t node_id, enum sdfs_node_action a,
+		  uint32_t weight);
 
 /* ---- objects ---- */
 

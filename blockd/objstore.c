@@ -64,7 +64,7 @@ struct obj_hdr_disk {
 	uint32_t max_obj_size;  /* sets this file's layout */
 	uint64_t oid;
 	uint64_t size;          /* high-water mark */
-	uint64_t epoch;         /* of the last write */
+	uint64_t epoch;         /* version of the last change (objstore.h) */
 	uint32_t flags;         /* OBJ_F_* */
 	uint32_t reserved;      /* zero */
 	uint64_t hdr_csum;
@@ -119,6 +119,12 @@ static uint64_t nblocks_of(uint64_t size)
 static pthread_rwlock_t *stripe(struct objstore *s, uint64_t oid)
 {
 	return &s->locks[(oid * 0x9e3779b97f4a7c15ull) >> 56];
+}
+
+/* The version after @old for a change in @epoch (objstore.h). */
+static uint64_t version_next(uint64_t old, uint64_t epoch)
+{
+	return (old >> 32) >= epoch ? old + 1 : epoch << 32 | 1;
 }
 
 static void obj_name(uint64_t oid, const char *suffix, char out[OBJ_PATH_MAX])
@@ -499,7 +505,7 @@ static int obj_settle(struct obj *o)
  * block is old or new; on error the header stays dirty.
  */
 static int obj_write_blocks(struct obj *o, uint64_t off, const void *buf,
-			    size_t len, uint64_t epoch)
+			    size_t len, uint64_t version)
 {
 	struct obj_ent ents[OBJ_CHUNK];
 	struct span sp;
@@ -528,7 +534,7 @@ static int obj_write_blocks(struct obj *o, uint64_t off, const void *buf,
 
 	if (len && sp.end > o->size)
 		o->size = sp.end;
-	o->epoch = epoch;
+	o->epoch = version;
 	o->flags |= OBJ_F_DIRTY;
 	ret = hdr_write(o);
 	if (ret < 0)
@@ -629,7 +635,7 @@ static int verify_chunk(struct obj *o, uint64_t b0, size_t n,
 }
 
 /* A new object file at <name>.tmp holding an empty object. */
-static int obj_new_tmp(struct objstore *s, uint64_t oid, uint64_t epoch,
+static int obj_new_tmp(struct objstore *s, uint64_t oid, uint64_t version,
 		       struct obj *o)
 {
 	char tmp[OBJ_PATH_MAX];
@@ -645,7 +651,7 @@ static int obj_new_tmp(struct objstore *s, uint64_t oid, uint64_t epoch,
 		return -errno;
 	o->oid = oid;
 	o->size = 0;
-	o->epoch = epoch;
+	o->epoch = version;
 	o->flags = 0;
 	obj_set_layout(o, s->max_obj_size);
 	if (ftruncate(o->fd, o->data_off) < 0) {
@@ -695,16 +701,16 @@ static void obj_drop_tmp(struct objstore *s, uint64_t oid)
 
 /* Build a whole new object in a temporary file and commit it. */
 static int obj_build(struct objstore *s, uint64_t oid, uint64_t off,
-		     const void *buf, size_t len, uint64_t epoch, bool replace)
+		     const void *buf, size_t len, uint64_t version, bool replace)
 {
 	struct obj o;
 	int ret;
 
-	ret = obj_new_tmp(s, oid, epoch, &o);
+	ret = obj_new_tmp(s, oid, version, &o);
 	if (ret < 0)
 		return ret;
 	if (len) {
-		ret = obj_write_blocks(&o, off, buf, len, epoch);
+		ret = obj_write_blocks(&o, off, buf, len, version);
 		if (ret < 0)
 			goto out_drop;
 	}
@@ -869,11 +875,12 @@ int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch)
 		bool buried = o.flags & OBJ_F_DELETED;
 
 		obj_close(&o);
-		ret = buried ? obj_build(s, oid, 0, NULL, 0, epoch, true) : -EEXIST;
+		ret = buried ? obj_build(s, oid, 0, NULL, 0,
+					 version_next(o.epoch, epoch), true) : -EEXIST;
 	} else if (faccessat(s->obj_fd, name, F_OK, AT_EACCESS) == 0) {
 		ret = -EEXIST;  /* there, but unreadable: not ours to replace */
 	} else {
-		ret = obj_build(s, oid, 0, NULL, 0, epoch, false);
+		ret = obj_build(s, oid, 0, NULL, 0, version_next(0, epoch), false);
 	}
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
@@ -890,13 +897,14 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 	pthread_rwlock_wrlock(stripe(s, oid));
 	ret = obj_open(s, oid, O_RDWR, &o);
 	bool buried = ret == 0 && o.flags & OBJ_F_DELETED;
+	uint64_t was = ret == 0 ? o.epoch : 0;
 	if (buried) {
 		obj_close(&o);
 		ret = -ENOENT;
 	}
 	if (ret == -ENOENT && flags & OBJSTORE_CREATE) {
 		/* A new object appears whole or not at all (over a tombstone). */
-		ret = obj_build(s, oid, off, buf, len, epoch, buried);
+		ret = obj_build(s, oid, off, buf, len, version_next(was, epoch), buried);
 		goto out_unlock;
 	}
 	if (ret < 0)
@@ -905,7 +913,7 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 		ret = -EFBIG;
 		goto out_close;
 	}
-	ret = obj_write_blocks(&o, off, buf, len, epoch);
+	ret = obj_write_blocks(&o, off, buf, len, version_next(o.epoch, epoch));
 out_close:
 	obj_close(&o);
 out_unlock:
@@ -914,14 +922,33 @@ out_unlock:
 }
 
 int objstore_replace(struct objstore *s, uint64_t oid, const void *buf,
-		     size_t len, uint64_t epoch)
+		     size_t len, uint64_t version)
 {
 	int ret;
 
 	if (len > s->max_obj_size)
 		return -EFBIG;
 	pthread_rwlock_wrlock(stripe(s, oid));
-	ret = obj_build(s, oid, 0, buf, len, epoch, true);
+	ret = obj_build(s, oid, 0, buf, len, version, true);
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
+		 uint64_t epoch)
+{
+	uint64_t was = 0;
+	struct obj o;
+	int ret;
+
+	if (len > s->max_obj_size)
+		return -EFBIG;
+	pthread_rwlock_wrlock(stripe(s, oid));
+	if (obj_open(s, oid, O_RDONLY, &o) == 0) {
+		was = o.epoch;
+		obj_close(&o);
+	}
+	ret = obj_build(s, oid, 0, buf, len, version_next(was, epoch), true);
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
 }
@@ -1021,7 +1048,7 @@ int objstore_stat(struct objstore *s, uint64_t oid, struct objstore_stat *st)
 	if (ret < 0)
 		goto out_free;
 	st->size = o.size;
-	st->epoch = o.epoch;
+	st->version = o.epoch;
 	st->csum = csum64(csums, nblocks_of(o.size) * sizeof(*csums));
 out_free:
 	free(csums);
@@ -1226,7 +1253,7 @@ int objstore_space(const struct objstore *s, uint64_t *used, uint64_t *total)
 	return 0;
 }
 
-int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch,
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *version,
 		  int *deleted)
 {
 	struct obj o;
@@ -1236,7 +1263,7 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ep
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
 		*size = o.size;
-		*epoch = o.epoch;
+		*version = o.epoch;
 		if (deleted)
 			*deleted = !!(o.flags & OBJ_F_DELETED);
 		obj_close(&o);
@@ -1245,13 +1272,13 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ep
 	return ret;
 }
 
-int objstore_bury(struct objstore *s, uint64_t oid, uint64_t epoch)
+int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version)
 {
 	struct obj o;
 	int ret;
 
 	pthread_rwlock_wrlock(stripe(s, oid));
-	ret = obj_new_tmp(s, oid, epoch, &o);
+	ret = obj_new_tmp(s, oid, version, &o);
 	if (ret == 0) {
 		o.flags = OBJ_F_DELETED;
 		ret = hdr_write(&o);
@@ -1260,6 +1287,36 @@ int objstore_bury(struct objstore *s, uint64_t oid, uint64_t epoch)
 			ret = obj_commit_tmp(s, oid, true);
 		else
 			obj_drop_tmp(s, oid);
+	}
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_remove_at(struct objstore *s, uint64_t oid, uint64_t epoch)
+{
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_wrlock(stripe(s, oid));
+	ret = obj_open(s, oid, O_RDONLY, &o);
+	if (ret == 0) {
+		bool buried = o.flags & OBJ_F_DELETED;
+		uint64_t version = version_next(o.epoch, epoch);
+
+		obj_close(&o);
+		ret = obj_new_tmp(s, oid, version, &o);
+		if (ret == 0) {
+			o.flags = OBJ_F_DELETED;
+			ret = hdr_write(&o);
+			obj_close(&o);
+			if (ret == 0)
+				ret = obj_commit_tmp(s, oid, true);
+			else
+				obj_drop_tmp(s, oid);
+		}
+		/* Already removed: the tombstone moved on, the caller hears so. */
+		if (ret == 0 && buried)
+			ret = -ENOENT;
 	}
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
@@ -1276,7 +1333,7 @@ int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 		return -ENOMEM;
 	ret = objstore_list(s, after, include_zero, oids, max, &cnt);
 	for (size_t i = 0; ret == 0 && i < cnt; i++) {
-		int r = objstore_head(s, oids[i], &ents[out].size, &ents[out].epoch,
+		int r = objstore_head(s, oids[i], &ents[out].size, &ents[out].version,
 				      &ents[out].deleted);
 
 		if (r == -ENOENT)
@@ -1285,7 +1342,7 @@ int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 			/* A header that fails its checks holds nothing usable:
 			 * list it as the oldest possible copy. */
 			ents[out].size = 0;
-			ents[out].epoch = 0;
+			ents[out].version = 0;
 			ents[out].deleted = 0;
 		} else if (r) {
 			ret = r;

@@ -9,6 +9,12 @@
  * never a mix and never a checksum error. The on-disk format is in
  * docs/format.md ("blockd object files").
  *
+ * Versions: every change of an object gets a 64-bit version, the
+ * cluster epoch it was made in << 32 | its number among the changes in
+ * that epoch (1, 2, ...). Replicas that saw the same changes have the
+ * same version; one that missed a change has a lower one. Recovery
+ * compares them; version >> 32 is "the epoch of the last write".
+ *
  * Bytes on disk that fail their checks give -EBADMSG and a log line,
  * never bad data. Thread-safe: any number of threads may call any
  * function at once; writes to one object are serialized inside.
@@ -26,7 +32,7 @@ struct objstore;
 
 struct objstore_stat {
 	uint64_t size;          /* high-water mark: highest byte written + 1 */
-	uint64_t epoch;         /* cluster epoch of the last write */
+	uint64_t version;       /* of the last change (see above) */
 	uint64_t csum;          /* XXH3-64 over the block checksums, for scrub/compare */
 };
 
@@ -39,14 +45,15 @@ struct objstore_stat {
 int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out);
 void objstore_close(struct objstore *s);        /* NULL ok */
 
-/* An empty object (size 0). -EEXIST if it exists. */
+/* An empty object (size 0), changed in @epoch. -EEXIST if it exists
+ * (a tombstone does not count). */
 int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch);
 
 /*
  * Write @len bytes at @off. -ENOENT if the object does not exist and
  * @flags lacks OBJSTORE_CREATE; -EFBIG if off + len > max_obj_size;
  * -EBADMSG if a partly overwritten block was already corrupt.
- * Records @epoch as the object's epoch.
+ * The new version is the next one in @epoch.
  */
 int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 		   const void *buf, size_t len, uint64_t epoch, unsigned flags);
@@ -54,10 +61,15 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 /*
  * Replace the whole object with @buf[0..len) atomically (a temporary
  * file renamed over it): after a crash it is wholly old or wholly new.
- * Used to repair a replica and to recover objects. Creates if missing.
+ * Used to repair a replica and to recover objects: it gets exactly
+ * @version (a copy keeps the version of its source). Creates if missing.
  */
 int objstore_replace(struct objstore *s, uint64_t oid, const void *buf,
-		     size_t len, uint64_t epoch);
+		     size_t len, uint64_t version);
+
+/* objstore_replace by a client in @epoch: the next version. */
+int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
+		 uint64_t epoch);
 
 /*
  * Read up to @len bytes at @off into @buf; *@got is the count, short
@@ -87,23 +99,29 @@ int objstore_sync_all(struct objstore *s);
 int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 		  uint64_t *oids, size_t max, size_t *n);
 
-/* Size, epoch and whether it is a tombstone, from the object's header
+/* Size, version and whether it is a tombstone, from the object's header
  * only (cheap: no block checks). -ENOENT, -EBADMSG. @deleted may be NULL. */
-int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *epoch,
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *version,
 		  int *deleted);
 
 /*
- * Replace the object by a tombstone: "removed at @epoch". Read, stat,
- * verify and write without OBJSTORE_CREATE then see -ENOENT; create and
- * write with OBJSTORE_CREATE make a new object over it. Recovery
- * compares a tombstone's epoch with copies' epochs like any version, so
- * an old copy on a node that was away cannot bring the object back.
+ * Replace the object by a tombstone, a version like any other: "removed".
+ * Read, stat, verify and write without OBJSTORE_CREATE then see -ENOENT;
+ * create and write with OBJSTORE_CREATE make a new object over it.
+ * Recovery compares a tombstone's version with copies' versions, so an
+ * old copy on a node that was away cannot bring the object back.
  * objstore_remove deletes a tombstone like any file.
+ *   objstore_remove_at: a client's removal in @epoch: the next version.
+ *     -ENOENT if missing; a tombstone already there still gets the next
+ *     version (a retried removal must not look older than a write it
+ *     follows) and -ENOENT.
+ *   objstore_bury: a copied tombstone with exactly @version (recovery).
  */
-int objstore_bury(struct objstore *s, uint64_t oid, uint64_t epoch);
+int objstore_remove_at(struct objstore *s, uint64_t oid, uint64_t epoch);
+int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version);
 
 struct objstore_ent {
-	uint64_t oid, epoch, size;
+	uint64_t oid, version, size;
 	int deleted;            /* a tombstone */
 };
 /* objstore_list with each object's epoch and size; a copy whose header

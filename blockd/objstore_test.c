@@ -286,19 +286,19 @@ Test(objstore, size_is_high_water_mark_and_epoch_is_recorded)
 	cr_assert_eq(objstore_create(s, 3, 5), 0);
 	cr_assert_eq(objstore_stat(s, 3, &st), 0);
 	cr_assert_eq(st.size, 0);
-	cr_assert_eq(st.epoch, 5);
+	cr_assert_eq(st.version >> 32, 5);
 	cr_assert_eq(objstore_write(s, 3, 9999, &c, 1, 6, 0), 0);
 	cr_assert_eq(objstore_stat(s, 3, &st), 0);
 	cr_assert_eq(st.size, 10000);
-	cr_assert_eq(st.epoch, 6);
+	cr_assert_eq(st.version >> 32, 6);
 	cr_assert_eq(objstore_write(s, 3, 10, &c, 1, 9, 0), 0);
 	cr_assert_eq(objstore_stat(s, 3, &st), 0);
 	cr_assert_eq(st.size, 10000, "a lower write does not shrink it");
-	cr_assert_eq(st.epoch, 9);
+	cr_assert_eq(st.version >> 32, 9);
 	cr_assert_eq(objstore_write(s, 3, 500000, &c, 0, 10, 0), 0);
 	cr_assert_eq(objstore_stat(s, 3, &st), 0);
 	cr_assert_eq(st.size, 10000, "an empty write does not grow it");
-	cr_assert_eq(st.epoch, 10);
+	cr_assert_eq(st.version >> 32, 10);
 }
 
 Test(objstore, create_existing_is_eexist)
@@ -371,7 +371,7 @@ Test(objstore, stat_csum_depends_on_content_not_history)
 	cr_assert_eq(objstore_stat(s, 11, &b), 0);
 	cr_assert_eq(a.size, b.size);
 	cr_assert_eq(a.csum, b.csum);
-	cr_assert_neq(a.epoch, b.epoch);
+	cr_assert_neq(a.version, b.version);
 	cr_assert_eq(objstore_write(s, 11, BLK, zero, 1, 8, 0), 0);
 	cr_assert_eq(objstore_stat(s, 11, &c), 0);
 	cr_assert_eq(c.csum, b.csum, "zeros written over zeros");
@@ -881,7 +881,7 @@ Test(crash, killed_replace_leaves_object_wholly_old_or_new)
 			continue;
 		cr_assert_eq(ret, 0, "seed %u iter %u", seed0, iter);
 		cr_assert_eq(objstore_stat(s, 0x82, &st), 0);
-		g = st.epoch;
+		g = st.version;    /* replace stores the version it is given */
 		cr_assert_geq(g, g0 - 1, "seed %u iter %u", seed0, iter);
 		cr_assert_eq(got, MAX_OBJ - (g % 13) * 37 * BLK - (g % 3) * 808,
 			     "seed %u iter %u: size of generation %" PRIu64,
@@ -911,7 +911,7 @@ Test(replace, swaps_content_and_size)
 	cr_assert_eq(objstore_replace(s, 0x90, small, sizeof(small), 2), 0);
 	cr_assert_eq(objstore_stat(s, 0x90, &st), 0);
 	cr_assert_eq(st.size, sizeof(small));
-	cr_assert_eq(st.epoch, 2);
+	cr_assert_eq(st.version, 2, "a replace keeps the version it is given");
 	expect_read(0x90, 0, small, sizeof(small));
 	cr_assert_eq(objstore_read(s, 0x90, 0, big, 3 << 20, &got), 0);
 	cr_assert_eq(got, sizeof(small));
@@ -1135,7 +1135,29 @@ Test(tombstone, buried_object_reads_as_missing_but_keeps_its_epoch)
 	cr_assert_eq(objstore_head(s, 7, &size, &epoch, &deleted), 0);
 	cr_assert(deleted);
 	cr_assert_eq(size, 0);
-	cr_assert_eq(epoch, 9, "the removal's epoch is what recovery compares");
+	cr_assert_eq(epoch, 9, "the removal's version is what recovery compares");
+}
+
+Test(tombstone, versions_count_changes_within_an_epoch)
+{
+	uint64_t size, v;
+	int deleted;
+
+	cr_assert_eq(objstore_write(s, 5, 0, "a", 1, 4, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 5, 1, "b", 1, 4, 0), 0);
+	cr_assert_eq(objstore_head(s, 5, &size, &v, &deleted), 0);
+	cr_assert_eq(v, 4ull << 32 | 2, "two changes in epoch 4");
+	cr_assert_eq(objstore_write(s, 5, 1, "c", 1, 6, 0), 0);
+	cr_assert_eq(objstore_head(s, 5, &size, &v, &deleted), 0);
+	cr_assert_eq(v, 6ull << 32 | 1);
+	cr_assert_eq(objstore_remove_at(s, 5, 6), 0);
+	cr_assert_eq(objstore_head(s, 5, &size, &v, &deleted), 0);
+	cr_assert(deleted);
+	cr_assert_eq(v, 6ull << 32 | 2);
+	cr_assert_eq(objstore_remove_at(s, 5, 6), -ENOENT, "gone already...");
+	cr_assert_eq(objstore_head(s, 5, &size, &v, &deleted), 0);
+	cr_assert_eq(v, 6ull << 32 | 3, "...but a retried removal is newer");
+	cr_assert_eq(objstore_remove_at(s, 99, 6), -ENOENT);
 }
 
 Test(tombstone, create_and_write_with_create_replace_a_tombstone)
@@ -1153,7 +1175,7 @@ Test(tombstone, create_and_write_with_create_replace_a_tombstone)
 	cr_assert_arr_eq(buf, ((char[]){ 0, 'n' }), 2, "nothing of the old object");
 	cr_assert_eq(objstore_head(s, 3, &size, &epoch, &deleted), 0);
 	cr_assert(!deleted);
-	cr_assert_eq(epoch, 3);
+	cr_assert_eq(epoch, 3ull << 32 | 1);
 	cr_assert_eq(objstore_bury(s, 3, 4), 0);
 	cr_assert_eq(objstore_create(s, 3, 5), 0);
 	cr_assert_eq(objstore_create(s, 3, 5), -EEXIST);
@@ -1169,8 +1191,8 @@ Test(tombstone, listed_with_a_flag_and_removable)
 	cr_assert_eq(objstore_bury(s, 2, 6), 0);
 	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 4, &n), 0);
 	cr_assert_eq(n, 2);
-	cr_assert(!e[0].deleted && e[0].size == 1 && e[0].epoch == 1);
-	cr_assert(e[1].deleted && e[1].epoch == 6);
+	cr_assert(!e[0].deleted && e[0].size == 1 && e[0].version == (1ull << 32 | 1));
+	cr_assert(e[1].deleted && e[1].version == 6);
 	cr_assert_eq(objstore_remove(s, 2), 0);
 	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 4, &n), 0);
 	cr_assert_eq(n, 1);

@@ -101,19 +101,12 @@ static void op_remove(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
-	uint64_t size, tag;
-	int deleted = 0;
-
 	r->ret = ensure(r);
 	if (r->ret)
 		return;
-	r->ret = objstore_head(r->bd->store, r->h.oid, &size, &tag, &deleted);
-	if (r->ret == 0 && deleted)
-		r->ret = -ENOENT;
 	/* A tombstone, not nothing: a node that missed this removal must not
 	 * bring its old copy back (recover.h). */
-	if (r->ret == 0)
-		r->ret = objstore_bury(r->bd->store, r->h.oid, r->h.epoch);
+	r->ret = objstore_remove_at(r->bd->store, r->h.oid, r->h.epoch);
 	note_current(r);
 }
 
@@ -122,8 +115,8 @@ static void op_replace(struct work *w)
 	struct req *r = (struct req *)w;
 
 	/* The whole object: what was here before does not matter. */
-	r->ret = objstore_replace(r->bd->store, r->h.oid, r->payload,
-				  r->h.payload_len, r->h.epoch);
+	r->ret = objstore_put(r->bd->store, r->h.oid, r->payload,
+			      r->h.payload_len, r->h.epoch);
 	note_current(r);
 }
 
@@ -173,7 +166,7 @@ static void op_list(struct work *w)
 			r->reply_flags |= SDFS_F_MORE;
 		}
 		for (size_t i = 0; i < n; i++) {
-			struct sdfs_list_ent e = { ents[i].oid, ents[i].epoch,
+			struct sdfs_list_ent e = { ents[i].oid, ents[i].version,
 				ents[i].deleted ? SDFS_SIZE_TOMBSTONE : ents[i].size };
 
 			proto_list_ent_encode(&e, 1, r->out + i * SDFS_LIST_ENT_SIZE);
@@ -195,7 +188,7 @@ static void op_stat(struct work *w)
 		/* Peers want the tag, fast: the header only. */
 		int deleted = 0;
 
-		r->ret = objstore_head(r->bd->store, r->h.oid, &st.size, &st.epoch,
+		r->ret = objstore_head(r->bd->store, r->h.oid, &st.size, &st.version,
 				       &deleted);
 		if (deleted)
 			st.size = SDFS_SIZE_TOMBSTONE;
@@ -209,7 +202,8 @@ static void op_stat(struct work *w)
 	if (objstore_path(r->bd->store, r->h.oid, path, sizeof(path)) != 0)
 		path[0] = '\0';
 	ws.size = st.size;
-	ws.epoch = st.epoch;
+	/* Peers compare whole versions; clients see the epoch. */
+	ws.epoch = r->h.flags & SDFS_F_RAW ? st.version : st.version >> 32;
 	ws.csum = st.csum;
 	ws.path_len = (uint32_t)strlen(path);
 	r->out = malloc(sizeof(ws) + ws.path_len + 1);

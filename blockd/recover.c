@@ -143,7 +143,7 @@ static int list_self(struct pass *p)
 	do {
 		ret = objstore_list_ent(p->r->bd->store, after, first, e, LIST_PAGE, &n);
 		for (size_t i = 0; ret == 0 && i < n; i++)
-			ret = pass_add(p, e[i].oid, e[i].epoch, e[i].deleted ?
+			ret = pass_add(p, e[i].oid, e[i].version, e[i].deleted ?
 				       SDFS_SIZE_TOMBSTONE : e[i].size, p->r->self);
 		if (n)
 			after = e[n - 1].oid;

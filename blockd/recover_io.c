@@ -235,7 +235,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		      const struct rec_view *given, int *fetched, uint64_t *bytes)
 {
 	uint64_t E = m->epoch, v = rec_verified_get(r, oid);
-	uint64_t lsize = 0, ltag = 0, start, clean, base = 0, from;
+	uint64_t lsize = 0, ltag = 0, start, clean, base = 0, from;	/* tags: versions */
 	const struct rec_copy *best = NULL;
 	struct rec_view gathered;
 	const struct rec_view *view = given;
@@ -251,8 +251,9 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		return ret;
 	have = ret == 0;
 
-	/* Fast path: an up holder since the copy's tag got every write since. */
-	start = v > (have ? ltag : 0) ? v : (have ? ltag : 0);
+	/* Fast path: an up holder since the copy's epoch got every change
+	 * since (those of that epoch too: it was an up holder then). */
+	start = have && (ltag >> 32) > v ? ltag >> 32 : v;
 	clean = atomic_load(&r->clean_epoch);
 	if (clean > start && history_get(r->hist, clean, &cm) == 0 &&
 	    history_is_up_holder(cm, oid, r->copies, r->self))
@@ -299,7 +300,11 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 	}
 	const struct rec_copy *want = best;     /* NULL: the local copy */
 	int absent = !have && !best;
-	if (auth && best_tag <= base && auth != r->self) {
+	uint64_t best_epoch = best_tag >> 32;
+	if (auth == r->self && best_epoch <= base) {
+		want = NULL;            /* what is here is the truth */
+		absent = 0;
+	} else if (auth && best_epoch <= base) {
 		const struct rec_copy *ac = NULL;
 
 		for (size_t i = 0; i < view->n; i++)
@@ -313,7 +318,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 			absent = 0;
 		}
 	}
-	from = best_tag > base ? best_tag : base;
+	from = best_epoch > base ? best_epoch : base;
 	/* A write after @from would be on every up holder of its epoch:
 	 * each of them must have answered, or we cannot know. */
 	for (uint64_t t = from + 1; t <= E; t++) {

@@ -115,7 +115,8 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {
 	uint64_t size;          /* high-water mark */
-	uint64_t epoch;         /* epoch of the last write */
+	uint64_t epoch;         /* epoch of the last write; with SDFS_F_RAW the
+				   whole version: epoch << 32 | changes in it */
 	uint64_t csum;          /* XXH3-64 over its block checksums */
 	uint32_t path_len;      /* <= SDFS_MAX_PATH */
 	uint32_t reserved;
@@ -125,7 +126,8 @@ static_assert(sizeof(struct sdfs_obj_stat) == 32, "obj_stat is 32 bytes");
 /* OBJ_LIST entry with SDFS_F_EPOCHS: three le64, 24 bytes on the wire. */
 struct sdfs_list_ent {
 	uint64_t oid;
-	uint64_t epoch;         /* of the copy's last write */
+	uint64_t epoch;         /* version: epoch of the last change << 32 |
+				   changes in that epoch */
 	uint64_t size;
 };
 #define SDFS_LIST_ENT_SIZE 24u

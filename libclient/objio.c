@@ -100,7 +100,7 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 		      const void *payload, enum mut_kind kind)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
-	int last = -ETIMEDOUT;
+	int last = -ETIMEDOUT, done_before = 0;
 
 	for (int attempt = 0;; attempt++) {
 		struct rpc_call calls[RING_MAX_COPIES];
@@ -152,8 +152,10 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 		placement_done(&p);
 		if (fatal)
 			return fatal;
+		/* A retried removal finds what its first try removed. */
 		if (!retry)
-			return ok == 0 && noent ? -ENOENT : 0;
+			return ok == 0 && noent && !done_before ? -ENOENT : 0;
+		done_before |= ok > 0;
 		client_map_refresh(s);
 		backoff(attempt);
 	}

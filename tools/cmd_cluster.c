@@ -1,11 +1,12 @@
 /*
- * cmd_cluster.c - sdfs cluster format|status.
+ * cmd_cluster.c - sdfs cluster format|status|wait-healthy.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tools/cli.h"
 
@@ -56,23 +57,272 @@ static int cluster_format(struct cli *cli, struct sdfs *s)
 	return 0;
 }
 
+#define WAIT_POLL_MS 200
+#define WAIT_PLAIN_EVERY_MS 5000        /* progress lines without a terminal */
+#define BAR_WIDTH 20
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One word for scripts: "ok" iff healthy. */
+static const char *health_word(const struct sdfs_health *h)
+{
+	if (h->healthy)
+		return "ok";
+	if (h->nodes_up + h->nodes_down + h->nodes_out == 0)
+		return "no-nodes";
+	if (h->nodes_up == 0)
+		return "down";
+	if (!strncmp(h->reason, "recovering", 10))
+		return "recovering";
+	return "degraded";
+}
+
+/* Recovery progress in percent, by bytes when bytes move, else objects. */
+static unsigned progress_pct(const struct sdfs_health *h)
+{
+	if (h->healthy)
+		return 100;
+	if (h->todo_bytes)
+		return (unsigned)(h->done_bytes * 100 / h->todo_bytes);
+	if (h->todo_objs)
+		return (unsigned)(h->done_objs * 100 / h->todo_objs);
+	return 0;
+}
+
+static const char *eta_text(int64_t s, char *buf, size_t len)
+{
+	if (s < 0)
+		snprintf(buf, len, "?");
+	else if (s < 60)
+		snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m", s / 3600, s / 60 % 60);
+	return buf;
+}
+
+/* "1203/2650 objects  310/700 MiB  52 MiB/s  ETA 8s" */
+static void progress_text(const struct sdfs_health *h, const char *sep,
+			  char *buf, size_t len)
+{
+	char d[32], t[32], r[32], e[48];
+
+	cli_human(h->done_bytes, d, sizeof(d));
+	cli_human(h->todo_bytes, t, sizeof(t));
+	cli_human(h->rate, r, sizeof(r));
+	snprintf(buf, len, "%" PRIu64 "/%" PRIu64 " objects%s%s/%s%s%s/s%sETA %s",
+		 h->done_objs, h->todo_objs, sep, d, t, sep, r, sep,
+		 eta_text(h->eta_s, e, sizeof(e)));
+}
+
+/* "recovery [#########.........] 45%  1203/2650 objects ..." */
+static void progress_bar(const struct sdfs_health *h, char *buf, size_t len)
+{
+	unsigned pct = progress_pct(h), fill = pct * BAR_WIDTH / 100;
+	char bar[BAR_WIDTH + 1], rest[160];
+
+	for (unsigned i = 0; i < BAR_WIDTH; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[BAR_WIDTH] = '\0';
+	progress_text(h, "  ", rest, sizeof(rest));
+	snprintf(buf, len, "recovery [%s] %3u%%  %s", bar, pct, rest);
+}
+
+/* The health fields shared by status and wait-healthy --json. */
+static void health_json(const struct sdfs_health *h)
+{
+	printf("\"healthy\": %s, \"reason\": ", h->healthy ? "true" : "false");
+	cli_json_str(stdout, h->reason);
+	printf(", \"unavailable\": %" PRIu64 ", \"extra\": %" PRIu64
+	       ", \"nodes_down\": %u, \"nodes_out\": %u, \"nodes_draining\": %u",
+	       h->unavail, h->extra, h->nodes_down, h->nodes_out, h->nodes_draining);
+	if (h->down_id)
+		printf(", \"down_node\": %" PRIu32 ", \"out_in_s\": %" PRId64,
+		       h->down_id, h->out_in_s);
+	printf(", \"recovery\": {\"todo_objs\": %" PRIu64 ", \"done_objs\": %" PRIu64
+	       ", \"todo_bytes\": %" PRIu64 ", \"done_bytes\": %" PRIu64
+	       ", \"rate\": %" PRIu64 ", \"eta_s\": %" PRId64 ", \"percent\": %u"
+	       ", \"nodes_done\": %u, \"moved_objs\": %" PRIu64 "}",
+	       h->todo_objs, h->done_objs, h->todo_bytes, h->done_bytes, h->rate,
+	       h->eta_s, progress_pct(h), h->nodes_clean, h->moved_objs);
+}
+
+/* Seconds until down node @x goes out (0: due now). */
+static int64_t out_in_s(const struct sdfs_node_status *x, uint32_t grace_ms)
+{
+	uint64_t at = x->down_ms + grace_ms, now = wall_ms();
+
+	return at > now ? (int64_t)((at - now + 999) / 1000) : 0;
+}
+
+static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
+			const struct sdfs_node_status *nodes, size_t n, uint64_t objects)
+{
+	printf("{\"uuid\": \"%s\", \"epoch\": %" PRIu64 ", \"copies\": %u, "
+	       "\"obj_size\": %" PRIu32 ", \"out_grace_ms\": %" PRIu32
+	       ", \"health\": \"%s\", \"nodes\": %u, \"nodes_up\": %u, \"replicas\": %"
+	       PRIu64 ", ", info->uuid, info->epoch, info->copies, info->obj_size,
+	       info->out_grace_ms, health_word(h), info->nodes, info->nodes_up, objects);
+	health_json(h);
+	printf(", \"nodes_detail\": [");
+	for (size_t i = 0; i < n; i++) {
+		const struct sdfs_node_status *x = &nodes[i];
+
+		printf("%s{\"id\": %" PRIu32 ", \"addr\": ", i ? ", " : "", x->node_id);
+		cli_json_str(stdout, x->addr);
+		printf(", \"state\": \"%s\", \"draining\": %s, \"placed\": %s"
+		       ", \"zone\": %" PRIu32 ", \"weight\": %" PRIu32
+		       ", \"weight_set\": %s, \"reachable\": %s, \"epoch\": %" PRIu64
+		       ", \"objects\": %" PRIu64 ", \"down_ms\": %" PRIu64, x->state,
+		       x->drain ? "true" : "false", x->placed ? "true" : "false",
+		       x->zone, x->weight, x->weight_set ? "true" : "false",
+		       x->reachable ? "true" : "false", x->epoch, x->objects, x->down_ms);
+		if (!strcmp(x->state, "down"))
+			printf(", \"out_in_s\": %" PRId64, out_in_s(x, info->out_grace_ms));
+		printf(", \"rec_epoch\": %" PRIu64 ", \"clean_epoch\": %" PRIu64
+		       ", \"recovery\": {\"todo_objs\": %" PRIu64 ", \"done_objs\": %" PRIu64
+		       ", \"todo_bytes\": %" PRIu64 ", \"done_bytes\": %" PRIu64
+		       ", \"elapsed_ms\": %" PRIu64 "}, \"unavailable\": %" PRIu64
+		       ", \"extra\": %" PRIu64 ", \"moved_objs\": %" PRIu64 "}",
+		       x->rec_epoch, x->clean_epoch, x->rec_todo_objs, x->rec_done_objs,
+		       x->rec_todo_bytes, x->rec_done_bytes, x->rec_elapsed_ms,
+		       x->rec_unavail, x->rec_extra, x->moved_objs);
+	}
+	printf("]}\n");
+}
+
+/* What a node is doing, for the NOTE column. */
+static void node_note(const struct sdfs_node_status *x, uint64_t epoch,
+		      uint32_t grace_ms, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (!strcmp(x->state, "down")) {
+		snprintf(buf, len, "out in %" PRId64 " s", out_in_s(x, grace_ms));
+		return;
+	}
+	if (!strcmp(x->state, "out")) {
+		snprintf(buf, len, "its data re-replicated elsewhere");
+		return;
+	}
+	if (!x->reachable) {
+		snprintf(buf, len, "not answering");
+		return;
+	}
+	if (x->epoch != epoch || x->rec_epoch != epoch)
+		snprintf(buf, len, "catching up to epoch %" PRIu64, epoch);
+	else if (x->rec_unavail)
+		snprintf(buf, len, "%" PRIu64 " objects unavailable", x->rec_unavail);
+	else if (x->clean_epoch != epoch && !x->rec_todo_objs)
+		snprintf(buf, len, "recovering: listing objects");
+	else if (x->clean_epoch != epoch)
+		snprintf(buf, len, "recovering %" PRIu64 "/%" PRIu64 " objects",
+			 x->rec_done_objs, x->rec_todo_objs);
+	else if (x->drain)
+		snprintf(buf, len, "draining: %" PRIu64 " objects left", x->objects);
+	else if (x->rec_extra)
+		snprintf(buf, len, "%" PRIu64 " extra copies to drop", x->rec_extra);
+}
+
+static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
+			const struct sdfs_node_status *nodes, size_t n, uint64_t objects,
+			uint64_t used, uint64_t total)
+{
+	char c1[32], c2[32], when[32], line[256];
+	time_t t = (time_t)info->created;
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+	printf("cluster   %s (formatted %s)\n", info->uuid, when);
+	const char *word = health_word(h);
+	if (h->healthy || !strncmp(h->reason, word, strlen(word)))
+		printf("health    %s\n", h->healthy ? word : h->reason);
+	else
+		printf("health    %s: %s\n", word, h->reason);
+	printf("epoch     %" PRIu64 "\n", info->epoch);
+	printf("copies    %u   object size %s   out grace %" PRIu32 " s\n", info->copies,
+	       cli_human(info->obj_size, c1, sizeof(c1)), info->out_grace_ms / 1000);
+	printf("nodes     %u up", h->nodes_up);
+	if (h->nodes_down)
+		printf(", %u down", h->nodes_down);
+	if (h->nodes_out)
+		printf(", %u out", h->nodes_out);
+	if (h->nodes_draining)
+		printf(", %u draining", h->nodes_draining);
+	printf(" / %u in map\n", info->nodes);
+	printf("replicas  %" PRIu64 " stored; disks %s used of %s\n", objects,
+	       cli_human(used, c1, sizeof(c1)), cli_human(total, c2, sizeof(c2)));
+	if (h->healthy) {
+		printf("recovery  done at epoch %" PRIu64 " (%" PRIu64 " objects checked)\n",
+		       h->epoch, h->todo_objs);
+	} else if (isatty(1)) {
+		progress_bar(h, line, sizeof(line));
+		printf("%s\n", line);
+	} else {
+		progress_text(h, ", ", line, sizeof(line));
+		printf("recovery  %u%%: %s\n", progress_pct(h), line);
+	}
+	printf("          %" PRIu64 " unavailable, %" PRIu64 " extra copies kept, %"
+	       PRIu64 " objects moved since the daemons started\n",
+	       h->unavail, h->extra, h->moved_objs);
+
+	printf("\n%-6s %-22s %-10s %-9s %-6s %-6s %s\n", "NODE", "ADDRESS", "STATE",
+	       "OBJECTS", "EPOCH", "CLEAN", "NOTE");
+	for (size_t i = 0; i < n; i++) {
+		const struct sdfs_node_status *x = &nodes[i];
+		char st[16], obj[24] = "-", ep[24] = "-", cl[24] = "-", note[96];
+
+		snprintf(st, sizeof(st), "%s%s", x->state, x->drain ? ",drain" : "");
+		if (x->reachable) {
+			snprintf(obj, sizeof(obj), "%" PRIu64, x->objects);
+			snprintf(ep, sizeof(ep), "%" PRIu64, x->epoch);
+			snprintf(cl, sizeof(cl), "%" PRIu64, x->clean_epoch);
+		}
+		node_note(x, info->epoch, info->out_grace_ms, note, sizeof(note));
+		printf("%-6" PRIu32 " %-22s %-10s %-9s %-6s %-6s %s\n", x->node_id,
+		       x->addr, st, obj, ep, cl, note);
+	}
+}
+
+static int not_formatted_or(int ret, const char *what)
+{
+	if (ret == -ENOENT)
+		return cli_fail("cluster is not formatted (run: sdfs cluster format --copies N)");
+	return cli_fail("%s: %s", what, strerror(-ret));
+}
+
 static int cluster_status(struct cli *cli, struct sdfs *s)
 {
 	struct sdfs_cluster_info info;
 	struct sdfs_node_status *nodes;
+	struct sdfs_health h;
 	size_t n;
 	int ret;
 
 	if (cli->argc)
 		return cli_usage("sdfs cluster status [--json]");
 	ret = sdfs_cluster_info(s, &info);
-	if (ret == -ENOENT)
-		return cli_fail("cluster is not formatted (run: sdfs cluster format --copies N)");
 	if (ret)
-		return cli_fail("cannot read cluster state: %s", strerror(-ret));
+		return not_formatted_or(ret, "cannot read cluster state");
+	ret = sdfs_cluster_health(s, &h);
+	if (ret)
+		return not_formatted_or(ret, "cannot check health");
 	ret = sdfs_node_list(s, &nodes, &n);
 	if (ret)
-		return cli_fail("cannot list nodes: %s", strerror(-ret));
+		return not_formatted_or(ret, "cannot list nodes");
 
 	uint64_t objects = 0, used = 0, total = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -80,58 +330,124 @@ static int cluster_status(struct cli *cli, struct sdfs *s)
 		used += nodes[i].used_bytes;
 		total += nodes[i].total_bytes;
 	}
-	const char *health = info.nodes == 0 ? "no-nodes" :
-		info.nodes_up == info.nodes ? "ok" :
-		info.nodes_up == 0 ? "down" : "degraded";
-	if (cli->json) {
-		printf("{\"uuid\": \"%s\", \"epoch\": %" PRIu64 ", \"copies\": %u, "
-		       "\"obj_size\": %" PRIu32 ", \"health\": \"%s\", \"nodes\": %u, "
-		       "\"nodes_up\": %u, \"replicas\": %" PRIu64 ", \"nodes_detail\": [",
-		       info.uuid, info.epoch, info.copies, info.obj_size, health,
-		       info.nodes, info.nodes_up, objects);
-		for (size_t i = 0; i < n; i++)
-			printf("%s{\"id\": %" PRIu32 ", \"addr\": \"%s\", \"state\": \"%s\"}",
-			       i ? ", " : "", nodes[i].node_id, nodes[i].addr, nodes[i].state);
-		printf("]}\n");
-	} else {
-		char c1[32], c2[32], when[32];
-		time_t t = (time_t)info.created;
-
-		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
-		printf("cluster   %s (formatted %s)\n", info.uuid, when);
-		printf("health    %s\n", health);
-		printf("epoch     %" PRIu64 "\n", info.epoch);
-		printf("copies    %u   object size %s\n", info.copies,
-		       cli_human(info.obj_size, c1, sizeof(c1)));
-		printf("nodes     %u up / %u in map\n", info.nodes_up, info.nodes);
-		printf("replicas  %" PRIu64 " stored; disks %s used of %s\n", objects,
-		       cli_human(used, c1, sizeof(c1)), cli_human(total, c2, sizeof(c2)));
-		printf("\n%-6s %-22s %-5s\n", "NODE", "ADDRESS", "STATE");
-		for (size_t i = 0; i < n; i++)
-			printf("%-6" PRIu32 " %-22s %-5s\n", nodes[i].node_id, nodes[i].addr,
-			       nodes[i].state);
-	}
+	if (cli->json)
+		status_json(&info, &h, nodes, n, objects);
+	else
+		status_text(&info, &h, nodes, n, objects, used, total);
 	free(nodes);
+	return 0;
+}
+
+static void wait_show(const struct sdfs_health *h, int tty)
+{
+	char line[512], bar[256];
+
+	if (tty) {
+		progress_bar(h, bar, sizeof(bar));
+		/* The reason only when it says more than "recovering". */
+		if (!h->healthy && strncmp(h->reason, "recovering", 10))
+			snprintf(line, sizeof(line), "%s  (%s)", bar, h->reason);
+		else
+			snprintf(line, sizeof(line), "%s", bar);
+		printf("\r\033[K%s", line);
+	} else {
+		progress_text(h, ", ", bar, sizeof(bar));
+		printf("waiting: %s; %u%%: %s\n", h->reason, progress_pct(h), bar);
+	}
+	fflush(stdout);
+}
+
+static int cluster_wait_healthy(struct cli *cli, struct sdfs *s)
+{
+	uint64_t timeout_s = 300;
+	int tty = !cli->json && isatty(1), shown = 0, ret = -EAGAIN;
+	struct sdfs_health h;
+	const char *v;
+
+	for (int i = 0; i < cli->argc; i++) {
+		if ((v = cli_opt(cli->argc, cli->argv, &i, "--timeout"))) {
+			if (cli_parse_u64(v, &timeout_s) || timeout_s > 86400 * 7)
+				return cli_fail("--timeout must be 0..604800 seconds, not '%s'", v);
+		} else {
+			return cli_usage("sdfs cluster wait-healthy [--timeout S] [--json]");
+		}
+	}
+	memset(&h, 0, sizeof(h));
+	snprintf(h.reason, sizeof(h.reason), "no answer yet");
+	int64_t start = mono_ms(), end = start + (int64_t)timeout_s * 1000;
+	int64_t next_plain = start;
+	for (;;) {
+		struct sdfs_health cur;
+
+		ret = sdfs_cluster_health(s, &cur);
+		if (ret == -ENOENT) {
+			if (shown)
+				printf("\n");
+			return cli_fail("cluster is not formatted");
+		}
+		if (ret == 0)
+			h = cur;
+		else
+			snprintf(h.reason, sizeof(h.reason), "cannot check: %s", strerror(-ret));
+		if (ret == 0 && h.healthy)
+			break;
+		int64_t now = mono_ms();
+		if (now >= end)
+			break;
+		if (tty || (!cli->json && now >= next_plain)) {
+			wait_show(&h, tty);
+			shown = 1;
+			next_plain = now + WAIT_PLAIN_EVERY_MS;
+		}
+		int64_t nap = end - now < WAIT_POLL_MS ? end - now : WAIT_POLL_MS;
+		struct timespec ts = { 0, (long)nap * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	double took = (double)(mono_ms() - start) / 1000;
+	if (tty && shown) {
+		if (h.healthy)
+			wait_show(&h, tty);
+		printf("\n");
+	}
+	if (cli->json) {
+		printf("{\"epoch\": %" PRIu64 ", \"health\": \"%s\", \"waited_s\": %.1f, ",
+		       h.epoch, health_word(&h), took);
+		health_json(&h);
+		printf("}\n");
+	} else if (h.healthy) {
+		printf("healthy at epoch %" PRIu64 " after %.1f s\n", h.epoch, took);
+	}
+	if (!h.healthy)
+		return cli_fail("not healthy after %" PRIu64 " s: %s", timeout_s, h.reason);
 	return 0;
 }
 
 int cmd_cluster(struct cli *cli)
 {
-	const char *usage = "sdfs cluster format|status ...";
+	static const struct {
+		const char *name;
+		int (*fn)(struct cli *cli, struct sdfs *s);
+	} subs[] = {
+		{ "format", cluster_format }, { "status", cluster_status },
+		{ "wait-healthy", cluster_wait_healthy },
+	};
 	struct sdfs *s;
-	int ret;
+	int ret, k = -1;
 
 	if (cli->argc < 1)
-		return cli_usage(usage);
+		return cli_usage("sdfs cluster format|status|wait-healthy ...");
 	const char *sub = cli->argv[0];
-	if (strcmp(sub, "format") && strcmp(sub, "status"))
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (!strcmp(sub, subs[i].name))
+			k = (int)i;
+	if (k < 0)
 		return cli_fail("unknown command 'cluster %s' (see sdfs --help)", sub);
 	cli->argc--;
 	cli->argv++;
 	s = cli_open(cli);
 	if (!s)
 		return 1;
-	ret = !strcmp(sub, "format") ? cluster_format(cli, s) : cluster_status(cli, s);
+	ret = subs[k].fn(cli, s);
 	sdfs_close(s);
 	return ret;
 }

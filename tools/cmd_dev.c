@@ -5,7 +5,7 @@
  * Everything lives under one directory:
  *   DIR/sdfs.conf        how clients reach it (SDFS_CONF=DIR/sdfs.conf)
  *   DIR/zk/              the private ZooKeeper server's config and data
- *   DIR/blockd.N/        block daemon N's data directory
+ *   DIR/blockd.N/        block daemon N's data directory (dev add: one more)
  *   DIR/log/NAME.log     each daemon's output
  *   DIR/run/NAME.pid     its pid; DIR/run/NAME.cmd its command line
  * Daemons are stopped by the pids recorded here, never by name.
@@ -426,6 +426,25 @@ static int wait_nodes(const struct dev *d, struct sdfs *s, unsigned want,
 	return -ETIMEDOUT;
 }
 
+/*
+ * After start-up each node runs a first recovery pass (quick on a new
+ * cluster, longer after a restart with data): wait for it, so that a
+ * cluster dev up returned is healthy. Not fatal: the daemons are up.
+ */
+static void wait_healthy(const struct dev *d, struct sdfs *s, int timeout_ms)
+{
+	struct sdfs_health h = { .reason = "no answer" };
+
+	for (int64_t end = now_ms() + timeout_ms; now_ms() < end; sleep_ms(100)) {
+		if (sdfs_cluster_health(s, &h) == 0 &&
+		    (h.healthy || !strncmp(h.reason, "fewer nodes", 11)))
+			break;
+	}
+	if (!h.healthy)
+		fprintf(stderr, "sdfs: warning: cluster not healthy yet: %s (see sdfs "
+			"cluster status, %s/log/)\n", h.reason, d->dir);
+}
+
 static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
@@ -519,6 +538,8 @@ static int dev_up(struct cli *cli)
 		if (ret)
 			goto fail_close;
 	}
+	if (nblockd)
+		wait_healthy(&d, s, 30000);
 	sdfs_cluster_info(s, &info);
 	sdfs_close(s);
 	if (cli->json) {
@@ -626,9 +647,213 @@ static int dev_start(struct dev *d, const char *name)
 	return 0;
 }
 
+/* "key = value" from a dev sdfs.conf, into @out. -ENOENT if missing. */
+static int conf_value(const char *text, const char *key, char *out, size_t len)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		const char *v = p;
+
+		if (strncmp(v, key, kl))
+			continue;
+		v += kl;
+		v += strspn(v, " \t");
+		if (*v++ != '=')
+			continue;
+		v += strspn(v, " \t");
+		size_t n = strcspn(v, " \t\r\n#");
+		if (n == 0 || n >= len)
+			return -EINVAL;
+		memcpy(out, v, n);
+		out[n] = '\0';
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* ZooKeeper hosts and cluster name the existing block daemons use: from
+ * blockd.0's command line, else DIR/sdfs.conf. */
+static int dev_find_cluster(struct dev *d)
+{
+	char path[PATH_MAX + 64], buf[4096];
+	int n;
+
+	run_path(d, "blockd.0", "cmd", path, sizeof(path));
+	n = read_file(path, buf, sizeof(buf));
+	/* NUL-separated arguments, as spawn() recorded them */
+	for (int off = 0; n > 0 && off < n;) {
+		const char *arg = buf + off;
+
+		off += (int)strlen(arg) + 1;
+		if (off >= n)
+			break;
+		if (!strcmp(arg, "--zk"))
+			snprintf(d->zk, sizeof(d->zk), "%s", buf + off);
+		else if (!strcmp(arg, "--cluster"))
+			snprintf(d->cluster, sizeof(d->cluster), "%s", buf + off);
+	}
+	if (d->zk[0] && d->cluster[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/sdfs.conf", d->dir);
+	if (read_file(path, buf, sizeof(buf)) <= 0 ||
+	    conf_value(buf, "zk", d->zk, sizeof(d->zk)) ||
+	    conf_value(buf, "cluster", d->cluster, sizeof(d->cluster)))
+		return -ENOENT;
+	return 0;
+}
+
+/* The lowest N with neither DIR/run/blockd.N.cmd nor DIR/blockd.N. */
+static int dev_next_index(const struct dev *d)
+{
+	for (int i = 0; i < 1000; i++) {
+		char name[32], path[PATH_MAX + 64];
+		struct stat st;
+
+		snprintf(name, sizeof(name), "blockd.%d", i);
+		run_path(d, name, "cmd", path, sizeof(path));
+		if (stat(path, &st) == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", d->dir, name);
+		if (stat(path, &st) == 0)
+			continue;
+		return i;
+	}
+	return -ENOSPC;
+}
+
+/* The node id @name's blockd stored in its data dir (0: not yet). */
+static uint32_t dev_node_id(const struct dev *d, const char *name)
+{
+	char path[PATH_MAX + 64], buf[32];
+
+	snprintf(path, sizeof(path), "%s/%s/node_id", d->dir, name);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	unsigned long v = strtoul(buf, NULL, 10);
+	return v <= UINT32_MAX ? (uint32_t)v : 0;
+}
+
+/* Wait until @name has a node id, is up in the map and answers with the
+ * map's epoch; *@st is then its status. */
+static int wait_added(const struct dev *d, struct sdfs *s, const char *name,
+		      int timeout_ms, struct sdfs_node_status *st, uint64_t *epoch)
+{
+	for (int64_t end = now_ms() + timeout_ms; now_ms() < end; sleep_ms(100)) {
+		struct sdfs_cluster_info info;
+		struct sdfs_node_status *nodes;
+		uint32_t id;
+		size_t n;
+		int ready = 0;
+
+		if (has_exited(d, name)) {
+			cli_fail("%s exited during start-up (see %s/log/%s.log)", name,
+				 d->dir, name);
+			return -ESRCH;
+		}
+		id = dev_node_id(d, name);
+		if (!id || sdfs_cluster_info(s, &info) || sdfs_node_list(s, &nodes, &n))
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (nodes[i].node_id == id && !strcmp(nodes[i].state, "up") &&
+			    nodes[i].reachable && nodes[i].epoch == info.epoch) {
+				*st = nodes[i];
+				*epoch = info.epoch;
+				ready = 1;
+			}
+		free(nodes);
+		if (ready)
+			return 0;
+	}
+	cli_fail("%s did not come up within %d s (see %s/log/%s.log)", name,
+		 timeout_ms / 1000, d->dir, name);
+	return -ETIMEDOUT;
+}
+
+static int dev_add(struct cli *cli)
+{
+	const char *dir = NULL, *v, *usage = "sdfs dev add --dir DIR [--zone N] [--weight W]";
+	char blockd_bin[PATH_MAX], name[32], ddir[PATH_MAX + 32], listen[64];
+	char zone[24], weight[24] = "";
+	uint64_t zone_v = UINT64_MAX, weight_v = 0;
+	struct sdfs_node_status st;
+	struct dev d = { 0 };
+	uint64_t epoch;
+	int ret, idx, port;
+
+	for (int i = 0; i < cli->argc; i++) {
+		if ((v = cli_opt(cli->argc, cli->argv, &i, "--dir"))) {
+			dir = v;
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zone"))) {
+			if (cli_parse_u64(v, &zone_v) || zone_v > UINT32_MAX)
+				return cli_fail("bad --zone '%s'", v);
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--weight"))) {
+			if (cli_parse_u64(v, &weight_v) || weight_v == 0 || weight_v > UINT32_MAX)
+				return cli_fail("bad --weight '%s'", v);
+		} else {
+			return cli_usage(usage);
+		}
+	}
+	if ((ret = dev_init(&d, dir, 0)))
+		return ret;
+	if (dev_find_cluster(&d))
+		return cli_fail("%s: no dev cluster here (no run/blockd.0.cmd or sdfs.conf; "
+				"start one with sdfs dev up)", d.dir);
+	if (find_binary("sdfs-blockd", "blockd", blockd_bin, sizeof(blockd_bin)))
+		return cli_fail("sdfs-blockd not found next to sdfs or on PATH");
+	idx = dev_next_index(&d);
+	port = free_port();
+	if (idx < 0 || port <= 0)
+		return cli_fail("no free %s", idx < 0 ? "blockd index" : "port");
+	snprintf(name, sizeof(name), "blockd.%d", idx);
+	snprintf(ddir, sizeof(ddir), "%s/%s", d.dir, name);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	snprintf(zone, sizeof(zone), "%" PRIu64, zone_v == UINT64_MAX ? (uint64_t)idx : zone_v);
+	if (weight_v)
+		snprintf(weight, sizeof(weight), "%" PRIu64, weight_v);
+
+	struct sdfs *s = connect_wait(&d, 10000);
+	if (!s)
+		return 1;
+	struct sdfs_cluster_info info;
+	ret = sdfs_cluster_info(s, &info);
+	if (ret) {
+		sdfs_close(s);
+		return cli_fail("cluster '%s' at %s: %s", d.cluster, d.zk,
+				ret == -ENOENT ? "not formatted" : strerror(-ret));
+	}
+	char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen, "--zk", d.zk,
+			 "--cluster", d.cluster, "--zone", zone,
+			 weight_v ? "--weight" : NULL, weight, NULL };
+	ret = spawn(&d, name, argv);
+	if (ret) {
+		sdfs_close(s);
+		return cli_fail("cannot start %s: %s", name, strerror(-ret));
+	}
+	ret = wait_added(&d, s, name, 60000, &st, &epoch);
+	sdfs_close(s);
+	if (ret) {
+		char names[1][64];
+
+		snprintf(names[0], sizeof(names[0]), "%s", name);
+		stop_daemons(&d, names, 1, 3000);
+		return 1;
+	}
+	if (cli->json) {
+		printf("{\"name\": \"%s\", \"node_id\": %" PRIu32 ", \"addr\": \"%s\", "
+		       "\"zone\": %" PRIu32 ", \"weight\": %" PRIu32 ", \"epoch\": %" PRIu64
+		       "}\n", name, st.node_id, st.addr, st.zone, st.weight, epoch);
+	} else {
+		printf("%s (node %" PRIu32 " at %s, zone %" PRIu32 ", weight %" PRIu32
+		       ") is up at epoch %" PRIu64 "\n", name, st.node_id, st.addr,
+		       st.zone, st.weight, epoch);
+	}
+	return 0;
+}
+
 int cmd_dev(struct cli *cli)
 {
-	const char *usage = "sdfs dev up|down|status|kill|start --dir DIR [NAME]";
+	const char *usage = "sdfs dev up|add|down|status|kill|start --dir DIR [NAME]";
 	const char *dir = NULL, *name = NULL, *v;
 	struct dev d = { 0 };
 	int ret;
@@ -640,6 +865,8 @@ int cmd_dev(struct cli *cli)
 	cli->argv++;
 	if (!strcmp(sub, "up"))
 		return dev_up(cli);
+	if (!strcmp(sub, "add"))
+		return dev_add(cli);
 	for (int i = 0; i < cli->argc; i++) {
 		if ((v = cli_opt(cli->argc, cli->argv, &i, "--dir")))
 			dir = v;

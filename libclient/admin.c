@@ -176,6 +176,8 @@ static void health_sum(struct sdfs_health *h, const struct sdfs_node_status *st,
 				  x->rec_done_bytes : x->rec_todo_bytes;
 		uint64_t done_o = x->rec_done_objs < x->rec_todo_objs ?
 				  x->rec_done_objs : x->rec_todo_objs;
+		/* An unavailable object was looked at, not recovered. */
+		done_o -= x->rec_unavail < done_o ? x->rec_unavail : done_o;
 		h->todo_objs += x->rec_todo_objs;
 		h->done_objs += done_o;
 		h->todo_bytes += x->rec_todo_bytes;
@@ -188,16 +190,17 @@ static void health_sum(struct sdfs_health *h, const struct sdfs_node_status *st,
 		/* Still working: its rate adds up with the others' (the passes
 		 * run in parallel); the slowest node sets the ETA. */
 		int64_t eta = -1;
-		if (x->rec_elapsed_ms) {
-			uint64_t rate = done_b * 1000 / x->rec_elapsed_ms;
-
-			h->rate += rate;
+		uint64_t rate = x->rec_elapsed_ms ? done_b * 1000 / x->rec_elapsed_ms : 0;
+		h->rate += rate;
+		/* Unavailable objects wait for a node to return: no estimate. */
+		if (x->rec_elapsed_ms && !x->rec_unavail) {
 			if (x->rec_todo_bytes > done_b && rate)
 				eta = (int64_t)((x->rec_todo_bytes - done_b + rate - 1) / rate);
 			else if (x->rec_todo_objs > done_o && done_o)
 				eta = (int64_t)((x->rec_todo_objs - done_o) *
 						x->rec_elapsed_ms / done_o / 1000 + 1);
-			else if (x->rec_todo_objs <= done_o && x->rec_todo_bytes <= done_b)
+			else if (x->rec_todo_objs && x->rec_todo_objs <= done_o &&
+				 x->rec_todo_bytes <= done_b)
 				eta = 0;        /* finishing, or retrying leftovers */
 		}
 		if (eta < 0 || h->eta_s < 0)
@@ -212,7 +215,7 @@ int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h)
 	struct cluster_config cfg;
 	struct sdfs_node_status *st;
 	struct map_ref *m;
-	unsigned placed_up = 0, answering = 0;
+	unsigned placed_up = 0, answering = 0, down_placed = 0;
 	uint32_t unreachable_id = 0;
 	int ret;
 
@@ -237,7 +240,10 @@ int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h)
 			continue;
 		}
 		if (nd->state == CMAP_DOWN) {
-			if (h->nodes_down++ == 0) {
+			h->nodes_down++;
+			/* A drained node may be stopped: it holds nothing placed
+			 * (copies it still had show as unavailable elsewhere). */
+			if (cmap_node_is_placed(nd) && down_placed++ == 0) {
 				uint64_t at = nd->down_ms + cfg.out_grace_ms;
 
 				h->down_id = nd->node_id;
@@ -256,12 +262,12 @@ int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h)
 
 	if (m->map->n == 0)
 		snprintf(h->reason, sizeof(h->reason), "no nodes");
-	else if (h->nodes_down == 1)
+	else if (down_placed == 1)
 		snprintf(h->reason, sizeof(h->reason), "node %" PRIu32 " down (out in %"
 			 PRId64 " s)", h->down_id, h->out_in_s);
-	else if (h->nodes_down)
+	else if (down_placed)
 		snprintf(h->reason, sizeof(h->reason), "%u nodes down (node %" PRIu32
-			 " out in %" PRId64 " s)", h->nodes_down, h->down_id, h->out_in_s);
+			 " out in %" PRId64 " s)", down_placed, h->down_id, h->out_in_s);
 	else if (placed_up < cfg.copies)
 		snprintf(h->reason, sizeof(h->reason), "fewer nodes than copies "
 			 "(%u placed, %u copies)", placed_up, cfg.copies);

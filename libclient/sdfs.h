@@ -110,16 +110,16 @@ struct sdfs_health {
 	uint64_t unavail;       /* objects with no current copy reachable */
 	uint64_t extra;         /* copies still kept where placement moved away */
 	uint64_t moved_objs;    /* objects fetched since the daemons started */
-	uint32_t down_id;       /* the first down node, or 0 */
+	uint32_t down_id;       /* the first placed down node, or 0 */
 	int64_t out_in_s;       /* ... seconds until it goes out (0: due) */
 };
 /*
  * Does every object have its full redundancy right now? Healthy iff no
- * node is down, at least `copies` up nodes are placed, and every up
- * node answered with the map's epoch, a clean pass at that epoch and no
- * unavailable objects. Asks every up node (NODE_INFO). Fills @h and
- * returns 0 whether healthy or not; -ENOENT if not formatted, -errno if
- * ZooKeeper cannot be read.
+ * placed node is down (a drained one may be), at least `copies` up nodes
+ * are placed, and every up node answered with the map's epoch, a clean
+ * pass at that epoch and no unavailable objects. Asks every up node
+ * (NODE_INFO). Fills @h and returns 0 whether healthy or not; -ENOENT if
+ * not formatted, -errno if ZooKeeper cannot be read.
  */
 int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h);
 

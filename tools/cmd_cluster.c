@@ -91,16 +91,21 @@ static const char *health_word(const struct sdfs_health *h)
 	return "degraded";
 }
 
-/* Recovery progress in percent, by bytes when bytes move, else objects. */
+/* Recovery progress in percent: the lesser of bytes fetched and objects
+ * settled (most objects settle without moving bytes). */
 static unsigned progress_pct(const struct sdfs_health *h)
 {
+	unsigned by_bytes = 100, by_objs = 100;
+
 	if (h->healthy)
 		return 100;
+	if (!h->todo_bytes && !h->todo_objs)
+		return 0;       /* no pass has counted its work yet */
 	if (h->todo_bytes)
-		return (unsigned)(h->done_bytes * 100 / h->todo_bytes);
+		by_bytes = (unsigned)(h->done_bytes * 100 / h->todo_bytes);
 	if (h->todo_objs)
-		return (unsigned)(h->done_objs * 100 / h->todo_objs);
-	return 0;
+		by_objs = (unsigned)(h->done_objs * 100 / h->todo_objs);
+	return by_bytes < by_objs ? by_bytes : by_objs;
 }
 
 static const char *eta_text(int64_t s, char *buf, size_t len)
@@ -232,8 +237,10 @@ static void node_note(const struct sdfs_node_status *x, uint64_t epoch,
 	else if (x->clean_epoch != epoch)
 		snprintf(buf, len, "recovering %" PRIu64 "/%" PRIu64 " objects",
 			 x->rec_done_objs, x->rec_todo_objs);
-	else if (x->drain)
+	else if (x->drain && x->objects)
 		snprintf(buf, len, "draining: %" PRIu64 " objects left", x->objects);
+	else if (x->drain)
+		snprintf(buf, len, "drained: can be stopped");
 	else if (x->rec_extra)
 		snprintf(buf, len, "%" PRIu64 " extra copies to drop", x->rec_extra);
 }

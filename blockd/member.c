@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/datadir.h"
 #include "common/log.h"
 
 #define MEMBER_CAS_TRIES 32
@@ -33,57 +34,14 @@ uint64_t member_epoch(const struct blockd *bd)
 	return bd->map ? bd->map->epoch : 0;
 }
 
-static int read_small_file(const char *path, char *buf, size_t len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
-/* Write @text to @dir/@name durably: temp file, fsync, rename, fsync dir. */
-static int write_small_file(const char *dir, const char *name, const char *text)
-{
-	char tmp[600], final[600];
-	int fd, dfd, ret = 0;
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	snprintf(final, sizeof(final), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) != (ssize_t)strlen(text) || fsync(fd) < 0)
-		ret = -EIO;
-	close(fd);
-	if (!ret && rename(tmp, final) < 0)
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
-		return ret;
-	}
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-}
-
 int member_node_id_load(struct blockd *bd)
 {
-	char path[600], buf[128];
+	char buf[128];
+	uint64_t id;
 	int ret;
 
 	/* A data dir belongs to one cluster: refuse another's. */
-	snprintf(path, sizeof(path), "%s/cluster_uuid", bd->dir);
-	ret = read_small_file(path, buf, sizeof(buf));
+	ret = datadir_read(bd->dir, "cluster_uuid", buf, sizeof(buf));
 	if (ret == 0) {
 		buf[strcspn(buf, "\n")] = '\0';
 		if (strcmp(buf, bd->cfg.uuid) != 0) {
@@ -95,33 +53,30 @@ int member_node_id_load(struct blockd *bd)
 		char text[64];
 
 		snprintf(text, sizeof(text), "%s\n", bd->cfg.uuid);
-		ret = write_small_file(bd->dir, "cluster_uuid", text);
+		ret = datadir_write(bd->dir, "cluster_uuid", text);
 		if (ret)
 			return ret;
 	} else {
 		return ret;
 	}
 
-	snprintf(path, sizeof(path), "%s/node_id", bd->dir);
-	ret = read_small_file(path, buf, sizeof(buf));
+	ret = datadir_read_u64(bd->dir, "node_id", &id);
 	if (ret == 0) {
-		char *end;
-		unsigned long v = strtoul(buf, &end, 10);
-
-		if (v == 0 || v > UINT32_MAX || (*end && *end != '\n')) {
-			log_err("%s: malformed node id", path);
+		if (id == 0 || id > UINT32_MAX) {
+			log_err("%s/node_id: malformed node id", bd->dir);
 			return -EBADMSG;
 		}
-		bd->node_id = (uint32_t)v;
+		bd->node_id = (uint32_t)id;
 		return 0;
 	}
+	if (ret == -EBADMSG)
+		log_err("%s/node_id: malformed node id", bd->dir);
 	if (ret != -ENOENT)
 		return ret;
 	ret = coord_node_id_alloc(bd->coord, &bd->node_id);
 	if (ret)
 		return ret;
-	snprintf(buf, sizeof(buf), "%" PRIu32 "\n", bd->node_id);
-	ret = write_small_file(bd->dir, "node_id", buf);
+	ret = datadir_write_u64(bd->dir, "node_id", bd->node_id);
 	if (!ret)
 		log_info("node=%" PRIu32 ": new node id allocated", bd->node_id);
 	return ret;

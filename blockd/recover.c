@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blockd/datadir.h"
 #include "blockd/recover_int.h"
 #include "common/log.h"
 #include "common/proto.h"
@@ -425,6 +426,15 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		goto out_retry;
 	}
 	if (atomic_load(&r->clean_epoch) < m->epoch) {
+		/*
+		 * Kept on disk: after a restart this node's copies are still
+		 * known current as of this epoch, so only later epochs' holders
+		 * need asking (a node out for good does not block them).
+		 */
+		ret = datadir_write_u64(r->bd->dir, "clean_epoch", m->epoch);
+		if (ret)
+			log_warn("epoch=%" PRIu64 ": cannot record the clean epoch: %s",
+				 m->epoch, strerror(-ret));
 		atomic_store(&r->clean_epoch, m->epoch);
 		log_info("epoch=%" PRIu64 ": recovery done: %zu objects fetched",
 			 m->epoch, atomic_load(&p.fetched));
@@ -518,6 +528,11 @@ int recover_new(struct blockd *bd, const struct recover_opts *o, struct recover 
 		r->opts.peer_timeout_ms = 3000;
 	r->self = bd->node_id;
 	r->copies = bd->cfg.copies;
+	uint64_t clean = 0;
+	ret = datadir_read_u64(bd->dir, "clean_epoch", &clean);
+	if (ret && ret != -ENOENT)
+		log_warn("%s/clean_epoch: %s; starting from none", bd->dir, strerror(-ret));
+	atomic_store(&r->clean_epoch, ret ? 0 : clean);
 	r->obj_size = bd->cfg.obj_size;
 	r->tb_last_ms = rec_now_ms();
 	for (int i = 0; i < REC_STRIPES; i++)

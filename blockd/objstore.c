@@ -1272,22 +1272,30 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ve
 	return ret;
 }
 
-int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version)
+/* Put a tombstone of @version in place of the object; stripe held. */
+static int obj_entomb(struct objstore *s, uint64_t oid, uint64_t version)
 {
 	struct obj o;
+	int ret = obj_new_tmp(s, oid, version, &o);
+
+	if (ret)
+		return ret;
+	o.flags = OBJ_F_DELETED;
+	ret = hdr_write(&o);
+	obj_close(&o);
+	if (ret) {
+		obj_drop_tmp(s, oid);
+		return ret;
+	}
+	return obj_commit_tmp(s, oid, true);
+}
+
+int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version)
+{
 	int ret;
 
 	pthread_rwlock_wrlock(stripe(s, oid));
-	ret = obj_new_tmp(s, oid, version, &o);
-	if (ret == 0) {
-		o.flags = OBJ_F_DELETED;
-		ret = hdr_write(&o);
-		obj_close(&o);
-		if (ret == 0)
-			ret = obj_commit_tmp(s, oid, true);
-		else
-			obj_drop_tmp(s, oid);
-	}
+	ret = obj_entomb(s, oid, version);
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
 }
@@ -1301,19 +1309,9 @@ int objstore_remove_at(struct objstore *s, uint64_t oid, uint64_t epoch)
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
 		bool buried = o.flags & OBJ_F_DELETED;
-		uint64_t version = version_next(o.epoch, epoch);
 
 		obj_close(&o);
-		ret = obj_new_tmp(s, oid, version, &o);
-		if (ret == 0) {
-			o.flags = OBJ_F_DELETED;
-			ret = hdr_write(&o);
-			obj_close(&o);
-			if (ret == 0)
-				ret = obj_commit_tmp(s, oid, true);
-			else
-				obj_drop_tmp(s, oid);
-		}
+		ret = obj_entomb(s, oid, version_next(o.epoch, epoch));
 		/* Already removed: the tombstone moved on, the caller hears so. */
 		if (ret == 0 && buried)
 			ret = -ENOENT;

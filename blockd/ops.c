@@ -293,8 +293,10 @@ static void req_done(struct work *w)
 	}
 	proto_reply_init(&reply, &r->h, proto_res_from_errno(r->ret));
 	reply.flags |= r->reply_flags;
-	if (r->h.flags & SDFS_F_RAW)
+	if (r->h.flags & SDFS_F_RAW) {
 		reply.length = (uint32_t)recover_clean_epoch(r->bd->recover);
+		reply.offset = recover_full_epoch(r->bd->recover);
+	}
 	if (r->ret == 0 && r->out) {
 		reply.payload_len = r->out_len;
 		client_conn_reply(r->conn, &reply, r->out);

@@ -27,6 +27,7 @@
 #include "common/proto.h"
 
 #define PASS_RETRY_MS 3000
+#define PASS_TOMB_RETRY_MS 30000
 #define LIST_PAGE 8192
 
 struct listed {
@@ -42,6 +43,8 @@ struct pass {
 	size_t nresp;
 	uint32_t resp_id[REC_MAX_PEERS + 1];
 	uint64_t resp_clean[REC_MAX_PEERS + 1];
+	uint64_t resp_full[REC_MAX_PEERS + 1];
+	atomic_size_t tomb_pending;     /* tombstones not collectable yet */
 	/* objects to settle, as indexes of their first entry in ents */
 	size_t *work, nwork;
 	atomic_size_t next;
@@ -112,6 +115,7 @@ static int list_peer(struct pass *p, const struct cmap_node *nd)
 		}
 		if (first) {
 			p->resp_id[p->nresp] = nd->node_id;
+			p->resp_full[p->nresp] = c.reply.offset;
 			p->resp_clean[p->nresp++] = c.reply.length;
 		}
 		size_t cnt = c.reply.payload_len / SDFS_LIST_ENT_SIZE;
@@ -209,6 +213,7 @@ static size_t view_of(const struct pass *p, size_t i, struct rec_view *v)
 	v->nresp = p->nresp;
 	memcpy(v->resp_id, p->resp_id, p->nresp * sizeof(v->resp_id[0]));
 	memcpy(v->resp_clean, p->resp_clean, p->nresp * sizeof(v->resp_clean[0]));
+	memcpy(v->resp_full, p->resp_full, p->nresp * sizeof(v->resp_full[0]));
 	for (; i < p->n && p->ents[i].oid == oid; i++) {
 		const struct listed *e = &p->ents[i];
 
@@ -336,33 +341,42 @@ static int all_nodes_listed(const struct pass *p)
 	return p->nresp + 1 == p->m->n;
 }
 
-static void gc_tombstone(struct pass *p, size_t i)
+/* Returns 1 if the local tombstone went (or there was none). */
+static int gc_tombstone(struct pass *p, size_t i, int allowed)
 {
 	struct recover *r = p->r;
 	uint64_t oid = p->ents[i].oid, mine = 0, size, tag;
-	int have = 0, dead;
+	int have = 0, others_live = 0, dead;
 
 	for (size_t j = i; j < p->n && p->ents[j].oid == oid; j++) {
-		if (p->ents[j].size != SDFS_SIZE_TOMBSTONE)
-			return;
 		if (p->ents[j].node_id == r->self) {
-			have = 1;
+			have = p->ents[j].size == SDFS_SIZE_TOMBSTONE;
 			mine = p->ents[j].tag;
+		} else if (p->ents[j].size != SDFS_SIZE_TOMBSTONE) {
+			others_live = 1;
 		}
 	}
 	if (!have)
-		return;
+		return 1;
+	if (!allowed || others_live) {
+		/* A node that came back may still turn its old copy into a
+		 * tombstone, or one is away: look again later. */
+		atomic_fetch_add(&p->tomb_pending, 1);
+		return 0;
+	}
 	pthread_mutex_lock(rec_stripe(r, oid));
 	if (objstore_head(r->bd->store, oid, &size, &tag, &dead) == 0 && dead &&
 	    tag == mine)
 		objstore_remove(r->bd->store, oid);
 	pthread_mutex_unlock(rec_stripe(r, oid));
+	return 1;
 }
 
 static void run_pass(struct recover *r, const struct cmap *m)
 {
 	struct pass p = { .r = r, .m = m };
 	uint32_t ids[RING_MAX_COPIES];
+	int64_t retry_ms = PASS_RETRY_MS;
 	int ret;
 
 	atomic_store(&r->todo_objs, 0);
@@ -439,6 +453,15 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		log_info("epoch=%" PRIu64 ": recovery done: %zu objects fetched",
 			 m->epoch, atomic_load(&p.fetched));
 	}
+	/* Seeing every node makes "no such object" a known fact too. */
+	if (all_nodes_listed(&p) && atomic_load(&r->full_epoch) < m->epoch) {
+		ret = datadir_write_u64(r->bd->dir, "full_epoch", m->epoch);
+		if (ret)
+			log_warn("epoch=%" PRIu64 ": cannot record the full epoch: %s",
+				 m->epoch, strerror(-ret));
+		else
+			atomic_store(&r->full_epoch, m->epoch);
+	}
 	/*
 	 * What placement moved away: drop it once it is safe. Only now that
 	 * the clean epoch is E: before, this node would still count as the
@@ -453,17 +476,21 @@ static void run_pass(struct recover *r, const struct cmap *m)
 			;
 		for (int k = 0; k < n; k++)
 			mine |= ids[k] == r->self;
-		if (!mine)
+		/* Tombstones first: placed or not, they go together once
+		 * nothing can bring the object back. */
+		if (gc_tombstone(&p, i, gc) && !mine)
 			cleanup(&p, i);
-		else if (gc)
-			gc_tombstone(&p, i);
 	}
-	if (atomic_load(&r->extra) == 0)
+	if (atomic_load(&r->extra) == 0 && atomic_load(&p.tomb_pending) == 0)
 		goto out;
+	/* Only tombstones waiting (maybe for a node that is away for
+	 * good): no hurry. */
+	if (atomic_load(&r->extra) == 0)
+		retry_ms = PASS_TOMB_RETRY_MS;
 out_retry:
 	pthread_mutex_lock(&r->lock);
 	if (r->pass_epoch == m->epoch)
-		r->retry_at_ms = rec_now_ms() + PASS_RETRY_MS;
+		r->retry_at_ms = rec_now_ms() + retry_ms;
 	pthread_mutex_unlock(&r->lock);
 out:
 	free(p.work);
@@ -528,11 +555,17 @@ int recover_new(struct blockd *bd, const struct recover_opts *o, struct recover 
 		r->opts.peer_timeout_ms = 3000;
 	r->self = bd->node_id;
 	r->copies = bd->cfg.copies;
-	uint64_t clean = 0;
-	ret = datadir_read_u64(bd->dir, "clean_epoch", &clean);
-	if (ret && ret != -ENOENT)
-		log_warn("%s/clean_epoch: %s; starting from none", bd->dir, strerror(-ret));
-	atomic_store(&r->clean_epoch, ret ? 0 : clean);
+	static const char *const names[] = { "clean_epoch", "full_epoch" };
+	atomic_uint_fast64_t *vals[] = { &r->clean_epoch, &r->full_epoch };
+	for (int i = 0; i < 2; i++) {
+		uint64_t e = 0;
+
+		ret = datadir_read_u64(bd->dir, names[i], &e);
+		if (ret && ret != -ENOENT)
+			log_warn("%s/%s: %s; starting from none", bd->dir, names[i],
+				 strerror(-ret));
+		atomic_store(vals[i], ret ? 0 : e);
+	}
 	r->obj_size = bd->cfg.obj_size;
 	r->tb_last_ms = rec_now_ms();
 	for (int i = 0; i < REC_STRIPES; i++)
@@ -587,6 +620,11 @@ void recover_map_changed(struct recover *r, const struct cmap *m)
 uint64_t recover_clean_epoch(struct recover *r)
 {
 	return atomic_load(&r->clean_epoch);
+}
+
+uint64_t recover_full_epoch(struct recover *r)
+{
+	return atomic_load(&r->full_epoch);
 }
 
 void recover_fill_info(struct recover *r, struct sdfs_node_info *ni)

@@ -52,7 +52,14 @@ int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
 /* A client wrote, replaced or removed @oid in @epoch: now current. */
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
 
-/* The recovery fields of NODE_INFO, and the clean epoch. */
+/*
+ * The recovery fields of NODE_INFO. The clean epoch: the last whose pass
+ * settled every listed object this node holds (its copies are current as
+ * of it). The full epoch: the last clean one in which every node of the
+ * map was up and listed (then its knowing that an object does not exist
+ * is current too). Raw replies carry both (sdfs_proto.h).
+ */
 void recover_fill_info(struct recover *r, struct sdfs_node_info *ni);
 uint64_t recover_clean_epoch(struct recover *r);
+uint64_t recover_full_epoch(struct recover *r);
 #endif

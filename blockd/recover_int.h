@@ -35,6 +35,7 @@ struct rec_view {
 	size_t nresp;
 	uint32_t resp_id[REC_MAX_PEERS];
 	uint64_t resp_clean[REC_MAX_PEERS];
+	uint64_t resp_full[REC_MAX_PEERS];
 };
 
 struct verified {
@@ -64,7 +65,8 @@ struct recover {
 	int stop;
 	pthread_t thread;
 
-	atomic_uint_fast64_t clean_epoch;
+	atomic_uint_fast64_t clean_epoch;      /* recover.h */
+	atomic_uint_fast64_t full_epoch;
 	atomic_uint_fast64_t todo_objs, done_objs, todo_bytes, done_bytes;
 	atomic_uint_fast64_t unavail, extra, moved;
 	atomic_int_fast64_t pass_start_ms, pass_end_ms;

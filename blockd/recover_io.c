@@ -153,6 +153,7 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		if (res && res != -ENOENT)
 			continue;       /* did not answer: not in the view */
 		v->resp_id[v->nresp] = calls[i].node->node_id;
+		v->resp_full[v->nresp] = calls[i].reply.offset;
 		v->resp_clean[v->nresp++] = calls[i].reply.length;
 		if (res == -ENOENT)
 			continue;
@@ -231,15 +232,42 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 	return ret;
 }
 
+/* The copy @id reported in @v, or NULL if it reported none. */
+static const struct rec_copy *copy_of(const struct rec_view *v, uint32_t id)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->copy[i].node_id == id && v->copy[i].present)
+			return &v->copy[i];
+	return NULL;
+}
+
+/*
+ * Up to which epoch is @id's state of @oid known to hold every change?
+ * A copy (or tombstone) was settled in its clean epoch; knowing there is
+ * none only counts from a full epoch (docs/recovery.md). Only if @id was
+ * an up holder in that epoch; else 0.
+ */
+static uint64_t authority_epoch(struct recover *r, uint64_t oid, uint32_t id,
+				int has_copy, uint64_t clean, uint64_t full)
+{
+	uint64_t e = has_copy ? clean : full;
+	const struct cmap *m;
+
+	if (!e || history_get(r->hist, e, &m) ||
+	    !history_is_up_holder(m, oid, r->copies, id))
+		return 0;
+	return e;
+}
+
 int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		      const struct rec_view *given, int *fetched, uint64_t *bytes)
 {
 	uint64_t E = m->epoch, v = rec_verified_get(r, oid);
-	uint64_t lsize = 0, ltag = 0, start, clean, base = 0, from;	/* tags: versions */
+	uint64_t lsize = 0, ltag = 0, start, a, base = 0, from;  /* tags: versions */
+	uint64_t clean = atomic_load(&r->clean_epoch), full = atomic_load(&r->full_epoch);
 	const struct rec_copy *best = NULL;
 	struct rec_view gathered;
 	const struct rec_view *view = given;
-	const struct cmap *cm;
 	int have, ret;
 
 	*fetched = 0;
@@ -251,13 +279,12 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		return ret;
 	have = ret == 0;
 
-	/* Fast path: an up holder since the copy's epoch got every change
-	 * since (those of that epoch too: it was an up holder then). */
+	/* Fast path: an up holder since its state was known current got
+	 * every change since (those of that epoch too: it was one then). */
 	start = have && (ltag >> 32) > v ? ltag >> 32 : v;
-	clean = atomic_load(&r->clean_epoch);
-	if (clean > start && history_get(r->hist, clean, &cm) == 0 &&
-	    history_is_up_holder(cm, oid, r->copies, r->self))
-		start = clean;
+	a = authority_epoch(r, oid, r->self, have, clean, full);
+	if (a > start)
+		start = a;
 	if (start > 0 && up_holder_throughout(r, oid, start, E)) {
 		rec_verified_set(r, oid, E);
 		return 0;
@@ -277,69 +304,64 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 			best = &view->copy[i];
 			best_tag = best->tag;
 		}
+	uint64_t best_epoch = best_tag >> 32;
 	/*
-	 * A node clean at epoch c that was an up holder of the object in c
-	 * had every change up to c, removals included: what it holds now is
-	 * the truth unless a copy newer than c exists. The latest such
-	 * node is the authority.
+	 * The authority: the node whose state is known to hold every change
+	 * up to the latest epoch (base). Unless a copy newer than base
+	 * exists, its state is the truth (removals included).
 	 */
 	uint32_t auth = 0;
-	if (clean && history_get(r->hist, clean, &cm) == 0 &&
-	    history_is_up_holder(cm, oid, r->copies, r->self)) {
-		base = clean;
+	if ((a = authority_epoch(r, oid, r->self, have, clean, full)) > base) {
+		base = a;
 		auth = r->self;
 	}
 	for (size_t i = 0; i < view->nresp; i++) {
-		uint64_t c = view->resp_clean[i];
+		uint32_t id = view->resp_id[i];
 
-		if (c > base && history_get(r->hist, c, &cm) == 0 &&
-		    history_is_up_holder(cm, oid, r->copies, view->resp_id[i])) {
-			base = c;
-			auth = view->resp_id[i];
+		a = authority_epoch(r, oid, id, copy_of(view, id) != NULL,
+				    view->resp_clean[i], view->resp_full[i]);
+		if (a > base) {
+			base = a;
+			auth = id;
 		}
 	}
 	const struct rec_copy *want = best;     /* NULL: the local copy */
 	int absent = !have && !best;
-	uint64_t best_epoch = best_tag >> 32;
 	if (auth == r->self && best_epoch <= base) {
 		want = NULL;            /* what is here is the truth */
-		absent = 0;
+		absent = !have;
 	} else if (auth && best_epoch <= base) {
-		const struct rec_copy *ac = NULL;
+		const struct rec_copy *ac = copy_of(view, auth);
 
-		for (size_t i = 0; i < view->n; i++)
-			if (view->copy[i].node_id == auth && view->copy[i].present)
-				ac = &view->copy[i];
-		if (!ac) {
-			want = NULL;
-			absent = 1;     /* removed, and every copy is older */
-		} else {
-			want = have && ltag == ac->tag ? NULL : ac;
-			absent = 0;
-		}
+		want = ac && !(have && ltag == ac->tag) ? ac : NULL;
+		absent = !ac;
 	}
 	from = best_epoch > base ? best_epoch : base;
-	/* A write after @from would be on every up holder of its epoch:
-	 * each of them must have answered, or we cannot know. */
+	/*
+	 * A change after @from, in epoch t, is on every up holder of t: one
+	 * of them must have answered (or be this node), or we cannot know.
+	 * An epoch without up holders took no changes.
+	 */
 	for (uint64_t t = from + 1; t <= E; t++) {
+		const struct cmap *cm;
 		uint32_t ids[RING_MAX_COPIES];
-		int n;
+		int n, seen = 0;
 
 		ret = history_get(r->hist, t, &cm);
 		if (ret)
 			return ret == -ENOENT ? -ENODATA : ret;
 		n = history_up_holders(cm, oid, r->copies, ids);
-		for (int k = 0; k < n; k++) {
-			if (ids[k] == r->self || responded(view, ids[k]))
-				continue;
-			log_info("oid=%016" PRIx64 ": node %" PRIu32 " (a holder in "
-				 "epoch %" PRIu64 ") is unreachable; cannot tell if "
-				 "the copy here is current", oid, ids[k], t);
+		for (int k = 0; k < n && !seen; k++)
+			seen = ids[k] == r->self || responded(view, ids[k]);
+		if (n && !seen) {
+			log_info("oid=%016" PRIx64 ": no holder of epoch %" PRIu64
+				 " is reachable; cannot tell if the copy here is "
+				 "current", oid, t);
 			return -ENODATA;
 		}
 	}
 	if (absent && have) {
-		log_info("oid=%016" PRIx64 ": copy here (epoch %" PRIu64 ") was "
+		log_info("oid=%016" PRIx64 ": copy here (version %" PRIx64 ") was "
 			 "removed elsewhere; dropping it", oid, ltag);
 		ret = objstore_remove(r->bd->store, oid);
 		if (ret && ret != -ENOENT)

@@ -104,7 +104,8 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *                                             -> hdr([MORE]), le64 oid[payload_len / 8]
  *                                                with EPOCHS: sdfs_list_ent[payload_len / 24]
  * Replies to SDFS_F_RAW requests carry the node's clean epoch (the last
- * epoch whose recovery pass left nothing to do) in `length`.
+ * epoch whose recovery pass left nothing to do) in `length` and its full
+ * epoch (clean, with every node of the map up) in `offset`.
  *   OBJ_FLUSH   hdr(oid | [ALL])              -> hdr
  *   OBJ_STAT    hdr(oid)                      -> hdr, sdfs_obj_stat, path[path_len]
  *   OBJ_REPLACE hdr(oid), data[payload_len]   -> hdr   (whole object, atomic)

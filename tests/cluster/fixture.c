@@ -4,6 +4,7 @@
  * through libsdfs for the cluster's state.
  */
 #include "tests/cluster/fixture.h"
+#include "tests/cluster/tjson.h"
 
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
@@ -317,7 +318,7 @@ static void client_log(int level, const char *msg, void *arg)
 struct tcluster *tcluster_start(const struct tcluster_opts *o)
 {
 	struct tcluster *tc = calloc(1, sizeof(*tc));
-	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], path[PATH_MAX + 32];
+	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], path[PATH_MAX + 32];
 	const char *zk = getenv("SDFS_TEST_ZK");
 	static unsigned seq;
 	char *out = NULL, *err = NULL;
@@ -336,12 +337,17 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 
 	snprintf(nb, sizeof(nb), "%u", o->blockd);
 	snprintf(nc, sizeof(nc), "%u", o->copies);
-	char *argv[16] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
+	snprintf(ng, sizeof(ng), "%u", o->out_grace_s);
+	char *argv[20] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
 			   "--blockd", nb, "--cluster", tc->name };
 	int argc = 9;
 	if (o->copies) {
 		argv[argc++] = "--copies";
 		argv[argc++] = nc;
+	}
+	if (o->out_grace_s) {
+		argv[argc++] = "--out-grace";
+		argv[argc++] = ng;
 	}
 	if (zk && *zk) {
 		argv[argc++] = "--zk";
@@ -364,8 +370,9 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	sdfs_set_log(client_log, tc->client_log, LOG_INFO);
 	ret = sdfs_open(tc->conf, &tc->client, err_buf, sizeof(err_buf));
 	cr_assert_eq(ret, 0, "sdfs_open(%s): %s", tc->conf, err_buf);
-	cr_log_info("cluster %s: %u blockd, copies %u, in %s (up in %" PRId64 " ms)",
-		    tc->name, o->blockd, o->copies, tc->dir, tnow_ms() - t0);
+	cr_log_info("cluster %s: %u blockd, copies %u, out grace %u s, in %s (up in %"
+		    PRId64 " ms)", tc->name, o->blockd, o->copies, o->out_grace_s, tc->dir,
+		    tnow_ms() - t0);
 	return tc;
 }
 
@@ -679,4 +686,158 @@ char *tcluster_log_line(struct tcluster *tc, const char *name, const char *needl
 		if (tnow_ms() >= end)
 			return NULL;
 	}
+}
+
+/* Is @pid gone (or a zombie nobody reaped yet)? */
+static int pid_gone(pid_t pid)
+{
+	char path[64], *st, *paren;
+	int gone;
+
+	if (kill(pid, 0) != 0)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	st = slurp_path(path);
+	if (!st)
+		return 1;
+	paren = strrchr(st, ')');
+	gone = paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+	free(st);
+	return gone;
+}
+
+int tcluster_term(struct tcluster *tc, const char *name)
+{
+	char path[PATH_MAX + 96], *s;
+	pid_t pid;
+
+	if (!tcluster_running(tc, name))
+		return -ESRCH;
+	snprintf(path, sizeof(path), "%s/run/%s.pid", tc->dir, name);
+	s = slurp_path(path);
+	pid = s ? (pid_t)strtol(s, NULL, 10) : 0;
+	free(s);
+	if (pid <= 0)
+		return -ESRCH;
+	if (kill(pid, SIGTERM) < 0)
+		return -errno;
+	for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end; tsleep_ms(20))
+		if (pid_gone(pid)) {
+			cr_log_info("stopped %s (SIGTERM)", name);
+			return 0;
+		}
+	return -ETIMEDOUT;
+}
+
+const char *tcluster_add(struct tcluster *tc, char *name, size_t len)
+{
+	char *out = NULL, *err = NULL;
+	int st = tsdfs_run(&out, &err, "dev add --dir %s --json", tc->dir);
+	unsigned idx;
+
+	cr_assert_eq(st, 0, "sdfs dev add: exit %d: %s%s", st, out, err);
+	cr_assert_eq(tjson_str(out, "name", name, len, NULL), 0,
+		     "sdfs dev add --json printed no name: %s", out);
+	cr_assert_eq(sscanf(name, "blockd.%u", &idx), 1, "dev add named it '%s'", name);
+	if (idx + 1 > tc->nblockd)
+		tc->nblockd = idx + 1;
+	cr_log_info("added %s (node %u): %s", name, tcluster_node_id(tc, name), out);
+	free(out);
+	free(err);
+	return name;
+}
+
+int tcluster_wait_healthy(struct tcluster *tc, unsigned timeout_s)
+{
+	char *out = NULL, *err = NULL;
+	int64_t t0 = tnow_ms();
+	int st = tcluster_sdfs(tc, &out, &err, "cluster wait-healthy --timeout %u", timeout_s);
+
+	if (st) {
+		char *sout = NULL;
+
+		tcluster_sdfs(tc, &sout, NULL, "cluster status");
+		cr_log_error("sdfs cluster wait-healthy --timeout %u: exit %d after %" PRId64
+			     " ms: %s%s\n%s", timeout_s, st, tnow_ms() - t0, out, err,
+			     sout ? sout : "");
+		free(sout);
+	} else {
+		cr_log_info("healthy after %" PRId64 " ms", tnow_ms() - t0);
+	}
+	free(out);
+	free(err);
+	return st;
+}
+
+int tcluster_node_set(struct tcluster *tc, const char *action, const char *name)
+{
+	uint32_t id = tcluster_node_id(tc, name);
+	char *out = NULL, *err = NULL;
+	int st;
+
+	cr_assert_neq(id, 0, "%s has no node id", name);
+	st = tcluster_sdfs(tc, &out, &err, "node %s %u", action, id);
+	if (st)
+		cr_log_error("sdfs node %s %u (%s): exit %d: %s%s", action, id, name, st,
+			     out, err);
+	else
+		cr_log_info("sdfs node %s %u (%s): %s", action, id, name, out);
+	free(out);
+	free(err);
+	return st;
+}
+
+int tcluster_node_status(struct tcluster *tc, const char *name,
+			 struct sdfs_node_status *st)
+{
+	uint32_t id = tcluster_node_id(tc, name);
+	struct sdfs_node_status *nodes;
+	size_t n;
+	int ret = -ENOENT;
+
+	if (!id)
+		return -ENOENT;
+	ret = sdfs_node_list(tc->client, &nodes, &n);
+	if (ret)
+		return ret;
+	ret = -ENOENT;
+	for (size_t i = 0; i < n; i++)
+		if (nodes[i].node_id == id) {
+			*st = nodes[i];
+			ret = 0;
+		}
+	free(nodes);
+	return ret;
+}
+
+int tcluster_wait_objects(struct tcluster *tc, const char *name, uint64_t objects,
+			  int timeout_ms)
+{
+	struct sdfs_node_status st;
+
+	for (int64_t end = tnow_ms() + timeout_ms; tnow_ms() < end; tsleep_ms(100))
+		if (tcluster_node_status(tc, name, &st) == 0 && st.reachable &&
+		    st.objects == objects)
+			return 0;
+	return -ETIMEDOUT;
+}
+
+uint64_t tcluster_moved_objs(struct tcluster *tc, unsigned *silent)
+{
+	struct sdfs_node_status *nodes;
+	uint64_t sum = 0;
+	unsigned quiet = 0;
+	size_t n;
+
+	cr_assert_eq(sdfs_node_list(tc->client, &nodes, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (nodes[i].reachable)
+			sum += nodes[i].moved_objs;
+		else if (!strcmp(nodes[i].state, "up"))
+			quiet++;
+	}
+	free(nodes);
+	if (silent)
+		*silent = quiet;
+	return sum;
 }

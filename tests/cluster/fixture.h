@@ -29,6 +29,7 @@
 struct tcluster_opts {
 	unsigned blockd;        /* 0: only a formatted cluster, no daemon */
 	unsigned copies;        /* 0: dev up's default */
+	unsigned out_grace_s;   /* down this long, a node goes out; 0: default */
 };
 
 struct tcluster;
@@ -50,6 +51,13 @@ int tcluster_kill(struct tcluster *tc, const char *name);
 int tcluster_restart(struct tcluster *tc, const char *name);
 /* Does `sdfs dev status --json` show @name running? */
 int tcluster_running(struct tcluster *tc, const char *name);
+/* A clean stop: SIGTERM to @name's recorded pid, then wait (bounded)
+ * until it is gone. 0, or -errno / -ETIMEDOUT. */
+int tcluster_term(struct tcluster *tc, const char *name);
+/* `sdfs dev add`: one more blockd (its own zone), up and answering at
+ * the map's epoch when this returns; its dev name ("blockd.N") goes
+ * into @name, which is returned. Fails the test if it cannot. */
+const char *tcluster_add(struct tcluster *tc, char *name, size_t len);
 
 /* blockd.N <-> node id (from DIR/blockd.N/node_id); 0 / NULL if none. */
 uint32_t tcluster_node_id(struct tcluster *tc, const char *name);
@@ -72,6 +80,24 @@ int tcluster_wait_state(struct tcluster *tc, const char *name,
 int tcluster_wait_epoch_above(struct tcluster *tc, uint64_t epoch,
 			      int timeout_ms);
 uint64_t tcluster_epoch(struct tcluster *tc);
+
+/* `sdfs cluster wait-healthy --timeout @timeout_s`: its exit status (0:
+ * healthy); what it printed is logged if not. */
+int tcluster_wait_healthy(struct tcluster *tc, unsigned timeout_s);
+/* `sdfs node @action ID` (out, remove, add) for @name: its exit status. */
+int tcluster_node_set(struct tcluster *tc, const char *action, const char *name);
+/* @name's entry in the node list (map state, and its NODE_INFO numbers
+ * if it answered: st->reachable); 0, -ENOENT if not in the map. */
+int tcluster_node_status(struct tcluster *tc, const char *name,
+			 struct sdfs_node_status *st);
+/* Wait until @name answers and reports @objects objects (tombstones
+ * count: they are files); 0 or -ETIMEDOUT. */
+int tcluster_wait_objects(struct tcluster *tc, const char *name, uint64_t objects,
+			  int timeout_ms);
+/* The sum of moved_objs (objects fetched by recovery since each daemon
+ * started) over every node that answered, and how many up nodes did
+ * not answer into *@silent (NULL ok). */
+uint64_t tcluster_moved_objs(struct tcluster *tc, unsigned *silent);
 
 /* The first line of DIR/log/@name.log containing @needle (malloc'd,
  * without its newline), polled until @timeout_ms; NULL if none. */

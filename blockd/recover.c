@@ -27,7 +27,7 @@
 #include "common/proto.h"
 
 #define PASS_RETRY_MS 3000
-#define PASS_TOMB_RETRY_MS 30000
+#define PASS_TOMB_RETRY_MS 10000
 #define LIST_PAGE 8192
 
 struct listed {
@@ -45,6 +45,7 @@ struct pass {
 	uint64_t resp_clean[REC_MAX_PEERS + 1];
 	uint64_t resp_full[REC_MAX_PEERS + 1];
 	atomic_size_t tomb_pending;     /* tombstones not collectable yet */
+	int relist;                     /* copies came here: list again after */
 	/* objects to settle, as indexes of their first entry in ents */
 	size_t *work, nwork;
 	atomic_size_t next;
@@ -411,8 +412,10 @@ static void run_pass(struct recover *r, const struct cmap *m)
 			continue;
 		p.work[p.nwork++] = i;
 		atomic_fetch_add(&r->todo_objs, 1);
-		if (needs_fetch(&p, i, &size))
+		if (needs_fetch(&p, i, &size)) {
 			atomic_fetch_add(&r->todo_bytes, size);
+			p.relist = 1;   /* here or on demand, the lists go stale */
+		}
 	}
 	log_info("epoch=%" PRIu64 ": recovery pass: %zu objects listed on %zu "
 		 "nodes, %zu held here", m->epoch, p.n, p.nresp + 1, p.nwork);
@@ -481,11 +484,14 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		if (gc_tombstone(&p, i, gc) && !mine)
 			cleanup(&p, i);
 	}
-	if (atomic_load(&r->extra) == 0 && atomic_load(&p.tomb_pending) == 0)
+	/* What this pass fetched is not in its lists: one more look lets
+	 * copies and tombstones it made redundant go. */
+	if (atomic_load(&r->extra) == 0 && atomic_load(&p.tomb_pending) == 0 &&
+	    !p.relist)
 		goto out;
 	/* Only tombstones waiting (maybe for a node that is away for
 	 * good): no hurry. */
-	if (atomic_load(&r->extra) == 0)
+	if (atomic_load(&r->extra) == 0 && !p.relist)
 		retry_ms = PASS_TOMB_RETRY_MS;
 out_retry:
 	pthread_mutex_lock(&r->lock);

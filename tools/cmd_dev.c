@@ -242,7 +242,10 @@ static int stop_daemons(const struct dev *d, char names[][64], int n, int wait_m
 
 	for (int i = 0; i < n && i < 64; i++) {
 		pids[i] = -1;
-		if (is_running(d, names[i], &pids[i])) {
+		/* Ours: still running what we recorded, or a child of this very
+		 * process that has not reached exec yet (dev up failing). */
+		if (is_running(d, names[i], &pids[i]) ||
+		    (pids[i] > 0 && waitpid(pids[i], NULL, WNOHANG) == 0)) {
 			kill(pids[i], SIGTERM);
 			running++;
 		} else {

@@ -227,6 +227,24 @@ static size_t view_of(const struct pass *p, size_t i, struct rec_view *v)
 	return i;
 }
 
+/* Will this object's copy have to come from a peer? (For progress.) */
+static int needs_fetch(const struct pass *p, size_t i, uint64_t *size)
+{
+	uint64_t oid = p->ents[i].oid, mine = 0, best = 0;
+	int have = 0;
+
+	for (; i < p->n && p->ents[i].oid == oid; i++) {
+		if (p->ents[i].node_id == p->r->self) {
+			have = 1;
+			mine = p->ents[i].tag;
+		} else if (p->ents[i].tag > best) {
+			best = p->ents[i].tag;
+			*size = p->ents[i].size == SDFS_SIZE_TOMBSTONE ? 0 : p->ents[i].size;
+		}
+	}
+	return have ? best > mine : best > 0;
+}
+
 static void *fetch_worker(void *arg)
 {
 	struct pass *p = arg;
@@ -240,8 +258,16 @@ static void *fetch_worker(void *arg)
 
 		if (k >= p->nwork || superseded(r, p->m->epoch))
 			return NULL;
-		uint64_t oid = p->ents[p->work[k]].oid;
+		uint64_t oid = p->ents[p->work[k]].oid, size = 0;
 		view_of(p, p->work[k], &v);
+		/*
+		 * The bandwidth cap is for the pass, paid before taking the
+		 * object's lock: a client request for the same object settles
+		 * it at once (unthrottled: it is client I/O) instead of waiting
+		 * behind the cap.
+		 */
+		if (needs_fetch(p, p->work[k], &size))
+			rec_throttle(r, size);
 		pthread_mutex_lock(rec_stripe(r, oid));
 		ret = rec_settle_locked(r, p->m, oid, &v, &fetched, &bytes);
 		if (ret == -EAGAIN || ret == -EIO || ret == -ETIMEDOUT ||
@@ -260,24 +286,6 @@ static void *fetch_worker(void *arg)
 		else if (ret)
 			atomic_fetch_add(&p->failed, 1);
 	}
-}
-
-/* Will this object's copy have to come from a peer? (For progress.) */
-static int needs_fetch(const struct pass *p, size_t i, uint64_t *size)
-{
-	uint64_t oid = p->ents[i].oid, mine = 0, best = 0;
-	int have = 0;
-
-	for (; i < p->n && p->ents[i].oid == oid; i++) {
-		if (p->ents[i].node_id == p->r->self) {
-			have = 1;
-			mine = p->ents[i].tag;
-		} else if (p->ents[i].tag > best) {
-			best = p->ents[i].tag;
-			*size = p->ents[i].size == SDFS_SIZE_TOMBSTONE ? 0 : p->ents[i].size;
-		}
-	}
-	return have ? best > mine : best > 0;
 }
 
 /* May the local copy at ents[i..] go? Every holder up, listed, as new. */

@@ -90,7 +90,7 @@ void rec_throttle(struct recover *r, uint64_t bytes)
 	double rate = (double)r->opts.mbps * 1e6 / 1000.0;     /* bytes per ms */
 
 	/* Client I/O first: while requests queue on the disk workers, wait. */
-	for (int i = 0; i < 25 && workq_depth(r->bd->io_q) > 1; i++)
+	for (int i = 0; i < 25 && workq_depth(r->bd->io_q) > 0; i++)
 		usleep(2000);
 	for (;;) {
 		int64_t now = rec_now_ms(), wait_ms;
@@ -206,7 +206,6 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 		*bytes = 0;
 		return objstore_bury(r->bd->store, oid, c->tag);
 	}
-	rec_throttle(r, c->size);
 	call.node = nd;
 	call.req.opcode = SDFS_OP_OBJ_READ;
 	call.req.flags = SDFS_F_RAW;

@@ -451,7 +451,7 @@ static void wait_healthy(const struct dev *d, struct sdfs *s, int timeout_ms)
 static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
-	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20, grace_s = 30;
+	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20, grace_s = 30, rec_mbps = 0;
 	struct dev d = { 0 };
 	char blockd_bin[PATH_MAX], names[64][64];
 	int ret;
@@ -472,6 +472,9 @@ static int dev_up(struct cli *cli)
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--out-grace"))) {
 			if (cli_parse_u64(v, &grace_s) || grace_s < 1 || grace_s > 86400)
 				return cli_fail("--out-grace must be 1..86400 seconds");
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--recovery-mbps"))) {
+			if (cli_parse_u64(v, &rec_mbps) || rec_mbps < 1 || rec_mbps > 100000)
+				return cli_fail("--recovery-mbps must be 1..100000");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zk"))) {
 			snprintf(d.zk, sizeof(d.zk), "%s", v);
 			d.external_zk = 1;
@@ -480,7 +483,7 @@ static int dev_up(struct cli *cli)
 		} else {
 			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--copies N] "
 					 "[--obj-size SIZE] [--out-grace S] "
-					 "[--zk HOSTS --cluster NAME]");
+					 "[--recovery-mbps N] [--zk HOSTS --cluster NAME]");
 		}
 	}
 	if (!copies)
@@ -510,15 +513,17 @@ static int dev_up(struct cli *cli)
 		}
 	}
 	for (unsigned i = 0; i < nblockd; i++) {
-		char name[32], ddir[PATH_MAX + 32], listen[64], zone[16];
+		char name[32], ddir[PATH_MAX + 32], listen[64], zone[16], mbps[24];
 		int port = free_port();
 
 		snprintf(name, sizeof(name), "blockd.%u", i);
 		snprintf(ddir, sizeof(ddir), "%s/%s", d.dir, name);
 		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 		snprintf(zone, sizeof(zone), "%u", i);
+		snprintf(mbps, sizeof(mbps), "%" PRIu64, rec_mbps);
 		char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen,
-				 "--zk", d.zk, "--cluster", d.cluster, "--zone", zone, NULL };
+				 "--zk", d.zk, "--cluster", d.cluster, "--zone", zone,
+				 rec_mbps ? "--recovery-mbps" : NULL, mbps, NULL };
 		ret = spawn(&d, name, argv);
 		if (ret) {
 			cli_fail("cannot start %s: %s", name, strerror(-ret));

@@ -26,6 +26,7 @@ static const char usage_text[] =
 "  obj stat OID                    size and epoch of object OID\n"
 "  obj locate OID                  which nodes hold OID, and their paths\n"
 "  dev up --dir DIR [--blockd N] [--copies N] [--out-grace S]\n"
+"         [--recovery-mbps N]\n"
 "                                  start a local cluster under DIR\n"
 "  dev add --dir DIR [--zone N] [--weight W]\n"
 "                                  start one more blockd in it\n"

@@ -37,12 +37,6 @@ static int ensure(struct req *r)
 	return recover_ensure(r->bd->recover, r->h.oid, r->epoch);
 }
 
-static void note_current(struct req *r)
-{
-	if (r->ret == 0 || r->ret == -ENOENT)
-		recover_note_current(r->bd->recover, r->h.oid, r->epoch);
-}
-
 struct op_desc {
 	const char *name;
 	work_fn fn;
@@ -71,53 +65,68 @@ static void op_read(struct work *w)
 	r->out_len = (uint32_t)got;
 }
 
+/* Begin/end a mutation under the object's recovery lock (recover.h). */
+static int mutate_begin(struct req *r, int settle)
+{
+	return recover_mutate_begin(r->bd->recover, r->h.oid, r->epoch,
+				    settle && !(r->h.flags & SDFS_F_RAW));
+}
+
+static void mutate_end(struct req *r)
+{
+	recover_mutate_end(r->bd->recover, r->h.oid, r->epoch,
+			   r->ret == 0 || r->ret == -ENOENT);
+}
+
 static void op_write(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
-	r->ret = ensure(r);
+	r->ret = mutate_begin(r, 1);
 	if (r->ret)
 		return;
 	r->ret = objstore_write(r->bd->store, r->h.oid, r->h.offset, r->payload,
 				r->h.payload_len, r->h.epoch,
 				r->h.flags & SDFS_F_CREATE ? OBJSTORE_CREATE : 0);
-	if (r->ret == 0)
-		note_current(r);
+	mutate_end(r);
 }
 
 static void op_create(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
-	r->ret = ensure(r);
+	r->ret = mutate_begin(r, 1);
 	if (r->ret)
 		return;
 	r->ret = objstore_create(r->bd->store, r->h.oid, r->h.epoch);
-	if (r->ret == 0)
-		note_current(r);
+	mutate_end(r);
 }
 
 static void op_remove(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
-	r->ret = ensure(r);
+	r->ret = mutate_begin(r, 1);
 	if (r->ret)
 		return;
 	/* A tombstone, not nothing: a node that missed this removal must not
 	 * bring its old copy back (recover.h). */
 	r->ret = objstore_remove_at(r->bd->store, r->h.oid, r->h.epoch);
-	note_current(r);
+	mutate_end(r);
 }
 
 static void op_replace(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
-	/* The whole object: what was here before does not matter. */
+	/* The whole object: what was here before does not matter, but a
+	 * settle in progress must not overwrite it afterwards. */
+	r->ret = mutate_begin(r, 0);
+	if (r->ret)
+		return;
 	r->ret = objstore_put(r->bd->store, r->h.oid, r->payload,
 			      r->h.payload_len, r->h.epoch);
-	note_current(r);
+	mutate_end(r);
 }
 
 static void op_flush(struct work *w)

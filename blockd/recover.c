@@ -89,9 +89,10 @@ static int superseded(struct recover *r, uint64_t epoch)
 }
 
 /* List one peer's objects; -EAGAIN while it is on an older epoch. */
+/* A peer counts as having answered only once its whole list arrived. */
 static int list_peer(struct pass *p, const struct cmap_node *nd)
 {
-	uint64_t after = 0;
+	uint64_t after = 0, clean = 0, full = 0;
 	int first = 1;
 
 	for (;;) {
@@ -115,9 +116,8 @@ static int list_peer(struct pass *p, const struct cmap_node *nd)
 			return ret;
 		}
 		if (first) {
-			p->resp_id[p->nresp] = nd->node_id;
-			p->resp_full[p->nresp] = c.reply.offset;
-			p->resp_clean[p->nresp++] = c.reply.length;
+			full = c.reply.offset;
+			clean = c.reply.length;
 		}
 		size_t cnt = c.reply.payload_len / SDFS_LIST_ENT_SIZE;
 		struct sdfs_list_ent e[64];
@@ -131,8 +131,14 @@ static int list_peer(struct pass *p, const struct cmap_node *nd)
 		}
 		int more = c.reply.flags & SDFS_F_MORE;
 		rpc_calls_free(&c, 1);
-		if (ret || !more || cnt == 0)
+		if (ret)
 			return ret;
+		if (!more || cnt == 0) {
+			p->resp_id[p->nresp] = nd->node_id;
+			p->resp_full[p->nresp] = full;
+			p->resp_clean[p->nresp++] = clean;
+			return 0;
+		}
 		first = 0;
 	}
 }
@@ -172,8 +178,9 @@ static int list_all(struct pass *p)
 			continue;
 		if (p->nresp == REC_MAX_PEERS)
 			break;
+		size_t mark = p->n;
+
 		for (;;) {
-			size_t mark = p->n;
 
 			ret = list_peer(p, nd);
 			if (ret != -EAGAIN)
@@ -186,6 +193,7 @@ static int list_all(struct pass *p)
 		if (ret == -ESTALE)
 			return ret;     /* we are behind: a newer pass comes */
 		if (ret) {
+			p->n = mark;    /* a partial list would read as "no copy" */
 			log_info("epoch=%" PRIu64 ": node %" PRIu32 " did not list its "
 				 "objects (%s); continuing without it", p->m->epoch,
 				 nd->node_id, strerror(-ret));
@@ -220,7 +228,8 @@ static size_t view_of(const struct pass *p, size_t i, struct rec_view *v)
 
 		int dead = e->size == SDFS_SIZE_TOMBSTONE;
 
-		if (e->node_id != p->r->self && v->n < REC_MAX_PEERS)
+		/* version 0: an unreadable header, no copy to take */
+		if (e->node_id != p->r->self && e->tag && v->n < REC_MAX_PEERS)
 			v->copy[v->n++] = (struct rec_copy){ e->node_id, 1, dead, e->tag,
 							     dead ? 0 : e->size };
 	}
@@ -332,7 +341,8 @@ static void cleanup(struct pass *p, size_t i)
 	pthread_mutex_lock(rec_stripe(r, oid));
 	/* Only the copy we judged: a write since makes it someone else's call. */
 	if (objstore_head(r->bd->store, oid, &size, &tag, NULL) == 0 && tag == mine &&
-	    !history_is_up_holder(p->m, oid, r->copies, r->self))
+	    !history_is_up_holder(p->m, oid, r->copies, r->self) &&
+	    rec_full_forget(r, p->m->epoch) == 0)
 		objstore_remove(r->bd->store, oid);
 	pthread_mutex_unlock(rec_stripe(r, oid));
 }
@@ -456,7 +466,10 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		 * known current as of this epoch, so only later epochs' holders
 		 * need asking (a node out for good does not block them).
 		 */
-		ret = datadir_write_u64(r->bd->dir, "clean_epoch", m->epoch);
+		/* What the pass fetched must be on disk before it vouches. */
+		ret = objstore_sync_all(r->bd->store);
+		if (ret == 0)
+			ret = datadir_write_u64(r->bd->dir, "clean_epoch", m->epoch);
 		if (ret)
 			log_warn("epoch=%" PRIu64 ": cannot record the clean epoch: %s",
 				 m->epoch, strerror(-ret));

@@ -53,6 +53,16 @@ int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
 
 /*
+ * Around a client mutation of @oid in @epoch: begin takes the object's
+ * lock (so no settle or fetch interleaves with it), refuses with -ESTALE
+ * if a newer epoch is installed by now, and settles the object first if
+ * @settle; on error the lock is not held. end records the object current
+ * (if @current) and drops the lock.
+ */
+int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int settle);
+void recover_mutate_end(struct recover *r, uint64_t oid, uint64_t epoch, int current);
+
+/*
  * The recovery fields of NODE_INFO. The clean epoch: the last whose pass
  * settled every listed object this node holds (its copies are current as
  * of it). The full epoch: the last clean one in which every node of the

@@ -91,6 +91,12 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		      const struct rec_view *v, int *fetched, uint64_t *bytes);
 pthread_mutex_t *rec_stripe(struct recover *r, uint64_t oid);
+/*
+ * Before dropping a copy without leaving a tombstone in @epoch: a full
+ * epoch older than @epoch would still claim "nothing here was ever
+ * missing" for it, so it is forgotten (on disk too). 0 or -errno.
+ */
+int rec_full_forget(struct recover *r, uint64_t epoch);
 void rec_throttle(struct recover *r, uint64_t bytes);
 int64_t rec_now_ms(void);
 #endif

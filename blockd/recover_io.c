@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "blockd/datadir.h"
 #include "blockd/recover_int.h"
 #include "common/log.h"
 #include "common/proto.h"
@@ -162,6 +163,8 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 			continue;
 		int dead = st.size == SDFS_SIZE_TOMBSTONE;
 
+		if (st.epoch == 0)
+			continue;       /* an unreadable header: no copy to take */
 		v->copy[v->n++] = (struct rec_copy){ calls[i].node->node_id, 1, dead,
 						     st.epoch, dead ? 0 : st.size };
 	}
@@ -228,6 +231,20 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 			 oid, c->node_id, strerror(-ret));
 	}
 	rpc_calls_free(&call, 1);
+	return ret;
+}
+
+int rec_full_forget(struct recover *r, uint64_t epoch)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&r->tb_lock);
+	if (atomic_load(&r->full_epoch) && atomic_load(&r->full_epoch) < epoch) {
+		ret = datadir_write_u64(r->bd->dir, "full_epoch", 0);
+		if (ret == 0)
+			atomic_store(&r->full_epoch, 0);
+	}
+	pthread_mutex_unlock(&r->tb_lock);
 	return ret;
 }
 
@@ -359,6 +376,8 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 			return -ENODATA;
 		}
 	}
+	if (absent && have && (ret = rec_full_forget(r, E)) != 0)
+		return ret;
 	if (absent && have) {
 		log_info("oid=%016" PRIx64 ": copy here (version %" PRIx64 ") was "
 			 "removed elsewhere; dropping it", oid, ltag);
@@ -375,7 +394,8 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 	return 0;
 }
 
-int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
+/* With the stripe lock held: settle @oid for @epoch if not yet. */
+static int ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch)
 {
 	const struct cmap *m;
 	uint64_t bytes;
@@ -383,15 +403,51 @@ int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
 
 	if (rec_verified_get(r, oid) >= epoch)
 		return 0;
-	ret = history_get(r->hist, epoch, &m);
-	if (ret)
+	if (history_get(r->hist, epoch, &m))
 		return -EAGAIN;
-	pthread_mutex_lock(rec_stripe(r, oid));
 	ret = rec_settle_locked(r, m, oid, NULL, &fetched, &bytes);
-	pthread_mutex_unlock(rec_stripe(r, oid));
 	if (fetched)
 		atomic_fetch_add(&r->moved, 1);
 	return ret;
+}
+
+int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
+{
+	int ret;
+
+	if (rec_verified_get(r, oid) >= epoch)
+		return 0;
+	pthread_mutex_lock(rec_stripe(r, oid));
+	ret = ensure_locked(r, oid, epoch);
+	pthread_mutex_unlock(rec_stripe(r, oid));
+	return ret;
+}
+
+int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int settle)
+{
+	uint64_t cur;
+	int ret = 0;
+
+	pthread_mutex_lock(rec_stripe(r, oid));
+	pthread_mutex_lock(&r->lock);
+	cur = r->cur_epoch;
+	pthread_mutex_unlock(&r->lock);
+	/* Checked again here, not only when the request was queued: once a
+	 * newer map is installed, peers may already have listed this node. */
+	if (cur > epoch)
+		ret = -ESTALE;
+	else if (settle)
+		ret = ensure_locked(r, oid, epoch);
+	if (ret)
+		pthread_mutex_unlock(rec_stripe(r, oid));
+	return ret;
+}
+
+void recover_mutate_end(struct recover *r, uint64_t oid, uint64_t epoch, int current)
+{
+	if (current)
+		rec_verified_set(r, oid, epoch);
+	pthread_mutex_unlock(rec_stripe(r, oid));
 }
 
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch)

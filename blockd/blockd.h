@@ -6,7 +6,9 @@
  * objstore, which is thread-safe. Parts:
  *   client_conn.c  connections: framing, checks, replies
  *   ops.c          what each request does (dispatch table)
- *   member.c       node id, ZooKeeper membership, the cluster map
+ *   member.c       node id, ZooKeeper membership, the cluster map, and
+ *                  the MDS epoch the fence follows
+ *   fence.c        the MDS fence (fence.h)
  *   recover*.c     keeping copies current across epochs (recover.h)
  *   main.c         options and start-up
  */
@@ -41,6 +43,7 @@ struct blockd {
 	struct workq *coord_q;          /* ZooKeeper calls (one thread) */
 	struct objstore *store;
 	struct recover *recover;
+	struct fence *fence;            /* the MDS fence (fence.h) */
 	struct coord *coord;
 	struct cluster_config cfg;
 	uint32_t node_id;
@@ -54,6 +57,8 @@ struct blockd {
 	atomic_uint coord_events;       /* bits of enum coord_event, set on the zk thread */
 	struct loop_call coord_call;
 	int reconcile_running, reconcile_again;
+	int fence_sync_running, fence_sync_again;
+	unsigned fence_gen;             /* +1 whenever the session may have missed an MDS epoch */
 
 	/* counters */
 	uint64_t requests, errors;

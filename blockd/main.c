@@ -2,7 +2,8 @@
  * main.c - sdfs-blockd: options, start-up and shutdown.
  *
  * Start-up order: ZooKeeper session, wait for the cluster to be
- * formatted, open the object store, node id, listen, register, serve.
+ * formatted, open the object store and the MDS fence, node id, listen,
+ * register, serve.
  * SIGTERM/SIGINT stop it cleanly (the member znode goes at once).
  */
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/fence.h"
 #include "common/log.h"
 #include "common/net.h"
 
@@ -240,6 +242,11 @@ int main(int argc, char **argv)
 		log_err("%s: cannot open object store: %s", bd.dir, strerror(-ret));
 		goto out_coord;
 	}
+	ret = fence_open(bd.dir, &bd.fence);
+	if (ret) {
+		log_err("%s: cannot read the mds fence: %s", bd.dir, strerror(-ret));
+		goto out_store;
+	}
 	/* ZooKeeper may be slow to answer under load: retry for a while. */
 	for (int64_t end = net_now_ms() + 30000;;) {
 		ret = member_node_id_load(&bd);
@@ -298,6 +305,7 @@ out_workq:
 	if (bd.listen_fd >= 0)
 		close(bd.listen_fd);
 out_store:
+	fence_close(bd.fence);
 	if (bd.store)
 		objstore_sync_all(bd.store);
 	objstore_close(bd.store);

@@ -11,6 +11,12 @@
  * one write each epoch and the others re-read. The map thus numbers
  * every membership change, and every blockd ends on the same map.
  *
+ * The MDS epoch: whenever the session is (re)established and whenever
+ * mds/epoch changes, a job reads it (re-arming the watch) and raises
+ * the MDS fence to it (fence.h), so a node that was away during a
+ * takeover refuses the deposed mds too. Until that read succeeded in the
+ * current session, the fence counts as unsynced and refuses MDS writes.
+ *
  * ZooKeeper events arrive on the library's thread: they only set a bit
  * and post a call to the loop (member_on_event).
  */
@@ -25,6 +31,8 @@
 
 #include "blockd/blockd.h"
 #include "blockd/datadir.h"
+#include "blockd/fence.h"
+#include "common/coord_mds.h"
 #include "common/log.h"
 
 #define MEMBER_CAS_TRIES 32
@@ -304,6 +312,82 @@ static void reconcile_start(struct blockd *bd)
 	workq_push(bd->coord_q, &j->work);
 }
 
+struct fence_sync_job {
+	struct work work;
+	struct blockd *bd;
+	struct coord *coord;
+	struct fence *fence;
+	unsigned gen;           /* bd->fence_gen when queued */
+	uint64_t epoch;
+	int ret;
+};
+
+/* Worker: read the MDS epoch, watching it, and raise the fence to it. */
+static void fence_sync_fn(struct work *w)
+{
+	struct fence_sync_job *j = (struct fence_sync_job *)w;
+
+	j->ret = coord_mds_epoch_get(j->coord, 1, &j->epoch);
+	if (!j->ret)
+		j->ret = fence_raise(j->fence, j->epoch, "mds epoch in ZooKeeper", NULL);
+}
+
+static void fence_sync_start(struct blockd *bd);
+
+static void fence_sync_done(struct work *w)
+{
+	struct fence_sync_job *j = (struct fence_sync_job *)w;
+	struct blockd *bd = j->bd;
+
+	bd->fence_sync_running = 0;
+	if (j->ret) {
+		/* The tick tries again (reconcile_tick). */
+		log_warn("node=%" PRIu32 ": cannot bring the mds fence up to the "
+			 "mds epoch: %s; refusing mds writes until it is",
+			 bd->node_id, strerror(-j->ret));
+	} else if (j->gen != bd->fence_gen) {
+		bd->fence_sync_again = 1;       /* the session dropped meanwhile */
+	} else {
+		if (!fence_is_synced(bd->fence))
+			log_info("node=%" PRIu32 ": mds epoch %" PRIu64 ", mds fence %"
+				 PRIu64, bd->node_id, j->epoch, fence_get(bd->fence));
+		fence_set_synced(bd->fence, 1);
+	}
+	free(j);
+	if (bd->fence_sync_again && bd->zk_connected)
+		fence_sync_start(bd);
+}
+
+static void fence_sync_start(struct blockd *bd)
+{
+	struct fence_sync_job *j;
+
+	if (bd->fence_sync_running) {
+		bd->fence_sync_again = 1;
+		return;
+	}
+	bd->fence_sync_again = 0;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;         /* the tick tries again */
+	bd->fence_sync_running = 1;
+	j->bd = bd;
+	j->coord = bd->coord;
+	j->fence = bd->fence;
+	j->gen = bd->fence_gen;
+	j->work.fn = fence_sync_fn;
+	j->work.done = fence_sync_done;
+	workq_push(bd->coord_q, &j->work);
+}
+
+/* The session may have missed an MDS epoch: refuse MDS writes until
+ * the next read. */
+static void fence_unsync(struct blockd *bd)
+{
+	bd->fence_gen++;
+	fence_set_synced(bd->fence, 0);
+}
+
 /* Loop thread: act on the events the zk thread noted. */
 static void coord_events_run(void *arg)
 {
@@ -315,6 +399,7 @@ static void coord_events_run(void *arg)
 			 bd->node_id);
 		bd->zk_connected = 0;
 		bd->zk_expired = 1;
+		fence_unsync(bd);
 	}
 	if (bd->zk_expired) {
 		if (coord_reopen(bd->coord, bd->conf.session_ms) == 0) {
@@ -333,6 +418,7 @@ static void coord_events_run(void *arg)
 	 */
 	if (ev & (1u << COORD_EV_CONNECTING)) {
 		bd->zk_connected = 0;
+		fence_unsync(bd);
 		log_warn("node=%" PRIu32 ": ZooKeeper connection lost; refusing I/O "
 			 "until it is back", bd->node_id);
 	}
@@ -344,6 +430,9 @@ static void coord_events_run(void *arg)
 	if (ev & ((1u << COORD_EV_MEMBERS) | (1u << COORD_EV_MAP) |
 		  (1u << COORD_EV_CONNECTED) | (1u << COORD_EV_EXPIRED)))
 		reconcile_start(bd);
+	if (bd->zk_connected &&
+	    ev & ((1u << COORD_EV_CONNECTED) | (1u << COORD_EV_MDS_EPOCH)))
+		fence_sync_start(bd);
 }
 
 void member_on_event(enum coord_event ev, void *arg)
@@ -373,6 +462,8 @@ static void reconcile_tick(void *arg)
 	}
 	if (bd->reconcile_again)
 		reconcile_start(bd);
+	if (bd->zk_connected && !fence_is_synced(bd->fence))
+		fence_sync_start(bd);
 }
 
 int member_join(struct blockd *bd)
@@ -410,5 +501,7 @@ again:
 	if (ret < 0)
 		return ret;
 	reconcile_start(bd);
+	if (bd->zk_connected)
+		fence_sync_start(bd);
 	return 0;
 }

@@ -1,11 +1,18 @@
 /*
  * ops.c - what blockd does for each request: the dispatch table, the
- * epoch check, and the work functions that touch the objstore.
+ * epoch check, the MDS fence check, and the work functions that touch
+ * the objstore.
  *
  * ops_dispatch() runs on the loop thread: it checks the request against
  * the table and the node's epoch, then queues a job on the I/O workers.
  * A job's fn runs on a worker and touches only the job and the
- * (thread-safe) objstore; its done runs on the loop thread and replies.
+ * (thread-safe) objstore and fence; its done runs on the loop thread
+ * and replies.
+ *
+ * Client mutations of MDS-database objects are checked against the MDS
+ * fence on the worker, holding it shared until the change is made
+ * (fence.h): an MDS_FENCE that was answered has waited for every older
+ * mutation past its check, and the ones still queued are refused.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +20,9 @@
 #include <string.h>
 
 #include "blockd/blockd.h"
+#include "blockd/fence.h"
 #include "common/log.h"
+#include "common/oid.h"
 #include "common/proto.h"
 
 struct req {
@@ -26,6 +35,7 @@ struct req {
 	uint32_t out_len;
 	uint32_t reply_flags;
 	uint64_t epoch;         /* the request's, else the node's at dispatch */
+	uint64_t fence;         /* MDS_FENCE: the fence after it */
 	int ret;                /* 0 or -errno */
 };
 
@@ -65,15 +75,51 @@ static void op_read(struct work *w)
 	r->out_len = (uint32_t)got;
 }
 
-/* Begin/end a mutation under the object's recovery lock (recover.h). */
-static int mutate_begin(struct req *r, int settle)
+static int is_fenced(const struct req *r)
 {
-	return recover_mutate_begin(r->bd->recover, r->h.oid, r->epoch,
-				    settle && !(r->h.flags & SDFS_F_RAW));
+	return oid_kind(r->h.oid) == OID_KIND_MDS;
 }
 
+/*
+ * Begin/end a mutation: under the object's recovery lock (recover.h),
+ * then, for MDS objects, past the MDS fence, holding it shared until the
+ * change is made. The fence is taken last and held only around local
+ * disk work: a raise never waits for a settle that talks to peers.
+ */
+static int mutate_begin(struct req *r, int settle)
+{
+	int ret;
+
+	ret = recover_mutate_begin(r->bd->recover, r->h.oid, r->epoch,
+				   settle && !(r->h.flags & SDFS_F_RAW));
+	if (ret)
+		return ret == -EPERM ? -EIO : ret;     /* see mutate_end */
+	if (is_fenced(r)) {
+		ret = fence_mutate_begin(r->bd->fence, r->h.token);
+		if (ret) {
+			recover_mutate_end(r->bd->recover, r->h.oid, r->epoch, 0);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* After the change: durable first if the client asked (SDFS_F_SYNC). */
 static void mutate_end(struct req *r)
 {
+	/* -EPERM on the wire means "fenced"; a disk that says so is an I/O
+	 * error, which the client may retry elsewhere. */
+	if (r->ret == -EPERM)
+		r->ret = -EIO;
+	/* A removal of a missing object may have left a tombstone. */
+	if (r->h.flags & SDFS_F_SYNC && (r->ret == 0 || r->ret == -ENOENT)) {
+		int ret = objstore_sync(r->bd->store, r->h.oid);
+
+		if (ret && ret != -ENOENT)
+			r->ret = ret == -EPERM ? -EIO : ret;
+	}
+	if (is_fenced(r))
+		fence_mutate_end(r->bd->fence);
 	recover_mutate_end(r->bd->recover, r->h.oid, r->epoch,
 			   r->ret == 0 || r->ret == -ENOENT);
 }
@@ -127,6 +173,20 @@ static void op_replace(struct work *w)
 	r->ret = objstore_put(r->bd->store, r->h.oid, r->payload,
 			      r->h.payload_len, r->h.epoch);
 	mutate_end(r);
+}
+
+static void op_mds_fence(struct work *w)
+{
+	struct req *r = (struct req *)w;
+
+	/* A fence no token can pass (tokens are 32 bits) would lock the
+	 * MDS out for good: garbage, not an epoch. A payload: garbage. */
+	if (r->h.offset > UINT32_MAX || r->h.payload_len) {
+		r->ret = -EINVAL;
+		r->fence = fence_get(r->bd->fence);
+		return;
+	}
+	r->ret = fence_raise(r->bd->fence, r->h.offset, "MDS_FENCE", &r->fence);
 }
 
 static void op_flush(struct work *w)
@@ -263,6 +323,7 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_STAT]    = { "OBJ_STAT",    op_stat,    0 },
 	[SDFS_OP_OBJ_REPLACE] = { "OBJ_REPLACE", op_replace, 1 },
 	[SDFS_OP_NODE_INFO]   = { "NODE_INFO",   op_node_info, 0 },
+	[SDFS_OP_MDS_FENCE]   = { "MDS_FENCE",   op_mds_fence, 0 },
 };
 
 static void reply_now(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
@@ -280,7 +341,14 @@ static void req_done(struct work *w)
 	struct req *r = (struct req *)w;
 	struct sdfs_hdr reply;
 
-	if (r->ret == -EBADMSG)
+	if (r->ret == -EPERM)
+		log_info("oid=%016" PRIx64 " op=%s token=%" PRIu32 ": refused, below "
+			 "the mds fence %" PRIu64, r->h.oid, proto_op_name(r->h.opcode),
+			 r->h.token, fence_get(r->bd->fence));
+	else if (r->ret == -ESHUTDOWN)
+		log_debug("oid=%016" PRIx64 " op=%s: mds fence not yet in step with "
+			  "ZooKeeper", r->h.oid, proto_op_name(r->h.opcode));
+	else if (r->ret == -EBADMSG)
 		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": checksum mismatch in "
 			"local replica (%s)", r->bd->node_id, r->h.oid,
 			proto_op_name(r->h.opcode));
@@ -306,6 +374,9 @@ static void req_done(struct work *w)
 		reply.length = (uint32_t)recover_clean_epoch(r->bd->recover);
 		reply.offset = recover_full_epoch(r->bd->recover);
 	}
+	/* Whatever the flags: this op's answer is in offset. */
+	if (r->h.opcode == SDFS_OP_MDS_FENCE)
+		reply.offset = r->fence;
 	if (r->ret == 0 && r->out) {
 		reply.payload_len = r->out_len;
 		client_conn_reply(r->conn, &reply, r->out);

@@ -1,7 +1,8 @@
 /*
  * admin.c - what operators ask of the cluster and tell it: every node's
  * state and numbers, whether every object has its redundancy, where an
- * object's replicas are, and node changes (out, remove, add, reweight).
+ * object's replicas are, node changes (out, remove, add, reweight), and
+ * raising the MDS fence on every node (for a new active sdfs-mds).
  *
  * Node changes edit the cluster map in ZooKeeper with the same
  * compare-and-swap the block daemons use to follow membership: each is
@@ -14,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "common/log.h"
+#include "common/net.h"
 #include "common/proto.h"
 #include "libclient/client.h"
 #include "common/rpc.h"
@@ -22,6 +26,7 @@
 #define ADMIN_INFO_TIMEOUT_MS 3000      /* NODE_INFO: a status call stays quick */
 #define ADMIN_RPC_BATCH 64              /* calls the rpc engine runs at once */
 #define ADMIN_CAS_TRIES 8
+#define ADMIN_FENCE_TRY_MS 2000         /* MDS_FENCE round: then re-read the map */
 
 static uint64_t next_req_id(void *arg)
 {
@@ -446,4 +451,120 @@ int sdfs_obj_locate(struct sdfs *s, uint64_t oid, struct sdfs_replica *out,
 	client_map_put(m);
 	*n = (size_t)placed;
 	return 0;
+}
+
+/* Is @id among the @n ids in @ids? */
+static int id_in(const uint32_t *ids, size_t n, uint32_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return 1;
+	return 0;
+}
+
+/*
+ * One round: MDS_FENCE to every up node of @map not yet in @acked, in
+ * parallel; those that confirm a fence of at least @epoch are added to
+ * @acked. Returns how many were asked.
+ */
+static size_t fence_round(struct sdfs *s, const struct cmap *map, uint64_t epoch,
+			  int timeout_ms, uint32_t *acked, size_t *nacked)
+{
+	struct rpc_call *calls = calloc(map->n ? map->n : 1, sizeof(*calls));
+	size_t nc = 0;
+
+	if (!calls)
+		return 0;
+	for (size_t i = 0; i < map->n; i++) {
+		const struct cmap_node *nd = &map->nodes[i];
+
+		if (nd->state != CMAP_UP || id_in(acked, *nacked, nd->node_id))
+			continue;
+		calls[nc].node = nd;
+		calls[nc].req.opcode = SDFS_OP_MDS_FENCE;
+		calls[nc].req.offset = epoch;
+		calls[nc].req.epoch = (uint32_t)map->epoch;
+		nc++;
+	}
+	for (size_t i = 0; i < nc; i += ADMIN_RPC_BATCH)
+		rpc_run(s->pool, calls + i, nc - i > ADMIN_RPC_BATCH ? ADMIN_RPC_BATCH : nc - i,
+			timeout_ms, next_req_id, s);
+	for (size_t k = 0; k < nc; k++) {
+		int r = rpc_result(&calls[k]);
+
+		if (r == 0 && calls[k].reply.offset >= epoch)
+			acked[(*nacked)++] = calls[k].node->node_id;
+		else if (r == 0)        /* cannot happen: a fence only rises */
+			log_warn("node=%" PRIu32 ": MDS_FENCE %" PRIu64 " answered with "
+				 "fence %" PRIu64 "; asking again", calls[k].node->node_id,
+				 epoch, calls[k].reply.offset);
+		else
+			log_debug("node=%" PRIu32 ": MDS_FENCE %" PRIu64 ": %s; asking "
+				  "again", calls[k].node->node_id, epoch, strerror(-r));
+	}
+	rpc_calls_free(calls, nc);
+	free(calls);
+	return nc;
+}
+
+int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
+{
+	int64_t deadline = net_now_ms() + s->timeout_ms;
+	uint32_t *acked = NULL;
+	size_t nacked = 0, cap = 0;
+	int ret;
+
+	/* Tokens are 32 bits: a higher fence would lock every writer out
+	 * (block daemons refuse it too). */
+	if (epoch > UINT32_MAX)
+		return -EINVAL;
+	for (int attempt = 0;; attempt++) {
+		struct map_ref *m;
+		int err = 0;
+
+		/* Fresh each round: nodes that went down are skipped (they read
+		 * the epoch from ZooKeeper when they return), new ones asked. */
+		atomic_store(&s->map_stale, 1);
+		m = client_map_get(s, &err);
+		if (!m) {
+			ret = err;
+			break;
+		}
+		if (cap < nacked + m->map->n) {
+			uint32_t *a = realloc(acked, (nacked + m->map->n) * sizeof(*a));
+
+			if (!a) {
+				client_map_put(m);
+				ret = -ENOMEM;
+				break;
+			}
+			acked = a;
+			cap = nacked + m->map->n;
+		}
+		int64_t left = deadline - net_now_ms();
+		size_t asked = fence_round(s, m->map, epoch,
+					   left < ADMIN_FENCE_TRY_MS ? (int)(left > 0 ? left : 1)
+								     : ADMIN_FENCE_TRY_MS,
+					   acked, &nacked);
+		size_t missing = 0;
+
+		for (size_t i = 0; i < m->map->n; i++)
+			missing += m->map->nodes[i].state == CMAP_UP &&
+				   !id_in(acked, nacked, m->map->nodes[i].node_id);
+		client_map_put(m);
+		if (missing == 0) {
+			ret = 0;
+			break;
+		}
+		if (deadline - net_now_ms() <= 0) {
+			log_warn("mds fence %" PRIu64 ": %zu up node%s did not confirm "
+				 "in time", epoch, missing, missing == 1 ? "" : "s");
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (asked)      /* failed fast (refused, not yet serving): pause */
+			usleep((unsigned)(20 << (attempt < 4 ? attempt : 4)) * 1000);
+	}
+	free(acked);
+	return ret;
 }

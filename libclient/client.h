@@ -2,8 +2,8 @@
  * client.h - libsdfs internals shared by its files (not installed).
  *
  *   client.c   handles, the cluster map and its refresh, cluster info
- *   objio.c    replicated object reads, writes and repair
- *   admin.c    node list and object locate
+ *   objio.c    replicated object reads, writes and repair; fencing tokens
+ *   admin.c    node list, object locate, raising the MDS fence
  */
 #ifndef SDFS_LIBCLIENT_CLIENT_H
 #define SDFS_LIBCLIENT_CLIENT_H
@@ -36,6 +36,7 @@ struct sdfs {
 	int formatted;
 	atomic_int map_stale;           /* set by ZooKeeper watch events */
 	atomic_int expired;             /* the ZooKeeper session expired */
+	atomic_uint fence_token;        /* sdfs_set_fence_token: in every mutation */
 
 	struct pool *pool;
 };

@@ -8,6 +8,12 @@
  * replica (the map will mark that node down within a session timeout).
  * Mutations are idempotent (same bytes at the same offset), so redoing
  * one is safe. Calls give up at the handle's timeout.
+ *
+ * Every mutation carries the handle's fencing token. A replica that
+ * answers FENCED (-EPERM) has been told a newer writer took over: the
+ * call fails at once with -EPERM, never retried, whatever the other
+ * replicas said (those that applied it hold a change nobody will
+ * acknowledge, which the new writer overwrites or ignores).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -82,6 +88,11 @@ static int is_epoch_miss(int err)
 	return err == -ESTALE || err == -EAGAIN;
 }
 
+void sdfs_set_fence_token(struct sdfs *s, uint32_t token)
+{
+	atomic_store(&s->fence_token, token);
+}
+
 static int is_transport(int err)
 {
 	return err == -ETIMEDOUT || err == -ECONNREFUSED || err == -ECONNRESET ||
@@ -101,6 +112,10 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	int last = -ETIMEDOUT, done_before = 0;
+	/* One token for every try: a retry must not pass a fence its first
+	 * try met. */
+	uint32_t token = tmpl->opcode == SDFS_OP_OBJ_FLUSH ? 0
+			 : atomic_load(&s->fence_token);
 
 	for (int attempt = 0;; attempt++) {
 		struct rpc_call calls[RING_MAX_COPIES];
@@ -127,15 +142,18 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 			calls[i].req = *tmpl;
 			calls[i].req.oid = oid;
 			calls[i].req.epoch = (uint32_t)p.m->map->epoch;
+			calls[i].req.token = token;
 			calls[i].payload = payload;
 		}
 		rpc_run(s->pool, calls, p.nup, (int)left, next_req_id, s);
 
-		int ok = 0, noent = 0, retry = 0, fatal = 0;
+		int ok = 0, noent = 0, retry = 0, fatal = 0, fenced = 0;
 		for (size_t i = 0; i < p.nup; i++) {
 			int r = rpc_result(&calls[i]);
 
-			if (r == 0)
+			if (r == -EPERM && calls[i].ret == 0)
+				fenced = 1;     /* the node said FENCED */
+			else if (r == 0)
 				ok++;
 			else if (r == -ENOENT && kind == MUT_NOENT_OK)
 				noent++;
@@ -150,6 +168,11 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 		}
 		rpc_calls_free(calls, p.nup);
 		placement_done(&p);
+		if (fenced) {
+			log_info("oid=%016" PRIx64 " token=%" PRIu32 ": fenced: a newer "
+				 "writer took over", oid, token);
+			return -EPERM;
+		}
 		if (fatal)
 			return fatal;
 		/* A retried removal finds what its first try removed. */
@@ -161,12 +184,17 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 	}
 }
 
-int sdfs_obj_write(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
-		   uint64_t off)
+int sdfs_obj_write_ex(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		      uint64_t off, unsigned flags)
 {
-	uint32_t max = sdfs_obj_size(s);
+	uint32_t max;
 	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .flags = SDFS_F_CREATE };
 
+	if (flags & ~SDFS_WRITE_SYNC)
+		return -EINVAL;
+	if (flags & SDFS_WRITE_SYNC)
+		h.flags |= SDFS_F_SYNC;
+	max = sdfs_obj_size(s);
 	if (max == 0)
 		return -ENOENT;
 	if (off > max || len > max - off)
@@ -174,6 +202,12 @@ int sdfs_obj_write(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
 	h.offset = off;
 	h.payload_len = (uint32_t)len;
 	return replicated(s, oid, &h, buf, MUT_ALL_OK);
+}
+
+int sdfs_obj_write(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		   uint64_t off)
+{
+	return sdfs_obj_write_ex(s, oid, buf, len, off, 0);
 }
 
 int sdfs_obj_put(struct sdfs *s, uint64_t oid, const void *buf, size_t len)
@@ -230,6 +264,9 @@ static void repair(struct sdfs *s, struct placement *p, uint64_t oid,
 		wr[i].req.opcode = SDFS_OP_OBJ_REPLACE;
 		wr[i].req.oid = oid;
 		wr[i].req.epoch = (uint32_t)p->m->map->epoch;
+		/* A repair is a write too: a deposed writer must not put back
+		 * what it read before the fence. */
+		wr[i].req.token = atomic_load(&s->fence_token);
 		wr[i].req.payload_len = rd.reply.payload_len;
 		wr[i].payload = rd.rpayload;
 	}

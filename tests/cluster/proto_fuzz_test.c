@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/oid.h"
 #include "common/proto.h"
 #include "tests/cluster/fixture.h"
 #include "tests/cluster/wire.h"
@@ -134,7 +135,6 @@ static void send_edited(void (*edit)(uint8_t *wire), int fix_csum, const char *w
 
 static void edit_magic(uint8_t *w) { w[0] ^= 0xff; }
 static void edit_hdr_csum(uint8_t *w) { w[61] ^= 0x01; }
-static void edit_flags(uint8_t *w) { w[7] = 0x80; }
 static void edit_reply_flag(uint8_t *w) { w[7] = SDFS_F_REPLY; }
 static void edit_csum_without_payload(uint8_t *w) { w[48] = 1; }
 
@@ -149,9 +149,21 @@ Test(proto_fuzz, drops_frame_with_bad_header_checksum)
 	send_edited(edit_hdr_csum, 0, "bad header checksum");
 }
 
-Test(proto_fuzz, drops_frame_with_unknown_flags)
+/* Since 1.2 every bit of the flags byte has a meaning (SDFS_F_SYNC took
+ * the last one): no request can carry an unknown flag any more, and bits
+ * an op does not use are ignored. */
+Test(proto_fuzz, ignores_flags_an_op_does_not_use)
 {
-	send_edited(edit_flags, 1, "unknown flags");
+	struct sdfs_hdr h = node_info_req(), r;
+	int fd = wire_connect(addr);
+
+	h.flags = (uint8_t)(0xff & ~SDFS_F_REPLY);
+	cr_assert_eq(wire_send_req(fd, &h, NULL), 0);
+	cr_assert_eq(wire_recv_hdr(fd, &r, CLOSE_WAIT_MS), 0);
+	cr_assert_eq(r.req_id, h.req_id);
+	cr_assert_eq(r.result, SDFS_RES_OK, "result %u", r.result);
+	cr_assert_eq(wire_skip(fd, r.payload_len, CLOSE_WAIT_MS), 0);
+	close(fd);
 }
 
 Test(proto_fuzz, drops_request_flagged_as_reply)
@@ -308,4 +320,74 @@ Test(proto_fuzz, answers_unknown_opcode_and_keeps_connection)
 		     "a well-formed unknown op must not cost the connection");
 	cr_assert_eq(r.result, SDFS_RES_OK);
 	close(fd);
+}
+
+/* MDS_FENCE(@epoch) on @fd (+@payload of @len): the reply header. */
+static struct sdfs_hdr fence_call(int fd, struct sdfs_hdr h, const void *payload)
+{
+	struct sdfs_hdr r;
+
+	h.opcode = SDFS_OP_MDS_FENCE;
+	h.req_id = req_ids++;
+	cr_assert_eq(wire_send_req(fd, &h, payload), 0);
+	cr_assert_eq(wire_recv_hdr(fd, &r, CLOSE_WAIT_MS), 0, "no reply to MDS_FENCE");
+	cr_assert_eq(r.req_id, h.req_id);
+	cr_assert_eq(r.payload_len, 0);
+	return r;
+}
+
+/*
+ * Garbage in an MDS_FENCE: an epoch no token could pass (it would lock
+ * every mds out for good) or a payload is refused as INVALID without
+ * touching the fence; noise in the fields the op does not use is
+ * ignored. The connection survives all of it.
+ */
+Test(proto_fuzz, answers_mds_fence_garbage_without_moving_the_fence)
+{
+	uint64_t seed = tseed("mds fence fields"), st = seed;
+	static uint8_t junk[4096];
+	int fd = wire_connect(addr);
+	struct sdfs_hdr r;
+	const uint64_t too_big[] = { (uint64_t)UINT32_MAX + 1, 1ull << 40, UINT64_MAX };
+
+	for (size_t i = 0; i < sizeof(too_big) / sizeof(too_big[0]); i++) {
+		r = fence_call(fd, (struct sdfs_hdr){ .offset = too_big[i] }, NULL);
+		cr_assert_eq(r.result, SDFS_RES_INVALID, "epoch %" PRIu64 ": result %u",
+			     too_big[i], r.result);
+		cr_assert_eq(r.offset, 0, "the fence did not move");
+	}
+	tfill_random(junk, sizeof(junk), trand(&st));
+	r = fence_call(fd, (struct sdfs_hdr){ .offset = 9, .payload_len = sizeof(junk) }, junk);
+	cr_assert_eq(r.result, SDFS_RES_INVALID, "payload: result %u", r.result);
+	cr_assert_eq(r.offset, 0, "the fence did not move");
+
+	/* Noise in oid, length, token: ignored; the fence rises to offset. */
+	for (int i = 0; i < 8; i++) {
+		struct sdfs_hdr h = { .oid = trand(&st), .length = (uint32_t)trand(&st),
+				      .token = (uint32_t)trand(&st),
+				      .flags = (uint8_t)(trand(&st) & ~SDFS_F_REPLY),
+				      .offset = 1 + (uint64_t)i / 2 };
+
+		r = fence_call(fd, h, NULL);
+		cr_assert_eq(r.result, SDFS_RES_OK, "seed %" PRIu64 " round %d: result %u",
+			     seed, i, r.result);
+		cr_assert_eq(r.offset, h.offset, "the fence after MDS_FENCE(%" PRIu64 ")",
+			     h.offset);
+	}
+	r = fence_call(fd, (struct sdfs_hdr){ .offset = 0 }, NULL);
+	cr_assert_eq(r.result, SDFS_RES_OK);
+	cr_assert_eq(r.offset, 4, "0 asks without lowering");
+	close(fd);
+
+	/* The daemon is fine, and the fence it ended with is the one kept. */
+	assert_bystander_served();
+	assert_objects_served(req_ids++);
+	struct sdfs *s = tcluster_client(tc);
+	uint64_t mds_oid = oid_make(OID_KIND_MDS, 0, 0x42);
+	char buf[100] = "mds";
+
+	sdfs_set_fence_token(s, 3);
+	cr_assert_eq(sdfs_obj_write(s, mds_oid, buf, sizeof(buf), 0), -EPERM);
+	sdfs_set_fence_token(s, 4);
+	cr_assert_eq(sdfs_obj_write(s, mds_oid, buf, sizeof(buf), 0), 0);
 }

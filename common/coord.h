@@ -30,6 +30,8 @@ enum coord_event {
 	COORD_EV_EXPIRED,       /* session gone: ephemerals and watches lost */
 	COORD_EV_MEMBERS,       /* members/ children changed */
 	COORD_EV_MAP,           /* the map document changed */
+	COORD_EV_MDS_EPOCH,     /* mds/epoch changed (coord_mds.h) */
+	COORD_EV_MDS_ACTIVE,    /* mds/active created, changed or deleted */
 };
 
 typedef void (*coord_event_fn)(enum coord_event ev, void *arg);

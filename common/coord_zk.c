@@ -16,26 +16,10 @@
 #include <time.h>
 #include <zookeeper/zookeeper.h>
 
+#include "common/coord_int.h"
 #include "common/log.h"
 
-#define PATH_MAX_LEN 256
-
-struct coord {
-	zhandle_t *zh;
-	char hosts[512];
-	int session_ms;
-	char base[PATH_MAX_LEN / 2];    /* /sdfs/<name> */
-	char p_config[PATH_MAX_LEN], p_members[PATH_MAX_LEN];
-	char p_map[PATH_MAX_LEN], p_epochs[PATH_MAX_LEN], p_nodeids[PATH_MAX_LEN];
-	coord_event_fn fn;
-	void *arg;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int state;                      /* last ZOO_*_STATE seen */
-	pthread_rwlock_t zlock;         /* exclusive only to replace zh */
-};
-
-static int zerr(int rc)
+int coord_zerr(int rc)
 {
 	switch (rc) {
 	case ZOK: return 0;
@@ -85,6 +69,10 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
 		c->fn(COORD_EV_MEMBERS, c->arg);
 	else if (strcmp(path, c->p_map) == 0)
 		c->fn(COORD_EV_MAP, c->arg);
+	else if (strcmp(path, c->p_mds_epoch) == 0)
+		c->fn(COORD_EV_MDS_EPOCH, c->arg);
+	else if (strcmp(path, c->p_mds_active) == 0)
+		c->fn(COORD_EV_MDS_ACTIVE, c->arg);
 }
 
 static int wait_connected(struct coord *c, int timeout_ms)
@@ -116,7 +104,7 @@ static int ensure(struct coord *c, const char *path)
 {
 	int rc = zoo_create(c->zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
 
-	return rc == ZOK || rc == ZNODEEXISTS ? 0 : zerr(rc);
+	return rc == ZOK || rc == ZNODEEXISTS ? 0 : coord_zerr(rc);
 }
 
 static int connect_session(struct coord *c, int timeout_ms)
@@ -154,6 +142,10 @@ int coord_open(const char *hosts, const char *name, int session_ms,
 	snprintf(c->p_map, PATH_MAX_LEN, "%s/map", c->base);
 	snprintf(c->p_epochs, PATH_MAX_LEN, "%s/epochs", c->base);
 	snprintf(c->p_nodeids, PATH_MAX_LEN, "%s/nodeids", c->base);
+	snprintf(c->p_mds, PATH_MAX_LEN, "%s/mds", c->base);
+	snprintf(c->p_mds_elect, PATH_MAX_LEN, "%s/mds/election", c->base);
+	snprintf(c->p_mds_epoch, PATH_MAX_LEN, "%s/mds/epoch", c->base);
+	snprintf(c->p_mds_active, PATH_MAX_LEN, "%s/mds/active", c->base);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	pthread_rwlock_init(&c->zlock, NULL);
@@ -162,7 +154,8 @@ int coord_open(const char *hosts, const char *name, int session_ms,
 	ret = connect_session(c, timeout_ms);
 	if (ret)
 		goto out_free;
-	const char *paths[] = { "/sdfs", c->base, c->p_members, c->p_epochs, c->p_nodeids };
+	const char *paths[] = { "/sdfs", c->base, c->p_members, c->p_epochs,
+				c->p_nodeids, c->p_mds, c->p_mds_elect };
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		ret = ensure(c, paths[i]);
 		if (ret)
@@ -216,7 +209,7 @@ int coord_is_connected(struct coord *c)
 }
 
 /* Read a whole znode into a malloc'd buffer (NUL-terminated). */
-static int get_doc(struct coord *c, const char *path, int watch, char **out,
+int coord_get_doc(struct coord *c, const char *path, int watch, char **out,
 		   int *len, struct Stat *st)
 {
 	int cap = 4096;
@@ -231,7 +224,7 @@ static int get_doc(struct coord *c, const char *path, int watch, char **out,
 		rc = zoo_get(c->zh, path, watch, buf, &n, st);
 		if (rc != ZOK) {
 			free(buf);
-			return zerr(rc);
+			return coord_zerr(rc);
 		}
 		if (st->dataLength <= cap) {
 			n = n < 0 ? 0 : n;
@@ -254,7 +247,7 @@ static int coord_config_get_locked(struct coord *c, struct cluster_config *cfg)
 	char *doc;
 	int len, ret;
 
-	ret = get_doc(c, c->p_config, 0, &doc, &len, &st);
+	ret = coord_get_doc(c, c->p_config, 0, &doc, &len, &st);
 	if (ret)
 		return ret;
 	ret = cluster_config_decode(doc, len, cfg);
@@ -271,7 +264,7 @@ static int delete_children(struct coord *c, const char *path)
 	int rc = zoo_get_children(c->zh, path, 0, &kids);
 
 	if (rc != ZOK)
-		return rc == ZNONODE ? 0 : zerr(rc);
+		return rc == ZNONODE ? 0 : coord_zerr(rc);
 	for (int i = 0; i < kids.count; i++) {
 		snprintf(p, sizeof(p), "%s/%s", path, kids.data[i]);
 		rc = zoo_delete(c->zh, p, -1);
@@ -280,7 +273,7 @@ static int delete_children(struct coord *c, const char *path)
 		rc = ZOK;
 	}
 	deallocate_String_vector(&kids);
-	return zerr(rc);
+	return coord_zerr(rc);
 }
 
 static int coord_format_locked(struct coord *c, const struct cluster_config *cfg, int force)
@@ -297,10 +290,10 @@ static int coord_format_locked(struct coord *c, const struct cluster_config *cfg
 			return ret;
 		rc = zoo_delete(c->zh, c->p_map, -1);
 		if (rc != ZOK && rc != ZNONODE)
-			return zerr(rc);
+			return coord_zerr(rc);
 		rc = zoo_delete(c->zh, c->p_config, -1);
 		if (rc != ZOK && rc != ZNONODE)
-			return zerr(rc);
+			return coord_zerr(rc);
 	}
 	ret = cmap_new(1, NULL, 0, &empty);
 	if (ret)
@@ -318,7 +311,7 @@ static int coord_format_locked(struct coord *c, const struct cluster_config *cfg
 	zoo_create_op_init(&ops[2], hist, mdoc, strlen(mdoc),
 			   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
 	rc = zoo_multi(c->zh, 3, ops, res);
-	ret = zerr(rc);
+	ret = coord_zerr(rc);
 out:
 	free(cdoc);
 	free(mdoc);
@@ -335,7 +328,7 @@ static int coord_node_id_alloc_locked(struct coord *c, uint32_t *id)
 	rc = zoo_create(c->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
 			ZOO_SEQUENCE, made, sizeof(made));
 	if (rc != ZOK)
-		return zerr(rc);
+		return coord_zerr(rc);
 	const char *seq = made + strlen(prefix);
 	unsigned long v = strtoul(seq, NULL, 10);
 	if (v >= UINT32_MAX)
@@ -356,7 +349,7 @@ static int coord_member_join_locked(struct coord *c, const struct cmap_node *sel
 	rc = zoo_create(c->zh, path, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
 			ZOO_EPHEMERAL, NULL, 0);
 	free(doc);
-	return zerr(rc);
+	return coord_zerr(rc);
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -375,7 +368,7 @@ static int coord_members_get_locked(struct coord *c, int watch, struct cmap_node
 
 	rc = zoo_get_children(c->zh, c->p_members, watch, &kids);
 	if (rc != ZOK)
-		return zerr(rc);
+		return coord_zerr(rc);
 	nodes = calloc(kids.count ? kids.count : 1, sizeof(*nodes));
 	if (!nodes) {
 		deallocate_String_vector(&kids);
@@ -387,7 +380,7 @@ static int coord_members_get_locked(struct coord *c, int watch, struct cmap_node
 		int len, ret;
 
 		snprintf(path, sizeof(path), "%s/%s", c->p_members, kids.data[i]);
-		ret = get_doc(c, path, 0, &doc, &len, &st);
+		ret = coord_get_doc(c, path, 0, &doc, &len, &st);
 		if (ret == -ENOENT)
 			continue;       /* left while we listed */
 		if (ret) {
@@ -415,7 +408,7 @@ static int coord_map_get_locked(struct coord *c, int watch, struct cmap **out)
 	char *doc;
 	int len, ret;
 
-	ret = get_doc(c, c->p_map, watch, &doc, &len, &st);
+	ret = coord_get_doc(c, c->p_map, watch, &doc, &len, &st);
 	if (ret == -ENOENT && watch)
 		zoo_exists(c->zh, c->p_map, 1, &st);   /* fire when formatted */
 	if (ret)
@@ -437,7 +430,7 @@ static int coord_epoch_get_locked(struct coord *c, uint64_t epoch, struct cmap *
 	int len, ret;
 
 	snprintf(path, sizeof(path), "%s/%010" PRIu64, c->p_epochs, epoch);
-	ret = get_doc(c, path, 0, &doc, &len, &st);
+	ret = coord_get_doc(c, path, 0, &doc, &len, &st);
 	if (ret)
 		return ret;
 	ret = cmap_decode(doc, len, out);
@@ -471,7 +464,7 @@ static int coord_map_cas_locked(struct coord *c, const struct cmap *prev, const 
 	free(doc);
 	if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE)
 		return -EAGAIN;
-	return zerr(rc);
+	return coord_zerr(rc);
 }
 
 /* The public calls: each holds zlock shared, so coord_reopen (exclusive)

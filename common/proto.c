@@ -15,7 +15,7 @@ static inline uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); r
 static inline uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
 
 #define KNOWN_FLAGS (SDFS_F_REPLY | SDFS_F_CREATE | SDFS_F_ALL | SDFS_F_FIRST | \
-		     SDFS_F_MORE | SDFS_F_EPOCHS | SDFS_F_RAW)
+		     SDFS_F_MORE | SDFS_F_EPOCHS | SDFS_F_RAW | SDFS_F_SYNC)
 
 void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
 		      uint8_t out[SDFS_HDR_SIZE])
@@ -35,7 +35,7 @@ void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
 	put32(out + 40, h->length);
 	put32(out + 44, h->payload_len);
 	put64(out + 48, pcsum);
-	put32(out + 56, 0);
+	put32(out + 56, h->token);
 	put32(out + 60, (uint32_t)csum64(out, 60));
 }
 
@@ -60,6 +60,7 @@ int proto_hdr_decode(const uint8_t in[SDFS_HDR_SIZE], uint32_t max_payload,
 	h->length = get32(in + 40);
 	h->payload_len = get32(in + 44);
 	h->payload_csum = get64(in + 48);
+	h->token = get32(in + 56);
 	h->hdr_csum = get32(in + 60);
 	if (h->major != SDFS_PROTO_MAJOR)
 		return -EPROTONOSUPPORT;
@@ -99,7 +100,8 @@ static const int res_errno[SDFS_RES_MAX] = {
 	[SDFS_RES_IO] = EIO, [SDFS_RES_BAD_VERSION] = EPROTONOSUPPORT,
 	[SDFS_RES_BAD_MSG] = EPROTO, [SDFS_RES_UNKNOWN_OP] = EOPNOTSUPP,
 	[SDFS_RES_NO_MEM] = ENOMEM, [SDFS_RES_SHUTDOWN] = ESHUTDOWN,
-	[SDFS_RES_UNAVAIL] = ENODATA,
+	[SDFS_RES_UNAVAIL] = ENODATA, [SDFS_RES_FENCED] = EPERM,
+	[SDFS_RES_ERRNO] = EIO,         /* the errno is in hdr.length */
 };
 
 enum sdfs_res proto_res_from_errno(int neg_errno)
@@ -124,7 +126,16 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_CREATE] = "OBJ_CREATE", [SDFS_OP_OBJ_REMOVE] = "OBJ_REMOVE",
 	[SDFS_OP_OBJ_LIST] = "OBJ_LIST", [SDFS_OP_OBJ_FLUSH] = "OBJ_FLUSH",
 	[SDFS_OP_OBJ_STAT] = "OBJ_STAT", [SDFS_OP_OBJ_REPLACE] = "OBJ_REPLACE",
-	[SDFS_OP_NODE_INFO] = "NODE_INFO",
+	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
+	[SDFS_OP_NS_LOOKUP] = "NS_LOOKUP", [SDFS_OP_NS_GETATTR] = "NS_GETATTR",
+	[SDFS_OP_NS_SETATTR] = "NS_SETATTR", [SDFS_OP_NS_MKNOD] = "NS_MKNOD",
+	[SDFS_OP_NS_MKDIR] = "NS_MKDIR", [SDFS_OP_NS_UNLINK] = "NS_UNLINK",
+	[SDFS_OP_NS_RMDIR] = "NS_RMDIR", [SDFS_OP_NS_RENAME] = "NS_RENAME",
+	[SDFS_OP_NS_LINK] = "NS_LINK", [SDFS_OP_NS_SYMLINK] = "NS_SYMLINK",
+	[SDFS_OP_NS_READLINK] = "NS_READLINK", [SDFS_OP_NS_READDIR] = "NS_READDIR",
+	[SDFS_OP_NS_STATFS] = "NS_STATFS", [SDFS_OP_NS_GETXATTR] = "NS_GETXATTR",
+	[SDFS_OP_NS_SETXATTR] = "NS_SETXATTR", [SDFS_OP_NS_LISTXATTR] = "NS_LISTXATTR",
+	[SDFS_OP_NS_RMXATTR] = "NS_RMXATTR", [SDFS_OP_NS_INFO] = "NS_INFO",
 };
 
 const char *proto_op_name(unsigned op)
@@ -234,4 +245,203 @@ void proto_list_ent_decode(const uint8_t *in, size_t n, struct sdfs_list_ent *en
 		ents[i].epoch = get64(in + 24 * i + 8);
 		ents[i].size = get64(in + 24 * i + 16);
 	}
+}
+
+/* ---- namespace payloads (1.2) ---- */
+
+int proto_ns_result(const struct sdfs_hdr *reply)
+{
+	if (reply->result == SDFS_RES_ERRNO)
+		return reply->length > 0 && reply->length < 4096 ?
+		       -(int)reply->length : -EIO;
+	return proto_res_to_errno(reply->result);
+}
+
+void proto_ns_req_encode(const struct sdfs_ns_req *r, uint8_t *out)
+{
+	put64(out + 0, r->client_id);
+	put64(out + 8, r->seq);
+	put64(out + 16, r->ino);
+	put64(out + 24, r->ino2);
+	put64(out + 32, r->arg);
+	put64(out + 40, (uint64_t)r->atime_ns);
+	put64(out + 48, (uint64_t)r->mtime_ns);
+	put32(out + 56, r->mode);
+	put32(out + 60, r->uid);
+	put32(out + 64, r->gid);
+	put32(out + 68, r->rdev);
+	put32(out + 72, r->flags);
+	put32(out + 76, r->max);
+	out[80] = (uint8_t)r->name_len;
+	out[81] = (uint8_t)(r->name_len >> 8);
+	out[82] = (uint8_t)r->name2_len;
+	out[83] = (uint8_t)(r->name2_len >> 8);
+	put32(out + 84, r->data_len);
+}
+
+int proto_ns_req_decode(const uint8_t *in, size_t len, struct sdfs_ns_req *r)
+{
+	if (len < SDFS_NS_REQ_SIZE)
+		return -EPROTO;
+	r->client_id = get64(in + 0);
+	r->seq = get64(in + 8);
+	r->ino = get64(in + 16);
+	r->ino2 = get64(in + 24);
+	r->arg = get64(in + 32);
+	r->atime_ns = (int64_t)get64(in + 40);
+	r->mtime_ns = (int64_t)get64(in + 48);
+	r->mode = get32(in + 56);
+	r->uid = get32(in + 60);
+	r->gid = get32(in + 64);
+	r->rdev = get32(in + 68);
+	r->flags = get32(in + 72);
+	r->max = get32(in + 76);
+	r->name_len = (uint16_t)(in[80] | in[81] << 8);
+	r->name2_len = (uint16_t)(in[82] | in[83] << 8);
+	r->data_len = get32(in + 84);
+	if ((uint64_t)SDFS_NS_REQ_SIZE + r->name_len + r->name2_len + r->data_len != len)
+		return -EPROTO;
+	return 0;
+}
+
+void proto_attr_encode(const struct sdfs_attr *a, uint8_t *out)
+{
+	put64(out + 0, a->ino);
+	put64(out + 8, a->gen);
+	put64(out + 16, a->size);
+	put64(out + 24, a->blocks);
+	put64(out + 32, (uint64_t)a->atime_ns);
+	put64(out + 40, (uint64_t)a->mtime_ns);
+	put64(out + 48, (uint64_t)a->ctime_ns);
+	put64(out + 56, a->parent);
+	put32(out + 64, a->mode);
+	put32(out + 68, a->nlink);
+	put32(out + 72, a->uid);
+	put32(out + 76, a->gid);
+	put32(out + 80, a->rdev);
+	put32(out + 84, a->flags);
+	put32(out + 88, a->obj_size);
+	out[92] = (uint8_t)a->copies;
+	out[93] = (uint8_t)(a->copies >> 8);
+	out[94] = (uint8_t)a->layout;
+	out[95] = (uint8_t)(a->layout >> 8);
+}
+
+int proto_attr_decode(const uint8_t *in, size_t len, struct sdfs_attr *a)
+{
+	if (len < SDFS_ATTR_SIZE)
+		return -EPROTO;
+	a->ino = get64(in + 0);
+	a->gen = get64(in + 8);
+	a->size = get64(in + 16);
+	a->blocks = get64(in + 24);
+	a->atime_ns = (int64_t)get64(in + 32);
+	a->mtime_ns = (int64_t)get64(in + 40);
+	a->ctime_ns = (int64_t)get64(in + 48);
+	a->parent = get64(in + 56);
+	a->mode = get32(in + 64);
+	a->nlink = get32(in + 68);
+	a->uid = get32(in + 72);
+	a->gid = get32(in + 76);
+	a->rdev = get32(in + 80);
+	a->flags = get32(in + 84);
+	a->obj_size = get32(in + 88);
+	a->copies = (uint16_t)(in[92] | in[93] << 8);
+	a->layout = (uint16_t)(in[94] | in[95] << 8);
+	return 0;
+}
+
+size_t proto_dirent_size(size_t name_len, int plus)
+{
+	return SDFS_DIRENT_SIZE + ((name_len + 7) & ~(size_t)7) +
+	       (plus ? SDFS_ATTR_SIZE : 0);
+}
+
+size_t proto_dirent_encode(const struct sdfs_dirent *d, const char *name,
+			   const struct sdfs_attr *attr, uint8_t *out)
+{
+	size_t pad = (d->name_len + 7) & ~(size_t)7;
+
+	put64(out + 0, d->ino);
+	put64(out + 8, d->cookie);
+	put32(out + 16, d->type);
+	put32(out + 20, d->name_len);
+	memset(out + SDFS_DIRENT_SIZE, 0, pad);
+	memcpy(out + SDFS_DIRENT_SIZE, name, d->name_len);
+	if (attr)
+		proto_attr_encode(attr, out + SDFS_DIRENT_SIZE + pad);
+	return proto_dirent_size(d->name_len, attr != NULL);
+}
+
+ssize_t proto_dirent_decode(const uint8_t *in, size_t len, int plus,
+			    struct sdfs_dirent *d, const char **name,
+			    struct sdfs_attr *attr)
+{
+	size_t need;
+
+	if (len < SDFS_DIRENT_SIZE)
+		return -EPROTO;
+	d->ino = get64(in + 0);
+	d->cookie = get64(in + 8);
+	d->type = get32(in + 16);
+	d->name_len = get32(in + 20);
+	if (d->name_len == 0 || d->name_len > SDFS_NAME_MAX)
+		return -EPROTO;
+	need = proto_dirent_size(d->name_len, plus);
+	if (need > len)
+		return -EPROTO;
+	*name = (const char *)in + SDFS_DIRENT_SIZE;
+	if (plus && attr)
+		proto_attr_decode(in + need - SDFS_ATTR_SIZE, SDFS_ATTR_SIZE, attr);
+	return (ssize_t)need;
+}
+
+void proto_ns_statfs_encode(const struct sdfs_ns_statfs *s, uint8_t *out)
+{
+	put64(out + 0, s->bytes_total);
+	put64(out + 8, s->bytes_free);
+	put64(out + 16, s->files);
+	put64(out + 24, s->files_free);
+	put32(out + 32, s->bsize);
+	put32(out + 36, s->name_max);
+}
+
+int proto_ns_statfs_decode(const uint8_t *in, size_t len, struct sdfs_ns_statfs *s)
+{
+	if (len != SDFS_NS_STATFS_SIZE)
+		return -EPROTO;
+	s->bytes_total = get64(in + 0);
+	s->bytes_free = get64(in + 8);
+	s->files = get64(in + 16);
+	s->files_free = get64(in + 24);
+	s->bsize = get32(in + 32);
+	s->name_max = get32(in + 36);
+	return 0;
+}
+
+void proto_mds_info_encode(const struct sdfs_mds_info *m, uint8_t *out)
+{
+	put64(out + 0, m->epoch);
+	put64(out + 8, m->db_bytes);
+	put64(out + 16, m->db_files);
+	put64(out + 24, m->inodes);
+	put64(out + 32, m->ops);
+	put64(out + 40, m->active_ms);
+	memset(out + 48, 0, 32);
+	memcpy(out + 48, m->name, strnlen(m->name, 31));
+}
+
+int proto_mds_info_decode(const uint8_t *in, size_t len, struct sdfs_mds_info *m)
+{
+	if (len != SDFS_MDS_INFO_SIZE)
+		return -EPROTO;
+	m->epoch = get64(in + 0);
+	m->db_bytes = get64(in + 8);
+	m->db_files = get64(in + 16);
+	m->inodes = get64(in + 24);
+	m->ops = get64(in + 32);
+	m->active_ms = get64(in + 40);
+	memcpy(m->name, in + 48, 32);
+	m->name[31] = '\0';
+	return 0;
 }

@@ -9,6 +9,7 @@
 #define SDFS_COMMON_PROTO_H
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/sdfs_proto.h"
 
@@ -53,4 +54,28 @@ void proto_oids_decode(const uint8_t *in, size_t n, uint64_t *oids);
 /* OBJ_LIST with SDFS_F_EPOCHS: @n entries <-> 24 * n bytes. */
 void proto_list_ent_encode(const struct sdfs_list_ent *ents, size_t n, uint8_t *out);
 void proto_list_ent_decode(const uint8_t *in, size_t n, struct sdfs_list_ent *ents);
+
+/* ---- namespace (1.2) ---- */
+/* A namespace reply's outcome: 0 or -errno (SDFS_RES_ERRNO carries the
+ * errno in hdr.length). */
+int proto_ns_result(const struct sdfs_hdr *reply);
+/* sdfs_ns_req: decode checks that name, name2 and data fill exactly
+ * the rest of @len (they follow at SDFS_NS_REQ_SIZE); -EPROTO if not. */
+void proto_ns_req_encode(const struct sdfs_ns_req *r, uint8_t *out);
+int proto_ns_req_decode(const uint8_t *in, size_t len, struct sdfs_ns_req *r);
+void proto_attr_encode(const struct sdfs_attr *a, uint8_t *out);
+int proto_attr_decode(const uint8_t *in, size_t len, struct sdfs_attr *a);
+/* READDIR entries: size on the wire, encode (@attr NULL: not PLUS),
+ * and decode (returns the bytes used, or -EPROTO; *@name points into
+ * @in and is not NUL-terminated). */
+size_t proto_dirent_size(size_t name_len, int plus);
+size_t proto_dirent_encode(const struct sdfs_dirent *d, const char *name,
+			   const struct sdfs_attr *attr, uint8_t *out);
+ssize_t proto_dirent_decode(const uint8_t *in, size_t len, int plus,
+			    struct sdfs_dirent *d, const char **name,
+			    struct sdfs_attr *attr);
+void proto_ns_statfs_encode(const struct sdfs_ns_statfs *s, uint8_t *out);
+int proto_ns_statfs_decode(const uint8_t *in, size_t len, struct sdfs_ns_statfs *s);
+void proto_mds_info_encode(const struct sdfs_mds_info *m, uint8_t *out);
+int proto_mds_info_decode(const uint8_t *in, size_t len, struct sdfs_mds_info *m);
 #endif

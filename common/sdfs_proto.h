@@ -13,6 +13,9 @@
  *   1.0  first version: object ops and NODE_INFO.
  *   1.1  recovery: SDFS_F_EPOCHS (OBJ_LIST with epochs), SDFS_F_RAW,
  *        SDFS_RES_UNAVAIL, recovery fields at the end of sdfs_node_info.
+ *   1.2  metadata service: the header's reserved field becomes `token`
+ *        (fencing), SDFS_F_SYNC, MDS_FENCE, SDFS_RES_FENCED, and the
+ *        namespace ops (NS_*) spoken between libclient and sdfs-mds.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -22,7 +25,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 1              /* bump = additions only */
+#define SDFS_PROTO_MINOR 2              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -39,6 +42,26 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_OBJ_STAT    = 0x07,
 	SDFS_OP_OBJ_REPLACE = 0x08,
 	SDFS_OP_NODE_INFO   = 0x10,
+	SDFS_OP_MDS_FENCE   = 0x11,     /* 1.2 */
+	/* 1.2: namespace, client -> sdfs-mds (payload: sdfs_ns_req) */
+	SDFS_OP_NS_LOOKUP   = 0x20,
+	SDFS_OP_NS_GETATTR  = 0x21,
+	SDFS_OP_NS_SETATTR  = 0x22,
+	SDFS_OP_NS_MKNOD    = 0x23,     /* regular files too (create) */
+	SDFS_OP_NS_MKDIR    = 0x24,
+	SDFS_OP_NS_UNLINK   = 0x25,
+	SDFS_OP_NS_RMDIR    = 0x26,
+	SDFS_OP_NS_RENAME   = 0x27,
+	SDFS_OP_NS_LINK     = 0x28,
+	SDFS_OP_NS_SYMLINK  = 0x29,
+	SDFS_OP_NS_READLINK = 0x2a,
+	SDFS_OP_NS_READDIR  = 0x2b,
+	SDFS_OP_NS_STATFS   = 0x2c,
+	SDFS_OP_NS_GETXATTR = 0x2d,
+	SDFS_OP_NS_SETXATTR = 0x2e,
+	SDFS_OP_NS_LISTXATTR = 0x2f,
+	SDFS_OP_NS_RMXATTR  = 0x30,
+	SDFS_OP_NS_INFO     = 0x31,     /* the mds itself: sdfs_mds_info */
 	SDFS_OP_MAX         = 0x100,
 };
 
@@ -51,6 +74,8 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 #define SDFS_F_EPOCHS    0x20u   /* OBJ_LIST: entries are sdfs_list_ent (1.1) */
 #define SDFS_F_RAW       0x40u   /* READ, STAT, LIST: this node's copy as
 				    stored, no freshness check (peers, 1.1) */
+#define SDFS_F_SYNC      0x80u   /* WRITE, REPLACE, REMOVE: durable (fdatasync)
+				    before the reply (1.2) */
 
 /* Results on the wire; common/proto.c maps them to and from errno. */
 enum sdfs_res {
@@ -71,6 +96,10 @@ enum sdfs_res {
 	SDFS_RES_SHUTDOWN    = 14, /* ESHUTDOWN: node is stopping or cut off */
 	SDFS_RES_UNAVAIL     = 15, /* ENODATA: no copy known to be current is
 				      reachable now; never old data (1.1) */
+	SDFS_RES_FENCED      = 16, /* EPERM: the mutation's token is older than
+				      the fence (a deposed writer) (1.2) */
+	/* 1.2: namespace results: the errno itself travels in hdr.length */
+	SDFS_RES_ERRNO       = 17,
 	SDFS_RES_MAX
 };
 
@@ -84,7 +113,9 @@ struct sdfs_hdr {
 	uint32_t length;        /* bytes asked for (READ), max entries (LIST) */
 	uint32_t payload_len;   /* bytes that follow the header */
 	uint64_t payload_csum;  /* XXH3-64 of the payload; 0 when payload_len is 0 */
-	uint32_t reserved;
+	uint32_t token;         /* 1.2: fencing token of a mutation (the MDS
+				   epoch for MDS-database objects); 0 = none.
+				   Sent as 0 and ignored by 1.0/1.1 peers */
 	uint32_t hdr_csum;      /* low 32 bits of XXH3-64 of bytes [0, 60) */
 };
 static_assert(sizeof(struct sdfs_hdr) == SDFS_HDR_SIZE, "header is 64 bytes");
@@ -111,6 +142,26 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   OBJ_REPLACE hdr(oid), data[payload_len]   -> hdr   (whole object, atomic)
  *   NODE_INFO   hdr                           -> hdr, sdfs_node_info
  * Mutations (WRITE, CREATE, REMOVE, REPLACE) must carry a nonzero epoch.
+ * A mutation of an MDS-database object (common/oid.h) whose token is
+ * below the node's MDS fence gets SDFS_RES_FENCED (1.2).
+ *   MDS_FENCE   hdr(offset = MDS epoch)       -> hdr(offset = the node's fence)
+ *               raises the node's fence to offset (never lowers it),
+ *               durably, before replying.
+ *
+ * Namespace ops (1.2), client -> active sdfs-mds:
+ *   NS_*        hdr(op), sdfs_ns_req, name[name_len], name2[name2_len],
+ *               data[data_len]
+ *            -> hdr(result), reply payload; a failure is result
+ *               SDFS_RES_ERRNO with the positive errno in hdr.length.
+ *   Replies: LOOKUP GETATTR SETATTR MKNOD MKDIR LINK SYMLINK -> sdfs_attr;
+ *   UNLINK RMDIR RENAME SETXATTR RMXATTR -> nothing; READLINK -> target;
+ *   READDIR -> entries (sdfs_dirent + name, padded to 8; + sdfs_attr with
+ *   SDFS_NS_PLUS), hdr.flags MORE if entries remain; STATFS ->
+ *   sdfs_ns_statfs; GETXATTR -> value; LISTXATTR -> NUL-terminated
+ *   names (with max 0: nothing, the size in hdr.length); INFO ->
+ *   sdfs_mds_info.
+ * Names are 1..255 bytes without '/' or NUL; "." and ".." are refused
+ * where a new name is made.
  */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
@@ -160,5 +211,97 @@ struct sdfs_node_info {
 	uint64_t moved_objs;    /* objects fetched by recovery since start */
 };
 #define SDFS_NODE_INFO_V10_SIZE 56u
+
+/* ---- namespace (1.2) ---- */
+#define SDFS_NAME_MAX      255u
+#define SDFS_SYMLINK_MAX   4095u
+#define SDFS_XATTR_NAME_MAX 255u
+#define SDFS_XATTR_SIZE_MAX 65536u
+#define SDFS_ROOT_INO      1u
+
+struct sdfs_ns_req {
+	uint64_t client_id;     /* random per client handle, nonzero */
+	uint64_t seq;           /* per client, increasing; (client_id, seq)
+				   keys the reply cache: a retry reuses it */
+	uint64_t ino;           /* the inode, or the parent directory */
+	uint64_t ino2;          /* RENAME: new parent; LINK: new parent */
+	uint64_t arg;           /* SETATTR: size; READDIR: cookie */
+	int64_t atime_ns;       /* SETATTR: ns since 1970 */
+	int64_t mtime_ns;
+	uint32_t mode;          /* MKNOD/MKDIR: type and permissions (umask
+				   applied by the caller); SETATTR: mode */
+	uint32_t uid, gid;      /* creates: the owner; SETATTR: new owner */
+	uint32_t rdev;          /* MKNOD: device */
+	uint32_t flags;         /* SETATTR: SDFS_SET_*; RENAME: RENAME_*;
+				   SETXATTR: XATTR_CREATE/REPLACE; READDIR:
+				   SDFS_NS_PLUS */
+	uint32_t max;           /* READDIR/GETXATTR/LISTXATTR: reply bytes
+				   wanted */
+	uint16_t name_len;      /* the name (xattr name for *XATTR) */
+	uint16_t name2_len;     /* RENAME: the new name; LINK: the new name */
+	uint32_t data_len;      /* SYMLINK: target; SETXATTR: value */
+};
+#define SDFS_NS_REQ_SIZE 88u
+
+/* SETATTR mask */
+#define SDFS_SET_MODE      0x01u
+#define SDFS_SET_UID       0x02u
+#define SDFS_SET_GID       0x04u
+#define SDFS_SET_SIZE      0x08u
+#define SDFS_SET_ATIME     0x10u
+#define SDFS_SET_MTIME     0x20u
+#define SDFS_SET_ATIME_NOW 0x40u
+#define SDFS_SET_MTIME_NOW 0x80u
+#define SDFS_SET_CTIME     0x100u
+#define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
+
+/* Where a regular file's data lives. */
+enum sdfs_layout_kind {
+	SDFS_LAYOUT_NONE   = 0,         /* not a regular file */
+	SDFS_LAYOUT_OBJECTS = 1,        /* chunk i = oid_file(ino, i) */
+};
+
+struct sdfs_attr {
+	uint64_t ino;
+	uint64_t gen;           /* with ino, unique forever */
+	uint64_t size;
+	uint64_t blocks;        /* 512-byte units */
+	int64_t atime_ns, mtime_ns, ctime_ns;
+	uint64_t parent;        /* directories: the parent (root: itself) */
+	uint32_t mode, nlink, uid, gid, rdev;
+	uint32_t flags;         /* reserved, 0 */
+	uint32_t obj_size;      /* layout: bytes per data object */
+	uint16_t copies;        /* layout: replicas (0: the cluster's) */
+	uint16_t layout;        /* enum sdfs_layout_kind */
+};
+#define SDFS_ATTR_SIZE 96u
+
+/* READDIR entry: then name[name_len], zero padding to 8, then with
+ * SDFS_NS_PLUS an sdfs_attr. */
+struct sdfs_dirent {
+	uint64_t ino;
+	uint64_t cookie;        /* pass as arg to continue after this entry */
+	uint32_t type;          /* S_IFMT bits of the mode */
+	uint32_t name_len;
+};
+#define SDFS_DIRENT_SIZE 24u
+
+struct sdfs_ns_statfs {
+	uint64_t bytes_total, bytes_free;       /* usable, after replication */
+	uint64_t files, files_free;
+	uint32_t bsize, name_max;
+};
+#define SDFS_NS_STATFS_SIZE 40u
+
+struct sdfs_mds_info {
+	uint64_t epoch;         /* the MDS epoch this active serves */
+	uint64_t db_bytes;      /* LevelDB files, total */
+	uint64_t db_files;
+	uint64_t inodes;
+	uint64_t ops;           /* served since it became active */
+	uint64_t active_ms;     /* unix ms when it became active */
+	char name[32];          /* "mds.0", NUL-padded */
+};
+#define SDFS_MDS_INFO_SIZE 80u
 static_assert(sizeof(struct sdfs_node_info) == 128, "node_info is 128 bytes");
 #endif

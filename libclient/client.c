@@ -198,6 +198,7 @@ void sdfs_close(struct sdfs *s)
 {
 	if (!s)
 		return;
+	nsclient_free(s->ns);
 	coord_close(s->coord);
 	client_map_put(s->map);
 	pool_free(s->pool);

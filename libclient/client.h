@@ -4,6 +4,9 @@
  *   client.c   handles, the cluster map and its refresh, cluster info
  *   objio.c    replicated object reads, writes and repair; fencing tokens
  *   admin.c    node list, object locate, raising the MDS fence
+ *   nsclient.c requests to the active mds: finding it, retrying
+ *   ns.c       the namespace calls and sdfs_mds_status
+ *   fileio.c   regular files' data in objects
  */
 #ifndef SDFS_LIBCLIENT_CLIENT_H
 #define SDFS_LIBCLIENT_CLIENT_H
@@ -39,6 +42,7 @@ struct sdfs {
 	atomic_uint fence_token;        /* sdfs_set_fence_token: in every mutation */
 
 	struct pool *pool;
+	struct nsclient *ns;            /* nsclient.c; made on first use */
 };
 
 /* The current map with a reference (drop with client_map_put), reading
@@ -51,4 +55,15 @@ int client_map_refresh(struct sdfs *s);
 /* Copies and object size; -ENOENT if not formatted. */
 int client_config(struct sdfs *s, struct cluster_config *cfg);
 uint64_t client_req_id(struct sdfs *s);
+
+/* nsclient.c: one namespace request to the active mds, retried (same
+ * client id and seq) across connection losses and failovers until the
+ * handle's timeout. Fills @req's client_id and seq. Returns the reply's
+ * outcome (0 or -errno); on 0, *@rep (malloc'd, NULL if empty) and
+ * *@rep_len hold the reply payload and @reply its header. */
+struct nsclient;
+int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
+		  const char *name, const char *name2, const void *data,
+		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len);
+void nsclient_free(struct nsclient *nc);
 #endif

@@ -181,6 +181,150 @@ int sdfs_obj_locate(struct sdfs *s, uint64_t oid, struct sdfs_replica *out,
 /* The largest object size of the cluster (0 if not formatted). */
 uint32_t sdfs_obj_size(struct sdfs *s);
 
+/* ---- fencing and durable writes (for sdfs-mds and volume writers) ---- */
+
+/*
+ * Every mutation this handle sends from now on carries @token (the
+ * MDS epoch, for MDS-database objects). A block daemon whose fence is
+ * higher refuses it: the call returns -EPERM ("fenced"), never retried.
+ * 0 (the default): no token.
+ */
+void sdfs_set_fence_token(struct sdfs *s, uint32_t token);
+/* Raise the MDS fence of every up block daemon to @epoch, durably.
+ * Returns 0 once every node that is up in the map acknowledged (nodes
+ * that go down meanwhile are skipped: they re-read the epoch from
+ * ZooKeeper when they come back), -ETIMEDOUT at the handle's timeout. */
+int sdfs_mds_fence(struct sdfs *s, uint64_t epoch);
+
+#define SDFS_WRITE_SYNC 0x1     /* durable on every replica (fdatasync) before return */
+/* sdfs_obj_write with flags. */
+int sdfs_obj_write_ex(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		      uint64_t off, unsigned flags);
+
+/* ---- namespace (served by the active sdfs-mds) ----
+ *
+ * Inode numbers are 64-bit and never reused; the root is 1. Calls find
+ * the active mds through ZooKeeper and, if it fails, retry against the
+ * next one with the same request id, so a retried create, mkdir,
+ * rename, unlink or link returns its first result instead of being
+ * applied twice. They give up with -ETIMEDOUT after the handle's
+ * timeout. Errors are the POSIX ones (-ENOENT, -EEXIST, -ENOTDIR,
+ * -EISDIR, -ENOTEMPTY, -EINVAL, -ENAMETOOLONG, -ELOOP...). Names are
+ * single components (no '/'), at most 255 bytes. The mds does not check
+ * permissions: callers (mount.sdfs with default_permissions) do.
+ */
+struct sdfs_stat {
+	uint64_t ino, gen;
+	uint64_t size, blocks;          /* blocks: 512-byte units */
+	int64_t atime_ns, mtime_ns, ctime_ns;   /* ns since 1970 */
+	uint64_t parent;                /* directories: the parent */
+	uint32_t mode, nlink, uid, gid, rdev;
+	uint32_t obj_size;              /* regular files: bytes per data object */
+	uint16_t copies;                /* 0: the cluster's */
+	uint16_t layout;                /* 1: data in objects (sdfs_file_*) */
+};
+
+#define SDFS_SETATTR_MODE      0x01u
+#define SDFS_SETATTR_UID       0x02u
+#define SDFS_SETATTR_GID       0x04u
+#define SDFS_SETATTR_SIZE      0x08u   /* truncate: data past it is freed */
+#define SDFS_SETATTR_ATIME     0x10u
+#define SDFS_SETATTR_MTIME     0x20u
+#define SDFS_SETATTR_ATIME_NOW 0x40u
+#define SDFS_SETATTR_MTIME_NOW 0x80u
+#define SDFS_SETATTR_CTIME     0x100u
+struct sdfs_setattr {
+	unsigned mask;                  /* SDFS_SETATTR_* */
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	int64_t atime_ns, mtime_ns;
+};
+
+int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_stat *st);
+int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st);
+int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
+		    struct sdfs_stat *st);
+/* Regular files, fifos, sockets, devices: @mode has the type bits
+ * (S_IFREG when none). @st may be NULL in every call that fills one. */
+int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t rdev, uint32_t uid, uint32_t gid, struct sdfs_stat *st);
+int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, struct sdfs_stat *st);
+int sdfs_ns_unlink(struct sdfs *s, uint64_t dir, const char *name);
+int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name);
+/* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (linux/fs.h values 1, 2). */
+int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
+		   uint64_t newdir, const char *newname, unsigned flags);
+int sdfs_ns_link(struct sdfs *s, uint64_t ino, uint64_t newdir, const char *newname,
+		 struct sdfs_stat *st);
+int sdfs_ns_symlink(struct sdfs *s, uint64_t dir, const char *name, const char *target,
+		    uint32_t uid, uint32_t gid, struct sdfs_stat *st);
+/* The target's length (may exceed @len: then truncated, not terminated). */
+ssize_t sdfs_ns_readlink(struct sdfs *s, uint64_t ino, char *buf, size_t len);
+
+/*
+ * List @dir from @cookie (0: the start), calling @fn for each entry in
+ * a stable order until the end or until @fn returns nonzero. @cookie of
+ * an entry resumes after it. With @plus, @st is the entry's attributes
+ * (else NULL). "." and ".." are not listed. Memory is bounded (pages of
+ * at most 64 KiB) whatever the directory's size.
+ */
+typedef int (*sdfs_dirent_fn)(void *arg, const char *name, uint64_t ino,
+			      uint32_t type, uint64_t cookie, const struct sdfs_stat *st);
+int sdfs_ns_readdir(struct sdfs *s, uint64_t dir, uint64_t cookie, int plus,
+		    sdfs_dirent_fn fn, void *arg);
+
+struct sdfs_statfs {
+	uint64_t bytes_total, bytes_free;       /* usable, after replication */
+	uint64_t files, files_free;
+	uint32_t bsize, name_max;
+};
+int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st);
+
+/* xattrs: names "user.*", "trusted.*", "security.*" (-EOPNOTSUPP for
+ * others), values up to 64 KiB. get/list with @len 0 return the size.
+ * -ERANGE if @len is too small, -ENODATA if absent. @flags: 0,
+ * XATTR_CREATE (1) or XATTR_REPLACE (2). */
+ssize_t sdfs_ns_getxattr(struct sdfs *s, uint64_t ino, const char *name,
+			 void *buf, size_t len);
+int sdfs_ns_setxattr(struct sdfs *s, uint64_t ino, const char *name,
+		     const void *val, size_t len, int flags);
+ssize_t sdfs_ns_listxattr(struct sdfs *s, uint64_t ino, char *buf, size_t len);
+int sdfs_ns_removexattr(struct sdfs *s, uint64_t ino, const char *name);
+
+/* Resolve an absolute path ("/a/b") component by component as POSIX
+ * does: symlinks met on the way are followed (relative ones from their
+ * directory), the last component only with @follow; -ELOOP after 40
+ * symlinks; "/" is the root, ".." of the root is the root. */
+int sdfs_ns_resolve(struct sdfs *s, const char *path, int follow, struct sdfs_stat *st);
+
+/* A regular file's data (layout 1): read and write through its objects.
+ * Reads past @st->size return 0 bytes, holes read as zeros. A write does
+ * not change the size kept by the mds: follow it with sdfs_ns_setattr
+ * (SIZE) when it grows the file. */
+ssize_t sdfs_file_pread(struct sdfs *s, const struct sdfs_stat *st, void *buf,
+			size_t len, uint64_t off);
+int sdfs_file_pwrite(struct sdfs *s, const struct sdfs_stat *st, const void *buf,
+		     size_t len, uint64_t off, unsigned flags);
+
+/* ---- the metadata service ---- */
+struct sdfs_mds_entry {
+	char name[32];                  /* "mds.0" */
+	char addr[80];
+	int active;
+};
+struct sdfs_mds_status {
+	int has_active;
+	char active[32], addr[80];      /* the active's name and address */
+	uint64_t epoch;                 /* MDS epoch (bumped at every takeover) */
+	int reachable;                  /* the active answered just now */
+	uint64_t db_bytes, db_files, inodes, ops;
+	uint64_t active_ms;             /* unix ms when it became active */
+	size_t n;                       /* running mds, election order */
+	struct sdfs_mds_entry *list;    /* free with free() */
+};
+int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,36 @@
+/*
+ * coord_int.h - what the coord_*.c files share: the handle and two
+ * helpers. Not part of the coord API; include only from common/coord_*.c.
+ */
+#ifndef SDFS_COMMON_COORD_INT_H
+#define SDFS_COMMON_COORD_INT_H
+#include <pthread.h>
+#include <zookeeper/zookeeper.h>
+
+#include "common/coord.h"
+
+#define PATH_MAX_LEN 256
+
+struct coord {
+	zhandle_t *zh;
+	char hosts[512];
+	int session_ms;
+	char base[PATH_MAX_LEN / 2];    /* /sdfs/<name> */
+	char p_config[PATH_MAX_LEN], p_members[PATH_MAX_LEN];
+	char p_map[PATH_MAX_LEN], p_epochs[PATH_MAX_LEN], p_nodeids[PATH_MAX_LEN];
+	char p_mds[PATH_MAX_LEN], p_mds_elect[PATH_MAX_LEN];
+	char p_mds_epoch[PATH_MAX_LEN], p_mds_active[PATH_MAX_LEN];
+	coord_event_fn fn;
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int state;                      /* last ZOO_*_STATE seen */
+	pthread_rwlock_t zlock;         /* exclusive only to replace zh */
+};
+
+/* ZooKeeper return code -> -errno. */
+int coord_zerr(int rc);
+/* Read a whole znode into a malloc'd, NUL-terminated buffer. */
+int coord_get_doc(struct coord *c, const char *path, int watch, char **out,
+		  int *len, struct Stat *st);
+#endif

@@ -1,0 +1,389 @@
+/*
+ * coord_mds.c - see coord_mds.h.
+ */
+#include "common/coord_mds.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/coord_int.h"
+#include "common/log.h"
+
+int coord_mds_doc_encode(const struct coord_mds_doc *d, char *out, size_t len)
+{
+	int n = snprintf(out, len, "name=%s\naddr=%s\nepoch=%" PRIu64 "\n",
+			 d->name, d->addr, d->epoch);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int coord_mds_doc_decode(const char *text, size_t len, struct coord_mds_doc *d)
+{
+	const char *p = text, *end = text + len;
+
+	memset(d, 0, sizeof(*d));
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eq = memchr(p, '=', (size_t)((nl ? nl : end) - p));
+		size_t klen, vlen;
+
+		if (!nl)
+			nl = end;
+		if (!eq)
+			return -EBADMSG;
+		klen = (size_t)(eq - p);
+		vlen = (size_t)(nl - eq - 1);
+		if (klen == 4 && !memcmp(p, "name", 4)) {
+			if (vlen == 0 || vlen >= sizeof(d->name))
+				return -EBADMSG;
+			memcpy(d->name, eq + 1, vlen);
+		} else if (klen == 4 && !memcmp(p, "addr", 4)) {
+			if (vlen == 0 || vlen >= sizeof(d->addr))
+				return -EBADMSG;
+			memcpy(d->addr, eq + 1, vlen);
+		} else if (klen == 5 && !memcmp(p, "epoch", 5)) {
+			char num[24], *e;
+
+			if (vlen == 0 || vlen >= sizeof(num))
+				return -EBADMSG;
+			memcpy(num, eq + 1, vlen);
+			num[vlen] = '\0';
+			errno = 0;
+			d->epoch = strtoull(num, &e, 10);
+			if (*e || errno || num[0] == '-')
+				return -EBADMSG;
+		}
+		p = nl + 1;
+	}
+	if (!d->name[0] || !d->addr[0] || memchr(d->name, '\0', strlen(d->name)) ||
+	    strpbrk(d->name, " \t\r") || strpbrk(d->addr, " \t\r"))
+		return -EBADMSG;
+	return 0;
+}
+
+int coord_mds_elect_join(struct coord *c, const struct coord_mds_doc *self,
+			 char *node, size_t len)
+{
+	char doc[256], prefix[PATH_MAX_LEN * 2], made[PATH_MAX_LEN * 2];
+	struct timespec ts;
+	int rc, ret;
+
+	ret = coord_mds_doc_encode(self, doc, sizeof(doc));
+	if (ret)
+		return ret;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* A guid in the name, so a retried create after a connection loss
+	 * can be recognized (ZooKeeper's sequence makes it unique anyway). */
+	snprintf(prefix, sizeof(prefix), "%s/n_%08lx%08lx_", c->p_mds_elect,
+		 (unsigned long)ts.tv_nsec, (unsigned long)random());
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_create(c->zh, prefix, doc, (int)strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
+			ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof(made));
+	pthread_rwlock_unlock(&c->zlock);
+	if (rc != ZOK)
+		return coord_zerr(rc);
+	const char *base = strrchr(made, '/') + 1;
+	if (strlen(base) >= len)
+		return -ENAMETOOLONG;
+	strcpy(node, base);
+	return 0;
+}
+
+/* The sequence suffix of an election node name (after the last '_'). */
+static long long seq_of(const char *name)
+{
+	const char *u = strrchr(name, '_');
+
+	return u ? atoll(u + 1) : -1;
+}
+
+static int cmp_seq(const void *a, const void *b)
+{
+	long long x = seq_of(*(char *const *)a), y = seq_of(*(char *const *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+struct pred_watch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int fired;
+	int refs;
+};
+
+static void pred_put(struct pred_watch *w)
+{
+	pthread_mutex_lock(&w->lock);
+	int last = --w->refs == 0;
+	pthread_mutex_unlock(&w->lock);
+	if (last) {
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->cond);
+		free(w);
+	}
+}
+
+static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
+			 void *ctx)
+{
+	struct pred_watch *w = ctx;
+	(void)zh; (void)type; (void)state; (void)path;
+
+	pthread_mutex_lock(&w->lock);
+	w->fired = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	pred_put(w);
+}
+
+int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)
+{
+	struct String_vector kids = { 0 };
+	char pred[PATH_MAX_LEN * 2];
+	struct pred_watch *w;
+	struct timespec dl;
+	int rc, found = -1;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_get_children(c->zh, c->p_mds_elect, 0, &kids);
+	if (rc != ZOK) {
+		pthread_rwlock_unlock(&c->zlock);
+		return coord_zerr(rc);
+	}
+	qsort(kids.data, (size_t)kids.count, sizeof(char *), cmp_seq);
+	for (int i = 0; i < kids.count; i++)
+		if (strcmp(kids.data[i], node) == 0)
+			found = i;
+	if (found <= 0) {
+		deallocate_String_vector(&kids);
+		pthread_rwlock_unlock(&c->zlock);
+		return found == 0 ? 0 : -ENOENT;
+	}
+	snprintf(pred, sizeof(pred), "%s/%s", c->p_mds_elect, kids.data[found - 1]);
+	deallocate_String_vector(&kids);
+
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		pthread_rwlock_unlock(&c->zlock);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->cond, NULL);
+	w->refs = 2;            /* ours + the watch's (ZooKeeper fires it once) */
+	struct Stat st;
+	rc = zoo_wexists(c->zh, pred, pred_watcher, w, &st);
+	pthread_rwlock_unlock(&c->zlock);
+	if (rc == ZNONODE) {
+		/* No watch is set when exists fails with no node... except that
+		 * zoo_wexists does set one for creation; let it fire harmlessly. */
+		pred_put(w);
+		return -EAGAIN; /* predecessor gone: re-check at once */
+	}
+	if (rc != ZOK) {
+		pred_put(w);
+		pred_put(w);
+		return coord_zerr(rc);
+	}
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&w->lock);
+	while (!w->fired)
+		if (pthread_cond_timedwait(&w->cond, &w->lock, &dl))
+			break;
+	int fired = w->fired;
+	pthread_mutex_unlock(&w->lock);
+	pred_put(w);
+	return fired ? -EAGAIN : -ETIMEDOUT;
+}
+
+int coord_mds_elect_check(struct coord *c, const char *node)
+{
+	char path[PATH_MAX_LEN * 2];
+	struct Stat st;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", c->p_mds_elect, node);
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_exists(c->zh, path, 0, &st);
+	pthread_rwlock_unlock(&c->zlock);
+	return coord_zerr(rc);
+}
+
+int coord_mds_candidates(struct coord *c, struct coord_mds_doc **out, size_t *n)
+{
+	struct String_vector kids = { 0 };
+	struct coord_mds_doc *docs;
+	size_t cnt = 0;
+	int rc;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_get_children(c->zh, c->p_mds_elect, 0, &kids);
+	if (rc != ZOK) {
+		pthread_rwlock_unlock(&c->zlock);
+		return coord_zerr(rc);
+	}
+	qsort(kids.data, (size_t)kids.count, sizeof(char *), cmp_seq);
+	docs = calloc((size_t)kids.count + 1, sizeof(*docs));
+	if (!docs) {
+		deallocate_String_vector(&kids);
+		pthread_rwlock_unlock(&c->zlock);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < kids.count; i++) {
+		char path[PATH_MAX_LEN * 2], *doc;
+		struct Stat st;
+		int len;
+
+		snprintf(path, sizeof(path), "%s/%s", c->p_mds_elect, kids.data[i]);
+		if (coord_get_doc(c, path, 0, &doc, &len, &st))
+			continue;       /* gone meanwhile */
+		if (coord_mds_doc_decode(doc, (size_t)len, &docs[cnt]) == 0) {
+			snprintf(docs[cnt].node, sizeof(docs[cnt].node), "%s", kids.data[i]);
+			cnt++;
+		}
+		free(doc);
+	}
+	deallocate_String_vector(&kids);
+	pthread_rwlock_unlock(&c->zlock);
+	*out = docs;
+	*n = cnt;
+	return 0;
+}
+
+static int parse_epoch(const char *doc, uint64_t *epoch)
+{
+	char *e;
+
+	if (!doc[0] || doc[0] == '-')
+		return -EBADMSG;
+	errno = 0;
+	*epoch = strtoull(doc, &e, 10);
+	if (errno || (*e && *e != '\n'))
+		return -EBADMSG;
+	return 0;
+}
+
+static int epoch_get_locked(struct coord *c, int watch, uint64_t *epoch,
+			    int *version)
+{
+	struct Stat st;
+	char *doc;
+	int len, ret;
+
+	ret = coord_get_doc(c, c->p_mds_epoch, watch, &doc, &len, &st);
+	if (ret == -ENOENT) {
+		*epoch = 0;
+		*version = -1;
+		if (watch) {    /* arm the watch for its creation */
+			int rc = zoo_exists(c->zh, c->p_mds_epoch, 1, &st);
+			if (rc == ZOK)
+				return -EAGAIN;
+		}
+		return 0;
+	}
+	if (ret)
+		return ret;
+	ret = parse_epoch(doc, epoch);
+	*version = st.version;
+	free(doc);
+	return ret;
+}
+
+int coord_mds_epoch_get(struct coord *c, int watch, uint64_t *epoch)
+{
+	int version, ret;
+
+	for (int tries = 0; tries < 5; tries++) {
+		pthread_rwlock_rdlock(&c->zlock);
+		ret = epoch_get_locked(c, watch, epoch, &version);
+		pthread_rwlock_unlock(&c->zlock);
+		if (ret != -EAGAIN)
+			return ret;
+	}
+	return ret;
+}
+
+int coord_mds_epoch_bump(struct coord *c, const char *node, uint64_t *epoch)
+{
+	char mine[PATH_MAX_LEN * 2], num[24];
+	zoo_op_t ops[2];
+	zoo_op_result_t res[2];
+	uint64_t cur;
+	int version, ret, rc;
+
+	snprintf(mine, sizeof(mine), "%s/%s", c->p_mds_elect, node);
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = epoch_get_locked(c, 0, &cur, &version);
+	if (ret) {
+		pthread_rwlock_unlock(&c->zlock);
+		return ret;
+	}
+	snprintf(num, sizeof(num), "%" PRIu64 "\n", cur + 1);
+	zoo_check_op_init(&ops[0], mine, -1);
+	if (version < 0)
+		zoo_create_op_init(&ops[1], c->p_mds_epoch, num, (int)strlen(num),
+				   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+	else
+		zoo_set_op_init(&ops[1], c->p_mds_epoch, num, (int)strlen(num),
+				version, NULL);
+	rc = zoo_multi(c->zh, 2, ops, res);
+	pthread_rwlock_unlock(&c->zlock);
+	if (rc == ZOK) {
+		*epoch = cur + 1;
+		return 0;
+	}
+	if (res[0].err == ZNONODE)
+		return -ENOENT;
+	if (rc == ZBADVERSION || rc == ZNODEEXISTS)
+		return -EAGAIN;
+	return coord_zerr(rc);
+}
+
+int coord_mds_publish(struct coord *c, const struct coord_mds_doc *self)
+{
+	char doc[256];
+	int ret, rc;
+
+	ret = coord_mds_doc_encode(self, doc, sizeof(doc));
+	if (ret)
+		return ret;
+	pthread_rwlock_rdlock(&c->zlock);
+	for (int tries = 0; tries < 3; tries++) {
+		rc = zoo_create(c->zh, c->p_mds_active, doc, (int)strlen(doc),
+				&ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+		if (rc != ZNODEEXISTS)
+			break;
+		/* A stale active: its holder stepped down in a session that
+		 * has not ended yet. We are the elected leader; replace it. */
+		zoo_delete(c->zh, c->p_mds_active, -1);
+	}
+	pthread_rwlock_unlock(&c->zlock);
+	return coord_zerr(rc);
+}
+
+int coord_mds_active_get(struct coord *c, int watch, struct coord_mds_doc *d)
+{
+	struct Stat st;
+	char *doc;
+	int len, ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_get_doc(c, c->p_mds_active, watch, &doc, &len, &st);
+	if (ret == -ENOENT && watch)
+		zoo_exists(c->zh, c->p_mds_active, 1, &st);
+	pthread_rwlock_unlock(&c->zlock);
+	if (ret)
+		return ret;
+	ret = coord_mds_doc_decode(doc, (size_t)len, d);
+	free(doc);
+	return ret;
+}

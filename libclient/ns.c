@@ -1,0 +1,460 @@
+/*
+ * ns.c - the namespace calls of sdfs.h over nsclient_call, and
+ * sdfs_mds_status.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/coord_mds.h"
+#include "common/proto.h"
+#include "libclient/client.h"
+
+static void stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
+{
+	st->ino = a->ino;
+	st->gen = a->gen;
+	st->size = a->size;
+	st->blocks = a->blocks;
+	st->atime_ns = a->atime_ns;
+	st->mtime_ns = a->mtime_ns;
+	st->ctime_ns = a->ctime_ns;
+	st->parent = a->parent;
+	st->mode = a->mode;
+	st->nlink = a->nlink;
+	st->uid = a->uid;
+	st->gid = a->gid;
+	st->rdev = a->rdev;
+	st->obj_size = a->obj_size;
+	st->copies = a->copies;
+	st->layout = a->layout;
+}
+
+static int name_len(const char *name, uint16_t *len)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n > SDFS_NAME_MAX)
+		return -ENAMETOOLONG;
+	*len = (uint16_t)n;
+	return 0;
+}
+
+/* A call whose reply is an sdfs_attr (or nothing, when @st is NULL). */
+static int call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
+		     const char *name, const char *name2, const void *data,
+		     struct sdfs_stat *st)
+{
+	struct sdfs_hdr reply;
+	struct sdfs_attr a;
+	uint8_t *rep = NULL;
+	uint32_t len = 0;
+	int ret;
+
+	ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len);
+	if (ret)
+		return ret;
+	if (st) {
+		if (!rep || proto_attr_decode(rep, len, &a))
+			ret = -EPROTO;
+		else
+			stat_from_attr(st, &a);
+	}
+	free(rep);
+	return ret;
+}
+
+int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = dir };
+	int ret = name_len(name, &r.name_len);
+
+	return ret ? ret : call_attr(s, SDFS_OP_NS_LOOKUP, &r, name, NULL, NULL, st);
+}
+
+int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = ino };
+
+	return call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
+}
+
+int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
+		    struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = {
+		.ino = ino, .flags = sa->mask, .mode = sa->mode, .uid = sa->uid,
+		.gid = sa->gid, .arg = sa->size, .atime_ns = sa->atime_ns,
+		.mtime_ns = sa->mtime_ns,
+	};
+
+	return call_attr(s, SDFS_OP_NS_SETATTR, &r, NULL, NULL, NULL, st);
+}
+
+int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t rdev, uint32_t uid, uint32_t gid, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = dir, .mode = mode, .rdev = rdev,
+				 .uid = uid, .gid = gid };
+	int ret = name_len(name, &r.name_len);
+
+	return ret ? ret : call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
+}
+
+int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = dir, .mode = mode, .uid = uid, .gid = gid };
+	int ret = name_len(name, &r.name_len);
+
+	return ret ? ret : call_attr(s, SDFS_OP_NS_MKDIR, &r, name, NULL, NULL, st);
+}
+
+int sdfs_ns_unlink(struct sdfs *s, uint64_t dir, const char *name)
+{
+	struct sdfs_ns_req r = { .ino = dir };
+	int ret = name_len(name, &r.name_len);
+
+	return ret ? ret : call_attr(s, SDFS_OP_NS_UNLINK, &r, name, NULL, NULL, NULL);
+}
+
+int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name)
+{
+	struct sdfs_ns_req r = { .ino = dir };
+	int ret = name_len(name, &r.name_len);
+
+	return ret ? ret : call_attr(s, SDFS_OP_NS_RMDIR, &r, name, NULL, NULL, NULL);
+}
+
+int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
+		   uint64_t newdir, const char *newname, unsigned flags)
+{
+	struct sdfs_ns_req r = { .ino = dir, .ino2 = newdir, .flags = flags };
+	int ret = name_len(name, &r.name_len);
+
+	if (!ret)
+		ret = name_len(newname, &r.name2_len);
+	return ret ? ret : call_attr(s, SDFS_OP_NS_RENAME, &r, name, newname, NULL, NULL);
+}
+
+int sdfs_ns_link(struct sdfs *s, uint64_t ino, uint64_t newdir, const char *newname,
+		 struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = ino, .ino2 = newdir };
+	int ret = name_len(newname, &r.name2_len);
+
+	return ret ? ret : call_attr(s, SDFS_OP_NS_LINK, &r, NULL, newname, NULL, st);
+}
+
+int sdfs_ns_symlink(struct sdfs *s, uint64_t dir, const char *name, const char *target,
+		    uint32_t uid, uint32_t gid, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = dir, .uid = uid, .gid = gid };
+	size_t tlen = target ? strlen(target) : 0;
+	int ret = name_len(name, &r.name_len);
+
+	if (tlen > SDFS_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	r.data_len = (uint32_t)tlen;
+	return ret ? ret : call_attr(s, SDFS_OP_NS_SYMLINK, &r, name, NULL, target, st);
+}
+
+ssize_t sdfs_ns_readlink(struct sdfs *s, uint64_t ino, char *buf, size_t len)
+{
+	struct sdfs_ns_req r = { .ino = ino };
+	struct sdfs_hdr reply;
+	uint8_t *rep = NULL;
+	uint32_t n = 0;
+	int ret;
+
+	ret = nsclient_call(s, SDFS_OP_NS_READLINK, &r, NULL, NULL, NULL, &reply, &rep, &n);
+	if (ret)
+		return ret;
+	memcpy(buf, rep, n < len ? n : len);
+	free(rep);
+	return n;
+}
+
+int sdfs_ns_readdir(struct sdfs *s, uint64_t dir, uint64_t cookie, int plus,
+		    sdfs_dirent_fn fn, void *arg)
+{
+	for (;;) {
+		struct sdfs_ns_req r = { .ino = dir, .arg = cookie,
+					 .flags = plus ? SDFS_NS_PLUS : 0,
+					 .max = 64u << 10 };
+		struct sdfs_hdr reply;
+		uint8_t *rep = NULL;
+		uint32_t len = 0, off = 0;
+		int ret, stop = 0;
+
+		ret = nsclient_call(s, SDFS_OP_NS_READDIR, &r, NULL, NULL, NULL,
+				    &reply, &rep, &len);
+		if (ret)
+			return ret;
+		while (off < len && !stop) {
+			struct sdfs_dirent d;
+			struct sdfs_attr a;
+			struct sdfs_stat st;
+			const char *nm;
+			char name[SDFS_NAME_MAX + 1];
+			ssize_t used = proto_dirent_decode(rep + off, len - off, plus,
+							   &d, &nm, &a);
+
+			if (used < 0) {
+				free(rep);
+				return -EPROTO;
+			}
+			memcpy(name, nm, d.name_len);
+			name[d.name_len] = '\0';
+			if (plus)
+				stat_from_attr(&st, &a);
+			cookie = d.cookie;
+			stop = fn(arg, name, d.ino, d.type, d.cookie, plus ? &st : NULL);
+			off += (uint32_t)used;
+		}
+		free(rep);
+		if (stop || !(reply.flags & SDFS_F_MORE))
+			return 0;
+	}
+}
+
+int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st)
+{
+	struct sdfs_ns_req r = { 0 };
+	struct sdfs_ns_statfs sf;
+	struct sdfs_hdr reply;
+	uint8_t *rep = NULL;
+	uint32_t len = 0;
+	int ret;
+
+	ret = nsclient_call(s, SDFS_OP_NS_STATFS, &r, NULL, NULL, NULL, &reply, &rep, &len);
+	if (ret)
+		return ret;
+	ret = proto_ns_statfs_decode(rep, len, &sf);
+	free(rep);
+	if (ret)
+		return ret;
+	st->bytes_total = sf.bytes_total;
+	st->bytes_free = sf.bytes_free;
+	st->files = sf.files;
+	st->files_free = sf.files_free;
+	st->bsize = sf.bsize;
+	st->name_max = sf.name_max;
+	return 0;
+}
+
+static int xname_len(const char *name, uint16_t *len)
+{
+	size_t n = name ? strlen(name) : 0;
+
+	if (n > SDFS_XATTR_NAME_MAX)
+		return -ERANGE;
+	*len = (uint16_t)n;
+	return 0;
+}
+
+/* get/list: with @len 0 the size, else the bytes. */
+static ssize_t xattr_read(struct sdfs *s, unsigned op, uint64_t ino, const char *name,
+			  void *buf, size_t len)
+{
+	struct sdfs_ns_req r = { .ino = ino,
+				 .max = len > SDFS_XATTR_SIZE_MAX * 2 ?
+					SDFS_XATTR_SIZE_MAX * 2 : (uint32_t)len };
+	struct sdfs_hdr reply;
+	uint8_t *rep = NULL;
+	uint32_t n = 0;
+	int ret = name ? xname_len(name, &r.name_len) : 0;
+
+	if (ret)
+		return ret;
+	ret = nsclient_call(s, op, &r, name, NULL, NULL, &reply, &rep, &n);
+	if (ret)
+		return ret;
+	if (len == 0) {
+		free(rep);
+		return reply.length;
+	}
+	if (n > len) {
+		free(rep);
+		return -ERANGE;
+	}
+	if (n)
+		memcpy(buf, rep, n);
+	free(rep);
+	return n;
+}
+
+ssize_t sdfs_ns_getxattr(struct sdfs *s, uint64_t ino, const char *name,
+			 void *buf, size_t len)
+{
+	return xattr_read(s, SDFS_OP_NS_GETXATTR, ino, name, buf, len);
+}
+
+ssize_t sdfs_ns_listxattr(struct sdfs *s, uint64_t ino, char *buf, size_t len)
+{
+	return xattr_read(s, SDFS_OP_NS_LISTXATTR, ino, NULL, buf, len);
+}
+
+int sdfs_ns_setxattr(struct sdfs *s, uint64_t ino, const char *name,
+		     const void *val, size_t len, int flags)
+{
+	struct sdfs_ns_req r = { .ino = ino, .flags = (uint32_t)flags };
+	int ret = xname_len(name, &r.name_len);
+
+	if (ret)
+		return ret;
+	if (len > SDFS_XATTR_SIZE_MAX)
+		return -E2BIG;
+	r.data_len = (uint32_t)len;
+	return call_attr(s, SDFS_OP_NS_SETXATTR, &r, name, NULL, val, NULL);
+}
+
+int sdfs_ns_removexattr(struct sdfs *s, uint64_t ino, const char *name)
+{
+	struct sdfs_ns_req r = { .ino = ino };
+	int ret = xname_len(name, &r.name_len);
+
+	return ret ? ret : call_attr(s, SDFS_OP_NS_RMXATTR, &r, name, NULL, NULL, NULL);
+}
+
+#define SYMLOOP_MAX_ 40
+
+int sdfs_ns_resolve(struct sdfs *s, const char *path, int follow, struct sdfs_stat *st)
+{
+	struct sdfs_stat cur, next;
+	char *work, comp[SDFS_NAME_MAX + 1];
+	size_t cap;
+	const char *p;
+	int links = 0, ret;
+
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	cap = strlen(path) + 1;
+	work = malloc(cap);
+	if (!work)
+		return -ENOMEM;
+	memcpy(work, path, cap);
+	p = work;
+	ret = sdfs_ns_getattr(s, SDFS_ROOT_INO, &cur);
+	while (!ret) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t n = strcspn(p, "/");
+		if (n > SDFS_NAME_MAX) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		p += n;
+		if (!S_ISDIR(cur.mode)) {
+			ret = -ENOTDIR;
+			break;
+		}
+		ret = sdfs_ns_lookup(s, cur.ino, comp, &next);
+		if (ret)
+			break;
+		int last = p[strspn(p, "/")] == '\0';
+		if (!S_ISLNK(next.mode) || (last && !follow && *p != '/')) {
+			cur = next;
+			continue;
+		}
+		/* A symlink: splice its target in front of the rest. */
+		if (++links > SYMLOOP_MAX_) {
+			ret = -ELOOP;
+			break;
+		}
+		char target[SDFS_SYMLINK_MAX + 1];
+		ssize_t tl = sdfs_ns_readlink(s, next.ino, target, SDFS_SYMLINK_MAX);
+		if (tl < 0) {
+			ret = (int)tl;
+			break;
+		}
+		target[tl] = '\0';
+		size_t rest = strlen(p);
+		char *nw = malloc((size_t)tl + 1 + rest + 1);
+		if (!nw) {
+			ret = -ENOMEM;
+			break;
+		}
+		memcpy(nw, target, (size_t)tl);
+		nw[tl] = '/';
+		memcpy(nw + tl + 1, p, rest + 1);
+		free(work);
+		work = nw;
+		p = work;
+		if (target[0] == '/')
+			ret = sdfs_ns_getattr(s, SDFS_ROOT_INO, &cur);
+		/* relative: from the directory holding the link (cur) */
+	}
+	free(work);
+	if (!ret)
+		*st = cur;
+	return ret;
+}
+
+int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st)
+{
+	struct coord_mds_doc active, *cands = NULL;
+	struct sdfs_ns_req r = { 0 };
+	struct sdfs_hdr reply;
+	uint8_t *rep = NULL;
+	uint32_t len = 0;
+	size_t n = 0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	ret = coord_mds_candidates(s->coord, &cands, &n);
+	if (ret)
+		return ret;
+	ret = coord_mds_epoch_get(s->coord, 0, &st->epoch);
+	if (ret) {
+		free(cands);
+		return ret;
+	}
+	if (coord_mds_active_get(s->coord, 0, &active) == 0) {
+		st->has_active = 1;
+		snprintf(st->active, sizeof(st->active), "%s", active.name);
+		snprintf(st->addr, sizeof(st->addr), "%s", active.addr);
+	}
+	st->list = calloc(n + 1, sizeof(*st->list));
+	if (!st->list) {
+		free(cands);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(st->list[i].name, sizeof(st->list[i].name), "%s", cands[i].name);
+		snprintf(st->list[i].addr, sizeof(st->list[i].addr), "%s", cands[i].addr);
+		st->list[i].active = st->has_active &&
+			strcmp(cands[i].name, st->active) == 0 &&
+			strcmp(cands[i].addr, st->addr) == 0;
+	}
+	st->n = n;
+	free(cands);
+	if (!st->has_active)
+		return 0;
+	/* A short timeout: status must answer even when the active hangs. */
+	int saved = s->timeout_ms;
+	s->timeout_ms = saved < 2000 ? saved : 2000;
+	ret = nsclient_call(s, SDFS_OP_NS_INFO, &r, NULL, NULL, NULL, &reply, &rep, &len);
+	s->timeout_ms = saved;
+	if (ret == 0) {
+		struct sdfs_mds_info mi;
+
+		if (proto_mds_info_decode(rep, len, &mi) == 0) {
+			st->reachable = 1;
+			st->epoch = mi.epoch;
+			st->db_bytes = mi.db_bytes;
+			st->db_files = mi.db_files;
+			st->inodes = mi.inodes;
+			st->ops = mi.ops;
+			st->active_ms = mi.active_ms;
+		}
+		free(rep);
+	}
+	return 0;
+}

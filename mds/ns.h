@@ -1,0 +1,54 @@
+/*
+ * ns.h - the namespace: POSIX inodes, directories, symlinks and xattrs
+ * kept in LevelDB (mds/objenv.h), one WriteBatch per operation.
+ *
+ * ns_exec runs one decoded NS_* request and is called from many server
+ * threads at once: operations touching disjoint inodes run in parallel
+ * and their sync writes share LevelDB's group commit; operations on the
+ * same inode (or directory) are serialized by per-inode locks held
+ * until their batch is durable. Mutations record their reply under
+ * (client_id, seq) in the same batch (mds/replycache.c), so a retry is
+ * answered with the first result.
+ * Not here: sockets (mds/server.c), election and fencing (mds/main.c).
+ */
+#ifndef SDFS_MDS_NS_H
+#define SDFS_MDS_NS_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sdfs_proto.h"
+
+struct ns;
+struct sdfs;
+
+/*
+ * Open the database stored in @s's MDS objects (creating the root on
+ * first use) as MDS epoch @epoch; the handle must already carry the
+ * epoch as its fence token and the blockds must be fenced. Starts the
+ * background purge of unlinked files' data. -errno with @err set.
+ */
+int ns_open(struct sdfs *s, uint64_t epoch, const char *name, struct ns **out,
+	    char *err, size_t errlen);
+void ns_close(struct ns *ns);           /* NULL ok */
+
+struct ns_reply {
+	uint8_t *data;                  /* malloc'd reply payload, or NULL */
+	uint32_t len;
+	uint32_t hdr_length;            /* hdr.length of the reply */
+	int more;                       /* READDIR: entries remain */
+};
+
+/*
+ * Execute @op with @req and its strings (already checked by
+ * proto_ns_req_decode: they fill the payload exactly; not
+ * NUL-terminated). Returns 0 and fills @rep, or -errno (the POSIX error
+ * for the client, or -EPERM / -EIO when the database failed: then
+ * ns_failed() is set and the mds must step down).
+ */
+int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
+	    const char *name, const char *name2, const uint8_t *data,
+	    struct ns_reply *rep);
+
+/* The database failed (fenced, or I/O): nothing more can be written. */
+int ns_failed(struct ns *ns);
+#endif

@@ -1,0 +1,177 @@
+/*
+ * ns_int.h - what the mds/ns*.c files share (not an API).
+ *
+ *   ns.c          open/close, keys and records, locks, transactions
+ *   ns_ops.c      create, remove, link, setattr, getattr, lookup
+ *   ns_rename.c   rename (plain, NOREPLACE, EXCHANGE) and its loop check
+ *   ns_dir.c      readdir, readlink, statfs, xattrs, info
+ *   replycache.c  the (client_id, seq) -> reply records
+ *   purge.c       background: data of unlinked files, old reply records
+ *
+ * Keys (big-endian numbers, so LevelDB orders them):
+ *   'I' ino                  inode: sdfs_attr wire bytes + le64 next_seq
+ *   'D' parent name          dentry: le64 ino, le32 type, le64 cookie
+ *   'E' parent cookie        listing order: le64 ino, le32 type, name
+ *   'L' ino                  symlink target
+ *   'X' ino name             xattr value
+ *   'O' ino                  orphan data to free: le64 size, le32 obj_size
+ *   'R' client seq           reply record (replycache.c)
+ *   'M' "ino_next"           le64: inode numbers below it may be in use
+ */
+#ifndef SDFS_MDS_NS_INT_H
+#define SDFS_MDS_NS_INT_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "mds/ns.h"
+#include "mds/objenv.h"
+#include "libclient/sdfs.h"
+
+#define NS_LOCKS 1024
+#define NS_KEY_MAX (1 + 8 + 8 + SDFS_XATTR_NAME_MAX + 1)
+#define NS_FIRST_COOKIE 3       /* 0..2 are free for ".", ".." in clients */
+#define NS_INO_BATCH 1024
+
+struct inflight;
+
+struct ns {
+	struct sdfs *sdfs;
+	struct kvdb *db;
+	uint64_t epoch;
+	char name[32];
+	uint32_t obj_size;              /* for new files */
+	int64_t active_ms;
+
+	pthread_mutex_t locks[NS_LOCKS];
+	pthread_mutex_t rename_lock;    /* cross-directory renames */
+
+	pthread_mutex_t ino_lock;       /* inode number allocation */
+	uint64_t ino_next, ino_limit;
+
+	atomic_int failed;
+	atomic_uint_fast64_t ops, inodes;
+
+	struct inflight *inflight;      /* replycache.c */
+
+	/* statfs cache */
+	pthread_mutex_t statfs_lock;
+	int64_t statfs_at;
+	struct sdfs_ns_statfs statfs;
+
+	/* purge.c */
+	pthread_t purge_thread;
+	pthread_mutex_t purge_lock;
+	pthread_cond_t purge_cond;
+	int purge_stop, purge_started;
+};
+
+struct inode {
+	struct sdfs_attr a;
+	uint64_t next_seq;              /* directories: next listing cookie */
+};
+
+struct dent {
+	uint64_t ino;
+	uint32_t type;
+	uint64_t cookie;
+};
+
+/* Keys: each returns its length. */
+size_t key_inode(uint8_t *k, uint64_t ino);
+size_t key_dent(uint8_t *k, uint64_t parent, const char *name, size_t nlen);
+size_t key_list(uint8_t *k, uint64_t parent, uint64_t cookie);
+size_t key_link(uint8_t *k, uint64_t ino);
+size_t key_xattr(uint8_t *k, uint64_t ino, const char *name, size_t nlen);
+size_t key_orphan(uint8_t *k, uint64_t ino);
+void be64_put(uint8_t *p, uint64_t v);
+uint64_t be64_get(const uint8_t *p);
+void le64_put(uint8_t *p, uint64_t v);
+uint64_t le64_get(const uint8_t *p);
+void le32_put(uint8_t *p, uint32_t v);
+uint32_t le32_get(const uint8_t *p);
+
+int64_t ns_now(void);           /* ns since 1970 */
+
+/* Records. get: -ENOENT, -EIO (malformed record: logged). */
+int inode_get(struct ns *ns, uint64_t ino, struct inode *in);
+void inode_put(struct kvbatch *b, const struct inode *in);
+int dent_get(struct ns *ns, uint64_t parent, const char *name, size_t nlen,
+	     struct dent *d);
+/* Add/remove the dentry and its listing entry. add takes the cookie
+ * from @dir->next_seq (and bumps it). */
+void dent_add(struct kvbatch *b, struct inode *dir, const char *name, size_t nlen,
+	      uint64_t ino, uint32_t type);
+void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
+	      const struct dent *d);
+/* Delete an inode whose last link went: record, symlink target,
+ * xattrs, and an orphan record when it has data to free. */
+void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in);
+/* A new inode number (never reused). */
+int ino_alloc(struct ns *ns, uint64_t *ino);
+/* Does directory @ino have any entry? 1, 0 or -errno. */
+int dir_has_entries(struct ns *ns, uint64_t ino);
+
+/* Locks on inode numbers (0s ignored), taken in a global order. */
+struct lockset {
+	int idx[8];
+	int n;
+};
+void ns_lock(struct ns *ns, struct lockset *ls, const uint64_t *inos, int n);
+void ns_unlock(struct ns *ns, struct lockset *ls);
+
+/* Commit @b durably. ns_commit_op adds @r's reply record first. */
+int ns_commit(struct ns *ns, struct kvbatch *b);
+int ns_commit_op(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
+		 const struct ns_reply *rep);
+/* A path component: 0, -ENAMETOOLONG (> 255), -EINVAL (empty, '/', NUL). */
+int name_check(const char *name, size_t len);
+int name_is_dot(const char *name, size_t len);  /* "." or ".." */
+
+/* Operation entry points (ns_ops.c, ns_rename.c, ns_dir.c). */
+int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct ns_reply *rep);
+int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
+int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b, struct ns_reply *rep);
+int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
+	     const uint8_t *data, struct kvbatch *b, struct ns_reply *rep);
+int op_remove(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
+	      struct kvbatch *b);
+int op_link(struct ns *ns, const struct sdfs_ns_req *r, const char *name2,
+	    struct kvbatch *b, struct ns_reply *rep);
+int op_rename(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
+	      const char *name2, struct kvbatch *b);
+int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
+int op_readlink(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
+int op_statfs(struct ns *ns, struct ns_reply *rep);
+int op_getxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct ns_reply *rep);
+int op_listxattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
+int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
+		const uint8_t *val, struct kvbatch *b);
+int op_rmxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct kvbatch *b);
+int op_info(struct ns *ns, struct ns_reply *rep);
+
+/* A reply carrying @in's attributes. */
+int reply_attr(struct ns_reply *rep, const struct inode *in);
+
+/* replycache.c: an operation that mutates is bracketed by begin/end.
+ * begin returns 1 with @rep filled when (client, seq) was answered
+ * before (the stored reply), 0 to go on, or -errno. end records the
+ * reply in @b (when the op succeeded and @b is committed by the caller)
+ * and wakes duplicates waiting for it. */
+int replycache_init(struct ns *ns);
+void replycache_free(struct ns *ns);
+int replycache_begin(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
+void replycache_record(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
+		       const struct ns_reply *rep);
+void replycache_end(struct ns *ns, const struct sdfs_ns_req *r);
+/* Delete reply records older than @max_age_ms. */
+void replycache_sweep(struct ns *ns, int64_t max_age_ms);
+
+/* purge.c */
+int purge_start(struct ns *ns);
+void purge_stop(struct ns *ns);
+/* Free the data of @ino beyond @size (chunks past it removed, the tail
+ * of the last one zeroed). */
+int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size,
+	       uint64_t new_size);
+#endif

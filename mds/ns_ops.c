@@ -1,0 +1,383 @@
+/*
+ * ns_ops.c - lookup, getattr, setattr, creating (mknod, mkdir,
+ * symlink), removing (unlink, rmdir) and link.
+ *
+ * Every mutation: lock the inodes involved (for a name, first read the
+ * dentry, then lock, then re-read it: it may have changed), check,
+ * build one batch, commit it with the reply record, unlock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "common/oid.h"
+#include "mds/ns_int.h"
+
+int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
+{
+	struct inode in;
+	int ret = inode_get(ns, r->ino, &in);
+
+	return ret ? ret : reply_attr(rep, &in);
+}
+
+int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
+	      struct ns_reply *rep)
+{
+	struct inode dir, in;
+	struct dent d;
+	int ret;
+
+	ret = name_check(name, r->name_len);
+	if (ret)
+		return ret;
+	ret = inode_get(ns, r->ino, &dir);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(dir.a.mode))
+		return -ENOTDIR;
+	if (r->name_len == 1 && name[0] == '.')
+		return reply_attr(rep, &dir);
+	if (r->name_len == 2 && name[0] == '.' && name[1] == '.') {
+		ret = inode_get(ns, dir.a.parent, &in);
+		return ret ? ret : reply_attr(rep, &in);
+	}
+	ret = dent_get(ns, r->ino, name, r->name_len, &d);
+	if (ret)
+		return ret;
+	ret = inode_get(ns, d.ino, &in);
+	if (ret == -ENOENT)
+		ret = -ENOENT;  /* removed between the two reads */
+	return ret ? ret : reply_attr(rep, &in);
+}
+
+static int valid_type(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
+		return 1;
+	}
+	return 0;
+}
+
+int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
+	     const uint8_t *data, struct kvbatch *b, struct ns_reply *rep)
+{
+	struct inode dir, in = { 0 };
+	struct lockset ls;
+	struct dent d;
+	uint32_t mode = r->mode;
+	int64_t now;
+	int ret;
+
+	ret = name_check(name, r->name_len);
+	if (ret)
+		return ret;
+	if (name_is_dot(name, r->name_len))
+		return -EEXIST;
+	if (op == SDFS_OP_NS_MKNOD) {
+		if (!(mode & S_IFMT))
+			mode |= S_IFREG;
+		if (!valid_type(mode))
+			return -EINVAL;
+	} else if (op == SDFS_OP_NS_MKDIR) {
+		mode = S_IFDIR | (mode & 07777);
+	} else {
+		if (r->data_len == 0 || memchr(data, '\0', r->data_len))
+			return r->data_len ? -EINVAL : -ENOENT;
+		if (r->data_len > SDFS_SYMLINK_MAX)
+			return -ENAMETOOLONG;
+		mode = S_IFLNK | 0777;
+	}
+	ns_lock(ns, &ls, &r->ino, 1);
+	ret = inode_get(ns, r->ino, &dir);
+	if (ret)
+		goto out;
+	if (!S_ISDIR(dir.a.mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	if (dir.a.nlink == 0) {
+		ret = -ENOENT;  /* being removed */
+		goto out;
+	}
+	ret = dent_get(ns, r->ino, name, r->name_len, &d);
+	if (ret != -ENOENT) {
+		ret = ret ? ret : -EEXIST;
+		goto out;
+	}
+	ret = ino_alloc(ns, &in.a.ino);
+	if (ret)
+		goto out;
+	now = ns_now();
+	in.a.gen = ns->epoch;
+	in.a.mode = mode;
+	in.a.uid = r->uid;
+	in.a.gid = r->gid;
+	in.a.atime_ns = in.a.mtime_ns = in.a.ctime_ns = now;
+	if (S_ISDIR(mode)) {
+		in.a.nlink = 2;
+		in.a.parent = dir.a.ino;
+		in.next_seq = NS_FIRST_COOKIE;
+		dir.a.nlink++;
+	} else {
+		in.a.nlink = 1;
+		if (S_ISCHR(mode) || S_ISBLK(mode))
+			in.a.rdev = r->rdev;
+		if (S_ISREG(mode)) {
+			in.a.layout = SDFS_LAYOUT_OBJECTS;
+			in.a.obj_size = ns->obj_size;
+		}
+		if (S_ISLNK(mode)) {
+			uint8_t k[16];
+
+			in.a.size = r->data_len;
+			kvbatch_put(b, k, key_link(k, in.a.ino), data, r->data_len);
+		}
+	}
+	/* setgid directories pass their group on (and the bit to subdirs) */
+	if (dir.a.mode & S_ISGID) {
+		in.a.gid = dir.a.gid;
+		if (S_ISDIR(mode))
+			in.a.mode |= S_ISGID;
+	}
+	dent_add(b, &dir, name, r->name_len, in.a.ino, mode & S_IFMT);
+	dir.a.mtime_ns = dir.a.ctime_ns = now;
+	inode_put(b, &dir);
+	inode_put(b, &in);
+	ret = reply_attr(rep, &in);
+	if (!ret)
+		ret = ns_commit_op(ns, r, b, rep);
+out:
+	ns_unlock(ns, &ls);
+	return ret;
+}
+
+/*
+ * Lock @dir and the inode @name names in it, consistently: read the
+ * dentry, lock both, re-read; retry if it changed. *@d gets the dentry
+ * (ret -ENOENT: no such name; @dir is then locked alone).
+ */
+static int lock_dir_and_child(struct ns *ns, uint64_t dir, const char *name,
+			      size_t nlen, struct lockset *ls, struct dent *d)
+{
+	for (;;) {
+		struct dent again;
+		uint64_t inos[2] = { dir, 0 };
+		int ret = dent_get(ns, dir, name, nlen, d);
+
+		if (ret && ret != -ENOENT)
+			return ret;
+		if (ret == 0)
+			inos[1] = d->ino;
+		ns_lock(ns, ls, inos, 2);
+		ret = dent_get(ns, dir, name, nlen, &again);
+		if (ret == -ENOENT && inos[1] == 0)
+			return -ENOENT;
+		if (ret == 0 && again.ino == inos[1]) {
+			*d = again;
+			return 0;
+		}
+		ns_unlock(ns, ls);
+		if (ret && ret != -ENOENT)
+			return ret;
+	}
+}
+
+int op_remove(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
+	      struct kvbatch *b)
+{
+	struct inode dir, in;
+	struct lockset ls = { .n = 0 };
+	struct dent d;
+	int64_t now;
+	int ret;
+
+	ret = name_check(name, r->name_len);
+	if (ret)
+		return ret;
+	if (name_is_dot(name, r->name_len)) {
+		if (op == SDFS_OP_NS_UNLINK)
+			return -EISDIR;
+		return r->name_len == 1 ? -EINVAL : -ENOTEMPTY;
+	}
+	ret = lock_dir_and_child(ns, r->ino, name, r->name_len, &ls, &d);
+	if (ret == -ENOENT) {
+		/* Say ENOTDIR rather than ENOENT when the parent is no dir. */
+		if (inode_get(ns, r->ino, &dir) == 0 && !S_ISDIR(dir.a.mode))
+			ret = -ENOTDIR;
+		goto out;
+	}
+	if (ret)
+		goto out;
+	ret = inode_get(ns, r->ino, &dir);
+	if (!ret)
+		ret = inode_get(ns, d.ino, &in);
+	if (ret)
+		goto out;
+	if (op == SDFS_OP_NS_UNLINK && S_ISDIR(in.a.mode)) {
+		ret = -EISDIR;
+		goto out;
+	}
+	if (op == SDFS_OP_NS_RMDIR) {
+		if (!S_ISDIR(in.a.mode)) {
+			ret = -ENOTDIR;
+			goto out;
+		}
+		ret = dir_has_entries(ns, in.a.ino);
+		if (ret) {
+			ret = ret > 0 ? -ENOTEMPTY : ret;
+			goto out;
+		}
+	}
+	now = ns_now();
+	dent_del(b, dir.a.ino, name, r->name_len, &d);
+	dir.a.mtime_ns = dir.a.ctime_ns = now;
+	if (S_ISDIR(in.a.mode)) {
+		dir.a.nlink--;
+		inode_drop(ns, b, &in);
+	} else if (--in.a.nlink == 0) {
+		inode_drop(ns, b, &in);
+	} else {
+		in.a.ctime_ns = now;
+		inode_put(b, &in);
+	}
+	inode_put(b, &dir);
+	ret = ns_commit_op(ns, r, b, NULL);
+out:
+	ns_unlock(ns, &ls);
+	return ret;
+}
+
+int op_link(struct ns *ns, const struct sdfs_ns_req *r, const char *name2,
+	    struct kvbatch *b, struct ns_reply *rep)
+{
+	uint64_t inos[2] = { r->ino, r->ino2 };
+	struct inode in, dir;
+	struct lockset ls;
+	struct dent d;
+	int64_t now;
+	int ret;
+
+	ret = name_check(name2, r->name2_len);
+	if (ret)
+		return ret;
+	if (name_is_dot(name2, r->name2_len))
+		return -EEXIST;
+	ns_lock(ns, &ls, inos, 2);
+	ret = inode_get(ns, r->ino, &in);
+	if (ret)
+		goto out;
+	ret = inode_get(ns, r->ino2, &dir);
+	if (ret)
+		goto out;
+	if (!S_ISDIR(dir.a.mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	if (S_ISDIR(in.a.mode)) {
+		ret = -EPERM;
+		goto out;
+	}
+	if (dir.a.nlink == 0 || in.a.nlink == 0) {
+		ret = -ENOENT;
+		goto out;
+	}
+	if (in.a.nlink >= 65000) {
+		ret = -EMLINK;
+		goto out;
+	}
+	ret = dent_get(ns, r->ino2, name2, r->name2_len, &d);
+	if (ret != -ENOENT) {
+		ret = ret ? ret : -EEXIST;
+		goto out;
+	}
+	now = ns_now();
+	in.a.nlink++;
+	in.a.ctime_ns = now;
+	dent_add(b, &dir, name2, r->name2_len, in.a.ino, in.a.mode & S_IFMT);
+	dir.a.mtime_ns = dir.a.ctime_ns = now;
+	inode_put(b, &in);
+	inode_put(b, &dir);
+	ret = reply_attr(rep, &in);
+	if (!ret)
+		ret = ns_commit_op(ns, r, b, rep);
+out:
+	ns_unlock(ns, &ls);
+	return ret;
+}
+
+int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
+	       struct ns_reply *rep)
+{
+	struct inode in;
+	struct lockset ls;
+	uint32_t m = r->flags;
+	int64_t now = ns_now();
+	int ret;
+
+	if (m & ~0x1ffu)
+		return -EINVAL;
+	ns_lock(ns, &ls, &r->ino, 1);
+	ret = inode_get(ns, r->ino, &in);
+	if (ret)
+		goto out;
+	if (m & SDFS_SET_SIZE) {
+		if (S_ISDIR(in.a.mode)) {
+			ret = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(in.a.mode)) {
+			ret = -EINVAL;
+			goto out;
+		}
+		if (r->arg > (OID_FILE_MAX_SIZE(in.a.obj_size))) {
+			ret = -EFBIG;
+			goto out;
+		}
+		if (r->arg < in.a.size) {
+			/* Free the data first: an unacknowledged truncate may
+			 * lose the tail, an acknowledged one never shows it. */
+			ret = purge_data(ns, in.a.ino, in.a.obj_size, in.a.size, r->arg);
+			if (ret)
+				goto out;
+		}
+		in.a.size = r->arg;
+		in.a.mtime_ns = now;
+	}
+	if (m & SDFS_SET_MODE)
+		in.a.mode = (in.a.mode & S_IFMT) | (r->mode & 07777);
+	if (m & (SDFS_SET_UID | SDFS_SET_GID)) {
+		if (m & SDFS_SET_UID)
+			in.a.uid = r->uid;
+		if (m & SDFS_SET_GID)
+			in.a.gid = r->gid;
+		/* chown clears setuid, and setgid with group exec, unless
+		 * the same call sets the mode. */
+		if (!(m & SDFS_SET_MODE) && !S_ISDIR(in.a.mode)) {
+			in.a.mode &= ~(uint32_t)S_ISUID;
+			if (in.a.mode & S_IXGRP)
+				in.a.mode &= ~(uint32_t)S_ISGID;
+		}
+	}
+	if (m & SDFS_SET_ATIME_NOW)
+		in.a.atime_ns = now;
+	else if (m & SDFS_SET_ATIME)
+		in.a.atime_ns = r->atime_ns;
+	if (m & SDFS_SET_MTIME_NOW)
+		in.a.mtime_ns = now;
+	else if (m & SDFS_SET_MTIME)
+		in.a.mtime_ns = r->mtime_ns;
+	if (m)          /* every change, utimes included, moves ctime */
+		in.a.ctime_ns = now;
+	inode_put(b, &in);
+	ret = reply_attr(rep, &in);
+	if (!ret)
+		ret = ns_commit_op(ns, r, b, rep);
+out:
+	ns_unlock(ns, &ls);
+	return ret;
+}

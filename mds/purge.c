@@ -1,0 +1,153 @@
+/*
+ * purge.c - the background thread that frees data: objects of files
+ * whose last link went ('O' records, written in the unlink's batch), and
+ * reply records past their age. Also purge_data, the truncate helper.
+ *
+ * Freeing is idempotent (removing a missing object is fine), so a crash
+ * halfway simply redoes it at the next active.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/oid.h"
+#include "mds/ns_int.h"
+
+#define PURGE_PERIOD_MS  1000
+#define REPLY_MAX_AGE_MS (10 * 60 * 1000)
+#define SWEEP_PERIOD_MS  (60 * 1000)
+
+int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size,
+	       uint64_t new_size)
+{
+	uint64_t first_whole, last;
+	int ret;
+
+	if (obj_size == 0 || new_size >= old_size)
+		return 0;
+	last = (old_size - 1) / obj_size;
+	first_whole = (new_size + obj_size - 1) / obj_size;
+	/* the partial chunk's tail reads as zeros from now on */
+	if (new_size % obj_size) {
+		uint64_t chunk = new_size / obj_size, off = new_size % obj_size;
+		uint64_t oid = oid_make(OID_KIND_FILE, ino, chunk);
+		struct sdfs_obj_info info;
+
+		ret = sdfs_obj_stat(ns->sdfs, oid, &info);
+		if (ret == 0 && info.size > off) {
+			size_t len = (size_t)(info.size - off);
+			void *zero = calloc(1, len);
+
+			if (!zero)
+				return -ENOMEM;
+			ret = sdfs_obj_write(ns->sdfs, oid, zero, len, off);
+			free(zero);
+		}
+		if (ret && ret != -ENOENT)
+			return ret;
+	}
+	for (uint64_t c = first_whole; c <= last; c++) {
+		ret = sdfs_obj_remove(ns->sdfs, oid_make(OID_KIND_FILE, ino, c));
+		if (ret && ret != -ENOENT)
+			return ret;
+	}
+	return 0;
+}
+
+static void purge_orphans(struct ns *ns)
+{
+	struct kviter *it = kvdb_iter(ns->db);
+	uint64_t inos[64], sizes[64];
+	uint32_t osz[64];
+	int n = 0;
+
+	if (!it)
+		return;
+	for (kviter_seek(it, "O", 1); kviter_valid(it) && n < 64; kviter_next(it)) {
+		size_t klen, vlen;
+		const uint8_t *k = (const uint8_t *)kviter_key(it, &klen);
+		const uint8_t *v = (const uint8_t *)kviter_value(it, &vlen);
+
+		if (k[0] != 'O' || klen != 9)
+			break;
+		if (vlen != 12)
+			continue;
+		inos[n] = be64_get(k + 1);
+		sizes[n] = le64_get(v);
+		osz[n] = le32_get(v + 8);
+		n++;
+	}
+	kviter_free(it);
+	for (int i = 0; i < n; i++) {
+		struct kvbatch *b;
+		uint8_t k[16];
+
+		if (purge_data(ns, inos[i], osz[i], sizes[i], 0))
+			continue;       /* next round */
+		b = kvbatch_new();
+		if (!b)
+			return;
+		kvbatch_del(b, k, key_orphan(k, inos[i]));
+		if (ns_commit(ns, b)) {
+			kvbatch_free(b);
+			return;
+		}
+		kvbatch_free(b);
+		log_debug("freed the data of inode %" PRIu64 " (%" PRIu64 " bytes)",
+			  inos[i], sizes[i]);
+	}
+}
+
+static void *purge_main(void *arg)
+{
+	struct ns *ns = arg;
+	int64_t last_sweep = 0;
+
+	pthread_mutex_lock(&ns->purge_lock);
+	while (!ns->purge_stop) {
+		struct timespec dl;
+
+		pthread_mutex_unlock(&ns->purge_lock);
+		if (!ns_failed(ns)) {
+			int64_t now = ns_now() / 1000000;
+
+			purge_orphans(ns);
+			if (now - last_sweep > SWEEP_PERIOD_MS) {
+				replycache_sweep(ns, REPLY_MAX_AGE_MS);
+				last_sweep = now;
+			}
+		}
+		pthread_mutex_lock(&ns->purge_lock);
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_sec += PURGE_PERIOD_MS / 1000;
+		if (!ns->purge_stop)
+			pthread_cond_timedwait(&ns->purge_cond, &ns->purge_lock, &dl);
+	}
+	pthread_mutex_unlock(&ns->purge_lock);
+	return NULL;
+}
+
+int purge_start(struct ns *ns)
+{
+	int ret = pthread_create(&ns->purge_thread, NULL, purge_main, ns);
+
+	if (ret)
+		return -ret;
+	ns->purge_started = 1;
+	return 0;
+}
+
+void purge_stop(struct ns *ns)
+{
+	if (!ns->purge_started)
+		return;
+	pthread_mutex_lock(&ns->purge_lock);
+	ns->purge_stop = 1;
+	pthread_cond_broadcast(&ns->purge_cond);
+	pthread_mutex_unlock(&ns->purge_lock);
+	pthread_join(ns->purge_thread, NULL);
+	ns->purge_started = 0;
+}

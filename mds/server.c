@@ -1,0 +1,225 @@
+/*
+ * server.c - the mds's connections: a thread per client connection,
+ * reading one request at a time and answering it (mds.h).
+ *
+ * Any malformed frame (bad magic or checksum, a payload over the cap)
+ * closes the connection; a well-framed request with a bad body gets an
+ * error reply and the connection stays. Nothing a client sends can
+ * change state unless it decodes exactly.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/net.h"
+#include "common/proto.h"
+#include "mds/mds.h"
+#include "mds/ns.h"
+
+#define REQ_MAX (SDFS_NS_REQ_SIZE + 2 * SDFS_NAME_MAX + SDFS_XATTR_SIZE_MAX + 4096)
+
+struct conn {
+	struct mds *m;
+	int fd;
+};
+
+static int read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = recv(fd, (char *)buf + done, len - done, 0);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n == 0)
+			return -ECONNRESET;
+		else if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static int is_ns_op(unsigned op)
+{
+	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_INFO;
+}
+
+static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
+		      const struct ns_reply *rep)
+{
+	struct sdfs_hdr h;
+	uint8_t hb[SDFS_HDR_SIZE];
+	enum sdfs_res res = SDFS_RES_OK;
+
+	if (err == -ESHUTDOWN)
+		res = SDFS_RES_SHUTDOWN;
+	else if (err == -EPROTO)
+		res = SDFS_RES_BAD_MSG;
+	else if (err == -EOPNOTSUPP && !is_ns_op(req->opcode))
+		res = SDFS_RES_UNKNOWN_OP;
+	else if (err)
+		res = SDFS_RES_ERRNO;
+	proto_reply_init(&h, req, res);
+	if (res == SDFS_RES_ERRNO)
+		h.length = (uint32_t)-err;
+	else if (rep)
+		h.length = rep->hdr_length;
+	if (!err && rep && rep->more)
+		h.flags |= SDFS_F_MORE;
+	h.payload_len = !err && rep ? rep->len : 0;
+	proto_hdr_encode(&h, h.payload_len ? rep->data : NULL, hb);
+	/* The last check before acknowledging: a deposed mds says nothing. */
+	if (res != SDFS_RES_SHUTDOWN && !mds_may_reply(c->m))
+		return -ESHUTDOWN;
+	int ret = write_full(c->fd, hb, sizeof(hb));
+	if (!ret && h.payload_len)
+		ret = write_full(c->fd, rep->data, h.payload_len);
+	return ret;
+}
+
+/* One request; returns < 0 to close the connection. */
+static int serve_one(struct conn *c, uint8_t *payload_buf)
+{
+	struct mds *m = c->m;
+	uint8_t hb[SDFS_HDR_SIZE];
+	struct sdfs_hdr h;
+	struct sdfs_ns_req req;
+	struct ns_reply rep = { 0 };
+	int ret;
+
+	ret = read_full(c->fd, hb, sizeof(hb));
+	if (ret)
+		return ret;
+	ret = proto_hdr_decode(hb, REQ_MAX, &h);
+	if (ret == -EPROTONOSUPPORT) {
+		struct sdfs_hdr r;
+
+		proto_reply_init(&r, &h, SDFS_RES_BAD_VERSION);
+		proto_hdr_encode(&r, NULL, hb);
+		write_full(c->fd, hb, sizeof(hb));
+		return -EPROTO;
+	}
+	if (ret) {
+		log_debug("connection: bad header (%s); closing", strerror(-ret));
+		return ret;
+	}
+	if (h.flags & SDFS_F_REPLY)
+		return -EPROTO;
+	ret = read_full(c->fd, payload_buf, h.payload_len);
+	if (ret)
+		return ret;
+	if (proto_payload_check(&h, payload_buf)) {
+		log_debug("connection: payload checksum mismatch; closing");
+		return -EPROTO;
+	}
+	if (!is_ns_op(h.opcode))
+		return send_reply(c, &h, -EOPNOTSUPP, NULL);
+	if (!mds_may_reply(m) || !m->ns)
+		return send_reply(c, &h, -ESHUTDOWN, NULL);
+	if (proto_ns_req_decode(payload_buf, h.payload_len, &req))
+		return send_reply(c, &h, -EPROTO, NULL);
+	const char *name = (const char *)payload_buf + SDFS_NS_REQ_SIZE;
+	const char *name2 = name + req.name_len;
+	const uint8_t *data = (const uint8_t *)name2 + req.name2_len;
+
+	ret = ns_exec(m->ns, h.opcode, &req, name, name2, data, &rep);
+	if (ns_failed(m->ns)) {
+		/* fenced or I/O: this mds is done; main.c steps down */
+		atomic_store(&m->serving, 0);
+		free(rep.data);
+		return -ESHUTDOWN;
+	}
+	ret = send_reply(c, &h, ret, &rep);
+	free(rep.data);
+	return ret;
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn *c = arg;
+	uint8_t *buf = malloc(REQ_MAX);
+
+	net_set_nonblock(c->fd, 0);
+	net_tune(c->fd);
+	while (buf && serve_one(c, buf) == 0)
+		;
+	free(buf);
+	close(c->fd);
+	atomic_fetch_sub(&c->m->conns, 1);
+	free(c);
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	struct mds *m = arg;
+
+	net_set_nonblock(m->listen_fd, 0);
+	for (;;) {
+		int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct conn *c;
+		pthread_t t;
+		pthread_attr_t attr;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
+			    errno == ENFILE || errno == ENOMEM) {
+				if (errno != EINTR && errno != ECONNABORTED)
+					usleep(100 * 1000);
+				continue;
+			}
+			log_err("accept: %s", strerror(errno));
+			return NULL;
+		}
+		c = malloc(sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->m = m;
+		c->fd = fd;
+		atomic_fetch_add(&m->conns, 1);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&attr, 256 << 10);
+		if (pthread_create(&t, &attr, conn_main, c)) {
+			atomic_fetch_sub(&m->conns, 1);
+			close(fd);
+			free(c);
+		}
+		pthread_attr_destroy(&attr);
+	}
+	return NULL;
+}
+
+int server_start(struct mds *m)
+{
+	pthread_t t;
+	int ret = pthread_create(&t, NULL, accept_main, m);
+
+	if (ret)
+		return -ret;
+	pthread_detach(t);
+	return 0;
+}

@@ -1,0 +1,15 @@
+/*
+ * store.h - the MDS database's objects on the cluster: an objenv_store
+ * whose calls are libsdfs object calls. Writes are durable on every
+ * replica before they return and carry the handle's fence token, so a
+ * deposed mds gets -EPERM from every fenced blockd.
+ */
+#ifndef SDFS_MDS_STORE_H
+#define SDFS_MDS_STORE_H
+#include "mds/objenv.h"
+
+struct sdfs;
+
+/* Fill @st to use @s (which must outlive the database). */
+void store_init(struct objenv_store *st, struct sdfs *s);
+#endif

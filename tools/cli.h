@@ -50,4 +50,6 @@ int cmd_cluster(struct cli *cli);
 int cmd_node(struct cli *cli);
 int cmd_obj(struct cli *cli);
 int cmd_dev(struct cli *cli);
+int cmd_fs(struct cli *cli);
+int cmd_mds(struct cli *cli);
 #endif

@@ -6,6 +6,8 @@
  *   DIR/sdfs.conf        how clients reach it (SDFS_CONF=DIR/sdfs.conf)
  *   DIR/zk/              the private ZooKeeper server's config and data
  *   DIR/blockd.N/        block daemon N's data directory (dev add: one more)
+ *   (mds.N)              metadata server N: no local state, its database
+ *                        lives in objects on the block daemons
  *   DIR/log/NAME.log     each daemon's output
  *   DIR/run/NAME.pid     its pid; DIR/run/NAME.cmd its command line
  * Daemons are stopped by the pids recorded here, never by name.
@@ -29,6 +31,8 @@
 #include "tools/cli.h"
 
 #define DEV_MAX_ARGS 32
+#define DEV_MDS_MAX 8
+#define DEV_MDS_WAIT_MS 30000
 #define ZK_JAR "/usr/share/java/zookeeper.jar"
 
 struct dev {
@@ -188,22 +192,47 @@ static int spawn(const struct dev *d, const char *name, char *const argv[])
 	}
 	close(fd);
 	snprintf(logp, sizeof(logp), "%s/log/%s.log", d->dir, name);
-	pid = fork();
-	if (pid < 0)
+	/* The child reports a failed exec through @sync; a successful one
+	 * closes it (O_CLOEXEC). */
+	int sync[2], err = 0;
+	if (pipe2(sync, O_CLOEXEC) < 0)
 		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(sync[0]);
+		close(sync[1]);
+		return err;
+	}
 	if (pid == 0) {
 		int lfd = open(logp, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		int nfd = open("/dev/null", O_RDONLY);
 
+		close(sync[0]);
 		setsid();
-		if (lfd < 0 || nfd < 0)
+		if (lfd >= 0 && nfd >= 0) {
+			dup2(nfd, 0);
+			dup2(lfd, 1);
+			dup2(lfd, 2);
+			execv(argv[0], argv);
+		}
+		err = errno;
+		dprintf(2, "sdfs dev: exec %s: %s\n", argv[0], strerror(err));
+		if (write(sync[1], &err, sizeof(err)) < 0)
 			_exit(127);
-		dup2(nfd, 0);
-		dup2(lfd, 1);
-		dup2(lfd, 2);
-		execv(argv[0], argv);
-		dprintf(2, "sdfs dev: exec %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
+	}
+	close(sync[1]);
+	/* Return only once the daemon runs its own command line: a dev
+	 * status, kill or down right after us must recognize it. */
+	ssize_t r;
+	do
+		r = read(sync[0], &err, sizeof(err));
+	while (r < 0 && errno == EINTR);
+	close(sync[0]);
+	if (r > 0) {
+		waitpid(pid, NULL, 0);
+		return -(err ? err : EIO);
 	}
 	run_path(d, name, "pid", path, sizeof(path));
 	snprintf(buf, sizeof(buf), "%d\n", (int)pid);
@@ -448,12 +477,88 @@ static void wait_healthy(const struct dev *d, struct sdfs *s, int timeout_ms)
 			"cluster status, %s/log/)\n", h.reason, d->dir);
 }
 
+/* Is @name among the running mds (in the election)? */
+static int mds_listed(struct sdfs *s, const char *name)
+{
+	struct sdfs_mds_status st;
+	int found = 0;
+
+	if (sdfs_mds_status(s, &st))
+		return 0;
+	for (size_t i = 0; i < st.n; i++)
+		found |= !strcmp(st.list[i].name, name);
+	free(st.list);
+	return found;
+}
+
+/*
+ * Start @n sdfs-mds named mds.0, mds.1... and wait until one is active
+ * and answers; its name goes into @active. mds.0 joins the election
+ * before the others start, so it is the one that becomes active.
+ */
+static int start_mds(struct dev *d, struct sdfs *s, char *bin, unsigned n,
+		     char *active, size_t len)
+{
+	int64_t end = now_ms() + DEV_MDS_WAIT_MS;
+	int ret;
+
+	for (unsigned i = 0; i < n; i++) {
+		char name[32], listen[64];
+		int port = free_port();
+
+		if (port <= 0) {
+			cli_fail("no free port for mds.%u", i);
+			return -EADDRINUSE;
+		}
+		snprintf(name, sizeof(name), "mds.%u", i);
+		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		char *argv[] = { bin, "--name", name, "--listen", listen, "--zk", d->zk,
+				 "--cluster", d->cluster, NULL };
+		ret = spawn(d, name, argv);
+		if (ret) {
+			cli_fail("cannot start %s: %s", name, strerror(-ret));
+			return ret;
+		}
+		while (i == 0 && n > 1 && !mds_listed(s, name) && now_ms() < end &&
+		       !has_exited(d, name))
+			sleep_ms(50);
+	}
+	while (now_ms() < end) {
+		struct sdfs_mds_status st;
+
+		for (unsigned i = 0; i < n; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "mds.%u", i);
+			if (has_exited(d, name)) {
+				cli_fail("%s exited during start-up (see %s/log/%s.log)",
+					 name, d->dir, name);
+				return -ESRCH;
+			}
+		}
+		if (sdfs_mds_status(s, &st) == 0) {
+			int ready = st.has_active && st.reachable;
+
+			if (ready)
+				snprintf(active, len, "%s", st.active);
+			free(st.list);
+			if (ready)
+				return 0;
+		}
+		sleep_ms(100);
+	}
+	cli_fail("no mds became active within %d s (see %s/log/mds.0.log)",
+		 DEV_MDS_WAIT_MS / 1000, d->dir);
+	return -ETIMEDOUT;
+}
+
 static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
 	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20, grace_s = 30, rec_mbps = 0;
+	uint64_t nmds = UINT64_MAX;
 	struct dev d = { 0 };
-	char blockd_bin[PATH_MAX], names[64][64];
+	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], names[64][64], active[32] = "";
 	int ret;
 
 	strcpy(d.cluster, "dev");
@@ -463,6 +568,9 @@ static int dev_up(struct cli *cli)
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--blockd"))) {
 			if (cli_parse_u64(v, &nblockd) || nblockd > 32)
 				return cli_fail("--blockd must be 0..32 (0: only ZooKeeper)");
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--mds"))) {
+			if (cli_parse_u64(v, &nmds) || nmds > DEV_MDS_MAX)
+				return cli_fail("--mds must be 0..%d", DEV_MDS_MAX);
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--copies"))) {
 			if (cli_parse_u64(v, &copies) || copies < 1 || copies > 16)
 				return cli_fail("--copies must be 1..16");
@@ -481,11 +589,17 @@ static int dev_up(struct cli *cli)
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--cluster"))) {
 			snprintf(d.cluster, sizeof(d.cluster), "%s", v);
 		} else {
-			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--copies N] "
-					 "[--obj-size SIZE] [--out-grace S] "
+			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--mds N] "
+					 "[--copies N] [--obj-size SIZE] [--out-grace S] "
 					 "[--recovery-mbps N] [--zk HOSTS --cluster NAME]");
 		}
 	}
+	/* The mds keeps its database in objects: no block daemons, no mds. */
+	if (nmds == UINT64_MAX)
+		nmds = nblockd ? 2 : 0;
+	if (nmds && !nblockd)
+		return cli_fail("--mds needs block daemons (its database lives in "
+				"objects): use --blockd 1 or more, or --mds 0");
 	if (!copies)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
 	if ((ret = dev_init(&d, dir, 1)))
@@ -497,6 +611,8 @@ static int dev_up(struct cli *cli)
 					d.dir, names[i], d.dir);
 	if (find_binary("sdfs-blockd", "blockd", blockd_bin, sizeof(blockd_bin)))
 		return cli_fail("sdfs-blockd not found next to sdfs or on PATH");
+	if (nmds && find_binary("sdfs-mds", "mds", mds_bin, sizeof(mds_bin)))
+		return cli_fail("sdfs-mds not found next to sdfs or on PATH");
 	if (!d.external_zk && (ret = start_zk(&d)))
 		return ret;
 
@@ -546,6 +662,8 @@ static int dev_up(struct cli *cli)
 		if (ret)
 			goto fail_close;
 	}
+	if (nmds && start_mds(&d, s, mds_bin, (unsigned)nmds, active, sizeof(active)))
+		goto fail_close;
 	if (nblockd)
 		wait_healthy(&d, s, 30000);
 	sdfs_cluster_info(s, &info);
@@ -556,20 +674,33 @@ static int dev_up(struct cli *cli)
 		printf(", \"conf\": ");
 		cli_json_str(stdout, conf);
 		printf(", \"zk\": \"%s\", \"cluster\": \"%s\", \"blockd\": %" PRIu64
-		       ", \"copies\": %u, \"epoch\": %" PRIu64 "}\n", d.zk, d.cluster,
-		       nblockd, info.copies, info.epoch);
+		       ", \"mds\": %" PRIu64 ", \"active_mds\": ", d.zk, d.cluster,
+		       nblockd, nmds);
+		if (nmds)
+			cli_json_str(stdout, active);
+		else
+			printf("null");
+		printf(", \"copies\": %u, \"epoch\": %" PRIu64 "}\n", info.copies,
+		       info.epoch);
 	} else {
+		char mds[64] = "";
+
+		if (nmds)
+			snprintf(mds, sizeof(mds), ", %" PRIu64 " mds (active %s)", nmds,
+				 active);
 		printf("sdfs dev cluster '%s' is up: ZooKeeper %s, %" PRIu64
-		       " blockd, copies=%u, epoch %" PRIu64 "\n", d.cluster, d.zk,
-		       nblockd, info.copies, info.epoch);
+		       " blockd%s, copies=%u, epoch %" PRIu64 "\n", d.cluster, d.zk,
+		       nblockd, mds, info.copies, info.epoch);
 		char self[PATH_MAX / 2];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 		if (n <= 0)
 			n = snprintf(self, sizeof(self), "sdfs");
 		self[n] = '\0';
-		printf("  export SDFS_CONF=%s\n  %s cluster status\n"
-		       "  %s dev down --dir %s\n", conf, self, self, d.dir);
+		printf("  export SDFS_CONF=%s\n  %s cluster status\n", conf, self);
+		if (nmds)
+			printf("  %s fs ls -l /\n", self);
+		printf("  %s dev down --dir %s\n", self, d.dir);
 	}
 	return 0;
 fail_close:
@@ -582,16 +713,19 @@ fail:
 
 static int dev_down(struct dev *d, struct cli *cli)
 {
-	char names[64][64];
-	int n = list_daemons(d, names, 64), stopped = 0;
+	char names[64][64], group[3][64][64];
+	int n = list_daemons(d, names, 64), ng[3] = { 0 }, stopped = 0;
 
-	/* Block daemons first, all at once; ZooKeeper (listed last) after them. */
-	if (n && !strcmp(names[n - 1], "zk")) {
-		stopped = stop_daemons(d, names, n - 1, 10000);
-		stopped += stop_daemons(d, names + n - 1, 1, 10000);
-	} else {
-		stopped = stop_daemons(d, names, n, 10000);
+	/* The mds first (they write to the block daemons), then the block
+	 * daemons, then ZooKeeper; each group all at once. */
+	for (int i = 0; i < n; i++) {
+		int g = !strncmp(names[i], "mds.", 4) ? 0 : strcmp(names[i], "zk") ? 1 : 2;
+
+		memcpy(group[g][ng[g]++], names[i], 64);
 	}
+	for (int g = 0; g < 3; g++)
+		if (ng[g])
+			stopped += stop_daemons(d, group[g], ng[g], 10000);
 	if (!cli->json)
 		printf("stopped %d daemon%s under %s\n", stopped, stopped == 1 ? "" : "s",
 		       d->dir);

@@ -20,23 +20,37 @@ static const char usage_text[] =
 "  node remove ID                  drain a node: its data moves off\n"
 "  node add ID                     undo remove: the node is placed again\n"
 "  node reweight ID WEIGHT         set a node's placement weight\n"
+"  fs ls [-l] PATH                 a directory's entries\n"
+"  fs stat PATH                    every attribute of PATH (a symlink itself)\n"
+"  fs mkdir [-p] PATH              make a directory (-p: and its parents)\n"
+"  fs rm [-r] PATH                 remove a file, link or empty directory\n"
+"                                  (-r: a directory and all it holds)\n"
+"  fs mv [--noreplace|--exchange] SRC DST\n"
+"                                  rename (DST a directory: move into it)\n"
+"  fs ln [-s] TARGET PATH          hard link (-s: symbolic link)\n"
+"  fs put LOCAL PATH               copy a local file ('-': stdin) into sdfs\n"
+"  fs cat PATH                     write a file to stdout\n"
+"  mds status                      the active metadata server and standbys\n"
 "  obj put OID FILE                store FILE ('-': stdin) as object OID\n"
 "  obj get OID [FILE]              write object OID to FILE (default stdout)\n"
 "  obj rm OID                      remove object OID\n"
 "  obj stat OID                    size and epoch of object OID\n"
 "  obj locate OID                  which nodes hold OID, and their paths\n"
-"  dev up --dir DIR [--blockd N] [--copies N] [--out-grace S]\n"
+"  dev up --dir DIR [--blockd N] [--mds N] [--copies N] [--out-grace S]\n"
 "         [--recovery-mbps N]\n"
 "                                  start a local cluster under DIR\n"
+"                                  (by default 3 blockd and 2 mds)\n"
 "  dev add --dir DIR [--zone N] [--weight W]\n"
 "                                  start one more blockd in it\n"
 "  dev status|down --dir DIR       show / stop what dev up started\n"
-"  dev kill|start --dir DIR NAME   SIGKILL / restart one daemon (blockd.1, zk)\n"
+"  dev kill|start --dir DIR NAME   SIGKILL / restart one daemon (blockd.1,\n"
+"                                  mds.0, zk)\n"
 "\n"
 "  -c FILE   cluster config (default: $SDFS_CONF, then /etc/sdfs/sdfs.conf)\n"
 "  --json    machine-readable output\n"
 "  -v        show the library's warnings and debug messages\n"
-"OIDs are decimal, 0x-prefixed hex, or 16 hex digits.\n";
+"OIDs are decimal, 0x-prefixed hex, or 16 hex digits. PATHs are absolute\n"
+"paths inside sdfs (/a/b); the active sdfs-mds serves them.\n";
 
 int main(int argc, char **argv)
 {
@@ -79,6 +93,10 @@ int main(int argc, char **argv)
 		ret = cmd_obj(&cli);
 	else if (!strcmp(rest[0], "dev"))
 		ret = cmd_dev(&cli);
+	else if (!strcmp(rest[0], "fs"))
+		ret = cmd_fs(&cli);
+	else if (!strcmp(rest[0], "mds"))
+		ret = cmd_mds(&cli);
 	else
 		ret = cli_fail("unknown command '%s' (see sdfs --help)", rest[0]);
 	free(rest);

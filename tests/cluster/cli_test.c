@@ -291,3 +291,362 @@ Test(cli_noconf, missing_config_fails_with_one_line)
 		assert_fails_one_line(st, 1, out, err, "/nonexistent", cmds[i]);
 	}
 }
+
+/* ---- sdfs fs and sdfs mds, on a cluster with two sdfs-mds ---- */
+
+static void up_mds(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = 2,
+						     .mds = 2 });
+}
+
+TestSuite(cli_fs, .init = up_mds, .fini = down, .timeout = 180);
+
+static uint32_t test_umask(void)
+{
+	mode_t m = umask(0);
+
+	umask(m);
+	return (uint32_t)m;
+}
+
+/* A local file under the cluster dir holding @text; its path in @path. */
+static void local_text(char *path, size_t len, const char *name, const char *text)
+{
+	snprintf(path, len, "%s/%s", tcluster_dir(tc), name);
+	write_file(path, text, strlen(text));
+}
+
+static void assert_cat(const char *path, const char *want)
+{
+	char *out = ok("fs cat %s", path);
+
+	cr_assert_str_eq(out, want, "fs cat %s", path);
+	free(out);
+}
+
+Test(cli_fs, put_cat_round_trip_crosses_objects)
+{
+	size_t len = (5u << 20) + 4321;
+	unsigned char *data = malloc(len + 1);
+	char in_path[4200], *out;
+	int64_t v, obj_size;
+
+	/* Random bytes without NUL, so the captured stdout is one string. */
+	cr_assert(data);
+	tfill_random(data, len, 0xf5);
+	for (size_t i = 0; i < len; i++)
+		data[i] = data[i] ? data[i] : 'z';
+	data[len] = '\0';
+	snprintf(in_path, sizeof(in_path), "%s/five.bin", tcluster_dir(tc));
+	write_file(in_path, data, len);
+
+	free(ok("fs mkdir -p /a/b/c"));
+	free(ok("fs mkdir -p /a/b/c"));         /* -p: existing is fine */
+	out = ok("fs put %s /a/b/c/five", in_path);
+	cr_assert_str_empty(out, "put printed: %s", out);
+	free(out);
+
+	out = ok("--json fs stat /a/b/c/five");
+	cr_assert(tjson_valid(out), "fs stat --json: %s", out);
+	cr_assert_eq(tjson_int(out, "size", &v, NULL), 0, "%s", out);
+	cr_assert_eq(v, (int64_t)len);
+	cr_assert_eq(tjson_int(out, "obj_size", &obj_size, NULL), 0, "%s", out);
+	cr_assert(obj_size > 0 && obj_size < (int64_t)len,
+		  "object size %" PRId64 ": the file should span objects", obj_size);
+	free(out);
+
+	out = ok("fs cat /a/b/c/five");
+	cr_assert_eq(strlen(out), len, "fs cat gave %zu bytes of %zu", strlen(out), len);
+	cr_assert(!memcmp(out, data, len), "fs cat gave other bytes than fs put read");
+	free(out);
+
+	/* Over an existing file: truncated to the new data. */
+	local_text(in_path, sizeof(in_path), "short.txt", "short\n");
+	out = ok("fs put %s /a/b/c/five --json", in_path);
+	cr_assert(tjson_valid(out), "fs put --json: %s", out);
+	cr_assert_eq(tjson_int(out, "size", &v, NULL), 0, "%s", out);
+	cr_assert_eq(v, 6);
+	free(out);
+	assert_cat("/a/b/c/five", "short\n");
+
+	/* Into a directory: under the local file's name. */
+	free(ok("fs put %s /a", in_path));
+	assert_cat("/a/short.txt", "short\n");
+
+	/* '-' reads stdin (here /dev/null): an empty file. */
+	free(ok("fs put - /a/empty"));
+	assert_cat("/a/empty", "");
+	free(data);
+}
+
+Test(cli_fs, ls_lists_sorted_entries_with_attributes)
+{
+	char in_path[4200], name[64], type[16], *out;
+	static const char *const names[] = { "f", "link", "sub" };
+	static const char *const types[] = { "file", "symlink", "dir" };
+	int64_t v;
+	const char *p;
+
+	local_text(in_path, sizeof(in_path), "abc.txt", "abc");
+	free(ok("fs mkdir /d"));
+	free(ok("fs mkdir /d/sub"));
+	free(ok("fs put %s /d/f", in_path));
+	free(ok("fs ln -s f /d/link"));
+
+	out = ok("fs ls /d");
+	cr_assert_str_eq(out, "f\nlink\nsub\n");
+	free(out);
+
+	out = ok("fs ls --json /d");
+	cr_assert(tjson_valid(out), "fs ls --json: %s", out);
+	cr_assert_eq(out[0], '[', "not an array: %s", out);
+	p = out;
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(tjson_str(p, "name", name, sizeof(name), NULL), 0, "%s", out);
+		cr_assert_str_eq(name, names[i], "entry %d: %s", i, out);
+		cr_assert_eq(tjson_str(p, "type", type, sizeof(type), NULL), 0, "%s", out);
+		cr_assert_str_eq(type, types[i], "%s: %s", name, out);
+		cr_assert_eq(tjson_int(p, "ino", &v, NULL), 0);
+		cr_assert_gt(v, 1, "%s: ino %" PRId64, name, v);
+		cr_assert_eq(tjson_int(p, "uid", &v, NULL), 0);
+		cr_assert_eq(v, (int64_t)getuid());
+		cr_assert_eq(tjson_int(p, "mode", &v, NULL), 0);
+		if (i == 0)
+			cr_assert_eq(v, (int64_t)(0666 & ~test_umask()), "f: mode 0%" PRIo64,
+				     (uint64_t)v);
+		if (i == 2)
+			cr_assert_eq(v, (int64_t)(0777 & ~test_umask()), "sub: mode 0%" PRIo64,
+				     (uint64_t)v);
+		cr_assert_eq(tjson_int(p, "size", &v, NULL), 0);
+		if (i == 0)
+			cr_assert_eq(v, 3);
+		cr_assert_eq(tjson_int(p, "nlink", &v, NULL), 0);
+		cr_assert_eq(tjson_int(p, "mtime_ns", &v, &p), 0);
+		cr_assert_gt(v, 0);
+	}
+	cr_assert_neq(tjson_str(p, "name", name, sizeof(name), NULL), 0,
+		      "more than 3 entries: %s", out);
+	free(out);
+
+	out = ok("fs ls -l /d");
+	cr_assert_eq(tcount_lines(out), 3, "fs ls -l: %s", out);
+	cr_assert(!strncmp(out, "-rw", 3), "fs ls -l: %s", out);
+	cr_assert(strstr(out, "\nlrwxrwxrwx "), "fs ls -l: %s", out);
+	cr_assert(strstr(out, " link -> f\n"), "fs ls -l: %s", out);
+	cr_assert(strstr(out, "\nd"), "fs ls -l: %s", out);
+	free(out);
+
+	/* A file lists itself; a symlink to a directory lists the directory. */
+	out = ok("fs ls /d/f");
+	cr_assert_str_eq(out, "/d/f\n");
+	free(out);
+	free(ok("fs ln -s /d /dl"));
+	out = ok("fs ls /dl");
+	cr_assert_str_eq(out, "f\nlink\nsub\n");
+	free(out);
+}
+
+Test(cli_fs, stat_shows_every_field)
+{
+	static const char *const ints[] = { "ino", "gen", "mode", "nlink", "uid", "gid",
+					    "rdev", "size", "blocks", "parent", "layout",
+					    "obj_size", "atime_ns", "mtime_ns", "ctime_ns" };
+	char in_path[4200], buf[128], *out;
+	int64_t v;
+
+	local_text(in_path, sizeof(in_path), "hello.txt", "hello\n");
+	free(ok("fs mkdir /s"));
+	free(ok("fs put %s /s/f", in_path));
+	free(ok("fs ln -s f /s/l"));
+
+	out = ok("fs stat /s/f --json");
+	cr_assert(tjson_valid(out), "fs stat --json: %s", out);
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		cr_assert_eq(tjson_int(out, ints[i], &v, NULL), 0, "no %s: %s", ints[i], out);
+	cr_assert_eq(tjson_int(out, "layout", &v, NULL), 0);
+	cr_assert_eq(v, 1, "a regular file's layout: %s", out);
+	cr_assert_eq(tjson_str(out, "type", buf, sizeof(buf), NULL), 0);
+	cr_assert_str_eq(buf, "file");
+	cr_assert_eq(tjson_str(out, "mtime", buf, sizeof(buf), NULL), 0, "%s", out);
+	/* ISO-8601 with nanoseconds: 2026-11-21T22:01:13.123456789+00:00 */
+	cr_assert(strlen(buf) == 35 && buf[10] == 'T' && buf[19] == '.', "mtime %s", buf);
+	free(out);
+
+	/* The last symlink is not followed. */
+	out = ok("--json fs stat /s/l");
+	cr_assert_eq(tjson_str(out, "type", buf, sizeof(buf), NULL), 0, "%s", out);
+	cr_assert_str_eq(buf, "symlink");
+	cr_assert_eq(tjson_str(out, "target", buf, sizeof(buf), NULL), 0, "%s", out);
+	cr_assert_str_eq(buf, "f");
+	free(out);
+
+	out = ok("fs stat /s/f");
+	cr_assert(strstr(out, "type      file\n") && strstr(out, "size      6\n") &&
+		  strstr(out, "\nctime     "), "fs stat: %s", out);
+	free(out);
+}
+
+Test(cli_fs, mv_renames_moves_into_directories_and_exchanges)
+{
+	char one[4200], two[4200], *out;
+
+	local_text(one, sizeof(one), "one.txt", "1");
+	local_text(two, sizeof(two), "two.txt", "2");
+	free(ok("fs mkdir -p /m/dir"));
+	free(ok("fs put %s /m/one", one));
+	free(ok("fs put %s /m/two", two));
+
+	free(ok("fs mv /m/one /m/uno"));
+	out = ok("fs ls /m");
+	cr_assert_str_eq(out, "dir\ntwo\nuno\n");
+	free(out);
+
+	free(ok("fs mv /m/uno /m/dir"));                /* into the directory */
+	assert_cat("/m/dir/uno", "1");
+	fails(1, "File exists", "fs mv --noreplace /m/two /m/dir/uno");
+	assert_cat("/m/dir/uno", "1");
+
+	free(ok("fs mv --exchange /m/two /m/dir/uno"));
+	assert_cat("/m/two", "1");
+	assert_cat("/m/dir/uno", "2");
+
+	/* Without a flag an existing file is replaced. */
+	free(ok("fs mv /m/two /m/dir/uno"));
+	assert_cat("/m/dir/uno", "1");
+	fails(1, "No such file or directory", "fs cat /m/two");
+}
+
+Test(cli_fs, rm_removes_files_links_and_trees)
+{
+	char in_path[4200], *out;
+
+	local_text(in_path, sizeof(in_path), "x.txt", "x");
+	free(ok("fs mkdir -p /r/x/y/z"));
+	free(ok("fs put %s /r/x/f", in_path));
+	free(ok("fs put %s /r/x/y/g", in_path));
+	free(ok("fs ln -s /r/x /r/l"));
+	free(ok("fs ln /r/x/f /r/hard"));
+
+	fails(1, "Directory not empty", "fs rm /r/x");
+	free(ok("fs rm /r/l"));                 /* the link, not what it points to */
+	out = ok("fs ls /r");
+	cr_assert_str_eq(out, "hard\nx\n");
+	free(out);
+
+	free(ok("fs rm -r /r/x"));
+	out = ok("fs ls /r");
+	cr_assert_str_eq(out, "hard\n");
+	free(out);
+	assert_cat("/r/hard", "x");             /* its other link is gone, not it */
+
+	free(ok("fs rm /r/hard"));
+	free(ok("fs rm /r"));                   /* an empty directory: no -r needed */
+	fails(1, "No such file or directory", "fs ls /r");
+	fails(1, "root", "fs rm -r /");
+	out = ok("fs ls /");
+	cr_assert_str_empty(out, "the root is not empty: %s", out);
+	free(out);
+}
+
+Test(cli_fs, errors_are_one_line_with_exit_1)
+{
+	char in_path[4200], *out, *err;
+	int st;
+
+	local_text(in_path, sizeof(in_path), "f.txt", "f");
+	free(ok("fs put %s /f", in_path));
+
+	st = tcluster_sdfs(tc, &out, &err, "fs mkdir /nope/x");
+	cr_assert_eq(st, 1);
+	cr_assert_str_eq(err, "sdfs: fs mkdir /nope/x: No such file or directory\n");
+	free(out);
+	free(err);
+
+	fails(1, "File exists", "fs mkdir /f");
+	fails(1, "File exists", "fs mkdir -p /f");
+	fails(1, "Not a directory", "fs mkdir -p /f/x");
+	fails(1, "Not a directory", "fs ls /f/x");
+	fails(1, "Is a directory", "fs cat /");
+	fails(1, "No such file or directory", "fs cat /missing");
+	fails(1, "No such file or directory", "fs stat /missing");
+	fails(1, "No such file or directory", "fs rm /missing");
+	fails(1, "No such file or directory", "fs mv /missing /other");
+	fails(1, "File exists", "fs ln -s x /f");
+	fails(1, "start with /", "fs ls relative/path");
+	fails(1, "/nonexistent-local", "fs put /nonexistent-local /g");
+	fails(1, "fs frob", "fs frob /");
+	fails(2, "usage", "fs");
+	fails(2, "usage", "fs ls");
+	fails(2, "usage", "fs ls -z /");
+	fails(2, "usage", "fs mv /f");
+	fails(2, "usage", "fs cat /f /g");
+	fails(2, "usage", "fs mv --noreplace --exchange /f /g");
+	fails(2, "usage", "mds");
+	fails(1, "mds frob", "mds frob");
+}
+
+Test(cli_fs, mds_status_names_the_active_and_follows_failover)
+{
+	char active[32], role[16], name[32], *out;
+	int64_t epoch, epoch2, v;
+	int reachable;
+	const char *p;
+
+	out = ok("mds status --json");
+	cr_assert(tjson_valid(out), "mds status --json: %s", out);
+	cr_assert_eq(tjson_str(out, "active", active, sizeof(active), NULL), 0, "%s", out);
+	cr_assert(!strcmp(active, "mds.0") || !strcmp(active, "mds.1"), "active %s", active);
+	cr_assert_eq(tjson_bool(out, "reachable", &reachable, NULL), 0, "%s", out);
+	cr_assert(reachable, "%s", out);
+	cr_assert_eq(tjson_int(out, "epoch", &epoch, NULL), 0, "%s", out);
+	cr_assert_geq(epoch, 1);
+	cr_assert_eq(tjson_int(out, "inodes", &v, NULL), 0, "%s", out);
+	cr_assert_geq(v, 1, "the root at least: %s", out);
+	cr_assert_eq(tjson_count(out, "\"role\""), 2, "two mds: %s", out);
+	p = strstr(out, "\"mds\"");
+	cr_assert(p, "%s", out);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(tjson_str(p, "name", name, sizeof(name), NULL), 0, "%s", out);
+		cr_assert_eq(tjson_str(p, "role", role, sizeof(role), &p), 0, "%s", out);
+		cr_assert_str_eq(role, strcmp(name, active) ? "standby" : "active", "%s", out);
+	}
+	free(out);
+
+	out = ok("mds status");
+	cr_assert(strstr(out, "NAME") && strstr(out, active) && strstr(out, "standby"),
+		  "mds status: %s", out);
+	free(out);
+
+	/* The active dies: the other takes over with a higher epoch, and
+	 * the namespace is still there. */
+	free(ok("fs mkdir /kept"));
+	cr_assert_eq(tcluster_kill(tc, active), 0);
+	cr_assert_eq(tcluster_wait_active_mds(tc, active, name, sizeof(name),
+					      TCLUSTER_WAIT_MS), 0, "no takeover");
+	out = ok("--json mds status");
+	cr_assert_eq(tjson_str(out, "active", name, sizeof(name), NULL), 0, "%s", out);
+	cr_assert_str_neq(name, active);
+	cr_assert_eq(tjson_int(out, "epoch", &epoch2, NULL), 0, "%s", out);
+	cr_assert_gt(epoch2, epoch, "%s", out);
+	free(out);
+	out = ok("fs ls /");
+	cr_assert_str_eq(out, "kept\n");
+	free(out);
+}
+
+Test(cli_nodes0, mds_status_without_an_mds_fails_but_prints_json)
+{
+	char *out, *err;
+	int st;
+
+	fails(1, "no active mds", "mds status");
+	st = tcluster_sdfs(tc, &out, &err, "mds status --json");
+	cr_assert_eq(st, 1, "exit %d: %s", st, err);
+	cr_assert(tjson_valid(out), "mds status --json: %s", out);
+	cr_assert(strstr(out, "\"active\": null"), "%s", out);
+	cr_assert_eq(tcount_lines(err), 1, "%s", err);
+	cr_assert(strstr(err, "no active mds"), "%s", err);
+	free(out);
+	free(err);
+}

@@ -57,13 +57,14 @@ int client_config(struct sdfs *s, struct cluster_config *cfg);
 uint64_t client_req_id(struct sdfs *s);
 
 /* nsclient.c: one namespace request to the active mds, retried (same
- * client id and seq) across connection losses and failovers until the
- * handle's timeout. Fills @req's client_id and seq. Returns the reply's
+ * client id and seq) across connection losses and failovers until
+ * @timeout_ms (0: the handle's timeout). Fills @req's client_id and seq. Returns the reply's
  * outcome (0 or -errno); on 0, *@rep (malloc'd, NULL if empty) and
  * *@rep_len hold the reply payload and @reply its header. */
 struct nsclient;
 int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		  const char *name, const char *name2, const void *data,
-		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len);
+		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len,
+		  int timeout_ms);
 void nsclient_free(struct nsclient *nc);
 #endif

@@ -53,7 +53,7 @@ static int call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	uint32_t len = 0;
 	int ret;
 
-	ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len);
+	ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len, 0);
 	if (ret)
 		return ret;
 	if (st) {
@@ -169,7 +169,7 @@ ssize_t sdfs_ns_readlink(struct sdfs *s, uint64_t ino, char *buf, size_t len)
 	uint32_t n = 0;
 	int ret;
 
-	ret = nsclient_call(s, SDFS_OP_NS_READLINK, &r, NULL, NULL, NULL, &reply, &rep, &n);
+	ret = nsclient_call(s, SDFS_OP_NS_READLINK, &r, NULL, NULL, NULL, &reply, &rep, &n, 0);
 	if (ret)
 		return ret;
 	memcpy(buf, rep, n < len ? n : len);
@@ -190,7 +190,7 @@ int sdfs_ns_readdir(struct sdfs *s, uint64_t dir, uint64_t cookie, int plus,
 		int ret, stop = 0;
 
 		ret = nsclient_call(s, SDFS_OP_NS_READDIR, &r, NULL, NULL, NULL,
-				    &reply, &rep, &len);
+				    &reply, &rep, &len, 0);
 		if (ret)
 			return ret;
 		while (off < len && !stop) {
@@ -229,7 +229,7 @@ int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st)
 	uint32_t len = 0;
 	int ret;
 
-	ret = nsclient_call(s, SDFS_OP_NS_STATFS, &r, NULL, NULL, NULL, &reply, &rep, &len);
+	ret = nsclient_call(s, SDFS_OP_NS_STATFS, &r, NULL, NULL, NULL, &reply, &rep, &len, 0);
 	if (ret)
 		return ret;
 	ret = proto_ns_statfs_decode(rep, len, &sf);
@@ -269,7 +269,7 @@ static ssize_t xattr_read(struct sdfs *s, unsigned op, uint64_t ino, const char 
 
 	if (ret)
 		return ret;
-	ret = nsclient_call(s, op, &r, name, NULL, NULL, &reply, &rep, &n);
+	ret = nsclient_call(s, op, &r, name, NULL, NULL, &reply, &rep, &n, 0);
 	if (ret)
 		return ret;
 	if (len == 0) {
@@ -438,10 +438,8 @@ int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st)
 	if (!st->has_active)
 		return 0;
 	/* A short timeout: status must answer even when the active hangs. */
-	int saved = s->timeout_ms;
-	s->timeout_ms = saved < 2000 ? saved : 2000;
-	ret = nsclient_call(s, SDFS_OP_NS_INFO, &r, NULL, NULL, NULL, &reply, &rep, &len);
-	s->timeout_ms = saved;
+	ret = nsclient_call(s, SDFS_OP_NS_INFO, &r, NULL, NULL, NULL, &reply, &rep, &len,
+			    s->timeout_ms < 2000 ? s->timeout_ms : 2000);
 	if (ret == 0) {
 		struct sdfs_mds_info mi;
 

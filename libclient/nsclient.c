@@ -238,10 +238,11 @@ static int exchange(int fd, const uint8_t *msg, size_t msg_len, uint64_t req_id,
 
 int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		  const char *name, const char *name2, const void *data,
-		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len)
+		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len,
+		  int timeout_ms)
 {
 	struct nsclient *nc = get_nc(s);
-	int64_t deadline = net_now_ms() + s->timeout_ms;
+	int64_t deadline = net_now_ms() + (timeout_ms > 0 ? timeout_ms : s->timeout_ms);
 	size_t plen, msg_len;
 	struct sdfs_hdr h = { 0 };
 	uint8_t *msg;
@@ -324,6 +325,8 @@ retry:
 	}
 	free(msg);
 	log_debug("%s: giving up: %s", proto_op_name(op), strerror(-ret));
-	return ret == -ENOENT || ret == -ESHUTDOWN || ret == -ECONNREFUSED ||
-	       ret == -ECONNRESET ? -ETIMEDOUT : ret;
+	if (ret == -ENOENT)
+		return -EHOSTDOWN;      /* no mds is active */
+	return ret == -ESHUTDOWN || ret == -ECONNREFUSED || ret == -ECONNRESET ?
+	       -ETIMEDOUT : ret;
 }

@@ -207,8 +207,8 @@ int sdfs_obj_write_ex(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
  * the active mds through ZooKeeper and, if it fails, retry against the
  * next one with the same request id, so a retried create, mkdir,
  * rename, unlink or link returns its first result instead of being
- * applied twice. They give up with -ETIMEDOUT after the handle's
- * timeout. Errors are the POSIX ones (-ENOENT, -EEXIST, -ENOTDIR,
+ * applied twice. They give up after the handle's timeout with
+ * -EHOSTDOWN if no mds was active all that time, else -ETIMEDOUT. Errors are the POSIX ones (-ENOENT, -EEXIST, -ENOTDIR,
  * -EISDIR, -ENOTEMPTY, -EINVAL, -ENAMETOOLONG, -ELOOP...). Names are
  * single components (no '/'), at most 255 bytes. The mds does not check
  * permissions: callers (mount.sdfs with default_permissions) do.
@@ -265,8 +265,8 @@ ssize_t sdfs_ns_readlink(struct sdfs *s, uint64_t ino, char *buf, size_t len);
 /*
  * List @dir from @cookie (0: the start), calling @fn for each entry in
  * a stable order until the end or until @fn returns nonzero. @cookie of
- * an entry resumes after it. With @plus, @st is the entry's attributes
- * (else NULL). "." and ".." are not listed. Memory is bounded (pages of
+ * an entry resumes after it. @type is the S_IFMT bits of its mode (not
+ * a DT_* value). With @plus, @st is the entry's attributes (else NULL). "." and ".." are not listed. Memory is bounded (pages of
  * at most 64 KiB) whatever the directory's size.
  */
 typedef int (*sdfs_dirent_fn)(void *arg, const char *name, uint64_t ino,

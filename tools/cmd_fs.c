@@ -71,6 +71,8 @@ static int fs_fail(struct sdfs *s, const char *op, const char *path, int err)
 {
 	struct sdfs_mds_status ms;
 
+	if (err == -EHOSTDOWN)
+		return cli_fail("fs %s %s: no active mds (see sdfs mds status)", op, path);
 	if (err == -ETIMEDOUT && sdfs_mds_status(s, &ms) == 0) {
 		int active = ms.has_active;
 

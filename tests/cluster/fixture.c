@@ -33,6 +33,8 @@ struct tcluster {
 	char conf[PATH_MAX + 16];
 	char name[48];
 	unsigned nblockd;
+	unsigned nmds;
+	pid_t stopped[8];       /* SIGSTOPped daemons: SIGCONT at teardown */
 	struct sdfs *client;
 	FILE *client_log;
 	pid_t watchdog;
@@ -318,7 +320,8 @@ static void client_log(int level, const char *msg, void *arg)
 struct tcluster *tcluster_start(const struct tcluster_opts *o)
 {
 	struct tcluster *tc = calloc(1, sizeof(*tc));
-	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], path[PATH_MAX + 32];
+	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], nm[16];
+	char path[PATH_MAX + 32];
 	const char *zk = getenv("SDFS_TEST_ZK");
 	static unsigned seq;
 	char *out = NULL, *err = NULL;
@@ -333,11 +336,13 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	snprintf(tc->name, sizeof(tc->name), "t%dx%u%s", (int)getpid(), seq++,
 		 tmpl + sizeof("/tmp/sdfs-t.") - 1);
 	tc->nblockd = o->blockd;
+	tc->nmds = o->mds;
 	watchdog_start(tc);
 
 	snprintf(nb, sizeof(nb), "%u", o->blockd);
 	snprintf(nc, sizeof(nc), "%u", o->copies);
 	snprintf(ng, sizeof(ng), "%u", o->out_grace_s);
+	snprintf(nm, sizeof(nm), "%u", o->mds);
 	char *argv[20] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
 			   "--blockd", nb, "--cluster", tc->name };
 	int argc = 9;
@@ -349,6 +354,9 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		argv[argc++] = "--out-grace";
 		argv[argc++] = ng;
 	}
+	/* Always explicit: dev up's default starts two. */
+	argv[argc++] = "--mds";
+	argv[argc++] = nm;
 	if (zk && *zk) {
 		argv[argc++] = "--zk";
 		argv[argc++] = (char *)zk;
@@ -370,9 +378,13 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	sdfs_set_log(client_log, tc->client_log, LOG_INFO);
 	ret = sdfs_open(tc->conf, &tc->client, err_buf, sizeof(err_buf));
 	cr_assert_eq(ret, 0, "sdfs_open(%s): %s", tc->conf, err_buf);
-	cr_log_info("cluster %s: %u blockd, copies %u, out grace %u s, in %s (up in %"
-		    PRId64 " ms)", tc->name, o->blockd, o->copies, o->out_grace_s, tc->dir,
-		    tnow_ms() - t0);
+	if (o->mds)
+		cr_assert_eq(tcluster_wait_mds(tc, o->mds, TCLUSTER_WAIT_MS), 0,
+			     "%u mds with one active did not show up within %d ms (see %s/log)",
+			     o->mds, TCLUSTER_WAIT_MS, tc->dir);
+	cr_log_info("cluster %s: %u blockd, copies %u, out grace %u s, %u mds, in %s (up in %"
+		    PRId64 " ms)", tc->name, o->blockd, o->copies, o->out_grace_s, o->mds,
+		    tc->dir, tnow_ms() - t0);
 	return tc;
 }
 
@@ -444,6 +456,10 @@ void tcluster_stop(struct tcluster *tc)
 
 	if (!tc)
 		return;
+	/* A stopped daemon would sit on its SIGTERM until dev down's SIGKILL. */
+	for (size_t i = 0; i < sizeof(tc->stopped) / sizeof(tc->stopped[0]); i++)
+		if (tc->stopped[i] > 0)
+			kill(tc->stopped[i], SIGCONT);
 	sdfs_close(tc->client);
 	tc->client = NULL;
 	sdfs_set_log(NULL, NULL, LOG_INFO);
@@ -476,6 +492,105 @@ const char *tcluster_dir(struct tcluster *tc)
 unsigned tcluster_nblockd(struct tcluster *tc)
 {
 	return tc->nblockd;
+}
+
+unsigned tcluster_nmds(struct tcluster *tc)
+{
+	return tc->nmds;
+}
+
+pid_t tcluster_pid(struct tcluster *tc, const char *name)
+{
+	char path[PATH_MAX + 96], *s;
+	long pid = 0;
+
+	snprintf(path, sizeof(path), "%s/run/%s.pid", tc->dir, name);
+	s = slurp_path(path);
+	if (s)
+		pid = strtol(s, NULL, 10);
+	free(s);
+	return pid > 0 ? (pid_t)pid : 0;
+}
+
+int tcluster_signal(struct tcluster *tc, const char *name, int sig)
+{
+	const size_t max = sizeof(tc->stopped) / sizeof(tc->stopped[0]);
+	pid_t pid = tcluster_pid(tc, name);
+
+	if (pid <= 0)
+		return -ESRCH;
+	if (kill(pid, sig) < 0)
+		return -errno;
+	for (size_t i = 0; i < max; i++) {
+		if (sig == SIGCONT && tc->stopped[i] == pid)
+			tc->stopped[i] = 0;
+		if (sig == SIGSTOP && tc->stopped[i] <= 0) {
+			tc->stopped[i] = pid;
+			break;
+		}
+	}
+	cr_log_info("sent %s to %s (pid %d)", strsignal(sig), name, (int)pid);
+	return 0;
+}
+
+int tcluster_active_mds(struct tcluster *tc, char *name, size_t len)
+{
+	struct sdfs_mds_status st;
+	int ret = sdfs_mds_status(tc->client, &st);
+
+	if (ret)
+		return ret;
+	ret = st.has_active && st.reachable ? 0 : -ENOENT;
+	if (!ret)
+		snprintf(name, len, "%s", st.active);
+	free(st.list);
+	return ret;
+}
+
+int tcluster_wait_active_mds(struct tcluster *tc, const char *not_this_one, char *name,
+			     size_t len, int timeout_ms)
+{
+	char active[32];
+
+	for (int64_t end = tnow_ms() + timeout_ms; tnow_ms() < end; tsleep_ms(50))
+		if (tcluster_active_mds(tc, active, sizeof(active)) == 0 &&
+		    (!not_this_one || strcmp(active, not_this_one))) {
+			if (name)
+				snprintf(name, len, "%s", active);
+			return 0;
+		}
+	return -ETIMEDOUT;
+}
+
+int tcluster_wait_mds(struct tcluster *tc, unsigned n, int timeout_ms)
+{
+	for (int64_t end = tnow_ms() + timeout_ms; tnow_ms() < end; tsleep_ms(50)) {
+		struct sdfs_mds_status st;
+		unsigned actives = 0;
+
+		if (sdfs_mds_status(tc->client, &st))
+			continue;
+		for (size_t i = 0; i < st.n; i++)
+			actives += st.list[i].active != 0;
+		free(st.list);
+		if (st.n == n && actives == 1 && st.reachable)
+			return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+/* Is @name among the running mds that sdfs_mds_status lists? */
+static int mds_listed(struct tcluster *tc, const char *name)
+{
+	struct sdfs_mds_status st;
+	int found = 0;
+
+	if (sdfs_mds_status(tc->client, &st))
+		return 0;
+	for (size_t i = 0; i < st.n; i++)
+		found |= !strcmp(st.list[i].name, name);
+	free(st.list);
+	return found;
 }
 
 int tcluster_kill(struct tcluster *tc, const char *name)
@@ -620,6 +735,16 @@ int tcluster_restart(struct tcluster *tc, const char *name)
 
 	if (ret)
 		return ret;
+	if (!strncmp(name, "mds.", 4)) {
+		for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end;
+		     tsleep_ms(50))
+			if (mds_listed(tc, name)) {
+				cr_log_info("restarted %s (pid %d)", name,
+					    (int)tcluster_pid(tc, name));
+				return 0;
+			}
+		return -ETIMEDOUT;
+	}
 	for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end; tsleep_ms(50))
 		if (nodes_ready(tc, 0, id)) {
 			cr_log_info("restarted %s (node %u), epoch %" PRIu64, name, id,

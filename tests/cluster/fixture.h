@@ -12,6 +12,9 @@
  * dir); a watchdog process does the same if the test process dies
  * without tearing down (a criterion timeout kills it).
  *
+ * With opts.mds, tcluster_start returns once every mds runs and one of
+ * them is active and answering (sdfs_mds_status).
+ *
  * The dir (logs in DIR/log/, libsdfs's in DIR/client.log, data) is
  * removed after a test that passed and kept after one that failed;
  * SDFS_TEST_KEEP=1 keeps it always. The runner process decides, since
@@ -21,6 +24,7 @@
 #define SDFS_TESTS_CLUSTER_FIXTURE_H
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "libclient/sdfs.h"
 
@@ -30,6 +34,7 @@ struct tcluster_opts {
 	unsigned blockd;        /* 0: only a formatted cluster, no daemon */
 	unsigned copies;        /* 0: dev up's default */
 	unsigned out_grace_s;   /* down this long, a node goes out; 0: default */
+	unsigned mds;           /* sdfs-mds daemons mds.0, mds.1...; 0: none */
 };
 
 struct tcluster;
@@ -43,12 +48,21 @@ struct sdfs *tcluster_client(struct tcluster *tc);
 const char *tcluster_conf(struct tcluster *tc);  /* DIR/sdfs.conf */
 const char *tcluster_dir(struct tcluster *tc);
 unsigned tcluster_nblockd(struct tcluster *tc);
+unsigned tcluster_nmds(struct tcluster *tc);     /* opts.mds */
 
 /* `sdfs dev kill` (SIGKILL, waits until gone); returns its exit status. */
 int tcluster_kill(struct tcluster *tc, const char *name);
 /* `sdfs dev start`, then wait until the node is up in the map and
- * answers with the map's epoch; 0, or the failing status / -ETIMEDOUT. */
+ * answers with the map's epoch (an mds: until sdfs_mds_status lists it
+ * among the running ones, which a killed mds still is until its
+ * ZooKeeper session expires); 0, or the failing status / -ETIMEDOUT. */
 int tcluster_restart(struct tcluster *tc, const char *name);
+/* The pid recorded in DIR/run/@name.pid; 0 if none. */
+pid_t tcluster_pid(struct tcluster *tc, const char *name);
+/* kill(2) @sig to @name's recorded pid (never by name); 0 or -errno.
+ * A SIGSTOPped daemon is remembered until its SIGCONT: tcluster_stop
+ * sends it SIGCONT first, so a failed test still tears down cleanly. */
+int tcluster_signal(struct tcluster *tc, const char *name, int sig);
 /* Does `sdfs dev status --json` show @name running? */
 int tcluster_running(struct tcluster *tc, const char *name);
 /* A clean stop: SIGTERM to @name's recorded pid, then wait (bounded)
@@ -98,6 +112,18 @@ int tcluster_wait_objects(struct tcluster *tc, const char *name, uint64_t object
  * started) over every node that answered, and how many up nodes did
  * not answer into *@silent (NULL ok). */
 uint64_t tcluster_moved_objs(struct tcluster *tc, unsigned *silent);
+
+/* The active mds (sdfs_mds_status): its name ("mds.0") into @name if
+ * one is published and answered just now; 0, else -ENOENT (none, or it
+ * did not answer) or -errno from ZooKeeper. */
+int tcluster_active_mds(struct tcluster *tc, char *name, size_t len);
+/* Wait until an mds other than @not_this_one (NULL: any) is active and
+ * answers; its name into @name (NULL ok). 0 or -ETIMEDOUT. */
+int tcluster_wait_active_mds(struct tcluster *tc, const char *not_this_one,
+			     char *name, size_t len, int timeout_ms);
+/* Wait until sdfs_mds_status lists exactly @n running mds and one of
+ * them is active and answers. 0 or -ETIMEDOUT. */
+int tcluster_wait_mds(struct tcluster *tc, unsigned n, int timeout_ms);
 
 /* The first line of DIR/log/@name.log containing @needle (malloc'd,
  * without its newline), polled until @timeout_ms; NULL if none. */

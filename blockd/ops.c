@@ -75,9 +75,13 @@ static void op_read(struct work *w)
 	r->out_len = (uint32_t)got;
 }
 
+/* MDS-database objects always; file data when the mutation carries a
+ * token (the mds truncating or freeing it; clients send none). */
 static int is_fenced(const struct req *r)
 {
-	return oid_kind(r->h.oid) == OID_KIND_MDS;
+	unsigned kind = oid_kind(r->h.oid);
+
+	return kind == OID_KIND_MDS || (kind == OID_KIND_FILE && r->h.token);
 }
 
 /*

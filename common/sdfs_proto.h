@@ -142,8 +142,9 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   OBJ_REPLACE hdr(oid), data[payload_len]   -> hdr   (whole object, atomic)
  *   NODE_INFO   hdr                           -> hdr, sdfs_node_info
  * Mutations (WRITE, CREATE, REMOVE, REPLACE) must carry a nonzero epoch.
- * A mutation of an MDS-database object (common/oid.h) whose token is
- * below the node's MDS fence gets SDFS_RES_FENCED (1.2).
+ * A mutation of an MDS-database object (common/oid.h), or of a file-data
+ * object carrying a nonzero token (the mds truncating or freeing data),
+ * whose token is below the node's MDS fence gets SDFS_RES_FENCED (1.2).
  *   MDS_FENCE   hdr(offset = MDS epoch)       -> hdr(offset = the node's fence)
  *               raises the node's fence to offset (never lowers it),
  *               durably, before replying.

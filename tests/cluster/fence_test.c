@@ -344,11 +344,10 @@ Test(fence, a_blockd_down_during_the_takeover_learns_it_from_zookeeper)
 
 /* ---- (d) other objects ---- */
 
-Test(fence, raw_and_file_objects_are_never_fenced)
+Test(fence, raw_objects_are_never_fenced)
 {
 	struct sdfs *s = tcluster_client(tc);
-	const uint64_t oids[] = { 0x1234, oid_make(OID_KIND_RAW, 1, 1),
-				  oid_make(OID_KIND_FILE, 5, 0), oid_make(OID_KIND_FILE, 6, 3) };
+	const uint64_t oids[] = { 0x1234, oid_make(OID_KIND_RAW, 1, 1) };
 	char buf[LEN];
 
 	cr_assert_eq(sdfs_mds_fence(s, 10), 0);
@@ -369,6 +368,28 @@ Test(fence, raw_and_file_objects_are_never_fenced)
 	/* ...while the MDS object next to them is. */
 	cr_assert_eq(write_byte(MDS_OID(7), 3, 'a'), -EPERM);
 	cr_assert_eq(raw_write(node_name(1), MDS_OID(7), 9, 'a'), SDFS_RES_FENCED);
+}
+
+/* File data: clients (no token) are never fenced; the mds freeing data
+ * (its epoch as token) is, so a deposed mds cannot destroy what clients
+ * wrote through its successor. */
+Test(fence, file_data_is_fenced_only_with_a_token)
+{
+	const uint64_t oids[] = { oid_make(OID_KIND_FILE, 5, 0), oid_make(OID_KIND_FILE, 6, 3) };
+
+	cr_assert_eq(sdfs_mds_fence(tcluster_client(tc), 10), 0);
+	for (size_t i = 0; i < sizeof(oids) / sizeof(oids[0]); i++) {
+		uint64_t oid = oids[i];
+
+		cr_assert_eq(write_byte(oid, 0, 'a'), 0, "oid %016" PRIx64 ", no token", oid);
+		assert_holds(oid, 'a');
+		cr_assert_eq(write_byte(oid, 3, 'b'), -EPERM, "oid %016" PRIx64 ", old token", oid);
+		assert_holds(oid, 'a');
+		cr_assert_eq(write_byte(oid, 10, 'c'), 0, "oid %016" PRIx64 ", current token", oid);
+		assert_holds(oid, 'c');
+		cr_assert_eq(raw_write(node_name(1), oid, 9, 'd'), SDFS_RES_FENCED);
+		cr_assert_eq(raw_write(node_name(1), oid, 0, 'd'), SDFS_RES_OK);
+	}
 }
 
 /* ---- (e) SDFS_WRITE_SYNC ---- */

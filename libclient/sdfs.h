@@ -221,8 +221,9 @@ struct sdfs_stat {
 	uint32_t mode, nlink, uid, gid, rdev;
 	uint32_t obj_size;              /* regular files: bytes per data object */
 	uint16_t copies;                /* 0: the cluster's */
-	uint16_t layout;                /* 1: data in objects (sdfs_file_*) */
+	uint16_t layout;                /* SDFS_LAYOUT_FILE: data in objects (sdfs_file_*) */
 };
+#define SDFS_LAYOUT_FILE 1
 
 #define SDFS_SETATTR_MODE      0x01u
 #define SDFS_SETATTR_UID       0x02u

@@ -1,0 +1,142 @@
+/*
+ * fs.h - mount.sdfs: what its files share.
+ *
+ *   main.c      options, mounting, the session loop
+ *   inode.c     the client's table of inodes the kernel knows
+ *   ops_node.c  lookup, attributes, names, links, xattrs, statfs
+ *   ops_file.c  open, read, write, flush, fsync, fallocate, lseek, copy
+ *   ops_dir.c   opendir, readdir(plus), releasedir, fsyncdir
+ *
+ * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
+ * both sides), generations the low 32 bits of the inode's gen. The mds
+ * keeps size and times; file data goes from here straight to blockd.
+ * A write that extends a file makes its size "pending" here until the
+ * next flush (close), fsync or getattr pushes it to the mds.
+ */
+#ifndef SDFS_FS_FS_H
+#define SDFS_FS_FS_H
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "libclient/sdfs.h"
+
+struct fs_opts {
+	double attr_timeout;            /* s, default 1.0 */
+	double entry_timeout;           /* s, default 1.0 */
+	unsigned readahead_kb;          /* the bdi's read_ahead_kb; default 1024 */
+	unsigned threads;               /* max loop threads; default 64 */
+	int timeout_ms;                 /* libsdfs calls; EIO after; default 10000 */
+};
+
+struct fs {
+	struct sdfs *s;
+	struct fs_opts o;
+	struct fuse_session *se;
+	pthread_mutex_t lock;           /* the inode table */
+	struct fnode **tab;
+	size_t tab_size, count;
+};
+
+/* What this client knows of an inode the kernel holds (inode.c). */
+struct fnode {
+	uint64_t ino;
+	uint64_t nlookup;               /* the kernel's references */
+	int opens;
+	pthread_mutex_t lock;           /* the fields below */
+	struct sdfs_stat st;            /* last from the mds */
+	uint64_t pending_size;          /* written here past st.size; 0: none */
+	int mtime_dirty;                /* written since the last push */
+	uint64_t *dirty;                /* chunks written since the last fsync */
+	size_t ndirty, cap_dirty;
+	int sync_lost;                  /* a dirty chunk was not recorded (ENOMEM) */
+	int64_t open_mtime;             /* mtime/size at the last open: keep_cache */
+	uint64_t open_size;
+	struct fnode *next;
+};
+
+extern struct fs *the_fs;
+
+/* inode.c */
+int fnode_table_init(struct fs *fs);
+/* The node for @ino with one more reference of @nlookup (0: just find
+ * or make it, e.g. for an open). NULL on ENOMEM. */
+struct fnode *fnode_get(struct fs *fs, uint64_t ino, uint64_t nlookup);
+/* Drop @n kernel references; the node goes when none and not open. */
+void fnode_forget(struct fs *fs, uint64_t ino, uint64_t n);
+/* Find without creating (NULL if the kernel holds none). */
+struct fnode *fnode_find(struct fs *fs, uint64_t ino);
+void fnode_open(struct fs *fs, struct fnode *n);
+void fnode_close(struct fs *fs, struct fnode *n);
+/* Record @st from the mds, merging a pending size/mtime; fills @out
+ * with what the kernel should see. */
+void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out);
+/* Note a write of [off, off+len): pending size, dirty chunk. */
+void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len);
+/* Push a pending size and mtime to the mds (flush, fsync, before a
+ * truncate). 0 or -errno. */
+int fnode_push(struct fs *fs, struct fnode *n);
+/* fsync: flush the dirty chunks on every replica, then push. */
+int fnode_sync(struct fs *fs, struct fnode *n);
+
+/* Attributes for the kernel. */
+void fs_stat_to_kernel(const struct sdfs_stat *st, struct stat *out);
+void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e);
+/* Reply with an error; libsdfs errors that mean "cannot reach" become EIO. */
+void fs_reply_err(fuse_req_t req, int neg_errno);
+/* Getattr from the mds, merged with what this client has pending. */
+int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st);
+
+extern const struct fuse_lowlevel_ops fs_ops;
+/* The handlers, by file. */
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f);
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi);
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		 dev_t rdev);
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname, unsigned int flags);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags);
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		 struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		     struct fuse_file_info *fi);
+void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		 struct fuse_file_info *fi);
+void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			   struct fuse_file_info *fi_out, size_t len, int flags);
+
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi);
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+#endif

@@ -1,0 +1,223 @@
+/*
+ * inode.c - the inodes the kernel holds (lookup counts), what is
+ * pending on them, and pushing that to the mds (fs.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/oid.h"
+#include "fs/fs.h"
+
+#define TAB_SIZE 65536
+
+int fnode_table_init(struct fs *fs)
+{
+	pthread_mutex_init(&fs->lock, NULL);
+	fs->tab_size = TAB_SIZE;
+	fs->tab = calloc(fs->tab_size, sizeof(*fs->tab));
+	return fs->tab ? 0 : -ENOMEM;
+}
+
+static size_t slot(struct fs *fs, uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 40) % fs->tab_size;
+}
+
+struct fnode *fnode_find(struct fs *fs, uint64_t ino)
+{
+	struct fnode *n;
+
+	pthread_mutex_lock(&fs->lock);
+	for (n = fs->tab[slot(fs, ino)]; n && n->ino != ino; n = n->next)
+		;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+struct fnode *fnode_get(struct fs *fs, uint64_t ino, uint64_t nlookup)
+{
+	struct fnode *n;
+	size_t i = slot(fs, ino);
+
+	pthread_mutex_lock(&fs->lock);
+	for (n = fs->tab[i]; n && n->ino != ino; n = n->next)
+		;
+	if (!n) {
+		n = calloc(1, sizeof(*n));
+		if (n) {
+			n->ino = ino;
+			pthread_mutex_init(&n->lock, NULL);
+			n->next = fs->tab[i];
+			fs->tab[i] = n;
+			fs->count++;
+		}
+	}
+	if (n)
+		n->nlookup += nlookup;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+/* With fs->lock held: unlink and free @n if nothing holds it. */
+static void maybe_free(struct fs *fs, struct fnode *n)
+{
+	struct fnode **p;
+
+	if (n->nlookup || n->opens || n->ino == 1)   /* the root: the kernel never forgets it */
+		return;
+	for (p = &fs->tab[slot(fs, n->ino)]; *p && *p != n; p = &(*p)->next)
+		;
+	if (*p)
+		*p = n->next;
+	fs->count--;
+	pthread_mutex_destroy(&n->lock);
+	free(n->dirty);
+	free(n);
+}
+
+void fnode_forget(struct fs *fs, uint64_t ino, uint64_t cnt)
+{
+	struct fnode *n;
+
+	pthread_mutex_lock(&fs->lock);
+	for (n = fs->tab[slot(fs, ino)]; n && n->ino != ino; n = n->next)
+		;
+	if (n) {
+		n->nlookup = n->nlookup > cnt ? n->nlookup - cnt : 0;
+		maybe_free(fs, n);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fnode_open(struct fs *fs, struct fnode *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	n->opens++;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fnode_close(struct fs *fs, struct fnode *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (n->opens > 0)
+		n->opens--;
+	maybe_free(fs, n);
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out)
+{
+	pthread_mutex_lock(&n->lock);
+	n->st = *st;
+	if (n->pending_size && n->pending_size <= st->size)
+		n->pending_size = 0;
+	*out = *st;
+	if (n->pending_size > out->size) {
+		out->size = n->pending_size;
+		out->blocks = (out->size + 511) / 512;
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* With n->lock held. On ENOMEM the chunk is forgotten: an fsync then
+ * misses it, so say so. */
+static int mark_dirty(struct fnode *n, uint64_t c)
+{
+	for (size_t i = 0; i < n->ndirty; i++)
+		if (n->dirty[i] == c)
+			return 0;
+	if (n->ndirty == n->cap_dirty) {
+		size_t cap = n->cap_dirty ? n->cap_dirty * 2 : 8;
+		uint64_t *d = realloc(n->dirty, cap * sizeof(*d));
+
+		if (!d)
+			return -ENOMEM;
+		n->dirty = d;
+		n->cap_dirty = cap;
+	}
+	n->dirty[n->ndirty++] = c;
+	return 0;
+}
+
+void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len)
+{
+	uint32_t osz;
+	uint64_t end = off + len;
+
+	if (!len)
+		return;
+	pthread_mutex_lock(&n->lock);
+	osz = n->st.obj_size ? n->st.obj_size : 1;
+	if (end > n->st.size && end > n->pending_size)
+		n->pending_size = end;
+	n->mtime_dirty = 1;
+	for (uint64_t c = off / osz; c <= (end - 1) / osz; c++)
+		if (mark_dirty(n, c))
+			n->sync_lost = 1;
+	pthread_mutex_unlock(&n->lock);
+}
+
+int fnode_push(struct fs *fs, struct fnode *n)
+{
+	struct sdfs_setattr sa = { 0 };
+	struct sdfs_stat st;
+	uint64_t size;
+	int ret;
+
+	pthread_mutex_lock(&n->lock);
+	size = n->pending_size;
+	if (size > n->st.size) {
+		sa.mask |= SDFS_SETATTR_SIZE;
+		sa.size = size;
+	}
+	if (n->mtime_dirty)
+		sa.mask |= SDFS_SETATTR_MTIME_NOW;
+	n->mtime_dirty = 0;
+	pthread_mutex_unlock(&n->lock);
+	if (!sa.mask)
+		return 0;
+	ret = sdfs_ns_setattr(fs->s, n->ino, &sa, &st);
+	pthread_mutex_lock(&n->lock);
+	if (ret) {
+		n->mtime_dirty = 1;
+	} else {
+		n->st = st;
+		if (n->pending_size <= st.size)
+			n->pending_size = 0;
+	}
+	pthread_mutex_unlock(&n->lock);
+	return ret;
+}
+
+int fnode_sync(struct fs *fs, struct fnode *n)
+{
+	uint64_t *chunks;
+	size_t cnt;
+	int ret = 0;
+
+	pthread_mutex_lock(&n->lock);
+	chunks = n->dirty;
+	cnt = n->ndirty;
+	n->dirty = NULL;
+	n->ndirty = n->cap_dirty = 0;
+	pthread_mutex_unlock(&n->lock);
+	for (size_t i = 0; i < cnt && !ret; i++) {
+		ret = sdfs_obj_flush(fs->s, oid_make(OID_KIND_FILE, n->ino, chunks[i]));
+		if (ret == -ENOENT)
+			ret = 0;        /* truncated or punched meanwhile */
+	}
+	pthread_mutex_lock(&n->lock);
+	if (ret) {      /* keep them dirty for the next fsync */
+		for (size_t i = 0; i < cnt; i++)
+			if (mark_dirty(n, chunks[i]))
+				n->sync_lost = 1;
+	} else if (n->sync_lost) {
+		n->sync_lost = 0;       /* some chunk may not be flushed: say so */
+		ret = -EIO;
+	}
+	pthread_mutex_unlock(&n->lock);
+	free(chunks);
+	return ret ? ret : fnode_push(fs, n);
+}

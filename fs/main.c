@@ -1,0 +1,360 @@
+/*
+ * main.c - mount.sdfs: options, mounting, the session loop.
+ *
+ *   mount.sdfs [-f] [-d] [-o OPTS] CLUSTER MOUNTPOINT
+ *
+ * Also run by mount(8) as /sbin/mount.fuse.sdfs for `mount -t fuse.sdfs
+ * CLUSTER /mnt` and fstab lines (docs/mount.md). Connects first (so a
+ * bad cluster is reported to the caller), mounts, goes to the
+ * background unless -f, and serves requests from many threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/conf.h"
+#include "common/log.h"
+#include "fs/fs.h"
+
+struct fs *the_fs;
+
+const struct fuse_lowlevel_ops fs_ops;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: mount.sdfs [-f] [-d] [-o OPTIONS] CLUSTER MOUNTPOINT\n"
+"Mount the sdfs filesystem of cluster CLUSTER at MOUNTPOINT.\n"
+"\n"
+"  -f                 stay in the foreground (logs to stderr)\n"
+"  -d                 foreground with FUSE debug output\n"
+"  -o OPTIONS         comma-separated; sdfs's own:\n"
+"     conf=FILE           cluster config (default $SDFS_CONF, then %s)\n"
+"     attr_timeout=S      attribute cache time in seconds (default 1.0)\n"
+"     entry_timeout=S     name cache time in seconds (default 1.0)\n"
+"     timeout_ms=N        an operation the cluster cannot answer fails\n"
+"                         with EIO after N ms (default 10000)\n"
+"     readahead_kb=N      the mount's read_ahead_kb (default 1024)\n"
+"     threads=N           request threads at most (default 64)\n"
+"     log=FILE            where the background daemon logs (default: none)\n"
+"     loglevel=LEVEL      err, warn, info, debug (default info)\n"
+"  any other -o option goes to FUSE and the kernel (ro, allow_other,\n"
+"  noatime, ...); sdfs adds default_permissions, fsname=sdfs:<cluster\n"
+"  uuid>, subtype=sdfs, max_read=1048576, and allow_other when root.\n"
+"  -h, --help         this help\n", CONF_DEFAULT_PATH);
+}
+
+struct args {
+	const char *cluster, *mnt, *conf, *log;
+	int foreground, debug;
+	char fuse_opts[4096];
+};
+
+static int opt_double(const char *v, double *out)
+{
+	char *e;
+
+	*out = strtod(v, &e);
+	return *e || *out < 0 || *out > 86400 ? -1 : 0;
+}
+
+static int opt_uint(const char *v, unsigned max, unsigned *out)
+{
+	char *e;
+	unsigned long x = strtoul(v, &e, 10);
+
+	if (*e || e == v || x > max)
+		return -1;
+	*out = (unsigned)x;
+	return 0;
+}
+
+/* One -o list: ours into fs->o / a, the rest appended for FUSE. */
+static int parse_o(struct fs *fs, struct args *a, char *list)
+{
+	for (char *save, *o = strtok_r(list, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(o, '=');
+		const char *v = eq ? eq + 1 : "";
+		unsigned u;
+
+		if (eq)
+			*eq = '\0';
+		if (!strcmp(o, "conf")) {
+			a->conf = strdup(v);
+		} else if (!strcmp(o, "log")) {
+			a->log = strdup(v);
+		} else if (!strcmp(o, "loglevel")) {
+			int l = log_level_parse(v);
+			if (l < 0)
+				goto bad;
+			log_level = l;
+		} else if (!strcmp(o, "attr_timeout")) {
+			if (opt_double(v, &fs->o.attr_timeout))
+				goto bad;
+		} else if (!strcmp(o, "entry_timeout")) {
+			if (opt_double(v, &fs->o.entry_timeout))
+				goto bad;
+		} else if (!strcmp(o, "timeout_ms")) {
+			if (opt_uint(v, 3600000, &u) || u < 100)
+				goto bad;
+			fs->o.timeout_ms = (int)u;
+		} else if (!strcmp(o, "readahead_kb")) {
+			if (opt_uint(v, 1 << 20, &fs->o.readahead_kb))
+				goto bad;
+		} else if (!strcmp(o, "threads")) {
+			if (opt_uint(v, 1024, &fs->o.threads) || fs->o.threads < 2)
+				goto bad;
+		} else if (!strcmp(o, "defaults") || !strcmp(o, "auto") ||
+			   !strcmp(o, "noauto") || !strcmp(o, "_netdev") ||
+			   !strcmp(o, "nofail") || !strcmp(o, "user") ||
+			   !strcmp(o, "users") || !strcmp(o, "nouser") ||
+			   !strncmp(o, "x-", 2) || !strcmp(o, "rw")) {
+			/* mount(8)'s and fstab's own words */
+		} else {
+			size_t l = strlen(a->fuse_opts);
+
+			snprintf(a->fuse_opts + l, sizeof(a->fuse_opts) - l, ",%s%s%s",
+				 o, eq ? "=" : "", eq ? v : "");
+		}
+		continue;
+bad:
+		fprintf(stderr, "mount.sdfs: bad option '%s%s%s'\n", o, eq ? "=" : "", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_args(struct fs *fs, struct args *a, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+			usage(stdout);
+			exit(0);
+		} else if (!strcmp(s, "-f")) {
+			a->foreground = 1;
+		} else if (!strcmp(s, "-d")) {
+			a->foreground = a->debug = 1;
+		} else if (!strcmp(s, "-n") || !strcmp(s, "-s") || !strcmp(s, "-v")) {
+			/* from mount(8): no mtab, sloppy, verbose */
+		} else if (!strncmp(s, "-o", 2)) {
+			char *list = s[2] ? strdup(s + 2) : (i + 1 < argc ? strdup(argv[++i]) : NULL);
+
+			if (!list || parse_o(fs, a, list))
+				return -1;
+			free(list);
+		} else if (s[0] == '-') {
+			fprintf(stderr, "mount.sdfs: unknown option '%s'\n", s);
+			return -1;
+		} else if (!a->cluster) {
+			a->cluster = s;
+		} else if (!a->mnt) {
+			a->mnt = s;
+		} else {
+			fprintf(stderr, "mount.sdfs: unexpected argument '%s'\n", s);
+			return -1;
+		}
+	}
+	if (!a->cluster || !a->mnt) {
+		usage(stderr);
+		return -1;
+	}
+	if (!conf_name_ok(a->cluster)) {
+		fprintf(stderr, "mount.sdfs: bad cluster name '%s'\n", a->cluster);
+		return -1;
+	}
+	return 0;
+}
+
+static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size_t len)
+{
+	struct sdfs_conf c;
+	struct sdfs_cluster_info ci;
+	char err[256];
+	int ret;
+
+	conf_init(&c);
+	if (conf_load(conf_path(a->conf), &c, err, sizeof(err))) {
+		fprintf(stderr, "mount.sdfs: %s\n", err);
+		return -EINVAL;
+	}
+	ret = sdfs_connect(c.zk, a->cluster, fs->o.timeout_ms, &fs->s, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster, err);
+		return ret;
+	}
+	ret = sdfs_cluster_info(fs->s, &ci);
+	if (ret) {
+		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster,
+			ret == -ENOENT ? "not formatted" : strerror(-ret));
+		sdfs_close(fs->s);
+		fs->s = NULL;
+		return ret;
+	}
+	snprintf(uuid, len, "%s", ci.uuid);
+	return 0;
+}
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->max_write = 1u << 20;
+	conn->max_read = 1u << 20;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* the kernel clears setuid/setgid on write and chown itself */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+/* The mount's bdi: read_ahead_kb from our own line in mountinfo (a
+ * stat of the mount point would be a request to ourselves). */
+static void raise_readahead(const char *mnt, unsigned kb)
+{
+	char real[PATH_MAX], line[4096], path[128];
+	FILE *f;
+
+	if (!kb || !realpath(mnt, real) || !(f = fopen("/proc/self/mountinfo", "r")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned id, parent, maj, min;
+		char root[PATH_MAX], point[PATH_MAX];
+
+		if (sscanf(line, "%u %u %u:%u %4095s %4095s", &id, &parent, &maj, &min,
+			   root, point) != 6 || strcmp(point, real))
+			continue;
+		if (!strstr(line, "fuse.sdfs"))
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+		FILE *b = fopen(path, "w");
+		if (b) {
+			fprintf(b, "%u\n", kb);
+			if (fclose(b))
+				log_warn("%s: %s", path, strerror(errno));
+		}
+	}
+	fclose(f);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_init,
+	.lookup = fs_op_lookup,
+	.forget = fs_op_forget,
+	.forget_multi = fs_op_forget_multi,
+	.getattr = fs_op_getattr,
+	.setattr = fs_op_setattr,
+	.readlink = fs_op_readlink,
+	.mknod = fs_op_mknod,
+	.mkdir = fs_op_mkdir,
+	.unlink = fs_op_unlink,
+	.rmdir = fs_op_rmdir,
+	.symlink = fs_op_symlink,
+	.rename = fs_op_rename,
+	.link = fs_op_link,
+	.open = fs_op_open,
+	.read = fs_op_read,
+	.write = fs_op_write,
+	.flush = fs_op_flush,
+	.release = fs_op_release,
+	.fsync = fs_op_fsync,
+	.opendir = fs_op_opendir,
+	.readdir = fs_op_readdir,
+	.readdirplus = fs_op_readdirplus,
+	.releasedir = fs_op_releasedir,
+	.fsyncdir = fs_op_fsyncdir,
+	.statfs = fs_op_statfs,
+	.setxattr = fs_op_setxattr,
+	.getxattr = fs_op_getxattr,
+	.listxattr = fs_op_listxattr,
+	.removexattr = fs_op_removexattr,
+	.access = fs_op_access,
+	.create = fs_op_create,
+	.fallocate = fs_op_fallocate,
+	.lseek = fs_op_lseek,
+	.copy_file_range = fs_op_copy_file_range,
+};
+
+int main(int argc, char **argv)
+{
+	static struct fs fs = { .o = { .attr_timeout = 1.0, .entry_timeout = 1.0,
+				       .readahead_kb = 1024, .threads = 64,
+				       .timeout_ms = 10000 } };
+	struct args a = { 0 };
+	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *lc;
+	char uuid[64], opts[8192];
+	int ret;
+
+	the_fs = &fs;
+	log_set_ident("mount.sdfs");
+	if (parse_args(&fs, &a, argc, argv))
+		return 2;
+	/* A first connection, to report a bad cluster here; the daemon
+	 * connects again after going to the background (threads do not
+	 * survive fork). */
+	if (connect_cluster(&fs, &a, uuid, sizeof(uuid)))
+		return 1;
+	sdfs_close(fs.s);
+	fs.s = NULL;
+	if (fnode_table_init(&fs)) {
+		fprintf(stderr, "mount.sdfs: out of memory\n");
+		return 1;
+	}
+	snprintf(opts, sizeof(opts), "fsname=sdfs:%s,subtype=sdfs,default_permissions,"
+		 "max_read=1048576%s%s", uuid, geteuid() == 0 ? ",allow_other" : "",
+		 a.fuse_opts);
+	if (fuse_opt_add_arg(&fargs, argv[0]) || fuse_opt_add_arg(&fargs, "-o") ||
+	    fuse_opt_add_arg(&fargs, opts) || (a.debug && fuse_opt_add_arg(&fargs, "-d"))) {
+		fprintf(stderr, "mount.sdfs: out of memory\n");
+		return 1;
+	}
+	fs.se = fuse_session_new(&fargs, &fs_ops, sizeof(fs_ops), &fs);
+	if (!fs.se)
+		return 1;       /* libfuse said why */
+	if (fuse_set_signal_handlers(fs.se) || fuse_session_mount(fs.se, a.mnt)) {
+		fuse_session_destroy(fs.se);
+		return 1;
+	}
+	if (fuse_daemonize(a.foreground)) {
+		fuse_session_unmount(fs.se);
+		return 1;
+	}
+	if (!a.foreground && a.log) {
+		int fd = open(a.log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+	}
+	if (connect_cluster(&fs, &a, uuid, sizeof(uuid))) {
+		log_err("cannot connect to cluster %s; unmounting", a.cluster);
+		fuse_session_unmount(fs.se);
+		return 1;
+	}
+	log_info("mounted cluster %s at %s", a.cluster, a.mnt);
+	raise_readahead(a.mnt, fs.o.readahead_kb);
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_clone_fd(lc, 1);
+	fuse_loop_cfg_set_max_threads(lc, fs.o.threads);
+	ret = fuse_session_loop_mt(fs.se, lc);
+	fuse_loop_cfg_destroy(lc);
+	fuse_session_unmount(fs.se);
+	fuse_remove_signal_handlers(fs.se);
+	fuse_session_destroy(fs.se);
+	log_info("unmounted %s", a.mnt);
+	sdfs_close(fs.s);
+	fuse_opt_free_args(&fargs);
+	return ret ? 1 : 0;
+}

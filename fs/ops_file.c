@@ -1,0 +1,406 @@
+/*
+ * ops_file.c - FUSE operations on open files: open, create, read,
+ * write, flush, release, fsync, fallocate, lseek, copy_file_range.
+ *
+ * Data goes straight between this client and the block daemons (the
+ * file's objects, libsdfs sdfs_file_*); the mds only learns the new
+ * size and mtime, at flush (close), fsync, truncate or getattr time.
+ * fi->fh is the file's struct fnode.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/oid.h"
+#include "fs/fs.h"
+
+#define COPY_CHUNK (1u << 20)
+
+/* Data-path errors: anything that means "not reachable now" is EIO. */
+static void io_err(fuse_req_t req, int neg)
+{
+	fs_reply_err(req, neg == -ENODATA || neg == -EAGAIN || neg == -ESTALE ? -EIO : neg);
+}
+
+static struct fnode *node_of(fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (fi && fi->fh)
+		return (struct fnode *)(uintptr_t)fi->fh;
+	return fnode_get(the_fs, ino, 0);       /* writeback of mmap'd pages */
+}
+
+/* The file as this client sees it: the mds's view plus what it wrote. */
+static void view_of(struct fnode *n, struct sdfs_stat *st)
+{
+	pthread_mutex_lock(&n->lock);
+	*st = n->st;
+	if (n->pending_size > st->size)
+		st->size = n->pending_size;
+	pthread_mutex_unlock(&n->lock);
+}
+
+static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out)
+{
+	struct sdfs_stat st, view;
+	struct fnode *n = fnode_get(the_fs, ino, 0);
+	int ret;
+
+	if (!n)
+		return -ENOMEM;
+	fnode_open(the_fs, n);
+	/* close-to-open: what the mds says now */
+	ret = sdfs_ns_getattr(the_fs->s, ino, &st);
+	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY &&
+	    S_ISREG(st.mode)) {
+		struct sdfs_setattr sa = { .mask = SDFS_SETATTR_SIZE | SDFS_SETATTR_MTIME_NOW };
+
+		ret = fnode_push(the_fs, n);
+		if (!ret)
+			ret = sdfs_ns_setattr(the_fs->s, ino, &sa, &st);
+		if (!ret) {
+			pthread_mutex_lock(&n->lock);
+			n->pending_size = 0;
+			pthread_mutex_unlock(&n->lock);
+		}
+	}
+	if (ret) {
+		fnode_close(the_fs, n);
+		return ret;
+	}
+	fnode_set_stat(n, &st, &view);
+	pthread_mutex_lock(&n->lock);
+	fi->keep_cache = n->open_mtime == view.mtime_ns && n->open_size == view.size;
+	n->open_mtime = view.mtime_ns;
+	n->open_size = view.size;
+	pthread_mutex_unlock(&n->lock);
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1;
+	fi->fh = (uint64_t)(uintptr_t)n;
+	*out = n;
+	return 0;
+}
+
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fnode *n;
+	int ret = do_open(ino, fi, &n);
+
+	if (ret) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	if (fuse_reply_open(req, fi))
+		fnode_close(the_fs, n);         /* interrupted: no release comes */
+}
+
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	struct sdfs_stat st, view;
+	struct fnode *n;
+	int ret;
+
+	ret = sdfs_ns_mknod(the_fs->s, parent, name, (mode & ~S_IFMT) | S_IFREG, 0,
+			    ctx->uid, ctx->gid, &st);
+	if (ret) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	n = fnode_get(the_fs, st.ino, 1);
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fnode_open(the_fs, n);
+	fnode_set_stat(n, &st, &view);
+	n->open_mtime = view.mtime_ns;
+	n->open_size = view.size;
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1;
+	fi->fh = (uint64_t)(uintptr_t)n;
+	fs_entry(&view, &e);
+	if (fuse_reply_create(req, &e, fi)) {
+		fnode_close(the_fs, n);
+		fnode_forget(the_fs, st.ino, 1);
+	}
+}
+
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		struct fuse_file_info *fi)
+{
+	struct fnode *n = node_of(ino, fi);
+	struct sdfs_stat st;
+	char *buf;
+	ssize_t got;
+
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	view_of(n, &st);
+	buf = malloc(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	got = sdfs_file_pread(the_fs->s, &st, buf, size, (uint64_t)off);
+	if (got < 0)
+		io_err(req, (int)got);
+	else
+		fuse_reply_buf(req, buf, (size_t)got);
+	free(buf);
+}
+
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	struct fnode *n = node_of(ino, fi);
+	struct sdfs_stat st;
+	int sync = fi && (fi->flags & (O_SYNC | O_DSYNC));
+	int ret;
+
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	view_of(n, &st);
+	if (st.layout != SDFS_LAYOUT_FILE) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	ret = sdfs_file_pwrite(the_fs->s, &st, buf, size, (uint64_t)off,
+			       sync ? SDFS_WRITE_SYNC : 0);
+	if (!ret) {
+		fnode_wrote(n, (uint64_t)off, size);
+		if (sync)
+			ret = fnode_push(the_fs, n);
+	}
+	if (ret)
+		io_err(req, ret);
+	else
+		fuse_reply_write(req, size);
+}
+
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fnode *n = node_of(ino, fi);
+	int ret = n ? fnode_push(the_fs, n) : 0;
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fnode *n = node_of(ino, fi);
+
+	if (n) {
+		fnode_push(the_fs, n);  /* flush already reported any error */
+		fnode_close(the_fs, n);
+	}
+	fuse_reply_err(req, 0);
+}
+
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fnode *n = node_of(ino, fi);
+	int ret = n ? fnode_sync(the_fs, n) : 0;
+	(void)datasync;
+
+	if (ret)
+		io_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* Zero [off, off+len) of the file: whole objects go, parts are zeroed. */
+static int punch(struct fnode *n, const struct sdfs_stat *st, uint64_t off, uint64_t len)
+{
+	uint32_t osz = st->obj_size;
+	uint64_t end = off + len;
+
+	if (len == 0)
+		return 0;
+	for (uint64_t c = off / osz; c <= (end - 1) / osz; c++) {
+		uint64_t cs = c * osz;
+		uint64_t a = off > cs ? off - cs : 0;
+		uint64_t b = end < cs + osz ? end - cs : osz;
+		uint64_t oid = oid_make(OID_KIND_FILE, st->ino, c);
+		struct sdfs_obj_info info;
+		int ret;
+
+		if (a == 0 && b == osz) {
+			ret = sdfs_obj_remove(the_fs->s, oid);
+			if (ret && ret != -ENOENT)
+				return ret;
+			continue;
+		}
+		ret = sdfs_obj_stat(the_fs->s, oid, &info);
+		if (ret == -ENOENT || (ret == 0 && info.size <= a))
+			continue;
+		if (ret)
+			return ret;
+		if (b > info.size)
+			b = info.size;
+		void *zero = calloc(1, (size_t)(b - a));
+		if (!zero)
+			return -ENOMEM;
+		ret = sdfs_obj_write(the_fs->s, oid, zero, (size_t)(b - a), a);
+		free(zero);
+		if (ret)
+			return ret;
+	}
+	pthread_mutex_lock(&n->lock);
+	n->mtime_dirty = 1;
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+		     struct fuse_file_info *fi)
+{
+	struct fnode *n = node_of(ino, fi);
+	struct sdfs_stat st;
+	int ret = 0;
+
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (off < 0 || len <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	view_of(n, &st);
+	if (mode == 0 || mode == FALLOC_FL_KEEP_SIZE) {
+		/* Thin: nothing to reserve; only the size may grow. */
+		if (mode == 0 && (uint64_t)(off + len) > st.size) {
+			if ((uint64_t)(off + len) > OID_FILE_MAX_SIZE(st.obj_size)) {
+				fuse_reply_err(req, EFBIG);
+				return;
+			}
+			pthread_mutex_lock(&n->lock);
+			if ((uint64_t)(off + len) > n->pending_size)
+				n->pending_size = (uint64_t)(off + len);
+			pthread_mutex_unlock(&n->lock);
+			ret = fnode_push(the_fs, n);
+		}
+	} else if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+		uint64_t end = (uint64_t)off + (uint64_t)len;
+
+		if ((uint64_t)off < st.size)
+			ret = punch(n, &st, (uint64_t)off,
+				    (end < st.size ? end : st.size) - (uint64_t)off);
+	} else {
+		ret = -EOPNOTSUPP;
+	}
+	if (ret)
+		io_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* SEEK_DATA / SEEK_HOLE at object granularity: an object that exists
+ * is data up to its length, the rest of it and missing objects are
+ * holes. */
+void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		 struct fuse_file_info *fi)
+{
+	struct fnode *n = node_of(ino, fi);
+	struct sdfs_stat st;
+	uint64_t pos = (uint64_t)off, osz;
+
+	if (!n || (whence != SEEK_DATA && whence != SEEK_HOLE)) {
+		fuse_reply_err(req, n ? EINVAL : ENOMEM);
+		return;
+	}
+	view_of(n, &st);
+	osz = st.obj_size ? st.obj_size : 1;
+	if (off < 0 || pos >= st.size) {
+		fuse_reply_err(req, ENXIO);
+		return;
+	}
+	while (pos < st.size) {
+		uint64_t c = pos / osz, cs = c * osz;
+		struct sdfs_obj_info info;
+		int ret = sdfs_obj_stat(the_fs->s, oid_make(OID_KIND_FILE, st.ino, c), &info);
+		uint64_t data_end;
+
+		if (ret && ret != -ENOENT) {
+			io_err(req, ret);
+			return;
+		}
+		data_end = ret ? cs : cs + info.size;
+		if (pos < data_end) {           /* in data */
+			if (whence == SEEK_DATA) {
+				fuse_reply_lseek(req, (off_t)pos);
+				return;
+			}
+			if (data_end < cs + osz) {      /* a hole after it */
+				fuse_reply_lseek(req, (off_t)(data_end < st.size ?
+							      data_end : st.size));
+				return;
+			}
+		} else if (whence == SEEK_HOLE) {       /* in a hole */
+			fuse_reply_lseek(req, (off_t)pos);
+			return;
+		}
+		pos = cs + osz;
+	}
+	if (whence == SEEK_DATA)
+		fuse_reply_err(req, ENXIO);
+	else
+		fuse_reply_lseek(req, (off_t)st.size);
+}
+
+/* Through this client: read a piece, write it (objects are not copied
+ * between block daemons directly yet). */
+void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			   struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct fnode *in = node_of(ino_in, fi_in), *out = node_of(ino_out, fi_out);
+	struct sdfs_stat sin, sout;
+	size_t done = 0;
+	char *buf;
+	int ret = 0;
+
+	if (flags) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!in || !out || !(buf = malloc(COPY_CHUNK))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	view_of(in, &sin);
+	view_of(out, &sout);
+	while (done < len) {
+		size_t want = len - done < COPY_CHUNK ? len - done : COPY_CHUNK;
+		ssize_t got = sdfs_file_pread(the_fs->s, &sin, buf, want,
+					      (uint64_t)off_in + done);
+
+		if (got <= 0) {
+			ret = (int)got;
+			break;
+		}
+		ret = sdfs_file_pwrite(the_fs->s, &sout, buf, (size_t)got,
+				       (uint64_t)off_out + done, 0);
+		if (ret)
+			break;
+		fnode_wrote(out, (uint64_t)off_out + done, (uint64_t)got);
+		done += (size_t)got;
+	}
+	free(buf);
+	if (ret && !done)
+		io_err(req, ret);
+	else
+		fuse_reply_write(req, done);
+}

@@ -1,0 +1,401 @@
+/*
+ * ops_node.c - FUSE operations on names and attributes: lookup, forget,
+ * getattr, setattr, mknod, mkdir, unlink, rmdir, symlink, rename, link,
+ * readlink, statfs, xattrs, access.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+
+#include "fs/fs.h"
+
+void fs_stat_to_kernel(const struct sdfs_stat *st, struct stat *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->st_ino = st->ino;
+	out->st_mode = st->mode;
+	out->st_nlink = st->nlink;
+	out->st_uid = st->uid;
+	out->st_gid = st->gid;
+	out->st_rdev = st->rdev;
+	out->st_size = (off_t)st->size;
+	out->st_blocks = (blkcnt_t)st->blocks;
+	out->st_blksize = 1 << 20;
+	out->st_atim.tv_sec = st->atime_ns / 1000000000;
+	out->st_atim.tv_nsec = st->atime_ns % 1000000000;
+	out->st_mtim.tv_sec = st->mtime_ns / 1000000000;
+	out->st_mtim.tv_nsec = st->mtime_ns % 1000000000;
+	out->st_ctim.tv_sec = st->ctime_ns / 1000000000;
+	out->st_ctim.tv_nsec = st->ctime_ns % 1000000000;
+}
+
+void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = st->ino;
+	e->generation = st->gen & 0xffffffffu;
+	fs_stat_to_kernel(st, &e->attr);
+	e->attr_timeout = the_fs->o.attr_timeout;
+	e->entry_timeout = the_fs->o.entry_timeout;
+}
+
+void fs_reply_err(fuse_req_t req, int neg_errno)
+{
+	int e = -neg_errno;
+
+	switch (e) {
+	case ETIMEDOUT: case EHOSTDOWN: case ESHUTDOWN:
+	case EPROTO: case EBADMSG: case ECONNREFUSED: case ECONNRESET:
+		e = EIO;        /* the cluster could not answer now */
+		break;
+	}
+	if (e <= 0)
+		e = EIO;
+	fuse_reply_err(req, e);
+}
+
+int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st)
+{
+	struct sdfs_stat mds;
+	struct fnode *n;
+	int ret = sdfs_ns_getattr(fs->s, ino, &mds);
+
+	if (ret)
+		return ret;
+	n = fnode_find(fs, ino);
+	if (n)
+		fnode_set_stat(n, &mds, st);
+	else
+		*st = mds;
+	return 0;
+}
+
+/* Reply with an entry for @st, taking one kernel reference. */
+static void reply_entry(fuse_req_t req, const struct sdfs_stat *st)
+{
+	struct fuse_entry_param e;
+	struct sdfs_stat view = *st;
+	struct fnode *n = fnode_get(the_fs, st->ino, 1);
+
+	if (!n) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fnode_set_stat(n, st, &view);
+	fs_entry(&view, &e);
+	if (fuse_reply_entry(req, &e))
+		fnode_forget(the_fs, st->ino, 1);       /* the kernel did not take it */
+}
+
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct sdfs_stat st;
+	int ret;
+
+	if (strcmp(name, ".") == 0)
+		ret = sdfs_ns_getattr(the_fs->s, parent, &st); /* NFS: any inode */
+	else
+		ret = sdfs_ns_lookup(the_fs->s, parent, name, &st);
+	if (ret == -ENOENT) {
+		/* a negative entry, cached for the entry timeout */
+		struct fuse_entry_param e = { .ino = 0,
+					      .entry_timeout = 0 };
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		reply_entry(req, &st);
+}
+
+void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	fnode_forget(the_fs, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f)
+{
+	for (size_t i = 0; i < count; i++)
+		fnode_forget(the_fs, f[i].ino, f[i].nlookup);
+	fuse_reply_none(req);
+}
+
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct sdfs_stat st;
+	struct stat kst;
+	int ret = fs_getattr(the_fs, ino, &st);
+	(void)fi;
+
+	if (ret) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	fs_stat_to_kernel(&st, &kst);
+	fuse_reply_attr(req, &kst, the_fs->o.attr_timeout);
+}
+
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi)
+{
+	struct sdfs_setattr sa = { 0 };
+	struct sdfs_stat st, view;
+	struct fnode *n = fnode_find(the_fs, ino);
+	struct stat kst;
+	int ret;
+	(void)fi;
+
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.mask |= SDFS_SETATTR_MODE;
+		sa.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.mask |= SDFS_SETATTR_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.mask |= SDFS_SETATTR_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		sa.mask |= SDFS_SETATTR_SIZE;
+		sa.size = (uint64_t)attr->st_size;
+		/* what was written here must reach the mds first, or its
+		 * truncate would not free the data past the new size */
+		if (n && (ret = fnode_push(the_fs, n)) != 0) {
+			fs_reply_err(req, ret);
+			return;
+		}
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.mask |= SDFS_SETATTR_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.mask |= SDFS_SETATTR_ATIME;
+		sa.atime_ns = (int64_t)attr->st_atim.tv_sec * 1000000000 + attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.mask |= SDFS_SETATTR_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.mask |= SDFS_SETATTR_MTIME;
+		sa.mtime_ns = (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME)
+		sa.mask |= SDFS_SETATTR_CTIME;
+	ret = sdfs_ns_setattr(the_fs->s, ino, &sa, &st);
+	if (ret) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	if (n) {
+		if (sa.mask & SDFS_SETATTR_SIZE) {
+			pthread_mutex_lock(&n->lock);
+			n->pending_size = 0;
+			pthread_mutex_unlock(&n->lock);
+		}
+		fnode_set_stat(n, &st, &view);
+	} else {
+		view = st;
+	}
+	fs_stat_to_kernel(&view, &kst);
+	fuse_reply_attr(req, &kst, the_fs->o.attr_timeout);
+}
+
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char buf[4097];
+	ssize_t n = sdfs_ns_readlink(the_fs->s, ino, buf, sizeof(buf) - 1);
+
+	if (n < 0) {
+		fs_reply_err(req, (int)n);
+		return;
+	}
+	buf[n < (ssize_t)sizeof(buf) - 1 ? n : (ssize_t)sizeof(buf) - 1] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, dev_t rdev, int dir)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct sdfs_stat st;
+	int ret;
+
+	if (dir)
+		ret = sdfs_ns_mkdir(the_fs->s, parent, name, mode, ctx->uid, ctx->gid, &st);
+	else
+		ret = sdfs_ns_mknod(the_fs->s, parent, name, mode, (uint32_t)rdev,
+				    ctx->uid, ctx->gid, &st);
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		reply_entry(req, &st);
+}
+
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		 dev_t rdev)
+{
+	make_node(req, parent, name, mode, rdev, 0);
+}
+
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_node(req, parent, name, mode, 0, 1);
+}
+
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int ret = sdfs_ns_unlink(the_fs->s, parent, name);
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int ret = sdfs_ns_rmdir(the_fs->s, parent, name);
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct sdfs_stat st;
+	int ret = sdfs_ns_symlink(the_fs->s, parent, name, link, ctx->uid, ctx->gid, &st);
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		reply_entry(req, &st);
+}
+
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		  fuse_ino_t newparent, const char *newname, unsigned int flags)
+{
+	int ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct sdfs_stat st;
+	int ret = sdfs_ns_link(the_fs->s, ino, newparent, newname, &st);
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		reply_entry(req, &st);
+}
+
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct sdfs_statfs sf;
+	struct statvfs v = { 0 };
+	int ret = sdfs_ns_statfs(the_fs->s, &sf);
+	(void)ino;
+
+	if (ret) {
+		fs_reply_err(req, ret);
+		return;
+	}
+	v.f_bsize = sf.bsize;
+	v.f_frsize = sf.bsize;
+	v.f_blocks = sf.bytes_total / sf.bsize;
+	v.f_bfree = sf.bytes_free / sf.bsize;
+	v.f_bavail = v.f_bfree;
+	v.f_files = sf.files + sf.files_free;
+	v.f_ffree = sf.files_free;
+	v.f_favail = sf.files_free;
+	v.f_namemax = sf.name_max;
+	fuse_reply_statfs(req, &v);
+}
+
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags)
+{
+	int ret = sdfs_ns_setxattr(the_fs->s, ino, name, value, size, flags);
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* get and list: the size when @size is 0, else the bytes. */
+static void reply_xattr(fuse_req_t req, ssize_t n, const char *buf, size_t size)
+{
+	if (n < 0) {
+		/* ENODATA here means "no such attribute", not "unreachable" */
+		fs_reply_err(req, (int)n);
+		return;
+	}
+	if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = sdfs_ns_getxattr(the_fs->s, ino, name, buf, size);
+	reply_xattr(req, n, buf, size);
+	free(buf);
+}
+
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *buf = size ? malloc(size) : NULL;
+	ssize_t n;
+
+	if (size && !buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = sdfs_ns_listxattr(the_fs->s, ino, buf, size);
+	reply_xattr(req, n, buf, size);
+	free(buf);
+}
+
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	int ret = sdfs_ns_removexattr(the_fs->s, ino, name);
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}
+
+/* With default_permissions the kernel checks modes itself; this only
+ * answers access(2) for existence. */
+void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct sdfs_stat st;
+	int ret = sdfs_ns_getattr(the_fs->s, ino, &st);
+	(void)mask;
+
+	if (ret)
+		fs_reply_err(req, ret);
+	else
+		fuse_reply_err(req, 0);
+}

@@ -35,6 +35,8 @@ struct tcluster_opts {
 	unsigned copies;        /* 0: dev up's default */
 	unsigned out_grace_s;   /* down this long, a node goes out; 0: default */
 	unsigned mds;           /* sdfs-mds daemons mds.0, mds.1...; 0: none */
+	unsigned mount;         /* 1: mount.sdfs at DIR/mnt (dev name "mnt";
+				   needs mds >= 1); 0: none */
 };
 
 struct tcluster;
@@ -49,6 +51,8 @@ const char *tcluster_conf(struct tcluster *tc);  /* DIR/sdfs.conf */
 const char *tcluster_dir(struct tcluster *tc);
 unsigned tcluster_nblockd(struct tcluster *tc);
 unsigned tcluster_nmds(struct tcluster *tc);     /* opts.mds */
+/* The FUSE mount point (DIR/mnt) when opts.mount; NULL otherwise. */
+const char *tcluster_mnt(struct tcluster *tc);
 
 /* `sdfs dev kill` (SIGKILL, waits until gone); returns its exit status. */
 int tcluster_kill(struct tcluster *tc, const char *name);

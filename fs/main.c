@@ -302,8 +302,14 @@ int main(int argc, char **argv)
 		return 2;
 	/* A first connection, to report a bad cluster here; the daemon
 	 * connects again after going to the background (threads do not
-	 * survive fork). */
-	if (connect_cluster(&fs, &a, uuid, sizeof(uuid)))
+	 * survive fork). The caller reads one line of reason, not the
+	 * ZooKeeper library's retries (loglevel=debug still shows them). */
+	int level = log_level;
+	if (level < LOG_DEBUG)
+		log_level = LOG_ERR;
+	ret = connect_cluster(&fs, &a, uuid, sizeof(uuid));
+	log_level = level;
+	if (ret)
 		return 1;
 	sdfs_close(fs.s);
 	fs.s = NULL;

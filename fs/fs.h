@@ -51,6 +51,9 @@ struct fnode {
 	uint64_t *dirty;                /* chunks written since the last fsync */
 	size_t ndirty, cap_dirty;
 	int sync_lost;                  /* a dirty chunk was not recorded (ENOMEM) */
+	int64_t nocaps_until;           /* monotonic ns: "no security.capability"
+					   known until then (the kernel asks on
+					   every write) */
 	int64_t open_mtime;             /* mtime/size at the last open: keep_cache */
 	uint64_t open_size;
 	struct fnode *next;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 
 #include "fs/fs.h"
 
@@ -323,10 +324,36 @@ void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &v);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static const char caps_name[] = "security.capability";
+
+/* The kernel asks for security.capability before every write (to drop
+ * file capabilities): remember "none" for the attribute timeout. */
+static void caps_forget(fuse_ino_t ino, const char *name)
+{
+	struct fnode *n = fnode_find(the_fs, ino);
+
+	if (n && strcmp(name, caps_name) == 0) {
+		pthread_mutex_lock(&n->lock);
+		n->nocaps_until = 0;
+		pthread_mutex_unlock(&n->lock);
+	}
+}
+
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
-	int ret = sdfs_ns_setxattr(the_fs->s, ino, name, value, size, flags);
+	int ret;
+
+	caps_forget(ino, name);
+	ret = sdfs_ns_setxattr(the_fs->s, ino, name, value, size, flags);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -350,15 +377,32 @@ static void reply_xattr(fuse_req_t req, ssize_t n, const char *buf, size_t size)
 
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	char *buf = size ? malloc(size) : NULL;
-	ssize_t n;
+	int caps = strcmp(name, caps_name) == 0;
+	struct fnode *n = caps ? fnode_find(the_fs, ino) : NULL;
+	char *buf;
+	ssize_t got;
 
+	if (n) {
+		pthread_mutex_lock(&n->lock);
+		int known = n->nocaps_until > mono_ns();
+		pthread_mutex_unlock(&n->lock);
+		if (known) {
+			fuse_reply_err(req, ENODATA);
+			return;
+		}
+	}
+	buf = size ? malloc(size) : NULL;
 	if (size && !buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = sdfs_ns_getxattr(the_fs->s, ino, name, buf, size);
-	reply_xattr(req, n, buf, size);
+	got = sdfs_ns_getxattr(the_fs->s, ino, name, buf, size);
+	if (n && got == -ENODATA) {
+		pthread_mutex_lock(&n->lock);
+		n->nocaps_until = mono_ns() + (int64_t)(the_fs->o.attr_timeout * 1e9);
+		pthread_mutex_unlock(&n->lock);
+	}
+	reply_xattr(req, got, buf, size);
 	free(buf);
 }
 
@@ -378,7 +422,10 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	int ret = sdfs_ns_removexattr(the_fs->s, ino, name);
+	int ret;
+
+	caps_forget(ino, name);
+	ret = sdfs_ns_removexattr(the_fs->s, ino, name);
 
 	if (ret)
 		fs_reply_err(req, ret);

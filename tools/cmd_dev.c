@@ -8,6 +8,7 @@
  *   DIR/blockd.N/        block daemon N's data directory (dev add: one more)
  *   (mds.N)              metadata server N: no local state, its database
  *                        lives in objects on the block daemons
+ *   DIR/mnt              the filesystem, mounted by mount.sdfs (dev name mnt)
  *   DIR/log/NAME.log     each daemon's output
  *   DIR/run/NAME.pid     its pid; DIR/run/NAME.cmd its command line
  * Daemons are stopped by the pids recorded here, never by name.
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -33,6 +35,7 @@
 #define DEV_MAX_ARGS 32
 #define DEV_MDS_MAX 8
 #define DEV_MDS_WAIT_MS 30000
+#define DEV_MOUNT_WAIT_MS 30000
 #define ZK_JAR "/usr/share/java/zookeeper.jar"
 
 struct dev {
@@ -262,6 +265,20 @@ static void reap(void)
 		;
 }
 
+/* Gone, or a zombie that init has not reaped yet? */
+static int pid_gone(pid_t pid)
+{
+	char path[64], st[512];
+
+	if (kill(pid, 0) != 0)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_file(path, st, sizeof(st)) <= 0)
+		return 1;
+	char *paren = strrchr(st, ')');
+	return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 /* SIGTERM every daemon in @names at once, wait up to @wait_ms for all of
  * them, SIGKILL what is left. Returns how many were running. */
 static int stop_daemons(const struct dev *d, char names[][64], int n, int wait_ms)
@@ -286,7 +303,7 @@ static int stop_daemons(const struct dev *d, char names[][64], int n, int wait_m
 
 		reap();
 		for (int i = 0; i < n && i < 64; i++)
-			alive += pids[i] > 0 && kill(pids[i], 0) == 0;
+			alive += pids[i] > 0 && !pid_gone(pids[i]);
 		if (!alive)
 			break;
 		sleep_ms(20);
@@ -552,19 +569,216 @@ static int start_mds(struct dev *d, struct sdfs *s, char *bin, unsigned n,
 	return -ETIMEDOUT;
 }
 
+/*
+ * The FUSE mount at DIR/mnt, recorded as the dev daemon "mnt". mount.sdfs
+ * runs with -f under spawn(), so the recorded pid is the daemon itself
+ * (no daemonizing fork to chase); it is ready once DIR/mnt is in
+ * /proc/self/mountinfo and a stat of it reaches the new filesystem.
+ */
+static void mnt_path(const struct dev *d, char *out, size_t len)
+{
+	snprintf(out, len, "%s/mnt", d->dir);
+}
+
+/* mountinfo writes space, tab, newline and backslash as \ooo. */
+static void unescape_octal(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++, o++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* Is something mounted at @path (a realpath)? */
+static int is_mounted(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[16384], point[PATH_MAX];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
+			continue;
+		unescape_octal(point);
+		found = !strcmp(point, path);
+	}
+	fclose(f);
+	return found;
+}
+
+/* `fusermount3 -u [-z] DIR/mnt`: its exit status. Quiet: output to
+ * /dev/null. Without fusermount3, umount2 (works for root). */
+static int fusermount_u(const struct dev *d, int lazy, int quiet)
+{
+	char bin[PATH_MAX], mnt[PATH_MAX + 8];
+	int status = 0;
+	pid_t pid;
+
+	mnt_path(d, mnt, sizeof(mnt));
+	if (find_binary("fusermount3", "-", bin, sizeof(bin)))
+		return umount2(mnt, lazy ? MNT_DETACH : 0) < 0 ? 1 : 0;
+	char *argv[] = { bin, "-u", lazy ? "-z" : mnt, lazy ? mnt : NULL, NULL };
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		int nfd = open("/dev/null", O_RDWR);
+
+		if (nfd >= 0) {
+			dup2(nfd, 0);
+			if (quiet) {
+				dup2(nfd, 1);
+				dup2(nfd, 2);
+			}
+		}
+		execv(bin, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/*
+ * Unmount DIR/mnt if mounted: cleanly, else (busy: a shell's cwd or an
+ * open file in it) lazily, which detaches it now and lets it go when
+ * they leave. @lazy: straight to -z (the daemon is dead). 0 once
+ * nothing is mounted there.
+ */
+static int dev_unmount(const struct dev *d, int lazy)
+{
+	char mnt[PATH_MAX + 8];
+
+	mnt_path(d, mnt, sizeof(mnt));
+	/* a loop: a mount may have been stacked on an older one */
+	for (int i = 0; i < 8 && is_mounted(mnt); i++) {
+		if (!lazy && fusermount_u(d, 0, 1) == 0)
+			continue;
+		if (fusermount_u(d, 1, 0))
+			break;
+	}
+	return is_mounted(mnt) ? -EBUSY : 0;
+}
+
+/* The last line mount.sdfs wrote to DIR/log/mnt.log, for an error. */
+static const char *mnt_last_log(const struct dev *d, char *buf, size_t len)
+{
+	char path[PATH_MAX + 32];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/log/mnt.log", d->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	buf[0] = '\0';
+	if (fd < 0)
+		return buf;
+	off_t size = lseek(fd, 0, SEEK_END);
+	off_t from = size > (off_t)len - 1 ? size - (off_t)len + 1 : 0;
+	n = (int)pread(fd, buf, len - 1, from);
+	close(fd);
+	if (n <= 0)
+		return buf;
+	buf[n] = '\0';
+	while (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	char *nl = strrchr(buf, '\n');
+	return nl ? nl + 1 : buf;
+}
+
+/* Wait until DIR/mnt is mounted and answers: a stat of it shows another
+ * device than DIR's. Says why not and returns -ESRCH if mount.sdfs
+ * exited, -ETIMEDOUT after @timeout_ms. */
+static int wait_mounted(const struct dev *d, int timeout_ms)
+{
+	char mnt[PATH_MAX + 8], log[1024];
+	struct stat dst, st;
+	int mounted = 0, err = 0;
+
+	mnt_path(d, mnt, sizeof(mnt));
+	if (stat(d->dir, &dst) < 0)
+		return -errno;
+	for (int64_t end = now_ms() + timeout_ms; now_ms() < end; sleep_ms(20)) {
+		if (has_exited(d, "mnt")) {
+			cli_fail("mount.sdfs exited: %s (see %s/log/mnt.log)",
+				 mnt_last_log(d, log, sizeof(log)), d->dir);
+			return -ESRCH;
+		}
+		/* a stat the cluster cannot answer takes the mount's timeout */
+		mounted = is_mounted(mnt);
+		if (!mounted)
+			continue;
+		if (stat(mnt, &st) < 0)
+			err = errno;
+		else if (st.st_dev != dst.st_dev)
+			return 0;
+	}
+	if (mounted && err)
+		cli_fail("%s is mounted but does not answer: %s (see %s/log/)", mnt,
+			 strerror(err), d->dir);
+	else
+		cli_fail("%s was not mounted within %d s (see %s/log/mnt.log)", mnt,
+			 timeout_ms / 1000, d->dir);
+	return -ETIMEDOUT;
+}
+
+/* mount.sdfs -f CLUSTER DIR/mnt -o conf=DIR/sdfs.conf,log=DIR/log/mnt.log
+ * as the daemon "mnt"; returns once it answers. */
+static int start_mount(struct dev *d, char *bin)
+{
+	char mnt[PATH_MAX + 8], opts[2 * PATH_MAX + 64];
+	int ret;
+
+	mnt_path(d, mnt, sizeof(mnt));
+	if (strchr(d->dir, ',')) {
+		cli_fail("%s: a ',' in the path cannot go into mount options", d->dir);
+		return -EINVAL;
+	}
+	if (mkdir(mnt, 0755) < 0 && errno != EEXIST) {
+		ret = -errno;
+		cli_fail("%s: %s", mnt, strerror(errno));
+		return ret;
+	}
+	/* left over from a killed mount.sdfs: ENOTCONN until unmounted */
+	if (dev_unmount(d, 1)) {
+		cli_fail("%s: still mounted and busy (fusermount3 -u -z failed)", mnt);
+		return -EBUSY;
+	}
+	snprintf(opts, sizeof(opts), "conf=%s/sdfs.conf,log=%s/log/mnt.log", d->dir,
+		 d->dir);
+	char *argv[] = { bin, "-f", d->cluster, mnt, "-o", opts, NULL };
+	ret = spawn(d, "mnt", argv);
+	if (ret) {
+		cli_fail("cannot start mount.sdfs: %s", strerror(-ret));
+		return ret;
+	}
+	return wait_mounted(d, DEV_MOUNT_WAIT_MS);
+}
+
 static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
 	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20, grace_s = 30, rec_mbps = 0;
 	uint64_t nmds = UINT64_MAX;
 	struct dev d = { 0 };
-	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], names[64][64], active[32] = "";
-	int ret;
+	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], mnt_bin[PATH_MAX], names[64][64];
+	char active[32] = "", mnt[PATH_MAX + 8];
+	int ret, no_mount = 0;
 
 	strcpy(d.cluster, "dev");
 	for (int i = 0; i < cli->argc; i++) {
 		if ((v = cli_opt(cli->argc, cli->argv, &i, "--dir")))
 			dir = v;
+		else if (!strcmp(cli->argv[i], "--no-mount"))
+			no_mount = 1;
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--blockd"))) {
 			if (cli_parse_u64(v, &nblockd) || nblockd > 32)
 				return cli_fail("--blockd must be 0..32 (0: only ZooKeeper)");
@@ -590,8 +804,9 @@ static int dev_up(struct cli *cli)
 			snprintf(d.cluster, sizeof(d.cluster), "%s", v);
 		} else {
 			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--mds N] "
-					 "[--copies N] [--obj-size SIZE] [--out-grace S] "
-					 "[--recovery-mbps N] [--zk HOSTS --cluster NAME]");
+					 "[--no-mount] [--copies N] [--obj-size SIZE] "
+					 "[--out-grace S] [--recovery-mbps N] "
+					 "[--zk HOSTS --cluster NAME]");
 		}
 	}
 	/* The mds keeps its database in objects: no block daemons, no mds. */
@@ -602,8 +817,11 @@ static int dev_up(struct cli *cli)
 				"objects): use --blockd 1 or more, or --mds 0");
 	if (!copies)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
+	/* The filesystem needs an mds to serve it. */
+	int mount = !no_mount && nmds > 0;
 	if ((ret = dev_init(&d, dir, 1)))
 		return ret;
+	mnt_path(&d, mnt, sizeof(mnt));
 	int nd = list_daemons(&d, names, 64);
 	for (int i = 0; i < nd; i++)
 		if (is_running(&d, names[i], NULL))
@@ -613,6 +831,19 @@ static int dev_up(struct cli *cli)
 		return cli_fail("sdfs-blockd not found next to sdfs or on PATH");
 	if (nmds && find_binary("sdfs-mds", "mds", mds_bin, sizeof(mds_bin)))
 		return cli_fail("sdfs-mds not found next to sdfs or on PATH");
+	if (mount && find_binary("mount.sdfs", "fs", mnt_bin, sizeof(mnt_bin)) &&
+	    find_binary("mount.sdfs", "sbin", mnt_bin, sizeof(mnt_bin)))
+		return cli_fail("mount.sdfs not found next to sdfs or on PATH "
+				"(or use --no-mount)");
+	if (!mount) {
+		/* no "mnt" left over from an earlier dev up in this dir */
+		char path[PATH_MAX + 64];
+
+		run_path(&d, "mnt", "cmd", path, sizeof(path));
+		unlink(path);
+		run_path(&d, "mnt", "pid", path, sizeof(path));
+		unlink(path);
+	}
 	if (!d.external_zk && (ret = start_zk(&d)))
 		return ret;
 
@@ -666,6 +897,8 @@ static int dev_up(struct cli *cli)
 		goto fail_close;
 	if (nblockd)
 		wait_healthy(&d, s, 30000);
+	if (mount && start_mount(&d, mnt_bin))
+		goto fail_close;
 	sdfs_cluster_info(s, &info);
 	sdfs_close(s);
 	if (cli->json) {
@@ -678,6 +911,11 @@ static int dev_up(struct cli *cli)
 		       nblockd, nmds);
 		if (nmds)
 			cli_json_str(stdout, active);
+		else
+			printf("null");
+		printf(", \"mnt\": ");
+		if (mount)
+			cli_json_str(stdout, mnt);
 		else
 			printf("null");
 		printf(", \"copies\": %u, \"epoch\": %" PRIu64 "}\n", info.copies,
@@ -697,6 +935,8 @@ static int dev_up(struct cli *cli)
 		if (n <= 0)
 			n = snprintf(self, sizeof(self), "sdfs");
 		self[n] = '\0';
+		if (mount)
+			printf("  mounted at %s: cd there\n", mnt);
 		printf("  export SDFS_CONF=%s\n  %s cluster status\n", conf, self);
 		if (nmds)
 			printf("  %s fs ls -l /\n", self);
@@ -706,6 +946,7 @@ static int dev_up(struct cli *cli)
 fail_close:
 	sdfs_close(s);
 fail:
+	dev_unmount(&d, 0);
 	nd = list_daemons(&d, names, 64);
 	stop_daemons(&d, names, nd, 3000);
 	return 1;
@@ -713,17 +954,21 @@ fail:
 
 static int dev_down(struct dev *d, struct cli *cli)
 {
-	char names[64][64], group[3][64][64];
-	int n = list_daemons(d, names, 64), ng[3] = { 0 }, stopped = 0;
+	char names[64][64], group[4][64][64];
+	int n = list_daemons(d, names, 64), ng[4] = { 0 }, stopped = 0;
 
-	/* The mds first (they write to the block daemons), then the block
-	 * daemons, then ZooKeeper; each group all at once. */
+	/* The mount first (unmounted, its daemon then exits by itself), the
+	 * mds (they write to the block daemons), then the block daemons,
+	 * then ZooKeeper; each group all at once. */
 	for (int i = 0; i < n; i++) {
-		int g = !strncmp(names[i], "mds.", 4) ? 0 : strcmp(names[i], "zk") ? 1 : 2;
+		int g = !strcmp(names[i], "mnt") ? 0 : !strncmp(names[i], "mds.", 4) ? 1 :
+			strcmp(names[i], "zk") ? 2 : 3;
 
 		memcpy(group[g][ng[g]++], names[i], 64);
 	}
-	for (int g = 0; g < 3; g++)
+	if (dev_unmount(d, 0))
+		fprintf(stderr, "sdfs: warning: %s/mnt is still mounted\n", d->dir);
+	for (int g = 0; g < 4; g++)
 		if (ng[g])
 			stopped += stop_daemons(d, group[g], ng[g], 10000);
 	if (!cli->json)
@@ -770,8 +1015,11 @@ static int dev_kill(struct dev *d, const char *name)
 	if (kill(pid, SIGKILL) < 0)
 		return cli_fail("kill %s (pid %d): %s", name, (int)pid, strerror(errno));
 	/* Reaped by init (we are not its parent); wait until it is gone. */
-	for (int64_t end = now_ms() + 5000; now_ms() < end && kill(pid, 0) == 0;)
+	for (int64_t end = now_ms() + 5000; now_ms() < end && !pid_gone(pid);)
 		sleep_ms(20);
+	/* A FUSE mount whose daemon died answers ENOTCONN until unmounted. */
+	if (!strcmp(name, "mnt") && dev_unmount(d, 1))
+		return cli_fail("%s/mnt: fusermount3 -u -z failed", d->dir);
 	return 0;
 }
 
@@ -781,11 +1029,15 @@ static int dev_start(struct dev *d, const char *name)
 
 	if (is_running(d, name, NULL))
 		return cli_fail("%s is already running", name);
+	if (!strcmp(name, "mnt") && dev_unmount(d, 1))
+		return cli_fail("%s/mnt: still mounted and busy", d->dir);
 	ret = respawn(d, name);
 	if (ret == -ENOENT)
 		return cli_fail("no daemon named %s under %s", name, d->dir);
 	if (ret)
 		return cli_fail("cannot start %s: %s", name, strerror(-ret));
+	if (!strcmp(name, "mnt") && wait_mounted(d, DEV_MOUNT_WAIT_MS))
+		return 1;
 	return 0;
 }
 
@@ -995,7 +1247,8 @@ static int dev_add(struct cli *cli)
 
 int cmd_dev(struct cli *cli)
 {
-	const char *usage = "sdfs dev up|add|down|status|kill|start --dir DIR [NAME]";
+	const char *usage = "sdfs dev up|add|down|status|kill|start --dir DIR [NAME]\n"
+			    "  NAME: blockd.N, mds.N, mnt (the mount at DIR/mnt), zk";
 	const char *dir = NULL, *name = NULL, *v;
 	struct dev d = { 0 };
 	int ret;

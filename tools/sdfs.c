@@ -36,21 +36,24 @@ static const char usage_text[] =
 "  obj rm OID                      remove object OID\n"
 "  obj stat OID                    size and epoch of object OID\n"
 "  obj locate OID                  which nodes hold OID, and their paths\n"
-"  dev up --dir DIR [--blockd N] [--mds N] [--copies N] [--out-grace S]\n"
-"         [--recovery-mbps N]\n"
-"                                  start a local cluster under DIR\n"
-"                                  (by default 3 blockd and 2 mds)\n"
+"  dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
+"         [--out-grace S] [--recovery-mbps N]\n"
+"                                  start a local cluster under DIR (by\n"
+"                                  default 3 blockd and 2 mds) and mount\n"
+"                                  it at DIR/mnt (not with --no-mount)\n"
 "  dev add --dir DIR [--zone N] [--weight W]\n"
 "                                  start one more blockd in it\n"
 "  dev status|down --dir DIR       show / stop what dev up started\n"
 "  dev kill|start --dir DIR NAME   SIGKILL / restart one daemon (blockd.1,\n"
-"                                  mds.0, zk)\n"
+"                                  mds.0, zk, mnt: the mount; a kill also\n"
+"                                  unmounts it)\n"
 "\n"
 "  -c FILE   cluster config (default: $SDFS_CONF, then /etc/sdfs/sdfs.conf)\n"
 "  --json    machine-readable output\n"
 "  -v        show the library's warnings and debug messages\n"
 "OIDs are decimal, 0x-prefixed hex, or 16 hex digits. PATHs are absolute\n"
-"paths inside sdfs (/a/b); the active sdfs-mds serves them.\n";
+"paths inside sdfs (/a/b); the active sdfs-mds serves them. To mount the\n"
+"filesystem: mount.sdfs CLUSTER MOUNTPOINT -o conf=FILE (docs/mount.md).\n";
 
 int main(int argc, char **argv)
 {

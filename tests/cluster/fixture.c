@@ -34,6 +34,8 @@ struct tcluster {
 	char name[48];
 	unsigned nblockd;
 	unsigned nmds;
+	int mount;              /* opts.mount: mnt is DIR/mnt */
+	char mnt[PATH_MAX + 8];
 	pid_t stopped[8];       /* SIGSTOPped daemons: SIGCONT at teardown */
 	struct sdfs *client;
 	FILE *client_log;
@@ -256,6 +258,62 @@ static int dev(struct tcluster *tc, const char *sub, const char *name)
 	return ret;
 }
 
+/* Is something mounted at @path (a realpath)? From /proc/self/mountinfo,
+ * whose mount points escape space, tab, newline and backslash as \ooo. */
+static int is_mounted(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[16384], point[PATH_MAX];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *o = point;
+
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
+			continue;
+		for (const char *i = point; *i; i++, o++) {
+			unsigned c;
+
+			if (i[0] == '\\' && sscanf(i + 1, "%3o", &c) == 1 && c < 256) {
+				*o = (char)c;
+				i += 3;
+			} else {
+				*o = *i;
+			}
+		}
+		*o = '\0';
+		found = !strcmp(point, path);
+	}
+	fclose(f);
+	return found;
+}
+
+/* The last resort after `dev down`: a lazy unmount of @mnt, so that no
+ * mount outlives its test (nor the rm -rf of its dir reaches into it). */
+static void unmount_left_over(const char *mnt)
+{
+	char *argv[] = { "/usr/bin/fusermount3", "-u", "-z", (char *)mnt, NULL };
+	pid_t pid;
+
+	if (!is_mounted(mnt))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		int nfd = open("/dev/null", O_RDWR);
+
+		if (nfd >= 0) {
+			dup2(nfd, 0);
+			dup2(nfd, 1);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
 /*
  * A process that outlives a test killed by a timeout: it waits for EOF
  * on a pipe whose write end only the test process holds, then stops the
@@ -266,6 +324,10 @@ static void watchdog_start(struct tcluster *tc)
 {
 	int p[2];
 	char *down[] = { (char *)sdfs_bin(), "dev", "down", "--dir", tc->dir, NULL };
+	char mnt[PATH_MAX + 8];
+	pid_t pid;
+
+	snprintf(mnt, sizeof(mnt), "%s/mnt", tc->dir);
 
 	cr_assert(pipe2(p, O_CLOEXEC) == 0);
 	tc->watchdog = fork();
@@ -284,8 +346,15 @@ static void watchdog_start(struct tcluster *tc)
 			;
 		if (n == 1)
 			_exit(0);       /* torn down normally */
-		execv(down[0], down);
-		_exit(127);
+		pid = fork();
+		if (pid == 0) {
+			execv(down[0], down);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		unmount_left_over(mnt);
+		_exit(0);
 	}
 	close(p[0]);
 	tc->watchdog_fd = p[1];
@@ -337,13 +406,16 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		 tmpl + sizeof("/tmp/sdfs-t.") - 1);
 	tc->nblockd = o->blockd;
 	tc->nmds = o->mds;
+	tc->mount = o->mount != 0;
+	snprintf(tc->mnt, sizeof(tc->mnt), "%s/mnt", tc->dir);
+	cr_assert(!o->mount || o->mds, "opts.mount needs opts.mds >= 1");
 	watchdog_start(tc);
 
 	snprintf(nb, sizeof(nb), "%u", o->blockd);
 	snprintf(nc, sizeof(nc), "%u", o->copies);
 	snprintf(ng, sizeof(ng), "%u", o->out_grace_s);
 	snprintf(nm, sizeof(nm), "%u", o->mds);
-	char *argv[20] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
+	char *argv[24] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
 			   "--blockd", nb, "--cluster", tc->name };
 	int argc = 9;
 	if (o->copies) {
@@ -354,9 +426,11 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		argv[argc++] = "--out-grace";
 		argv[argc++] = ng;
 	}
-	/* Always explicit: dev up's default starts two. */
+	/* Always explicit: dev up's default starts two, and mounts. */
 	argv[argc++] = "--mds";
 	argv[argc++] = nm;
+	if (!o->mount)
+		argv[argc++] = "--no-mount";
 	if (zk && *zk) {
 		argv[argc++] = "--zk";
 		argv[argc++] = (char *)zk;
@@ -382,9 +456,10 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		cr_assert_eq(tcluster_wait_mds(tc, o->mds, TCLUSTER_WAIT_MS), 0,
 			     "%u mds with one active did not show up within %d ms (see %s/log)",
 			     o->mds, TCLUSTER_WAIT_MS, tc->dir);
-	cr_log_info("cluster %s: %u blockd, copies %u, out grace %u s, %u mds, in %s (up in %"
-		    PRId64 " ms)", tc->name, o->blockd, o->copies, o->out_grace_s, o->mds,
-		    tc->dir, tnow_ms() - t0);
+	cr_log_info("cluster %s: %u blockd, copies %u, out grace %u s, %u mds, %s, in %s "
+		    "(up in %" PRId64 " ms)", tc->name, o->blockd, o->copies, o->out_grace_s,
+		    o->mds, tc->mount ? "mounted at mnt/" : "no mount", tc->dir,
+		    tnow_ms() - t0);
 	return tc;
 }
 
@@ -412,7 +487,7 @@ static void leave_to_runner(const char *dir)
 		return;
 	if (f)
 		fclose(f);
-	char *rm[] = { "/bin/rm", "-rf", (char *)dir, NULL };
+	char *rm[] = { "/bin/rm", "-rf", "--one-file-system", (char *)dir, NULL };
 	run_argv(rm, NULL, NULL);
 }
 
@@ -431,7 +506,7 @@ ReportHook(POST_FINI)(struct criterion_test_stats *st)
 		if (strncmp(dir, "/tmp/sdfs-t.", 12))
 			continue;
 		if (passed) {
-			char *rm[] = { "/bin/rm", "-rf", dir, NULL };
+			char *rm[] = { "/bin/rm", "-rf", "--one-file-system", dir, NULL };
 			pid_t pid = fork();
 
 			if (pid == 0) {
@@ -465,7 +540,12 @@ void tcluster_stop(struct tcluster *tc)
 	sdfs_set_log(NULL, NULL, LOG_INFO);
 	if (tc->client_log)
 		fclose(tc->client_log);
-	dev(tc, "down", NULL);
+	dev(tc, "down", NULL);      /* unmounts DIR/mnt first */
+	if (is_mounted(tc->mnt)) {
+		cr_log_error("%s still mounted after sdfs dev down: unmounting lazily",
+			     tc->mnt);
+		unmount_left_over(tc->mnt);
+	}
 	if (keep && *keep)
 		cr_log_info("SDFS_TEST_KEEP: kept %s", tc->dir);
 	else
@@ -487,6 +567,11 @@ const char *tcluster_conf(struct tcluster *tc)
 const char *tcluster_dir(struct tcluster *tc)
 {
 	return tc->dir;
+}
+
+const char *tcluster_mnt(struct tcluster *tc)
+{
+	return tc->mount ? tc->mnt : NULL;
 }
 
 unsigned tcluster_nblockd(struct tcluster *tc)
@@ -735,6 +820,8 @@ int tcluster_restart(struct tcluster *tc, const char *name)
 
 	if (ret)
 		return ret;
+	if (!strcmp(name, "mnt"))
+		return 0;       /* dev start waited until the mount answers */
 	if (!strncmp(name, "mds.", 4)) {
 		for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end;
 		     tsleep_ms(50))

@@ -13,7 +13,11 @@
  * without tearing down (a criterion timeout kills it).
  *
  * With opts.mds, tcluster_start returns once every mds runs and one of
- * them is active and answering (sdfs_mds_status).
+ * them is active and answering (sdfs_mds_status). With opts.mount, also
+ * once mount.sdfs serves the filesystem at DIR/mnt (dev name "mnt":
+ * tcluster_kill SIGKILLs it and lazily unmounts, tcluster_restart
+ * mounts again). Teardown unmounts before it stops any daemon, the
+ * watchdog too; without opts.mount dev up runs with --no-mount.
  *
  * The dir (logs in DIR/log/, libsdfs's in DIR/client.log, data) is
  * removed after a test that passed and kept after one that failed;
@@ -36,7 +40,7 @@ struct tcluster_opts {
 	unsigned out_grace_s;   /* down this long, a node goes out; 0: default */
 	unsigned mds;           /* sdfs-mds daemons mds.0, mds.1...; 0: none */
 	unsigned mount;         /* 1: mount.sdfs at DIR/mnt (dev name "mnt";
-				   needs mds >= 1); 0: none */
+				   needs mds >= 1); 0: none (--no-mount) */
 };
 
 struct tcluster;

@@ -39,7 +39,8 @@ static void usage(FILE *f)
 "     attr_timeout=S      attribute cache time in seconds (default 1.0)\n"
 "     entry_timeout=S     name cache time in seconds (default 1.0)\n"
 "     timeout_ms=N        an operation the cluster cannot answer fails\n"
-"                         with EIO after N ms (default 10000)\n"
+"                         with EIO after N ms (default: the config's\n"
+"                         timeout_ms, 10000)\n"
 "     readahead_kb=N      the mount's read_ahead_kb (default 1024)\n"
 "     threads=N           request threads at most (default 64)\n"
 "     log=FILE            where the background daemon logs (default: none)\n"
@@ -185,6 +186,8 @@ static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size
 		fprintf(stderr, "mount.sdfs: %s\n", err);
 		return -EINVAL;
 	}
+	if (!fs->o.timeout_ms)          /* not given with -o: the config's */
+		fs->o.timeout_ms = c.timeout_ms;
 	ret = sdfs_connect(c.zk, a->cluster, fs->o.timeout_ms, &fs->s, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster, err);
@@ -289,7 +292,7 @@ int main(int argc, char **argv)
 {
 	static struct fs fs = { .o = { .attr_timeout = 1.0, .entry_timeout = 1.0,
 				       .readahead_kb = 1024, .threads = 64,
-				       .timeout_ms = 10000 } };
+				       .timeout_ms = 0 } };
 	struct args a = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;

@@ -100,7 +100,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else
 		ret = sdfs_ns_lookup(the_fs->s, parent, name, &st);
 	if (ret == -ENOENT) {
-		/* a negative entry, cached for the entry timeout */
+		/* not cached (entry_timeout 0): another client may create it */
 		struct fuse_entry_param e = { .ino = 0,
 					      .entry_timeout = 0 };
 		fuse_reply_entry(req, &e);

@@ -255,6 +255,11 @@ struct sdfs_ns_req {
 #define SDFS_SET_MTIME_NOW 0x80u
 #define SDFS_SET_CTIME     0x100u
 #define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
+/* RENAME: a replaced non-directory with one link is not dropped but
+ * moved to SDFS_HIDDEN_FMT (its ino) in the new directory: the client
+ * holds it open and removes that name at its last close. */
+#define SDFS_NS_RENAME_HIDE 0x40000000u
+#define SDFS_HIDDEN_FMT    ".sdfs-hidden-%016llx"
 
 /* Where a regular file's data lives. */
 enum sdfs_layout_kind {

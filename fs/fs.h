@@ -28,6 +28,7 @@ struct fs_opts {
 	unsigned readahead_kb;          /* the bdi's read_ahead_kb; default 1024 */
 	unsigned threads;               /* max loop threads; default 64 */
 	int timeout_ms;                 /* libsdfs calls; EIO after; default 10000 */
+	int noatime;                    /* -o noatime: reads never move atime */
 };
 
 struct fs {
@@ -37,6 +38,7 @@ struct fs {
 	pthread_mutex_t lock;           /* the inode table */
 	struct fnode **tab;
 	size_t tab_size, count;
+	size_t open_nodes;              /* fnodes with opens > 0 (under lock) */
 };
 
 /* What this client knows of an inode the kernel holds (inode.c). */
@@ -54,6 +56,10 @@ struct fnode {
 	int64_t nocaps_until;           /* monotonic ns: "no security.capability"
 					   known until then (the kernel asks on
 					   every write) */
+	int64_t wrote_ns;               /* time of the last write here (mtime
+					   shown until pushed) */
+	uint64_t hidden_dir;            /* unlinked while open: kept under */
+	char hidden[40];                /* ...this name, removed at last close */
 	int64_t open_mtime;             /* mtime/size at the last open: keep_cache */
 	uint64_t open_size;
 	struct fnode *next;
@@ -71,7 +77,11 @@ void fnode_forget(struct fs *fs, uint64_t ino, uint64_t n);
 /* Find without creating (NULL if the kernel holds none). */
 struct fnode *fnode_find(struct fs *fs, uint64_t ino);
 void fnode_open(struct fs *fs, struct fnode *n);
+/* One close; at the last one, a hidden name left by an unlink while
+ * open is removed from the mds. */
 void fnode_close(struct fs *fs, struct fnode *n);
+/* Is @ino open here? (cheap when nothing is open) */
+int fnode_is_open(struct fs *fs, uint64_t ino);
 /* Record @st from the mds, merging a pending size/mtime; fills @out
  * with what the kernel should see. */
 void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out);

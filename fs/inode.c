@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "common/oid.h"
 #include "fs/fs.h"
@@ -94,17 +95,44 @@ void fnode_forget(struct fs *fs, uint64_t ino, uint64_t cnt)
 void fnode_open(struct fs *fs, struct fnode *n)
 {
 	pthread_mutex_lock(&fs->lock);
-	n->opens++;
+	if (n->opens++ == 0)
+		fs->open_nodes++;
 	pthread_mutex_unlock(&fs->lock);
 }
 
 void fnode_close(struct fs *fs, struct fnode *n)
 {
+	uint64_t hdir = 0;
+	char hidden[sizeof(n->hidden)];
+
 	pthread_mutex_lock(&fs->lock);
-	if (n->opens > 0)
-		n->opens--;
+	if (n->opens > 0 && --n->opens == 0) {
+		fs->open_nodes--;
+		if (n->hidden_dir) {
+			hdir = n->hidden_dir;
+			memcpy(hidden, n->hidden, sizeof(hidden));
+			n->hidden_dir = 0;
+		}
+	}
 	maybe_free(fs, n);
 	pthread_mutex_unlock(&fs->lock);
+	if (hdir)       /* the last close of a file unlinked while open */
+		sdfs_ns_unlink(fs->s, hdir, hidden);
+}
+
+int fnode_is_open(struct fs *fs, uint64_t ino)
+{
+	struct fnode *n;
+	int open = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	if (fs->open_nodes) {
+		for (n = fs->tab[slot(fs, ino)]; n && n->ino != ino; n = n->next)
+			;
+		open = n && n->opens > 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return open;
 }
 
 void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out)
@@ -118,7 +146,21 @@ void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_sta
 		out->size = n->pending_size;
 		out->blocks = (out->size + 511) / 512;
 	}
+	if (n->hidden_dir && out->nlink == 1)
+		out->nlink = 0;         /* unlinked while open: kept hidden */
+	if (n->mtime_dirty && n->wrote_ns > out->mtime_ns)
+		out->mtime_ns = n->wrote_ns;    /* written here, not pushed yet */
+	if (n->mtime_dirty && n->wrote_ns > out->ctime_ns)
+		out->ctime_ns = n->wrote_ns;
 	pthread_mutex_unlock(&n->lock);
+}
+
+static int64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* With n->lock held. On ENOMEM the chunk is forgotten: an fsync then
@@ -153,6 +195,7 @@ void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len)
 	if (end > n->st.size && end > n->pending_size)
 		n->pending_size = end;
 	n->mtime_dirty = 1;
+	n->wrote_ns = wall_ns();
 	for (uint64_t c = off / osz; c <= (end - 1) / osz; c++)
 		if (mark_dirty(n, c))
 			n->sync_lost = 1;

@@ -120,6 +120,9 @@ static int parse_o(struct fs *fs, struct args *a, char *list)
 		} else {
 			size_t l = strlen(a->fuse_opts);
 
+			if (!strcmp(o, "noatime"))
+				fs->o.noatime = 1;      /* and the kernel's too */
+
 			snprintf(a->fuse_opts + l, sizeof(a->fuse_opts) - l, ",%s%s%s",
 				 o, eq ? "=" : "", eq ? v : "");
 		}

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/oid.h"
@@ -40,6 +41,27 @@ static void view_of(struct fnode *n, struct sdfs_stat *st)
 	if (n->pending_size > st->size)
 		st->size = n->pending_size;
 	pthread_mutex_unlock(&n->lock);
+}
+
+/* relatime: a read moves atime when it is not newer than mtime, or a
+ * day old (the kernel leaves atime to FUSE servers). Not compared with
+ * ctime: setting atime moves ctime in the mds. */
+static void touch_atime(struct fnode *n)
+{
+	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_ATIME_NOW };
+	struct sdfs_stat st, view;
+	struct timespec now;
+	int due;
+
+	if (the_fs->o.noatime)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_mutex_lock(&n->lock);
+	due = n->st.atime_ns <= n->st.mtime_ns ||
+	      (int64_t)now.tv_sec * 1000000000 - n->st.atime_ns > 86400ll * 1000000000;
+	pthread_mutex_unlock(&n->lock);
+	if (due && sdfs_ns_setattr(the_fs->s, n->ino, &sa, &st) == 0)
+		fnode_set_stat(n, &st, &view);
 }
 
 static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out)
@@ -79,6 +101,10 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
 	fi->fh = (uint64_t)(uintptr_t)n;
+	/* reads served from the page cache never reach us: judge atime at
+	 * open for reading too */
+	if ((fi->flags & O_ACCMODE) != O_WRONLY && S_ISREG(view.mode))
+		touch_atime(n);
 	*out = n;
 	return 0;
 }
@@ -154,6 +180,8 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	else
 		fuse_reply_buf(req, buf, (size_t)got);
 	free(buf);
+	if (got >= 0)
+		touch_atime(n);
 }
 
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

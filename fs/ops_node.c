@@ -7,10 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <sys/xattr.h>
 #include <time.h>
 
 #include "fs/fs.h"
+
+/* Floor division: before 1970 the nanoseconds stay in [0, 1e9). */
+static void ns_to_ts(int64_t ns, struct timespec *ts)
+{
+	int64_t sec = ns / 1000000000, rem = ns % 1000000000;
+
+	if (rem < 0) {
+		rem += 1000000000;
+		sec--;
+	}
+	ts->tv_sec = sec;
+	ts->tv_nsec = rem;
+}
 
 void fs_stat_to_kernel(const struct sdfs_stat *st, struct stat *out)
 {
@@ -24,12 +38,9 @@ void fs_stat_to_kernel(const struct sdfs_stat *st, struct stat *out)
 	out->st_size = (off_t)st->size;
 	out->st_blocks = (blkcnt_t)st->blocks;
 	out->st_blksize = 1 << 20;
-	out->st_atim.tv_sec = st->atime_ns / 1000000000;
-	out->st_atim.tv_nsec = st->atime_ns % 1000000000;
-	out->st_mtim.tv_sec = st->mtime_ns / 1000000000;
-	out->st_mtim.tv_nsec = st->mtime_ns % 1000000000;
-	out->st_ctim.tv_sec = st->ctime_ns / 1000000000;
-	out->st_ctim.tv_nsec = st->ctime_ns % 1000000000;
+	ns_to_ts(st->atime_ns, &out->st_atim);
+	ns_to_ts(st->mtime_ns, &out->st_mtim);
+	ns_to_ts(st->ctime_ns, &out->st_ctim);
 }
 
 void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e)
@@ -184,8 +195,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		sa.mask |= SDFS_SETATTR_MTIME;
 		sa.mtime_ns = (int64_t)attr->st_mtim.tv_sec * 1000000000 + attr->st_mtim.tv_nsec;
 	}
-	if (to_set & FUSE_SET_ATTR_CTIME)
-		sa.mask |= SDFS_SETATTR_CTIME;
+	/* a user's setattr always moves ctime (utimes of atime alone too) */
+	sa.mask |= SDFS_SETATTR_CTIME;
 	ret = sdfs_ns_setattr(the_fs->s, ino, &sa, &st);
 	if (ret) {
 		fs_reply_err(req, ret);
@@ -247,10 +258,54 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	make_node(req, parent, name, mode, 0, 1);
 }
 
+/*
+ * Is @name in @dir a file with one link that this client holds open?
+ * Then its node is returned, and unlink/rename keep it under a hidden
+ * name until the last close (as NFS clients do), so the open file keeps
+ * its data whatever time passes. Cheap when nothing is open.
+ */
+static struct fnode *open_target(fuse_ino_t dir, const char *name)
+{
+	struct sdfs_stat st;
+	size_t open;
+
+	pthread_mutex_lock(&the_fs->lock);
+	open = the_fs->open_nodes;
+	pthread_mutex_unlock(&the_fs->lock);
+	if (!open || sdfs_ns_lookup(the_fs->s, dir, name, &st) ||
+	    S_ISDIR(st.mode) || st.nlink != 1 || !fnode_is_open(the_fs, st.ino))
+		return NULL;
+	return fnode_find(the_fs, st.ino);
+}
+
+static void set_hidden(struct fnode *n, fuse_ino_t dir)
+{
+	pthread_mutex_lock(&the_fs->lock);
+	n->hidden_dir = dir;
+	snprintf(n->hidden, sizeof(n->hidden), SDFS_HIDDEN_NAME_FMT,
+		 (unsigned long long)n->ino);
+	pthread_mutex_unlock(&the_fs->lock);
+}
+
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int ret = sdfs_ns_unlink(the_fs->s, parent, name);
+	struct fnode *n = open_target(parent, name);
+	int ret;
 
+	if (n) {
+		char hidden[40];
+
+		snprintf(hidden, sizeof(hidden), SDFS_HIDDEN_NAME_FMT,
+			 (unsigned long long)n->ino);
+		ret = sdfs_ns_rename(the_fs->s, parent, name, parent, hidden,
+				     1 /* RENAME_NOREPLACE */);
+		if (ret == 0) {
+			set_hidden(n, parent);
+			fuse_reply_err(req, 0);
+			return;
+		}
+	}
+	ret = sdfs_ns_unlink(the_fs->s, parent, name);
 	if (ret)
 		fs_reply_err(req, ret);
 	else
@@ -282,8 +337,17 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	int ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
+	struct fnode *n = flags ? NULL : open_target(newparent, newname);
+	int ret = -EEXIST;
 
+	if (n) {        /* replacing a file open here: the mds keeps it hidden */
+		ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname,
+				     SDFS_RENAME_HIDE);
+		if (ret == 0)
+			set_hidden(n, newparent);
+	}
+	if (ret == -EEXIST)
+		ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
 	if (ret)
 		fs_reply_err(req, ret);
 	else

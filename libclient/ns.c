@@ -12,6 +12,8 @@
 #include "common/proto.h"
 #include "libclient/client.h"
 
+_Static_assert(SDFS_RENAME_HIDE == SDFS_NS_RENAME_HIDE, "sdfs.h and the wire agree");
+
 static void stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
 {
 	st->ino = a->ino;

@@ -233,7 +233,8 @@ struct sdfs_stat {
 #define SDFS_SETATTR_MTIME     0x20u
 #define SDFS_SETATTR_ATIME_NOW 0x40u
 #define SDFS_SETATTR_MTIME_NOW 0x80u
-#define SDFS_SETATTR_CTIME     0x100u
+#define SDFS_SETATTR_CTIME     0x100u  /* move ctime; any change but an
+					   atime alone moves it anyway */
 struct sdfs_setattr {
 	unsigned mask;                  /* SDFS_SETATTR_* */
 	uint32_t mode, uid, gid;
@@ -253,7 +254,13 @@ int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, struct sdfs_stat *st);
 int sdfs_ns_unlink(struct sdfs *s, uint64_t dir, const char *name);
 int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name);
-/* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (linux/fs.h values 1, 2). */
+/* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (linux/fs.h values 1, 2),
+ * or SDFS_RENAME_HIDE: a replaced file with one link is not removed but
+ * renamed to SDFS_HIDDEN_NAME_FMT (with its inode number) in @newdir,
+ * for a client that holds it open and removes that name at its last
+ * close; -EEXIST if that name is taken. */
+#define SDFS_RENAME_HIDE 0x40000000u
+#define SDFS_HIDDEN_NAME_FMT ".sdfs-hidden-%016llx"
 int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
 		   uint64_t newdir, const char *newname, unsigned flags);
 int sdfs_ns_link(struct sdfs *s, uint64_t ino, uint64_t newdir, const char *newname,

@@ -167,36 +167,19 @@ void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
 
 void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in)
 {
-	uint8_t k[NS_KEY_MAX];
-	struct kviter *it;
+	struct inode gone = *in;
+	uint8_t k[16], v[ORPHAN_REC_SIZE];
+	(void)ns;
 
-	kvbatch_del(b, k, key_inode(k, in->a.ino));
-	if (S_ISLNK(in->a.mode))
-		kvbatch_del(b, k, key_link(k, in->a.ino));
-	/* xattrs */
-	it = kvdb_iter(ns->db);
-	if (it) {
-		uint8_t pfx[9];
-
-		key_xattr(pfx, in->a.ino, "", 0);
-		for (kviter_seek(it, pfx, 9); kviter_valid(it); kviter_next(it)) {
-			size_t klen;
-			const char *key = kviter_key(it, &klen);
-
-			if (klen < 9 || memcmp(key, pfx, 9))
-				break;
-			kvbatch_del(b, key, klen);
-		}
-		kviter_free(it);
-	}
-	if (S_ISREG(in->a.mode) && in->a.size > 0) {
-		uint8_t v[12];
-
-		le64_put(v, in->a.size);
-		le32_put(v + 8, in->a.obj_size);
-		kvbatch_put(b, k, key_orphan(k, in->a.ino), v, sizeof(v));
-	}
-	atomic_fetch_sub(&ns->inodes, 1);
+	/* Kept with nlink 0 for a while: a client may still hold it open
+	 * (or be opening it right now); purge.c frees it after the grace. */
+	gone.a.nlink = 0;
+	gone.a.ctime_ns = ns_now();
+	inode_put(b, &gone);
+	le64_put(v, S_ISREG(in->a.mode) ? in->a.size : 0);
+	le32_put(v + 8, in->a.obj_size);
+	le64_put(v + 12, (uint64_t)(ns_now() / 1000000));
+	kvbatch_put(b, k, key_orphan(k, in->a.ino), v, sizeof(v));
 }
 
 int dir_has_entries(struct ns *ns, uint64_t ino)

@@ -14,7 +14,8 @@
  *   'E' parent cookie        listing order: le64 ino, le32 type, name
  *   'L' ino                  symlink target
  *   'X' ino name             xattr value
- *   'O' ino                  orphan data to free: le64 size, le32 obj_size
+ *   'O' ino                  orphan: le64 size, le32 obj_size, le64 unix ms
+ *                            when its last link went (inode kept, nlink 0)
  *   'R' client seq           reply record (replycache.c)
  *   'M' "ino_next"           le64: inode numbers below it may be in use
  */
@@ -104,8 +105,11 @@ void dent_add(struct kvbatch *b, struct inode *dir, const char *name, size_t nle
 	      uint64_t ino, uint32_t type);
 void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
 	      const struct dent *d);
-/* Delete an inode whose last link went: record, symlink target,
- * xattrs, and an orphan record when it has data to free. */
+/* An inode's last link went: it is kept with nlink 0 (an open file
+ * stays usable) and an orphan record makes purge.c delete it, its data,
+ * symlink target and xattrs after ORPHAN_GRACE_MS. */
+#define ORPHAN_REC_SIZE 20
+#define ORPHAN_GRACE_MS 5000
 void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in);
 /* A new inode number (never reused). */
 int ino_alloc(struct ns *ns, uint64_t *ino);

@@ -371,7 +371,11 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 		in.a.mtime_ns = now;
 	else if (m & SDFS_SET_MTIME)
 		in.a.mtime_ns = r->mtime_ns;
-	if (m)          /* every change, utimes included, moves ctime */
+	/* Every change moves ctime, except atime alone without CTIME: that
+	 * is a read's atime update (relatime), which POSIX keeps ctime for;
+	 * explicit utimes come with CTIME. */
+	if ((m & ~(SDFS_SET_ATIME | SDFS_SET_ATIME_NOW | SDFS_SET_CTIME)) ||
+	    (m & SDFS_SET_CTIME))
 		in.a.ctime_ns = now;
 	inode_put(b, &in);
 	ret = reply_attr(rep, &in);

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -16,6 +17,7 @@
 
 #define RENAME_NOREPLACE_ 1u
 #define RENAME_EXCHANGE_  2u
+#define RENAME_HIDE_      SDFS_NS_RENAME_HIDE
 
 /* Is @dir equal to @anc or below it? Walks parent pointers up. */
 static int is_within(struct ns *ns, uint64_t dir, uint64_t anc)
@@ -70,6 +72,10 @@ int op_rename(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	int have_dst, src_ret, ret;
 	int64_t now;
 
+	int hide = (flags & RENAME_HIDE_) != 0;
+	char hidden[40];
+
+	flags &= ~RENAME_HIDE_;
 	if (flags & ~(RENAME_NOREPLACE_ | RENAME_EXCHANGE_) ||
 	    flags == (RENAME_NOREPLACE_ | RENAME_EXCHANGE_))
 		return -EINVAL;
@@ -193,6 +199,21 @@ int op_rename(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 			ndir->a.nlink--;
 			odir->a.nlink++;
 		}
+		dst->a.ctime_ns = now;
+		rtx_dirty(&t, dst);
+	} else if (dst && hide && !S_ISDIR(dst->a.mode) && dst->a.nlink == 1) {
+		/* kept under a hidden name for the client holding it open */
+		struct dent hd;
+		int n = snprintf(hidden, sizeof(hidden), SDFS_HIDDEN_FMT,
+				 (unsigned long long)dst->a.ino);
+
+		ret = dent_get(ns, ndir->a.ino, hidden, (size_t)n, &hd);
+		if (ret != -ENOENT) {
+			ret = ret ? ret : -EEXIST;
+			kvbatch_clear(b);
+			goto out;
+		}
+		dent_add(b, ndir, hidden, (size_t)n, dst->a.ino, dst->a.mode & S_IFMT);
 		dst->a.ctime_ns = now;
 		rtx_dirty(&t, dst);
 	} else if (dst) {

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -57,8 +58,41 @@ int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size
 	return 0;
 }
 
+/* Delete what is left of an orphan: inode, symlink target, xattrs and
+ * the orphan record, in one batch. */
+static int drop_records(struct ns *ns, uint64_t ino)
+{
+	struct kvbatch *b = kvbatch_new();
+	struct kviter *it = kvdb_iter(ns->db);
+	uint8_t k[16], pfx[9];
+	int ret;
+
+	if (!b || !it) {
+		kvbatch_free(b);
+		kviter_free(it);
+		return -ENOMEM;
+	}
+	kvbatch_del(b, k, key_inode(k, ino));
+	kvbatch_del(b, k, key_link(k, ino));
+	key_xattr(pfx, ino, "", 0);
+	for (kviter_seek(it, pfx, 9); kviter_valid(it); kviter_next(it)) {
+		size_t klen;
+		const char *key = kviter_key(it, &klen);
+
+		if (klen < 9 || memcmp(key, pfx, 9))
+			break;
+		kvbatch_del(b, key, klen);
+	}
+	kviter_free(it);
+	kvbatch_del(b, k, key_orphan(k, ino));
+	ret = ns_commit(ns, b);
+	kvbatch_free(b);
+	return ret;
+}
+
 static void purge_orphans(struct ns *ns)
 {
+	int64_t now = ns_now() / 1000000;
 	struct kviter *it = kvdb_iter(ns->db);
 	uint64_t inos[64], sizes[64];
 	uint32_t osz[64];
@@ -73,7 +107,8 @@ static void purge_orphans(struct ns *ns)
 
 		if (k[0] != 'O' || klen != 9)
 			break;
-		if (vlen != 12)
+		if (vlen != ORPHAN_REC_SIZE ||
+		    now - (int64_t)le64_get(v + 12) < ORPHAN_GRACE_MS)
 			continue;
 		inos[n] = be64_get(k + 1);
 		sizes[n] = le64_get(v);
@@ -82,21 +117,30 @@ static void purge_orphans(struct ns *ns)
 	}
 	kviter_free(it);
 	for (int i = 0; i < n; i++) {
-		struct kvbatch *b;
-		uint8_t k[16];
+		struct inode in;
 
+		/* re-linked meanwhile? (a hidden open file renamed back) */
+		int have = inode_get(ns, inos[i], &in) == 0;
+
+		if (have && S_ISREG(in.a.mode) && in.a.size > sizes[i])
+			sizes[i] = in.a.size;   /* written after the unlink */
+		if (have && in.a.nlink > 0) {
+			struct kvbatch *b = kvbatch_new();
+			uint8_t k[16];
+
+			if (!b)
+				return;
+			kvbatch_del(b, k, key_orphan(k, inos[i]));
+			ns_commit(ns, b);
+			kvbatch_free(b);
+			continue;
+		}
 		if (purge_data(ns, inos[i], osz[i], sizes[i], 0))
 			continue;       /* next round */
-		b = kvbatch_new();
-		if (!b)
+		if (drop_records(ns, inos[i]))
 			return;
-		kvbatch_del(b, k, key_orphan(k, inos[i]));
-		if (ns_commit(ns, b)) {
-			kvbatch_free(b);
-			return;
-		}
-		kvbatch_free(b);
-		log_debug("freed the data of inode %" PRIu64 " (%" PRIu64 " bytes)",
+		atomic_fetch_sub(&ns->inodes, 1);
+		log_debug("freed inode %" PRIu64 " (%" PRIu64 " bytes of data)",
 			  inos[i], sizes[i]);
 	}
 }

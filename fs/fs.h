@@ -56,6 +56,8 @@ struct fnode {
 	int64_t nocaps_until;           /* monotonic ns: "no security.capability"
 					   known until then (the kernel asks on
 					   every write) */
+	int atime_busy;                 /* a relatime update is in flight... */
+	pthread_cond_t atime_done;      /* ...and getattr waits for it */
 	int64_t wrote_ns;               /* time of the last write here (mtime
 					   shown until pushed) */
 	uint64_t hidden_dir;            /* unlinked while open: kept under */

@@ -50,6 +50,7 @@ struct fnode *fnode_get(struct fs *fs, uint64_t ino, uint64_t nlookup)
 		if (n) {
 			n->ino = ino;
 			pthread_mutex_init(&n->lock, NULL);
+			pthread_cond_init(&n->atime_done, NULL);
 			n->next = fs->tab[i];
 			fs->tab[i] = n;
 			fs->count++;
@@ -74,6 +75,7 @@ static void maybe_free(struct fs *fs, struct fnode *n)
 		*p = n->next;
 	fs->count--;
 	pthread_mutex_destroy(&n->lock);
+	pthread_cond_destroy(&n->atime_done);
 	free(n->dirty);
 	free(n);
 }

@@ -57,11 +57,19 @@ static void touch_atime(struct fnode *n)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&n->lock);
-	due = n->st.atime_ns <= n->st.mtime_ns ||
-	      (int64_t)now.tv_sec * 1000000000 - n->st.atime_ns > 86400ll * 1000000000;
+	due = !n->atime_busy && (n->st.atime_ns <= n->st.mtime_ns ||
+	      (int64_t)now.tv_sec * 1000000000 - n->st.atime_ns > 86400ll * 1000000000);
+	if (due)
+		n->atime_busy = 1;
 	pthread_mutex_unlock(&n->lock);
-	if (due && sdfs_ns_setattr(the_fs->s, n->ino, &sa, &st) == 0)
+	if (!due)
+		return;
+	if (sdfs_ns_setattr(the_fs->s, n->ino, &sa, &st) == 0)
 		fnode_set_stat(n, &st, &view);
+	pthread_mutex_lock(&n->lock);
+	n->atime_busy = 0;
+	pthread_cond_broadcast(&n->atime_done);
+	pthread_mutex_unlock(&n->lock);
 }
 
 static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out)
@@ -101,10 +109,6 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
 	fi->fh = (uint64_t)(uintptr_t)n;
-	/* reads served from the page cache never reach us: judge atime at
-	 * open for reading too */
-	if ((fi->flags & O_ACCMODE) != O_WRONLY && S_ISREG(view.mode))
-		touch_atime(n);
 	*out = n;
 	return 0;
 }
@@ -118,8 +122,14 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_reply_err(req, ret);
 		return;
 	}
-	if (fuse_reply_open(req, fi))
+	if (fuse_reply_open(req, fi)) {
 		fnode_close(the_fs, n);         /* interrupted: no release comes */
+		return;
+	}
+	/* Reads served from the page cache never reach us: judge atime at
+	 * an open for reading too, after replying (a getattr waits for it). */
+	if ((fi->flags & O_ACCMODE) != O_WRONLY)
+		touch_atime(n);
 }
 
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

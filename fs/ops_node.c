@@ -71,9 +71,16 @@ void fs_reply_err(fuse_req_t req, int neg_errno)
 int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st)
 {
 	struct sdfs_stat mds;
-	struct fnode *n;
-	int ret = sdfs_ns_getattr(fs->s, ino, &mds);
+	struct fnode *n = fnode_find(fs, ino);
+	int ret;
 
+	if (n) {        /* see our own atime update (ops_file.c) */
+		pthread_mutex_lock(&n->lock);
+		while (n->atime_busy)
+			pthread_cond_wait(&n->atime_done, &n->lock);
+		pthread_mutex_unlock(&n->lock);
+	}
+	ret = sdfs_ns_getattr(fs->s, ino, &mds);
 	if (ret)
 		return ret;
 	n = fnode_find(fs, ino);

@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,10 @@ struct objstore {
 	uint32_t max_obj_size;
 	char *dir;
 	pthread_rwlock_t locks[OBJ_STRIPES];
+	/* Per <xx> directory: names changed (link, rename, unlink) and the
+	 * count its last fsync covered. objstore_sync fsyncs a directory
+	 * only when they differ: an in-place write needs no directory flush. */
+	atomic_uint_fast64_t dir_gen[256], dir_synced[256];
 };
 
 /* An open object file; header fields in host order, already checked. */
@@ -680,6 +685,7 @@ static int obj_commit_tmp(struct objstore *s, uint64_t oid, bool replace)
 
 	obj_name(oid, ".tmp", tmp);
 	obj_name(oid, "", name);
+	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (replace) {
 		if (renameat(s->obj_fd, tmp, s->obj_fd, name) == 0)
 			return 0;
@@ -802,6 +808,8 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 	if (!s)
 		return -ENOMEM;
 	s->max_obj_size = max_obj_size;
+	for (i = 0; i < 256; i++)       /* names from before: not known synced */
+		atomic_init(&s->dir_gen[i], 1);
 	s->dir = strdup(dir);
 	if (!s->dir) {
 		ret = -ENOMEM;
@@ -1022,6 +1030,7 @@ int objstore_remove(struct objstore *s, uint64_t oid)
 
 	obj_name(oid, "", name);
 	pthread_rwlock_wrlock(stripe(s, oid));
+	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (unlinkat(s->obj_fd, name, 0) < 0)
 		ret = -errno;
 	pthread_rwlock_unlock(stripe(s, oid));
@@ -1115,7 +1124,13 @@ int objstore_sync(struct objstore *s, uint64_t oid)
 	close(fd);
 	if (ret < 0)
 		goto out_log;
-	/* The directory entry: a create or replace is a link or rename. */
+	/* The directory entry: a create or replace is a link or rename.
+	 * The generation is read before the fsync, so a change racing it
+	 * leaves the directory marked for the next sync. */
+	unsigned x = (unsigned)(oid & 0xff);
+	uint_fast64_t gen = atomic_load(&s->dir_gen[x]);
+	if (gen == atomic_load(&s->dir_synced[x]))
+		return 0;
 	name[2] = '\0';
 	fd = openat(s->obj_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
@@ -1125,8 +1140,13 @@ int objstore_sync(struct objstore *s, uint64_t oid)
 	if (fsync(fd) < 0)
 		ret = -errno;
 	close(fd);
-	if (ret == 0)
+	if (ret == 0) {
+		uint_fast64_t cur = atomic_load(&s->dir_synced[x]);
+
+		while (cur < gen && !atomic_compare_exchange_weak(&s->dir_synced[x], &cur, gen))
+			;
 		return 0;
+	}
 out_log:
 	log_err("oid=%016" PRIx64 ": sync failed: %s", oid, strerror(-ret));
 	return ret;

@@ -92,8 +92,10 @@ void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len);
 /* Push a pending size and mtime to the mds (flush, fsync, before a
  * truncate). 0 or -errno. */
 int fnode_push(struct fs *fs, struct fnode *n);
-/* fsync: flush the dirty chunks on every replica, then push. */
-int fnode_sync(struct fs *fs, struct fnode *n);
+int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime);
+/* fsync: flush the dirty chunks on every replica, then push (the size
+ * only, with @datasync). */
+int fnode_sync(struct fs *fs, struct fnode *n, int datasync);
 
 /* Attributes for the kernel. */
 void fs_stat_to_kernel(const struct sdfs_stat *st, struct stat *out);

@@ -206,6 +206,11 @@ void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len)
 
 int fnode_push(struct fs *fs, struct fnode *n)
 {
+	return fnode_push_ex(fs, n, 1);
+}
+
+int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
+{
 	struct sdfs_setattr sa = { 0 };
 	struct sdfs_stat st;
 	uint64_t size;
@@ -217,16 +222,18 @@ int fnode_push(struct fs *fs, struct fnode *n)
 		sa.mask |= SDFS_SETATTR_SIZE;
 		sa.size = size;
 	}
-	if (n->mtime_dirty)
+	if (n->mtime_dirty && with_mtime) {
 		sa.mask |= SDFS_SETATTR_MTIME_NOW;
-	n->mtime_dirty = 0;
+		n->mtime_dirty = 0;
+	}
 	pthread_mutex_unlock(&n->lock);
 	if (!sa.mask)
 		return 0;
 	ret = sdfs_ns_setattr(fs->s, n->ino, &sa, &st);
 	pthread_mutex_lock(&n->lock);
 	if (ret) {
-		n->mtime_dirty = 1;
+		if (sa.mask & SDFS_SETATTR_MTIME_NOW)
+			n->mtime_dirty = 1;
 	} else {
 		n->st = st;
 		if (n->pending_size <= st.size)
@@ -236,7 +243,7 @@ int fnode_push(struct fs *fs, struct fnode *n)
 	return ret;
 }
 
-int fnode_sync(struct fs *fs, struct fnode *n)
+int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 {
 	uint64_t *chunks;
 	size_t cnt;
@@ -264,5 +271,7 @@ int fnode_sync(struct fs *fs, struct fnode *n)
 	}
 	pthread_mutex_unlock(&n->lock);
 	free(chunks);
-	return ret ? ret : fnode_push(fs, n);
+	/* fdatasync: the size is needed to read the data back, the mtime
+	 * is not */
+	return ret ? ret : fnode_push_ex(fs, n, !datasync);
 }

@@ -208,9 +208,30 @@ static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size
 	return 0;
 }
 
+static const char *mnt_point;
+
+static void raise_readahead(const char *mnt, unsigned kb);
+
+/* The kernel sets the bdi's read-ahead from our INIT reply, after this
+ * callback returns: raise it from a thread a moment later. */
+static void *readahead_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 10; i++) {
+		usleep(100 * 1000);
+		raise_readahead(mnt_point, the_fs->o.readahead_kb);
+	}
+	return NULL;
+}
+
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
+	pthread_t t;
+
 	(void)userdata;
+	if (mnt_point && the_fs->o.readahead_kb &&
+	    pthread_create(&t, NULL, readahead_main, NULL) == 0)
+		pthread_detach(t);
 	conn->max_write = 1u << 20;
 	conn->max_read = 1u << 20;
 	conn->max_background = 64;
@@ -356,7 +377,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	log_info("mounted cluster %s at %s", a.cluster, a.mnt);
-	raise_readahead(a.mnt, fs.o.readahead_kb);
+	mnt_point = a.mnt;
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, fs.o.threads);

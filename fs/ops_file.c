@@ -249,8 +249,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct fnode *n = node_of(ino, fi);
-	int ret = n ? fnode_sync(the_fs, n) : 0;
-	(void)datasync;
+	int ret = n ? fnode_sync(the_fs, n, datasync) : 0;
 
 	if (ret)
 		io_err(req, ret);

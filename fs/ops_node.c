@@ -118,9 +118,10 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else
 		ret = sdfs_ns_lookup(the_fs->s, parent, name, &st);
 	if (ret == -ENOENT) {
-		/* not cached (entry_timeout 0): another client may create it */
+		/* a negative entry, cached like positive ones (the kernel
+		 * drops it when this client creates the name) */
 		struct fuse_entry_param e = { .ino = 0,
-					      .entry_timeout = 0 };
+					      .entry_timeout = the_fs->o.entry_timeout };
 		fuse_reply_entry(req, &e);
 		return;
 	}

@@ -320,7 +320,7 @@ retry:
 			if (left <= 0)
 				break;
 			usleep((useconds_t)(backoff < left ? backoff : left) * 1000);
-			backoff = backoff < 200 ? backoff * 2 : 200;
+			backoff = backoff < 50 ? backoff * 2 : 50;
 		}
 	}
 	free(msg);

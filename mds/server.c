@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "common/log.h"
@@ -92,10 +93,19 @@ static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
 	/* The last check before acknowledging: a deposed mds says nothing. */
 	if (res != SDFS_RES_SHUTDOWN && !mds_may_reply(c->m))
 		return -ESHUTDOWN;
-	int ret = write_full(c->fd, hb, sizeof(hb));
-	if (!ret && h.payload_len)
-		ret = write_full(c->fd, rep->data, h.payload_len);
-	return ret;
+	if (!h.payload_len)
+		return write_full(c->fd, hb, sizeof(hb));
+	/* one send for header and payload (small replies are one packet) */
+	struct iovec iov[2] = { { hb, sizeof(hb) }, { rep->data, h.payload_len } };
+	ssize_t n = writev(c->fd, iov, 2);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(hb)) {
+		int ret = write_full(c->fd, hb + n, sizeof(hb) - (size_t)n);
+		return ret ? ret : write_full(c->fd, rep->data, h.payload_len);
+	}
+	n -= (ssize_t)sizeof(hb);
+	return write_full(c->fd, rep->data + n, h.payload_len - (size_t)n);
 }
 
 /* One request; returns < 0 to close the connection. */

@@ -78,6 +78,7 @@ struct fnode *fnode_get(struct fs *fs, uint64_t ino, uint64_t nlookup);
 void fnode_forget(struct fs *fs, uint64_t ino, uint64_t n);
 /* Find without creating (NULL if the kernel holds none). */
 struct fnode *fnode_find(struct fs *fs, uint64_t ino);
+struct fnode *fnode_find_locked(struct fs *fs, uint64_t ino);   /* fs->lock held */
 void fnode_open(struct fs *fs, struct fnode *n);
 /* One close; at the last one, a hidden name left by an unlink while
  * open is removed from the mds. */

@@ -26,6 +26,15 @@ static size_t slot(struct fs *fs, uint64_t ino)
 	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 40) % fs->tab_size;
 }
 
+struct fnode *fnode_find_locked(struct fs *fs, uint64_t ino)
+{
+	struct fnode *n;
+
+	for (n = fs->tab[slot(fs, ino)]; n && n->ino != ino; n = n->next)
+		;
+	return n;
+}
+
 struct fnode *fnode_find(struct fs *fs, uint64_t ino)
 {
 	struct fnode *n;

@@ -46,24 +46,35 @@ static void view_of(struct fnode *n, struct sdfs_stat *st)
 /* relatime: a read moves atime when it is not newer than mtime, or a
  * day old (the kernel leaves atime to FUSE servers). Not compared with
  * ctime: setting atime moves ctime in the mds. */
-static void touch_atime(struct fnode *n)
+static int atime_due(struct fnode *n)
 {
-	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_ATIME_NOW };
-	struct sdfs_stat st, view;
 	struct timespec now;
 	int due;
 
 	if (the_fs->o.noatime)
-		return;
+		return 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&n->lock);
 	due = !n->atime_busy && (n->st.atime_ns <= n->st.mtime_ns ||
 	      (int64_t)now.tv_sec * 1000000000 - n->st.atime_ns > 86400ll * 1000000000);
-	if (due)
-		n->atime_busy = 1;
 	pthread_mutex_unlock(&n->lock);
-	if (!due)
+	return due;
+}
+
+/* The caller holds an open reference on @n (the kernel's release may
+ * come as soon as it has replied). */
+static void touch_atime(struct fnode *n)
+{
+	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_ATIME_NOW };
+	struct sdfs_stat st, view;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->atime_busy) {
+		pthread_mutex_unlock(&n->lock);
 		return;
+	}
+	n->atime_busy = 1;
+	pthread_mutex_unlock(&n->lock);
 	if (sdfs_ns_setattr(the_fs->s, n->ino, &sa, &st) == 0)
 		fnode_set_stat(n, &st, &view);
 	pthread_mutex_lock(&n->lock);
@@ -122,14 +133,20 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_reply_err(req, ret);
 		return;
 	}
-	if (fuse_reply_open(req, fi)) {
-		fnode_close(the_fs, n);         /* interrupted: no release comes */
-		return;
-	}
 	/* Reads served from the page cache never reach us: judge atime at
-	 * an open for reading too, after replying (a getattr waits for it). */
-	if ((fi->flags & O_ACCMODE) != O_WRONLY)
+	 * an open for reading too, after replying (a getattr waits for it).
+	 * An extra open reference keeps the node while we do: the release
+	 * may come before we are done. */
+	int touch = (fi->flags & O_ACCMODE) != O_WRONLY && atime_due(n);
+
+	if (touch)
+		fnode_open(the_fs, n);
+	if (fuse_reply_open(req, fi))
+		fnode_close(the_fs, n);         /* interrupted: no release comes */
+	if (touch) {
 		touch_atime(n);
+		fnode_close(the_fs, n);
+	}
 }
 
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -185,13 +202,18 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	got = sdfs_file_pread(the_fs->s, &st, buf, size, (uint64_t)off);
+	int touch = got >= 0 && atime_due(n);
+	if (touch)
+		fnode_open(the_fs, n);  /* kept past the reply */
 	if (got < 0)
 		io_err(req, (int)got);
 	else
 		fuse_reply_buf(req, buf, (size_t)got);
 	free(buf);
-	if (got >= 0)
+	if (touch) {
 		touch_atime(n);
+		fnode_close(the_fs, n);
+	}
 }
 
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

@@ -272,7 +272,7 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
  * name until the last close (as NFS clients do), so the open file keeps
  * its data whatever time passes. Cheap when nothing is open.
  */
-static struct fnode *open_target(fuse_ino_t dir, const char *name)
+static uint64_t open_target(fuse_ino_t dir, const char *name)
 {
 	struct sdfs_stat st;
 	size_t open;
@@ -282,33 +282,45 @@ static struct fnode *open_target(fuse_ino_t dir, const char *name)
 	pthread_mutex_unlock(&the_fs->lock);
 	if (!open || sdfs_ns_lookup(the_fs->s, dir, name, &st) ||
 	    S_ISDIR(st.mode) || st.nlink != 1 || !fnode_is_open(the_fs, st.ino))
-		return NULL;
-	return fnode_find(the_fs, st.ino);
+		return 0;
+	return st.ino;
 }
 
-static void set_hidden(struct fnode *n, fuse_ino_t dir)
+/* The node of @ino is now hidden in @dir: remember to remove the name
+ * at its last close — or now, if it was closed meanwhile. */
+static void set_hidden(uint64_t ino, fuse_ino_t dir)
 {
+	char name[40];
+	struct fnode *n;
+	int done = 0;
+
+	snprintf(name, sizeof(name), SDFS_HIDDEN_NAME_FMT, (unsigned long long)ino);
 	pthread_mutex_lock(&the_fs->lock);
-	n->hidden_dir = dir;
-	snprintf(n->hidden, sizeof(n->hidden), SDFS_HIDDEN_NAME_FMT,
-		 (unsigned long long)n->ino);
+	n = fnode_find_locked(the_fs, ino);
+	if (n && n->opens > 0) {
+		n->hidden_dir = dir;
+		memcpy(n->hidden, name, sizeof(name));
+		done = 1;
+	}
 	pthread_mutex_unlock(&the_fs->lock);
+	if (!done)
+		sdfs_ns_unlink(the_fs->s, dir, name);
 }
 
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct fnode *n = open_target(parent, name);
+	uint64_t ino = open_target(parent, name);
 	int ret;
 
-	if (n) {
+	if (ino) {
 		char hidden[40];
 
 		snprintf(hidden, sizeof(hidden), SDFS_HIDDEN_NAME_FMT,
-			 (unsigned long long)n->ino);
+			 (unsigned long long)ino);
 		ret = sdfs_ns_rename(the_fs->s, parent, name, parent, hidden,
 				     1 /* RENAME_NOREPLACE */);
 		if (ret == 0) {
-			set_hidden(n, parent);
+			set_hidden(ino, parent);
 			fuse_reply_err(req, 0);
 			return;
 		}
@@ -345,14 +357,14 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	struct fnode *n = flags ? NULL : open_target(newparent, newname);
+	uint64_t ino = flags ? 0 : open_target(newparent, newname);
 	int ret = -EEXIST;
 
-	if (n) {        /* replacing a file open here: the mds keeps it hidden */
+	if (ino) {      /* replacing a file open here: the mds keeps it hidden */
 		ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname,
 				     SDFS_RENAME_HIDE);
 		if (ret == 0)
-			set_hidden(n, newparent);
+			set_hidden(ino, newparent);
 	}
 	if (ret == -EEXIST)
 		ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);

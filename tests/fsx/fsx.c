@@ -27,6 +27,8 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -87,6 +89,7 @@ struct fsx_rec {                /* one logged operation */
 	int64_t result;         /* lseek's */
 	uint8_t op;
 	uint8_t skipped;        /* chose the op but it had nothing to do */
+	uint8_t uncached;       /* the range's cached pages dropped first */
 };
 
 struct fsx {
@@ -189,6 +192,8 @@ static void print_rec(const struct fsx_opts *o, const struct fsx_rec *r)
 			(end - 1) / o->obj_size);
 	if (r->skipped)
 		fprintf(stderr, " (skipped)");
+	if (r->uncached)
+		fprintf(stderr, " (cache dropped first)");
 	fputc('\n', stderr);
 }
 
@@ -478,9 +483,16 @@ static void model_write(struct fsx *f, const uint8_t *src, uint64_t off, uint64_
 		f->size = off + len;
 }
 
+/* Half the reads first drop the range's clean pages, so that they
+ * reach the filesystem and not only what this kernel cached. */
 static void do_read(struct fsx *f, struct fsx_rec *r)
 {
 	pick_read_range(f, &r->off, &r->len);
+	if (rnd_below(f, 2)) {
+		r->uncached = 1;
+		if (posix_fadvise(f->fd, (off_t)r->off, (off_t)r->len, POSIX_FADV_DONTNEED))
+			die(f, "posix_fadvise DONTNEED: %s", strerror(errno));
+	}
 	check_read(f, f->buf, r->off, r->len, read_all(f, f->fd, f->buf, r->off, r->len),
 		   "read");
 }
@@ -491,6 +503,50 @@ static void do_write(struct fsx *f, struct fsx_rec *r)
 	pattern_fill(f->buf, f->n, r->off, r->len);
 	write_all(f, f->fd, f->buf, r->off, r->len);
 	model_write(f, f->buf, r->off, r->len);
+}
+
+/*
+ * A fault on a mapping (SIGBUS: the page is past the kernel's idea of
+ * EOF, or reading it failed) comes back to the mmap op as a failure
+ * with the op log, instead of killing the process without a word.
+ */
+static sigjmp_buf map_fault_jmp;
+static volatile sig_atomic_t map_armed;
+static void *volatile map_fault_addr;
+
+static void on_map_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (!map_armed) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	map_armed = 0;
+	map_fault_addr = si->si_addr;
+	siglongjmp(map_fault_jmp, sig);
+}
+
+static void catch_map_faults(void)
+{
+	struct sigaction sa = { .sa_sigaction = on_map_fault, .sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGSEGV, &sa, NULL);
+}
+
+/* After a fault in [@p, @p+@len) mapped from file offset @off. */
+static void map_fault(struct fsx *f, int sig, const uint8_t *p, uint64_t off, const char *how)
+{
+	uint64_t at = off + (uint64_t)((const uint8_t *)map_fault_addr - p);
+	struct stat st;
+	int ret = fstat(f->fd, &st);
+
+	die(f, "%s on an mmap %s at file offset 0x%" PRIx64 " (object %" PRIu64 "); model size "
+	    "0x%" PRIx64 ", fstat now says %s0x%" PRIx64, strsignal(sig), how, at,
+	    at / f->o.obj_size, f->size, ret ? "(failed) " : "",
+	    ret ? 0 : (uint64_t)st.st_size);
 }
 
 static uint8_t *map_range(struct fsx *f, uint64_t off, uint64_t len, int prot,
@@ -527,6 +583,15 @@ static void do_mapread(struct fsx *f, struct fsx_rec *r)
 	if (r->len > f->size - r->off)
 		r->len = f->size - r->off;
 	p = map_range(f, r->off, r->len, PROT_READ, &mo, &ml);
+	int sig = sigsetjmp(map_fault_jmp, 1);
+	if (sig)
+		map_fault(f, sig, p, r->off, "read");
+	map_armed = 1;
+	/* touch every page first: a fault is then not a "mismatch" */
+	for (uint64_t i = 0; i < r->len; i += (uint64_t)f->page_size)
+		(void)*(volatile uint8_t *)(p + i);
+	(void)*(volatile uint8_t *)(p + r->len - 1);
+	map_armed = 0;
 	check_read(f, p, r->off, r->len, r->len, "mmap read");
 	unmap(f, p, r->off, mo, ml);
 }
@@ -546,7 +611,12 @@ static void do_mapwrite(struct fsx *f, struct fsx_rec *r)
 	}
 	p = map_range(f, r->off, r->len, PROT_READ | PROT_WRITE, &mo, &ml);
 	pattern_fill(f->buf, f->n, r->off, r->len);
+	int sig = sigsetjmp(map_fault_jmp, 1);
+	if (sig)
+		map_fault(f, sig, p, r->off, "write");
+	map_armed = 1;
 	memcpy(p, f->buf, r->len);
+	map_armed = 0;
 	if (msync(p - (r->off - mo), ml, MS_SYNC))
 		die(f, "msync: %s", strerror(errno));
 	model_write(f, f->buf, r->off, r->len);
@@ -716,14 +786,26 @@ static void do_seek(struct fsx *f, struct fsx_rec *r, int whence)
 		    "(0x%02x)", r->off, (uint64_t)res, f->model[res]);
 }
 
-/* The whole file, in max_len pieces, against the model. */
+/* The whole file against the model, from the filesystem itself:
+ * through O_DIRECT, or after dropping the file's cached pages. */
 static void verify_all(struct fsx *f)
 {
-	for (uint64_t off = 0; off < f->size; off += f->o.max_len) {
-		uint64_t len = f->size - off < f->o.max_len ? f->size - off : f->o.max_len;
+	uint64_t chunk = f->o.max_len;
+	int fd = f->fd;
 
-		check_read(f, f->buf, off, len, read_all(f, f->fd, f->buf, off, len),
-			   "whole-file read");
+	if (!f->o.no_direct && !open_direct(f)) {
+		fd = f->dfd;
+		chunk = (f->o.max_len + FSX_DIO_ALIGN - 1) & ~(uint64_t)(FSX_DIO_ALIGN - 1);
+	} else if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) {
+		die(f, "posix_fadvise DONTNEED: %s", strerror(errno));
+	}
+	for (uint64_t off = 0; off < f->size; off += chunk) {
+		uint64_t len = f->size - off < chunk ? f->size - off : chunk;
+
+		if (fd == f->dfd)       /* whole blocks; the last one comes back short */
+			len = (len + FSX_DIO_ALIGN - 1) & ~(uint64_t)(FSX_DIO_ALIGN - 1);
+		check_read(f, f->buf, off, len, read_all(f, fd, f->buf, off, len),
+			   fd == f->dfd ? "whole-file O_DIRECT read" : "whole-file read");
 	}
 }
 
@@ -940,6 +1022,7 @@ int main(int argc, char **argv)
 				 (uint64_t)getpid()) % 1000000000000ull;
 	}
 	f.rng = f.o.seed;
+	catch_map_faults();
 	f.page_size = sysconf(_SC_PAGESIZE);
 	if (f.o.file)
 		snprintf(f.path, sizeof(f.path), "%s", f.o.file);

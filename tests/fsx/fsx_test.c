@@ -13,9 +13,12 @@
  * by hand with the --seed its log prints. Each instance's output is in
  * DIR/fsx.I.log (kept when the test fails) and printed on a failure.
  *
- * Sizes, measured on a 2-core machine (~240 ops/s per instance with
- * two in parallel): random_ops runs 2 x 50,000 ops (~3.5 min), the kill
- * test 2 x 12,000 (~1 min): 124,000 verified operations in all.
+ * Sizes, measured on the 2-core development machine: one instance
+ * alone does ~330 ops/s, two ~240 each, three ~205 each (~620 in all;
+ * the cluster's daemons use both cores). random_ops runs 3 x 34,000
+ * ops (3.5 min with other test runs on the machine, load ~5), the kill
+ * test 3 x 8,000 (40 s): 126,000 verified operations in all. The
+ * deadlines allow for a machine about half as fast.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -28,14 +31,14 @@
 #include "tests/cluster/fixture.h"
 #include "tests/fsx/tproc.h"
 
-#define FSX_FILES       2
+#define FSX_FILES       3
 #define FSX_MAX_SIZE    "32M"           /* 8 objects of 4 MiB: boundaries get hit */
-#define RANDOM_OPS      50000           /* per instance */
-#define RANDOM_DEADLINE_S 330
-#define KILL_OPS        12000           /* per instance */
-#define KILL_AT_OPS     2500            /* instance 0's progress at the kill */
-#define RESTART_AT_OPS  7000            /* ... and at the restart */
-#define KILL_DEADLINE_S 150
+#define RANDOM_OPS      34000           /* per instance */
+#define RANDOM_DEADLINE_S 420
+#define KILL_OPS        8000            /* per instance */
+#define KILL_AT_OPS     1500            /* instance 0's progress at the kill */
+#define RESTART_AT_OPS  5000            /* ... and at the restart */
+#define KILL_DEADLINE_S 180
 #define PROGRESS_EVERY  "500"
 
 static struct tcluster *tc;

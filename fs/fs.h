@@ -48,6 +48,9 @@ struct fnode {
 	int opens;
 	pthread_mutex_t lock;           /* the fields below */
 	struct sdfs_stat st;            /* last from the mds */
+	uint64_t attr_ver;              /* bumped whenever st is replaced: a
+					   reply to a request sent before a newer
+					   one was applied is not applied */
 	uint64_t pending_size;          /* written here past st.size; 0: none */
 	int mtime_dirty;                /* written since the last push */
 	uint64_t *dirty;                /* chunks written since the last fsync */
@@ -86,8 +89,13 @@ void fnode_close(struct fs *fs, struct fnode *n);
 /* Is @ino open here? (cheap when nothing is open) */
 int fnode_is_open(struct fs *fs, uint64_t ino);
 /* Record @st from the mds, merging a pending size/mtime; fills @out
- * with what the kernel should see. */
+ * with what the kernel should see. set_stat applies it always (the
+ * reply of a change made here); set_stat_v only if nothing replaced
+ * n->st since @ver (fnode_ver before the request was sent). */
 void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out);
+void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
+		      struct sdfs_stat *out);
+uint64_t fnode_ver(struct fnode *n);
 /* Note a write of [off, off+len): pending size, dirty chunk. */
 void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len);
 /* Push a pending size and mtime to the mds (flush, fsync, before a

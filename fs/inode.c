@@ -146,12 +146,31 @@ int fnode_is_open(struct fs *fs, uint64_t ino)
 	return open;
 }
 
+uint64_t fnode_ver(struct fnode *n)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&n->lock);
+	v = n->attr_ver;
+	pthread_mutex_unlock(&n->lock);
+	return v;
+}
+
 void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out)
 {
+	fnode_set_stat_v(n, st, UINT64_MAX, out);
+}
+
+void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
+		      struct sdfs_stat *out)
+{
 	pthread_mutex_lock(&n->lock);
-	n->st = *st;
-	if (n->pending_size && n->pending_size <= st->size)
-		n->pending_size = 0;
+	if (ver == UINT64_MAX || ver == n->attr_ver) {
+		n->st = *st;
+		n->attr_ver++;
+		if (n->pending_size && n->pending_size <= st->size)
+			n->pending_size = 0;
+	}
 	*out = *st;
 	if (n->pending_size > out->size) {
 		out->size = n->pending_size;
@@ -226,6 +245,7 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
 	int ret;
 
 	pthread_mutex_lock(&n->lock);
+	uint64_t ver = n->attr_ver;
 	size = n->pending_size;
 	if (size > n->st.size) {
 		sa.mask |= SDFS_SETATTR_SIZE;
@@ -243,8 +263,9 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
 	if (ret) {
 		if (sa.mask & SDFS_SETATTR_MTIME_NOW)
 			n->mtime_dirty = 1;
-	} else {
+	} else if (ver == n->attr_ver) {        /* else a newer state is here */
 		n->st = st;
+		n->attr_ver++;
 		if (n->pending_size <= st.size)
 			n->pending_size = 0;
 	}

@@ -66,7 +66,7 @@ static int atime_due(struct fnode *n)
 static void touch_atime(struct fnode *n)
 {
 	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_ATIME_NOW };
-	struct sdfs_stat st, view;
+	struct sdfs_stat st;
 
 	pthread_mutex_lock(&n->lock);
 	if (n->atime_busy) {
@@ -75,9 +75,10 @@ static void touch_atime(struct fnode *n)
 	}
 	n->atime_busy = 1;
 	pthread_mutex_unlock(&n->lock);
-	if (sdfs_ns_setattr(the_fs->s, n->ino, &sa, &st) == 0)
-		fnode_set_stat(n, &st, &view);
+	int ok = sdfs_ns_setattr(the_fs->s, n->ino, &sa, &st) == 0;
 	pthread_mutex_lock(&n->lock);
+	if (ok)         /* only the atime: the rest may be newer here */
+		n->st.atime_ns = st.atime_ns;
 	n->atime_busy = 0;
 	pthread_cond_broadcast(&n->atime_done);
 	pthread_mutex_unlock(&n->lock);
@@ -93,6 +94,7 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 		return -ENOMEM;
 	fnode_open(the_fs, n);
 	/* close-to-open: what the mds says now */
+	uint64_t ver = fnode_ver(n);
 	ret = sdfs_ns_getattr(the_fs->s, ino, &st);
 	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY &&
 	    S_ISREG(st.mode)) {
@@ -105,13 +107,14 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 			pthread_mutex_lock(&n->lock);
 			n->pending_size = 0;
 			pthread_mutex_unlock(&n->lock);
+			ver = UINT64_MAX;       /* our own change: applies */
 		}
 	}
 	if (ret) {
 		fnode_close(the_fs, n);
 		return ret;
 	}
-	fnode_set_stat(n, &st, &view);
+	fnode_set_stat_v(n, &st, ver, &view);
 	pthread_mutex_lock(&n->lock);
 	fi->keep_cache = n->open_mtime == view.mtime_ns && n->open_size == view.size;
 	n->open_mtime = view.mtime_ns;

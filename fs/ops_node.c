@@ -74,25 +74,28 @@ int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st)
 	struct fnode *n = fnode_find(fs, ino);
 	int ret;
 
+	uint64_t ver = 0;
+
 	if (n) {        /* see our own atime update (ops_file.c) */
 		pthread_mutex_lock(&n->lock);
 		while (n->atime_busy)
 			pthread_cond_wait(&n->atime_done, &n->lock);
+		ver = n->attr_ver;
 		pthread_mutex_unlock(&n->lock);
 	}
 	ret = sdfs_ns_getattr(fs->s, ino, &mds);
 	if (ret)
 		return ret;
-	n = fnode_find(fs, ino);
 	if (n)
-		fnode_set_stat(n, &mds, st);
+		fnode_set_stat_v(n, &mds, ver, st);
 	else
 		*st = mds;
 	return 0;
 }
 
-/* Reply with an entry for @st, taking one kernel reference. */
-static void reply_entry(fuse_req_t req, const struct sdfs_stat *st)
+/* Reply with an entry for @st, taking one kernel reference. @ver: as
+ * for fnode_set_stat_v (UINT64_MAX: a change made here). */
+static void reply_entry_v(fuse_req_t req, const struct sdfs_stat *st, uint64_t ver)
 {
 	struct fuse_entry_param e;
 	struct sdfs_stat view = *st;
@@ -102,21 +105,39 @@ static void reply_entry(fuse_req_t req, const struct sdfs_stat *st)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	fnode_set_stat(n, st, &view);
+	fnode_set_stat_v(n, st, ver, &view);
 	fs_entry(&view, &e);
 	if (fuse_reply_entry(req, &e))
 		fnode_forget(the_fs, st->ino, 1);       /* the kernel did not take it */
 }
 
+static void reply_entry(fuse_req_t req, const struct sdfs_stat *st)
+{
+	reply_entry_v(req, st, UINT64_MAX);
+}
+
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct sdfs_stat st;
+	struct fnode *n;
+	uint64_t ver = UINT64_MAX;
 	int ret;
 
-	if (strcmp(name, ".") == 0)
-		ret = sdfs_ns_getattr(the_fs->s, parent, &st); /* NFS: any inode */
-	else
+	if (strcmp(name, ".") == 0) {
+		/* NFS: any inode; its node may hold newer state than the reply */
+		n = fnode_find(the_fs, parent);
+		if (n)
+			ver = fnode_ver(n);
+		ret = sdfs_ns_getattr(the_fs->s, parent, &st);
+	} else {
 		ret = sdfs_ns_lookup(the_fs->s, parent, name, &st);
+		/* the kernel holds no reference by name here; a node it holds
+		 * for the inode (another name, an open file) keeps its newer
+		 * state if it changed meanwhile */
+		n = ret ? NULL : fnode_find(the_fs, st.ino);
+		if (n && fnode_ver(n) != 0)
+			ver = UINT64_MAX - 1;   /* never current: not applied */
+	}
 	if (ret == -ENOENT) {
 		/* a negative entry, cached like positive ones (the kernel
 		 * drops it when this client creates the name) */
@@ -128,7 +149,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (ret)
 		fs_reply_err(req, ret);
 	else
-		reply_entry(req, &st);
+		reply_entry_v(req, &st, ver);
 }
 
 void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

@@ -159,26 +159,9 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		fprintf(stderr, "sdfs-blockd: bad --listen '%s' (want HOST:PORT)\n", listen);
 		return -1;
 	}
-	conf_init(&bd->conf);
-	if (!zk || conf_file) {
-		if (conf_load(conf_path(conf_file), &bd->conf, err, sizeof(err))) {
-			fprintf(stderr, "sdfs-blockd: %s\n", err);
-			return -1;
-		}
-	}
-	if (zk) {
-		if (strlen(zk) >= sizeof(bd->conf.zk)) {
-			fprintf(stderr, "sdfs-blockd: --zk too long\n");
-			return -1;
-		}
-		strcpy(bd->conf.zk, zk);
-	}
-	if (cluster) {
-		if (!conf_name_ok(cluster)) {
-			fprintf(stderr, "sdfs-blockd: bad --cluster '%s'\n", cluster);
-			return -1;
-		}
-		strcpy(bd->conf.cluster, cluster);
+	if (conf_resolve(conf_file, zk, cluster, &bd->conf, err, sizeof(err))) {
+		fprintf(stderr, "sdfs-blockd: %s\n", err);
+		return -1;
 	}
 	return 0;
 }

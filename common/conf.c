@@ -40,6 +40,29 @@ int conf_name_ok(const char *name)
 	return name[0] != '.';
 }
 
+int conf_resolve(const char *file, const char *zk, const char *cluster,
+		 struct sdfs_conf *c, char *err, size_t errlen)
+{
+	conf_init(c);
+	if ((!zk || file) && conf_load(conf_path(file), c, err, errlen))
+		return -EINVAL;
+	if (zk) {
+		if (strlen(zk) >= sizeof(c->zk)) {
+			snprintf(err, errlen, "--zk too long");
+			return -EINVAL;
+		}
+		strcpy(c->zk, zk);
+	}
+	if (cluster) {
+		if (!conf_name_ok(cluster)) {
+			snprintf(err, errlen, "bad --cluster '%s'", cluster);
+			return -EINVAL;
+		}
+		strcpy(c->cluster, cluster);
+	}
+	return 0;
+}
+
 static char *trim(char *s)
 {
 	char *e;

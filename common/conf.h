@@ -39,4 +39,12 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen);
 /* 1 if @name is a valid cluster name: [A-Za-z0-9_.-]{1,63}, not
  * starting with '.' (it is a ZooKeeper path component). */
 int conf_name_ok(const char *name);
+/*
+ * A daemon's config: the file (@file, else $SDFS_CONF, else the
+ * default) unless only @zk is given, then the --zk / --cluster
+ * overrides (NULL: none). -EINVAL with a one-line reason in @err
+ * ("--zk too long", "bad --cluster 'x'", or conf_load's).
+ */
+int conf_resolve(const char *file, const char *zk, const char *cluster,
+		 struct sdfs_conf *c, char *err, size_t errlen);
 #endif

@@ -130,26 +130,9 @@ static int parse_args(struct mds *m, int argc, char **argv)
 		return -1;
 	}
 	snprintf(m->addr, sizeof(m->addr), "%s:%u", m->host, m->port);
-	conf_init(&m->conf);
-	if (!zk || conf_file) {
-		if (conf_load(conf_path(conf_file), &m->conf, err, sizeof(err))) {
-			fprintf(stderr, "sdfs-mds: %s\n", err);
-			return -1;
-		}
-	}
-	if (zk) {
-		if (strlen(zk) >= sizeof(m->conf.zk)) {
-			fprintf(stderr, "sdfs-mds: --zk too long\n");
-			return -1;
-		}
-		strcpy(m->conf.zk, zk);
-	}
-	if (cluster) {
-		if (!conf_name_ok(cluster)) {
-			fprintf(stderr, "sdfs-mds: bad --cluster '%s'\n", cluster);
-			return -1;
-		}
-		strcpy(m->conf.cluster, cluster);
+	if (conf_resolve(conf_file, zk, cluster, &m->conf, err, sizeof(err))) {
+		fprintf(stderr, "sdfs-mds: %s\n", err);
+		return -1;
 	}
 	return 0;
 }

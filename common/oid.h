@@ -5,6 +5,11 @@
  *   kind 0x00  raw objects (`sdfs obj put`, tests)
  *   kind 0x01  MDS database: file_id (36 bits) << 20 | chunk (20 bits)
  *   kind 0x02  regular file data: ino (36 bits) << 20 | chunk (20 bits)
+ *   kind 0x2c  volume index (docs/volumes.md): vid << 20 | 0
+ *   kind 0x3c  volume data: owning vid << 20 | chunk
+ * Volume kinds carry the volume's number of copies in their low nibble
+ * (c = 0: the cluster's), so placement and recovery, which see only the
+ * oid, agree on it everywhere: oid_copies().
  * Pure inline functions; no state.
  */
 #ifndef SDFS_COMMON_OID_H
@@ -15,6 +20,9 @@
 #define OID_KIND_RAW     0x00u
 #define OID_KIND_MDS     0x01u
 #define OID_KIND_FILE    0x02u
+#define OID_KIND_VINDEX  0x20u   /* | copies */
+#define OID_KIND_VDATA   0x30u   /* | copies */
+#define OID_COPIES_MAX   15u     /* what a volume kind can say */
 #define OID_CHUNK_BITS   20
 #define OID_OWNER_BITS   36
 #define OID_CHUNK_MAX    ((1ull << OID_CHUNK_BITS) - 1)
@@ -46,5 +54,38 @@ static inline uint64_t oid_owner(uint64_t oid)
 static inline uint64_t oid_chunk(uint64_t oid)
 {
 	return oid & OID_CHUNK_MAX;
+}
+
+/* Volume objects: index of @vid, and chunk @chunk owned by @vid, for a
+ * volume of @copies copies (0: the cluster's; at most OID_COPIES_MAX). */
+static inline uint64_t oid_vindex(uint64_t vid, unsigned copies)
+{
+	return oid_make(OID_KIND_VINDEX | (copies & 0xfu), vid, 0);
+}
+
+static inline uint64_t oid_vdata(uint64_t vid, uint64_t chunk, unsigned copies)
+{
+	return oid_make(OID_KIND_VDATA | (copies & 0xfu), vid, chunk);
+}
+
+/* Is @oid a volume index or data object? (its vid is oid_owner) */
+static inline int oid_is_vol(uint64_t oid)
+{
+	unsigned k = oid_kind(oid) & 0xf0u;
+
+	return k == OID_KIND_VINDEX || k == OID_KIND_VDATA;
+}
+
+static inline int oid_is_vdata(uint64_t oid)
+{
+	return (oid_kind(oid) & 0xf0u) == OID_KIND_VDATA;
+}
+
+/* How many copies @oid has in a cluster of @cluster_copies. */
+static inline unsigned oid_copies(uint64_t oid, unsigned cluster_copies)
+{
+	unsigned c = oid_kind(oid) & 0xfu;
+
+	return oid_is_vol(oid) && c ? c : cluster_copies;
 }
 #endif

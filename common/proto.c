@@ -102,6 +102,7 @@ static const int res_errno[SDFS_RES_MAX] = {
 	[SDFS_RES_NO_MEM] = ENOMEM, [SDFS_RES_SHUTDOWN] = ESHUTDOWN,
 	[SDFS_RES_UNAVAIL] = ENODATA, [SDFS_RES_FENCED] = EPERM,
 	[SDFS_RES_ERRNO] = EIO,         /* the errno is in hdr.length */
+	[SDFS_RES_READONLY] = EROFS,
 };
 
 enum sdfs_res proto_res_from_errno(int neg_errno)
@@ -127,6 +128,7 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_LIST] = "OBJ_LIST", [SDFS_OP_OBJ_FLUSH] = "OBJ_FLUSH",
 	[SDFS_OP_OBJ_STAT] = "OBJ_STAT", [SDFS_OP_OBJ_REPLACE] = "OBJ_REPLACE",
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
+	[SDFS_OP_VOL_FENCE] = "VOL_FENCE",
 	[SDFS_OP_NS_LOOKUP] = "NS_LOOKUP", [SDFS_OP_NS_GETATTR] = "NS_GETATTR",
 	[SDFS_OP_NS_SETATTR] = "NS_SETATTR", [SDFS_OP_NS_MKNOD] = "NS_MKNOD",
 	[SDFS_OP_NS_MKDIR] = "NS_MKDIR", [SDFS_OP_NS_UNLINK] = "NS_UNLINK",
@@ -136,6 +138,12 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_NS_STATFS] = "NS_STATFS", [SDFS_OP_NS_GETXATTR] = "NS_GETXATTR",
 	[SDFS_OP_NS_SETXATTR] = "NS_SETXATTR", [SDFS_OP_NS_LISTXATTR] = "NS_LISTXATTR",
 	[SDFS_OP_NS_RMXATTR] = "NS_RMXATTR", [SDFS_OP_NS_INFO] = "NS_INFO",
+	[SDFS_OP_NS_VOL_CREATE] = "NS_VOL_CREATE", [SDFS_OP_NS_VOL_INFO] = "NS_VOL_INFO",
+	[SDFS_OP_NS_VOL_SNAP] = "NS_VOL_SNAP", [SDFS_OP_NS_VOL_SNAPLIST] = "NS_VOL_SNAPLIST",
+	[SDFS_OP_NS_VOL_SNAPDEL] = "NS_VOL_SNAPDEL",
+	[SDFS_OP_NS_VOL_ROLLBACK] = "NS_VOL_ROLLBACK",
+	[SDFS_OP_NS_VOL_CLONE] = "NS_VOL_CLONE", [SDFS_OP_NS_VOL_TREE] = "NS_VOL_TREE",
+	[SDFS_OP_NS_VOL_RECLAIM] = "NS_VOL_RECLAIM",
 };
 
 const char *proto_op_name(unsigned op)
@@ -443,5 +451,74 @@ int proto_mds_info_decode(const uint8_t *in, size_t len, struct sdfs_mds_info *m
 	m->active_ms = get64(in + 40);
 	memcpy(m->name, in + 48, 32);
 	m->name[31] = '\0';
+	return 0;
+}
+
+void proto_ns_vol_encode(const struct sdfs_ns_vol *v, uint8_t *out)
+{
+	size_t n = strnlen(v->name, SDFS_SNAP_NAME_MAX);
+
+	put64(out + 0, v->vid);
+	put64(out + 8, v->family);
+	put64(out + 16, v->parent);
+	put64(out + 24, v->ino);
+	put64(out + 32, v->size);
+	put64(out + 40, v->objects);
+	put64(out + 48, (uint64_t)v->ctime_ns);
+	put32(out + 56, v->obj_size);
+	put32(out + 60, (uint32_t)v->copies | (uint32_t)v->state << 16);
+	put32(out + 64, v->token);
+	put32(out + 68, (uint32_t)n);
+	memset(out + 72, 0, SDFS_SNAP_NAME_MAX);
+	memcpy(out + 72, v->name, n);
+}
+
+int proto_ns_vol_decode(const uint8_t *in, size_t len, struct sdfs_ns_vol *v)
+{
+	uint32_t cs, n;
+
+	if (len != SDFS_NS_VOL_SIZE)
+		return -EPROTO;
+	n = get32(in + 68);
+	if (n > SDFS_SNAP_NAME_MAX)
+		return -EPROTO;
+	v->vid = get64(in + 0);
+	v->family = get64(in + 8);
+	v->parent = get64(in + 16);
+	v->ino = get64(in + 24);
+	v->size = get64(in + 32);
+	v->objects = get64(in + 40);
+	v->ctime_ns = (int64_t)get64(in + 48);
+	v->obj_size = get32(in + 56);
+	cs = get32(in + 60);
+	v->copies = (uint16_t)(cs & 0xffff);
+	v->state = (uint16_t)(cs >> 16);
+	v->token = get32(in + 64);
+	v->name_len = n;
+	memcpy(v->name, in + 72, n);
+	v->name[n] = '\0';
+	return 0;
+}
+
+void proto_ns_reclaim_encode(const struct sdfs_ns_reclaim *r, uint8_t *out)
+{
+	put64(out + 0, r->vids_pending);
+	put64(out + 8, r->objects_pending);
+	put64(out + 16, r->bytes_pending);
+	put64(out + 24, r->objects_freed);
+	put64(out + 32, r->bytes_freed);
+	put64(out + 40, r->sweeps);
+}
+
+int proto_ns_reclaim_decode(const uint8_t *in, size_t len, struct sdfs_ns_reclaim *r)
+{
+	if (len != SDFS_NS_RECLAIM_SIZE)
+		return -EPROTO;
+	r->vids_pending = get64(in + 0);
+	r->objects_pending = get64(in + 8);
+	r->bytes_pending = get64(in + 16);
+	r->objects_freed = get64(in + 24);
+	r->bytes_freed = get64(in + 32);
+	r->sweeps = get64(in + 40);
 	return 0;
 }

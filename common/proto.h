@@ -78,4 +78,10 @@ void proto_ns_statfs_encode(const struct sdfs_ns_statfs *s, uint8_t *out);
 int proto_ns_statfs_decode(const uint8_t *in, size_t len, struct sdfs_ns_statfs *s);
 void proto_mds_info_encode(const struct sdfs_mds_info *m, uint8_t *out);
 int proto_mds_info_decode(const uint8_t *in, size_t len, struct sdfs_mds_info *m);
+/* Volumes (1.3). vol decode: -EPROTO unless @len is SDFS_NS_VOL_SIZE and
+ * name_len <= SDFS_SNAP_NAME_MAX; the name comes out NUL-terminated. */
+void proto_ns_vol_encode(const struct sdfs_ns_vol *v, uint8_t *out);
+int proto_ns_vol_decode(const uint8_t *in, size_t len, struct sdfs_ns_vol *v);
+void proto_ns_reclaim_encode(const struct sdfs_ns_reclaim *r, uint8_t *out);
+int proto_ns_reclaim_decode(const uint8_t *in, size_t len, struct sdfs_ns_reclaim *r);
 #endif

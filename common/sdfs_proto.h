@@ -16,6 +16,9 @@
  *   1.2  metadata service: the header's reserved field becomes `token`
  *        (fencing), SDFS_F_SYNC, MDS_FENCE, SDFS_RES_FENCED, and the
  *        namespace ops (NS_*) spoken between libclient and sdfs-mds.
+ *   1.3  volumes: VOL_FENCE, SDFS_RES_READONLY, volume kinds of oids
+ *        (common/oid.h), the NS_VOL_* ops and sdfs_ns_vol /
+ *        sdfs_ns_reclaim payloads, SDFS_LAYOUT_VOL.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -25,7 +28,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 2              /* bump = additions only */
+#define SDFS_PROTO_MINOR 3              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -43,6 +46,7 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_OBJ_REPLACE = 0x08,
 	SDFS_OP_NODE_INFO   = 0x10,
 	SDFS_OP_MDS_FENCE   = 0x11,     /* 1.2 */
+	SDFS_OP_VOL_FENCE   = 0x12,     /* 1.3 */
 	/* 1.2: namespace, client -> sdfs-mds (payload: sdfs_ns_req) */
 	SDFS_OP_NS_LOOKUP   = 0x20,
 	SDFS_OP_NS_GETATTR  = 0x21,
@@ -62,6 +66,16 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_NS_LISTXATTR = 0x2f,
 	SDFS_OP_NS_RMXATTR  = 0x30,
 	SDFS_OP_NS_INFO     = 0x31,     /* the mds itself: sdfs_mds_info */
+	/* 1.3: volumes (docs/volumes.md), client -> sdfs-mds */
+	SDFS_OP_NS_VOL_CREATE   = 0x32,
+	SDFS_OP_NS_VOL_INFO     = 0x33,
+	SDFS_OP_NS_VOL_SNAP     = 0x34,
+	SDFS_OP_NS_VOL_SNAPLIST = 0x35,
+	SDFS_OP_NS_VOL_SNAPDEL  = 0x36,
+	SDFS_OP_NS_VOL_ROLLBACK = 0x37,
+	SDFS_OP_NS_VOL_CLONE    = 0x38,
+	SDFS_OP_NS_VOL_TREE     = 0x39,
+	SDFS_OP_NS_VOL_RECLAIM  = 0x3a,
 	SDFS_OP_MAX         = 0x100,
 };
 
@@ -100,6 +114,9 @@ enum sdfs_res {
 				      the fence (a deposed writer) (1.2) */
 	/* 1.2: namespace results: the errno itself travels in hdr.length */
 	SDFS_RES_ERRNO       = 17,
+	SDFS_RES_READONLY    = 18, /* EROFS: the volume object's vid is frozen
+				      (a snapshot was taken, or it was deleted):
+				      reload the volume and retry (1.3) */
 	SDFS_RES_MAX
 };
 
@@ -148,6 +165,17 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   MDS_FENCE   hdr(offset = MDS epoch)       -> hdr(offset = the node's fence)
  *               raises the node's fence to offset (never lowers it),
  *               durably, before replying.
+ *   VOL_FENCE   hdr(oid = vid, offset = token) -> hdr(offset = the node's
+ *               fence for vid), raised to token (never lowered) once no
+ *               mutation of that vid with an older token is in progress
+ *               (1.3). A mutation of a volume object (oid_is_vol) whose
+ *               token is below its vid's fence gets SDFS_RES_FENCED; one
+ *               of a frozen vid (fence SDFS_TOKEN_FROZEN) gets
+ *               SDFS_RES_READONLY unless its token is SDFS_TOKEN_FROZEN
+ *               itself (the mds copying an index, reclaim removing).
+ *               Until a node has loaded every vid's fence from ZooKeeper
+ *               after a (re)connection, volume mutations get
+ *               SDFS_RES_SHUTDOWN (retry).
  *
  * Namespace ops (1.2), client -> active sdfs-mds:
  *   NS_*        hdr(op), sdfs_ns_req, name[name_len], name2[name2_len],
@@ -265,7 +293,73 @@ struct sdfs_ns_req {
 enum sdfs_layout_kind {
 	SDFS_LAYOUT_NONE   = 0,         /* not a regular file */
 	SDFS_LAYOUT_OBJECTS = 1,        /* chunk i = oid_file(ino, i) */
+	SDFS_LAYOUT_VOL = 2,            /* a volume file: data in a volume
+					   (NS_VOL_INFO, common/volidx.h) (1.3) */
 };
+
+/* ---- volumes (1.3, docs/volumes.md) ---- */
+#define SDFS_TOKEN_FROZEN   0xffffffffu /* vid fence: no writer ever again */
+#define SDFS_VID_MAX        0xfffffffeull /* vids are 1..VID_MAX (index entries are 32-bit) */
+#define SDFS_SNAP_NAME_MAX  64u         /* bytes; [A-Za-z0-9._-], not "." / ".." */
+#define SDFS_VOL_SNAPS_MAX  256u        /* snapshots of one volume file */
+
+enum sdfs_vol_state {
+	SDFS_VS_LIVE    = 1,   /* the writable state of a volume file */
+	SDFS_VS_SNAP    = 2,   /* a snapshot: frozen, readable */
+	SDFS_VS_DELETED = 3,   /* frozen, waiting for reclaim */
+	SDFS_VS_PENDING = 4,   /* being made (a snapshot, clone or rollback
+				   that has not committed yet) */
+};
+
+/*
+ * NS_VOL_* requests (sdfs_ns_req fields):
+ *   VOL_CREATE   ino = dir, name, mode, uid, gid, arg = size, flags =
+ *                copies (0: the cluster's), max = object size (0: the
+ *                cluster's)                    -> sdfs_attr (layout VOLUME)
+ *   VOL_INFO     ino = volume file, [name = snapshot] -> sdfs_ns_vol
+ *                (no name: the live state)
+ *   VOL_SNAP     ino, name                     -> sdfs_ns_vol (the snapshot)
+ *   VOL_SNAPLIST ino                           -> sdfs_ns_vol[] by age
+ *   VOL_SNAPDEL  ino, name                     -> nothing
+ *   VOL_ROLLBACK ino, name                     -> sdfs_ns_vol (the new live
+ *                state); EBUSY while a writer holds the volume's lock
+ *   VOL_CLONE    ino, name = snapshot, ino2 = new dir, name2 = new name,
+ *                mode, uid, gid                -> sdfs_attr of the new file
+ *   VOL_TREE     ino                           -> sdfs_ns_vol[] of the family
+ *   VOL_RECLAIM  (nothing)                     -> sdfs_ns_reclaim
+ * Errors: ENOENT (no such file or snapshot), EMEDIUMTYPE (not a volume
+ * file), EEXIST (snapshot name taken), EINVAL (bad name or size),
+ * ENOSPC (too many snapshots, vids exhausted).
+ */
+struct sdfs_ns_vol {
+	uint64_t vid;           /* this state's volume id */
+	uint64_t family;        /* vid of the family's first volume */
+	uint64_t parent;        /* vid whose index it was copied from; 0: none */
+	uint64_t ino;           /* the volume file it belongs to (a snapshot:
+				   the file it was taken of) */
+	uint64_t size;          /* bytes (a snapshot: when it was taken) */
+	uint64_t objects;       /* data objects it owns (VOL_TREE/SNAPLIST;
+				   else 0) */
+	int64_t ctime_ns;       /* when it was made */
+	uint32_t obj_size;
+	uint16_t copies;        /* 0: the cluster's */
+	uint16_t state;         /* enum sdfs_vol_state (= SDFS_VOL_* of sdfs.h) */
+	uint32_t token;         /* LIVE: the vid's fence (the writer's token) */
+	uint32_t name_len;
+	char name[SDFS_SNAP_NAME_MAX + 1]; /* SNAP: its name, NUL-terminated
+				   (on the wire: 64 bytes, zero-padded) */
+};
+#define SDFS_NS_VOL_SIZE 136u   /* on the wire */
+
+struct sdfs_ns_reclaim {
+	uint64_t vids_pending;  /* deleted states whose data is not all freed */
+	uint64_t objects_pending; /* their objects no one references (to free) */
+	uint64_t bytes_pending;   /* ... as bytes (objects x object size) */
+	uint64_t objects_freed; /* freed since this mds became active */
+	uint64_t bytes_freed;
+	uint64_t sweeps;        /* family sweeps since this mds became active */
+};
+#define SDFS_NS_RECLAIM_SIZE 48u
 
 struct sdfs_attr {
 	uint64_t ino;

@@ -224,6 +224,7 @@ struct sdfs_stat {
 	uint16_t layout;                /* SDFS_LAYOUT_FILE: data in objects (sdfs_file_*) */
 };
 #define SDFS_LAYOUT_FILE 1
+#define SDFS_LAYOUT_VOLUME 2            /* a volume file: use sdfs_vol_* */
 
 #define SDFS_SETATTR_MODE      0x01u
 #define SDFS_SETATTR_UID       0x02u
@@ -314,6 +315,124 @@ ssize_t sdfs_file_pread(struct sdfs *s, const struct sdfs_stat *st, void *buf,
 			size_t len, uint64_t off);
 int sdfs_file_pwrite(struct sdfs *s, const struct sdfs_stat *st, const void *buf,
 		     size_t len, uint64_t off, unsigned flags);
+
+/* ---- objects with an explicit fencing token (volumes) ----
+ * As sdfs_obj_write_ex / _put / _remove, but carrying @token instead of
+ * the handle's. -EROFS: the object's vid is frozen; -EPERM: fenced. */
+int sdfs_obj_write_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		       uint64_t off, unsigned flags, uint32_t token);
+int sdfs_obj_put_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		     uint32_t token);
+int sdfs_obj_remove_tok(struct sdfs *s, uint64_t oid, uint32_t token);
+/* Raise every up block daemon's fence of @vid to @token (VOL_FENCE).
+ * Same contract as sdfs_mds_fence. */
+int sdfs_vol_fence(struct sdfs *s, uint64_t vid, uint32_t token);
+
+/* ---- volumes (docs/volumes.md) ----
+ *
+ * A volume file is a regular file of layout SDFS_LAYOUT_VOLUME whose
+ * data lives in a volume: an index object and data objects made on first
+ * write, shared copy-on-write with its snapshots and clones. The mds
+ * keeps the catalog (which vid is a file's live state, its snapshots,
+ * the family); data I/O goes from the client to the block daemons.
+ */
+struct sdfs_vol_info {
+	uint64_t vid;                   /* this state's volume id */
+	uint64_t family;                /* vid of the family's first volume */
+	uint64_t parent;                /* vid it was copied from; 0: none */
+	uint64_t ino;                   /* its volume file */
+	uint64_t size;                  /* bytes (a snapshot: when taken) */
+	uint64_t objects;               /* data objects it owns (tree, list) */
+	int64_t ctime_ns;
+	uint32_t obj_size;
+	uint16_t copies;                /* 0: the cluster's */
+	uint16_t state;                 /* SDFS_VOL_LIVE/SNAP/DELETED/PENDING */
+	uint32_t token;                 /* live: its fence */
+	char name[65];                  /* a snapshot's name; "" */
+};
+#define SDFS_VOL_LIVE    1
+#define SDFS_VOL_SNAP    2
+#define SDFS_VOL_DELETED 3
+#define SDFS_VOL_PENDING 4
+
+/* A new, empty (thin) volume file of @size bytes. @copies 0 and
+ * @obj_size 0: the cluster's. */
+int sdfs_vol_create(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		    uint32_t uid, uint32_t gid, uint64_t size, unsigned copies,
+		    uint32_t obj_size, struct sdfs_stat *st);
+/* The live state of volume file @ino (@snap NULL) or its snapshot @snap.
+ * -EMEDIUMTYPE if @ino is not a volume file. */
+int sdfs_vol_info(struct sdfs *s, uint64_t ino, const char *snap,
+		  struct sdfs_vol_info *vi);
+/* Snapshot the live state as @name (metadata only; a writer carries on
+ * in a new state). */
+int sdfs_vol_snap_create(struct sdfs *s, uint64_t ino, const char *name,
+			 struct sdfs_vol_info *vi);
+/* The snapshots of @ino, oldest first; free *@out with free(). */
+int sdfs_vol_snap_list(struct sdfs *s, uint64_t ino, struct sdfs_vol_info **out,
+		       size_t *n);
+int sdfs_vol_snap_delete(struct sdfs *s, uint64_t ino, const char *name);
+/* Make snapshot @name the live state (the current one is discarded).
+ * -EBUSY while a writer holds the volume. */
+int sdfs_vol_rollback(struct sdfs *s, uint64_t ino, const char *name,
+		      struct sdfs_vol_info *vi);
+/* A new volume file @dir/@name whose data starts as snapshot @snap of @ino. */
+int sdfs_vol_clone(struct sdfs *s, uint64_t ino, const char *snap, uint64_t dir,
+		   const char *name, uint32_t mode, uint32_t uid, uint32_t gid,
+		   struct sdfs_stat *st);
+/* Every member of @ino's family (live states, snapshots, deleted states
+ * not yet reclaimed); free *@out with free(). */
+int sdfs_vol_tree(struct sdfs *s, uint64_t ino, struct sdfs_vol_info **out, size_t *n);
+struct sdfs_reclaim_status {
+	uint64_t vids_pending, objects_pending, bytes_pending;
+	uint64_t objects_freed, bytes_freed, sweeps;
+};
+int sdfs_vol_reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs);
+
+/*
+ * An open volume: its index in memory, I/O straight to the block
+ * daemons. Any number of threads may do I/O on one handle at once.
+ *
+ * Opening with SDFS_VOL_WRITE takes the volume's writer lock in
+ * ZooKeeper (-EBUSY if another handle, anywhere, holds it; with
+ * SDFS_VOL_WAIT it waits up to the handle's timeout), gets a new token
+ * and fences every block daemon with it: a previous writer's writes are
+ * refused from then on. If this handle is fenced in turn (its session
+ * expired and someone else took the lock) every later write fails with
+ * -EPERM. A snapshot taken meanwhile is followed transparently.
+ * Read-only handles (no flag) see the live state as of open (reloaded at
+ * most every second) or a snapshot.
+ */
+struct sdfs_vol;
+#define SDFS_VOL_WRITE 0x1
+#define SDFS_VOL_WAIT  0x2
+/* @holder: describes this opener to a refused one (NULL: host and pid). */
+int sdfs_vol_open(struct sdfs *s, uint64_t ino, unsigned flags, const char *holder,
+		  struct sdfs_vol **out);
+/* A snapshot, read-only. */
+int sdfs_vol_open_snap(struct sdfs *s, uint64_t ino, const char *snap,
+		       struct sdfs_vol **out);
+/* Reads past the size return 0 bytes; never-written chunks read as
+ * zeros without I/O. */
+ssize_t sdfs_vol_pread(struct sdfs_vol *v, void *buf, size_t len, uint64_t off);
+/* Writes past the size grow it (the mds is told before return).
+ * -EROFS on a read-only handle, -EPERM once fenced. */
+int sdfs_vol_pwrite(struct sdfs_vol *v, const void *buf, size_t len, uint64_t off);
+/* Zero a range; whole chunks become unallocated (their objects freed if
+ * this state owns them). */
+int sdfs_vol_punch(struct sdfs_vol *v, uint64_t off, uint64_t len);
+/* Every write acknowledged so far is durable against power loss. */
+int sdfs_vol_flush(struct sdfs_vol *v);
+/* Grow or shrink (writers only); a shrink frees the chunks past it. */
+int sdfs_vol_resize(struct sdfs_vol *v, uint64_t size);
+uint64_t sdfs_vol_size(struct sdfs_vol *v);
+/* What this handle reads: the live or snapshot state it shows. */
+void sdfs_vol_get_info(struct sdfs_vol *v, struct sdfs_vol_info *vi);
+/* Who owns chunk @chunk (the vid whose object holds it; 0: never
+ * written); for SEEK_DATA and diffs. Chunk size: vi.obj_size. */
+uint64_t sdfs_vol_chunk_owner(struct sdfs_vol *v, uint64_t chunk);
+/* Flush, release the lock, free. NULL ok. */
+void sdfs_vol_close(struct sdfs_vol *v);
 
 /* ---- the metadata service ---- */
 struct sdfs_mds_entry {

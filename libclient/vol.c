@@ -1,0 +1,2 @@
+/* vol.c - see client.h (being written) */
+typedef int sdfs_vol_unused;

@@ -1,5 +1,5 @@
 /*
- * coord_int.h - what the coord_*.c files share: the handle and two
+ * coord_int.h - what the coord_*.c files share: the handle and the
  * helpers. Not part of the coord API; include only from common/coord_*.c.
  */
 #ifndef SDFS_COMMON_COORD_INT_H
@@ -33,4 +33,22 @@ int coord_zerr(int rc);
 /* Read a whole znode into a malloc'd, NUL-terminated buffer. */
 int coord_get_doc(struct coord *c, const char *path, int watch, char **out,
 		  int *len, struct Stat *st);
+
+/*
+ * A queue (coord_mds.c): ephemeral-sequential nodes "<prefix>_<guid>_<seq>"
+ * in directory @dir, the lowest sequence first (an election, a lock).
+ * join: create ours holding @data (the directory must exist); its full
+ * path goes to @made. A create lost to a connection loss is found again
+ * by its guid. Takes zlock itself.
+ */
+int coord_queue_join(struct coord *c, const char *dir, const char *prefix,
+		     const char *data, char *made, size_t len);
+/* @dir's children sorted by sequence (free with deallocate_String_vector);
+ * the caller holds zlock shared. */
+int coord_queue_list(struct coord *c, const char *dir, struct String_vector *kids);
+/* Is @node (a name in @dir) first? 0: yes; else watch only its
+ * predecessor, up to @timeout_ms: -EAGAIN when it went (check again),
+ * -ETIMEDOUT, -ENOENT if @node is gone. Takes zlock itself. */
+int coord_queue_wait(struct coord *c, const char *dir, const char *node,
+		     int timeout_ms);
 #endif

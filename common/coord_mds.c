@@ -1,5 +1,7 @@
 /*
- * coord_mds.c - see coord_mds.h.
+ * coord_mds.c - see coord_mds.h. Also the queue recipe (an election or a
+ * lock: ephemeral-sequential nodes in a directory, the lowest first)
+ * that coord_vol.c shares (coord_int.h).
  */
 #include "common/coord_mds.h"
 
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/coord_int.h"
 #include "common/log.h"
@@ -68,29 +71,69 @@ int coord_mds_doc_decode(const char *text, size_t len, struct coord_mds_doc *d)
 int coord_mds_elect_join(struct coord *c, const struct coord_mds_doc *self,
 			 char *node, size_t len)
 {
-	char doc[256], prefix[PATH_MAX_LEN * 2], made[PATH_MAX_LEN * 2];
-	struct timespec ts;
-	int rc, ret;
+	char doc[256], made[PATH_MAX_LEN * 2];
+	int ret;
 
 	ret = coord_mds_doc_encode(self, doc, sizeof(doc));
 	if (ret)
 		return ret;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	/* A guid in the name, so a retried create after a connection loss
-	 * can be recognized (ZooKeeper's sequence makes it unique anyway). */
-	snprintf(prefix, sizeof(prefix), "%s/n_%08lx%08lx_", c->p_mds_elect,
-		 (unsigned long)ts.tv_nsec, (unsigned long)random());
-	pthread_rwlock_rdlock(&c->zlock);
-	rc = zoo_create(c->zh, prefix, doc, (int)strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
-			ZOO_EPHEMERAL | ZOO_SEQUENCE, made, sizeof(made));
-	pthread_rwlock_unlock(&c->zlock);
-	if (rc != ZOK)
-		return coord_zerr(rc);
+	ret = coord_queue_join(c, c->p_mds_elect, "n", doc, made, sizeof(made));
+	if (ret)
+		return ret;
 	const char *base = strrchr(made, '/') + 1;
 	if (strlen(base) >= len)
 		return -ENAMETOOLONG;
 	strcpy(node, base);
 	return 0;
+}
+
+/* A guid in the name, so a create whose answer a connection loss ate
+ * can be recognized: "<dir>/<prefix>_<guid>_<seq>" (ZooKeeper's sequence
+ * makes the name unique anyway). */
+static int find_guid(struct coord *c, const char *dir, const char *guid,
+		     char *made, size_t len)
+{
+	struct String_vector kids = { 0 };
+	int rc = zoo_get_children(c->zh, dir, 0, &kids), found = 0;
+
+	if (rc != ZOK)
+		return coord_zerr(rc);
+	for (int i = 0; i < kids.count && !found; i++)
+		if (strstr(kids.data[i], guid)) {
+			snprintf(made, len, "%s/%s", dir, kids.data[i]);
+			found = 1;
+		}
+	deallocate_String_vector(&kids);
+	return found ? 0 : -ENOENT;
+}
+
+int coord_queue_join(struct coord *c, const char *dir, const char *prefix,
+		     const char *data, char *made, size_t len)
+{
+	char path[PATH_MAX_LEN * 2], guid[24];
+	struct timespec ts;
+	int rc = ZOK, ret = -ETIMEDOUT;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(guid, sizeof(guid), "_%08lx%08lx_", (unsigned long)ts.tv_nsec,
+		 (unsigned long)random());
+	snprintf(path, sizeof(path), "%s/%s%s", dir, prefix, guid);
+	for (int tries = 0; tries < 5; tries++) {
+		pthread_rwlock_rdlock(&c->zlock);
+		/* After a connection loss the create may have happened. */
+		ret = tries ? find_guid(c, dir, guid, made, len) : -ENOENT;
+		if (ret == -ENOENT) {
+			rc = zoo_create(c->zh, path, data, (int)strlen(data),
+					&ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE,
+					made, (int)len);
+			ret = coord_zerr(rc);
+		}
+		pthread_rwlock_unlock(&c->zlock);
+		if (ret != -ETIMEDOUT)
+			return ret;
+		usleep(100 * 1000);
+	}
+	return ret;
 }
 
 /* The sequence suffix of an election node name (after the last '_'). */
@@ -106,6 +149,16 @@ static int cmp_seq(const void *a, const void *b)
 	long long x = seq_of(*(char *const *)a), y = seq_of(*(char *const *)b);
 
 	return x < y ? -1 : x > y;
+}
+
+int coord_queue_list(struct coord *c, const char *dir, struct String_vector *kids)
+{
+	int rc = zoo_get_children(c->zh, dir, 0, kids);
+
+	if (rc != ZOK)
+		return coord_zerr(rc);
+	qsort(kids->data, (size_t)kids->count, sizeof(char *), cmp_seq);
+	return 0;
 }
 
 struct pred_watch {
@@ -140,7 +193,8 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pred_put(w);
 }
 
-int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)
+int coord_queue_wait(struct coord *c, const char *dir, const char *node,
+		     int timeout_ms)
 {
 	struct String_vector kids = { 0 };
 	char pred[PATH_MAX_LEN * 2];
@@ -149,12 +203,11 @@ int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)
 	int rc, found = -1;
 
 	pthread_rwlock_rdlock(&c->zlock);
-	rc = zoo_get_children(c->zh, c->p_mds_elect, 0, &kids);
-	if (rc != ZOK) {
+	rc = coord_queue_list(c, dir, &kids);
+	if (rc) {
 		pthread_rwlock_unlock(&c->zlock);
-		return coord_zerr(rc);
+		return rc;
 	}
-	qsort(kids.data, (size_t)kids.count, sizeof(char *), cmp_seq);
 	for (int i = 0; i < kids.count; i++)
 		if (strcmp(kids.data[i], node) == 0)
 			found = i;
@@ -163,7 +216,7 @@ int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)
 		pthread_rwlock_unlock(&c->zlock);
 		return found == 0 ? 0 : -ENOENT;
 	}
-	snprintf(pred, sizeof(pred), "%s/%s", c->p_mds_elect, kids.data[found - 1]);
+	snprintf(pred, sizeof(pred), "%s/%s", dir, kids.data[found - 1]);
 	deallocate_String_vector(&kids);
 
 	w = calloc(1, sizeof(*w));
@@ -205,6 +258,11 @@ int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)
 	return fired ? -EAGAIN : -ETIMEDOUT;
 }
 
+int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)
+{
+	return coord_queue_wait(c, c->p_mds_elect, node, timeout_ms);
+}
+
 int coord_mds_elect_check(struct coord *c, const char *node)
 {
 	char path[PATH_MAX_LEN * 2];
@@ -226,12 +284,11 @@ int coord_mds_candidates(struct coord *c, struct coord_mds_doc **out, size_t *n)
 	int rc;
 
 	pthread_rwlock_rdlock(&c->zlock);
-	rc = zoo_get_children(c->zh, c->p_mds_elect, 0, &kids);
-	if (rc != ZOK) {
+	rc = coord_queue_list(c, c->p_mds_elect, &kids);
+	if (rc) {
 		pthread_rwlock_unlock(&c->zlock);
-		return coord_zerr(rc);
+		return rc;
 	}
-	qsort(kids.data, (size_t)kids.count, sizeof(char *), cmp_seq);
 	docs = calloc((size_t)kids.count + 1, sizeof(*docs));
 	if (!docs) {
 		deallocate_String_vector(&kids);

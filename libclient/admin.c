@@ -2,7 +2,8 @@
  * admin.c - what operators ask of the cluster and tell it: every node's
  * state and numbers, whether every object has its redundancy, where an
  * object's replicas are, node changes (out, remove, add, reweight), and
- * raising the MDS fence on every node (for a new active sdfs-mds).
+ * raising the MDS fence (for a new active sdfs-mds) or a volume's fence
+ * (for a new writer) on every node.
  *
  * Node changes edit the cluster map in ZooKeeper with the same
  * compare-and-swap the block daemons use to follow membership: each is
@@ -19,6 +20,7 @@
 
 #include "common/log.h"
 #include "common/net.h"
+#include "common/oid.h"
 #include "common/proto.h"
 #include "libclient/client.h"
 #include "common/rpc.h"
@@ -26,7 +28,7 @@
 #define ADMIN_INFO_TIMEOUT_MS 3000      /* NODE_INFO: a status call stays quick */
 #define ADMIN_RPC_BATCH 64              /* calls the rpc engine runs at once */
 #define ADMIN_CAS_TRIES 8
-#define ADMIN_FENCE_TRY_MS 2000         /* MDS_FENCE round: then re-read the map */
+#define ADMIN_FENCE_TRY_MS 2000         /* MDS/VOL_FENCE round: then re-read the map */
 
 static uint64_t next_req_id(void *arg)
 {
@@ -413,7 +415,7 @@ int sdfs_obj_locate(struct sdfs *s, uint64_t oid, struct sdfs_replica *out,
 	pthread_mutex_lock(&s->lock);
 	cfg = s->cfg;
 	pthread_mutex_unlock(&s->lock);
-	placed = ring_place(m->map->ring, oid, cfg.copies, ids);
+	placed = ring_place(m->map->ring, oid, oid_copies(oid, cfg.copies), ids);
 	if (placed < 0) {
 		client_map_put(m);
 		return placed;
@@ -462,14 +464,25 @@ static int id_in(const uint32_t *ids, size_t n, uint32_t id)
 	return 0;
 }
 
+/* A fence to raise on every up node: MDS_FENCE (oid 0, the MDS epoch)
+ * or VOL_FENCE (oid = vid, a writer's token). */
+struct fence_req {
+	unsigned opcode;
+	uint64_t oid;
+	uint64_t value;         /* raise the fence to this */
+};
+
 /*
- * One round: MDS_FENCE to every up node of @map not yet in @acked, in
- * parallel; those that confirm a fence of at least @epoch are added to
+ * One round: @f to every up node of @map not yet in @acked, in
+ * parallel; those that confirm a fence of at least f->value are added to
  * @acked. Returns how many were asked.
  */
-static size_t fence_round(struct sdfs *s, const struct cmap *map, uint64_t epoch,
-			  int timeout_ms, uint32_t *acked, size_t *nacked)
+static size_t fence_round(struct sdfs *s, const struct cmap *map,
+			  const struct fence_req *f, int timeout_ms,
+			  uint32_t *acked, size_t *nacked)
 {
+	const char *op = proto_op_name(f->opcode);
+	uint64_t epoch = f->value;
 	struct rpc_call *calls = calloc(map->n ? map->n : 1, sizeof(*calls));
 	size_t nc = 0;
 
@@ -481,7 +494,8 @@ static size_t fence_round(struct sdfs *s, const struct cmap *map, uint64_t epoch
 		if (nd->state != CMAP_UP || id_in(acked, *nacked, nd->node_id))
 			continue;
 		calls[nc].node = nd;
-		calls[nc].req.opcode = SDFS_OP_MDS_FENCE;
+		calls[nc].req.opcode = (uint8_t)f->opcode;
+		calls[nc].req.oid = f->oid;
 		calls[nc].req.offset = epoch;
 		calls[nc].req.epoch = (uint32_t)map->epoch;
 		nc++;
@@ -495,29 +509,28 @@ static size_t fence_round(struct sdfs *s, const struct cmap *map, uint64_t epoch
 		if (r == 0 && calls[k].reply.offset >= epoch)
 			acked[(*nacked)++] = calls[k].node->node_id;
 		else if (r == 0)        /* cannot happen: a fence only rises */
-			log_warn("node=%" PRIu32 ": MDS_FENCE %" PRIu64 " answered with "
-				 "fence %" PRIu64 "; asking again", calls[k].node->node_id,
-				 epoch, calls[k].reply.offset);
+			log_warn("node=%" PRIu32 " oid=%" PRIu64 ": %s %" PRIu64 " answered "
+				 "with fence %" PRIu64 "; asking again", calls[k].node->node_id,
+				 f->oid, op, epoch, calls[k].reply.offset);
 		else
-			log_debug("node=%" PRIu32 ": MDS_FENCE %" PRIu64 ": %s; asking "
-				  "again", calls[k].node->node_id, epoch, strerror(-r));
+			log_debug("node=%" PRIu32 " oid=%" PRIu64 ": %s %" PRIu64 ": %s; "
+				  "asking again", calls[k].node->node_id, f->oid, op, epoch,
+				  strerror(-r));
 	}
 	rpc_calls_free(calls, nc);
 	free(calls);
 	return nc;
 }
 
-int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
+/* Rounds of @f until every up node confirmed it, or the handle's
+ * timeout. */
+static int fence_all(struct sdfs *s, const struct fence_req *f)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	uint32_t *acked = NULL;
 	size_t nacked = 0, cap = 0;
 	int ret;
 
-	/* Tokens are 32 bits: a higher fence would lock every writer out
-	 * (block daemons refuse it too). */
-	if (epoch > UINT32_MAX)
-		return -EINVAL;
 	for (int attempt = 0;; attempt++) {
 		struct map_ref *m;
 		int err = 0;
@@ -542,7 +555,7 @@ int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
 			cap = nacked + m->map->n;
 		}
 		int64_t left = deadline - net_now_ms();
-		size_t asked = fence_round(s, m->map, epoch,
+		size_t asked = fence_round(s, m->map, f,
 					   left < ADMIN_FENCE_TRY_MS ? (int)(left > 0 ? left : 1)
 								     : ADMIN_FENCE_TRY_MS,
 					   acked, &nacked);
@@ -557,8 +570,9 @@ int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
 			break;
 		}
 		if (deadline - net_now_ms() <= 0) {
-			log_warn("mds fence %" PRIu64 ": %zu up node%s did not confirm "
-				 "in time", epoch, missing, missing == 1 ? "" : "s");
+			log_warn("%s oid=%" PRIu64 " fence %" PRIu64 ": %zu up node%s did "
+				 "not confirm in time", proto_op_name(f->opcode), f->oid,
+				 f->value, missing, missing == 1 ? "" : "s");
 			ret = -ETIMEDOUT;
 			break;
 		}
@@ -567,4 +581,25 @@ int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
 	}
 	free(acked);
 	return ret;
+}
+
+int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
+{
+	struct fence_req f = { SDFS_OP_MDS_FENCE, 0, epoch };
+
+	/* Tokens are 32 bits: a higher fence would lock every writer out
+	 * (block daemons refuse it too). */
+	if (epoch > UINT32_MAX)
+		return -EINVAL;
+	return fence_all(s, &f);
+}
+
+int sdfs_vol_fence(struct sdfs *s, uint64_t vid, uint32_t token)
+{
+	struct fence_req f = { SDFS_OP_VOL_FENCE, vid, token };
+
+	/* Block daemons refuse these too (a fence of 0 raises nothing). */
+	if (vid == 0 || vid > SDFS_VID_MAX || token == 0)
+		return -EINVAL;
+	return fence_all(s, &f);
 }

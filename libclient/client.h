@@ -3,7 +3,7 @@
  *
  *   client.c   handles, the cluster map and its refresh, cluster info
  *   objio.c    replicated object reads, writes and repair; fencing tokens
- *   admin.c    node list, object locate, raising the MDS fence
+ *   admin.c    node list, object locate, raising the MDS and volume fences
  *   nsclient.c requests to the active mds: finding it, retrying
  *   ns.c       the namespace calls and sdfs_mds_status
  *   fileio.c   regular files' data in objects

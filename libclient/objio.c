@@ -9,10 +9,11 @@
  * Mutations are idempotent (same bytes at the same offset), so redoing
  * one is safe. Calls give up at the handle's timeout.
  *
- * Every mutation carries the handle's fencing token. A replica that
- * answers FENCED (-EPERM) has been told a newer writer took over: the
- * call fails at once with -EPERM, never retried, whatever the other
- * replicas said (those that applied it hold a change nobody will
+ * Every mutation carries the handle's fencing token (the *_tok calls: the
+ * caller's, a volume writer's). A replica that answers FENCED (-EPERM)
+ * has been told a newer writer took over, one that answers READONLY
+ * (-EROFS) that the volume state was frozen: the call fails at once
+ * with that error, never retried, whatever the other replicas said (those that applied it hold a change nobody will
  * acknowledge, which the new writer overwrites or ignores).
  */
 #include <errno.h>
@@ -23,6 +24,7 @@
 
 #include "common/log.h"
 #include "common/net.h"
+#include "common/oid.h"
 #include "libclient/client.h"
 #include "common/rpc.h"
 
@@ -52,7 +54,7 @@ static int placement_get(struct sdfs *s, uint64_t oid, struct placement *p)
 	if (!p->m)
 		return err;
 	pthread_mutex_lock(&s->lock);
-	p->copies = s->cfg.copies;
+	p->copies = oid_copies(oid, s->cfg.copies);
 	p->obj_size = s->cfg.obj_size;
 	pthread_mutex_unlock(&s->lock);
 	n = ring_place(p->m->map->ring, oid, p->copies, ids);
@@ -103,19 +105,15 @@ static int is_transport(int err)
 enum mut_kind { MUT_ALL_OK, MUT_NOENT_OK };
 
 /*
- * Send one mutation to every up replica of @oid until all acknowledge
- * under one epoch. With MUT_NOENT_OK a replica's ENOENT counts as done,
+ * Send one mutation carrying @token to every up replica of @oid until
+ * all acknowledge under one epoch. With MUT_NOENT_OK a replica's ENOENT counts as done,
  * and -ENOENT is returned only if every replica said so.
  */
-static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
-		      const void *payload, enum mut_kind kind)
+static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
+			  const void *payload, enum mut_kind kind, uint32_t token)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	int last = -ETIMEDOUT, done_before = 0;
-	/* One token for every try: a retry must not pass a fence its first
-	 * try met. */
-	uint32_t token = tmpl->opcode == SDFS_OP_OBJ_FLUSH ? 0
-			 : atomic_load(&s->fence_token);
 
 	for (int attempt = 0;; attempt++) {
 		struct rpc_call calls[RING_MAX_COPIES];
@@ -151,8 +149,8 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 		for (size_t i = 0; i < p.nup; i++) {
 			int r = rpc_result(&calls[i]);
 
-			if (r == -EPERM && calls[i].ret == 0)
-				fenced = 1;     /* the node said FENCED */
+			if ((r == -EPERM || r == -EROFS) && calls[i].ret == 0)
+				fenced = fenced == -EROFS ? fenced : r;  /* FENCED, READONLY */
 			else if (r == 0)
 				ok++;
 			else if (r == -ENOENT && kind == MUT_NOENT_OK)
@@ -168,11 +166,11 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 		}
 		rpc_calls_free(calls, p.nup);
 		placement_done(&p);
-		if (fenced) {
+		if (fenced == -EPERM)
 			log_info("oid=%016" PRIx64 " token=%" PRIu32 ": fenced: a newer "
 				 "writer took over", oid, token);
-			return -EPERM;
-		}
+		if (fenced)
+			return fenced;
 		if (fatal)
 			return fatal;
 		/* A retried removal finds what its first try removed. */
@@ -184,8 +182,19 @@ static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 	}
 }
 
-int sdfs_obj_write_ex(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
-		      uint64_t off, unsigned flags)
+/* With the handle's token, read once: a retry must not pass a fence
+ * its first try met. */
+static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
+		      const void *payload, enum mut_kind kind)
+{
+	uint32_t token = tmpl->opcode == SDFS_OP_OBJ_FLUSH ? 0
+			 : atomic_load(&s->fence_token);
+
+	return replicated_tok(s, oid, tmpl, payload, kind, token);
+}
+
+int sdfs_obj_write_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		       uint64_t off, unsigned flags, uint32_t token)
 {
 	uint32_t max;
 	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .flags = SDFS_F_CREATE };
@@ -201,7 +210,14 @@ int sdfs_obj_write_ex(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
 		return -EFBIG;
 	h.offset = off;
 	h.payload_len = (uint32_t)len;
-	return replicated(s, oid, &h, buf, MUT_ALL_OK);
+	return replicated_tok(s, oid, &h, buf, MUT_ALL_OK, token);
+}
+
+int sdfs_obj_write_ex(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		      uint64_t off, unsigned flags)
+{
+	return sdfs_obj_write_tok(s, oid, buf, len, off, flags,
+				  atomic_load(&s->fence_token));
 }
 
 int sdfs_obj_write(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
@@ -210,7 +226,8 @@ int sdfs_obj_write(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
 	return sdfs_obj_write_ex(s, oid, buf, len, off, 0);
 }
 
-int sdfs_obj_put(struct sdfs *s, uint64_t oid, const void *buf, size_t len)
+int sdfs_obj_put_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
+		     uint32_t token)
 {
 	uint32_t max = sdfs_obj_size(s);
 	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_REPLACE };
@@ -220,14 +237,24 @@ int sdfs_obj_put(struct sdfs *s, uint64_t oid, const void *buf, size_t len)
 	if (len > max)
 		return -EFBIG;
 	h.payload_len = (uint32_t)len;
-	return replicated(s, oid, &h, buf, MUT_ALL_OK);
+	return replicated_tok(s, oid, &h, buf, MUT_ALL_OK, token);
+}
+
+int sdfs_obj_put(struct sdfs *s, uint64_t oid, const void *buf, size_t len)
+{
+	return sdfs_obj_put_tok(s, oid, buf, len, atomic_load(&s->fence_token));
+}
+
+int sdfs_obj_remove_tok(struct sdfs *s, uint64_t oid, uint32_t token)
+{
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_REMOVE };
+
+	return replicated_tok(s, oid, &h, NULL, MUT_NOENT_OK, token);
 }
 
 int sdfs_obj_remove(struct sdfs *s, uint64_t oid)
 {
-	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_REMOVE };
-
-	return replicated(s, oid, &h, NULL, MUT_NOENT_OK);
+	return sdfs_obj_remove_tok(s, oid, atomic_load(&s->fence_token));
 }
 
 int sdfs_obj_flush(struct sdfs *s, uint64_t oid)

@@ -6,9 +6,11 @@
  * objstore, which is thread-safe. Parts:
  *   client_conn.c  connections: framing, checks, replies
  *   ops.c          what each request does (dispatch table)
- *   member.c       node id, ZooKeeper membership, the cluster map, and
- *                  the MDS epoch the fence follows
+ *   member.c       node id, ZooKeeper membership, the cluster map, the
+ *                  MDS epoch the fence follows, and loading the volume
+ *                  fences
  *   fence.c        the MDS fence (fence.h)
+ *   vfence.c       the volume fences, per vid (vfence.h)
  *   recover*.c     keeping copies current across epochs (recover.h)
  *   main.c         options and start-up
  */
@@ -44,6 +46,7 @@ struct blockd {
 	struct objstore *store;
 	struct recover *recover;
 	struct fence *fence;            /* the MDS fence (fence.h) */
+	struct vfence *vfence;          /* volume fences (vfence.h) */
 	struct coord *coord;
 	struct cluster_config cfg;
 	uint32_t node_id;
@@ -58,7 +61,8 @@ struct blockd {
 	struct loop_call coord_call;
 	int reconcile_running, reconcile_again;
 	int fence_sync_running, fence_sync_again;
-	unsigned fence_gen;             /* +1 whenever the session may have missed an MDS epoch */
+	unsigned fence_gen;             /* +1 whenever the session may have missed an MDS
+					   epoch or a volume fence */
 
 	/* counters */
 	uint64_t requests, errors;

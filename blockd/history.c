@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/oid.h"
+
 struct history {
 	struct coord *coord;
 	pthread_mutex_t lock;
@@ -108,7 +110,8 @@ int history_up_holders(const struct cmap *m, uint64_t oid, unsigned copies,
 		       uint32_t out[])
 {
 	uint32_t ids[RING_MAX_COPIES];
-	int n = ring_place(m->ring, oid, copies, ids), k = 0;
+	/* @copies is the cluster's; a volume object has its own. */
+	int n = ring_place(m->ring, oid, oid_copies(oid, copies), ids), k = 0;
 
 	for (int i = 0; i < n; i++) {
 		const struct cmap_node *nd = cmap_find(m, ids[i]);

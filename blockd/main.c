@@ -2,7 +2,8 @@
  * main.c - sdfs-blockd: options, start-up and shutdown.
  *
  * Start-up order: ZooKeeper session, wait for the cluster to be
- * formatted, open the object store and the MDS fence, node id, listen,
+ * formatted, open the object store, the MDS fence and the (empty,
+ * unsynced) volume fences, node id, listen,
  * register, serve.
  * SIGTERM/SIGINT stop it cleanly (the member znode goes at once).
  */
@@ -18,6 +19,7 @@
 
 #include "blockd/blockd.h"
 #include "blockd/fence.h"
+#include "blockd/vfence.h"
 #include "common/log.h"
 #include "common/net.h"
 
@@ -230,6 +232,9 @@ int main(int argc, char **argv)
 		log_err("%s: cannot read the mds fence: %s", bd.dir, strerror(-ret));
 		goto out_store;
 	}
+	ret = vfence_open(&bd.vfence);
+	if (ret)
+		goto out_store;
 	/* ZooKeeper may be slow to answer under load: retry for a while. */
 	for (int64_t end = net_now_ms() + 30000;;) {
 		ret = member_node_id_load(&bd);
@@ -288,6 +293,7 @@ out_workq:
 	if (bd.listen_fd >= 0)
 		close(bd.listen_fd);
 out_store:
+	vfence_close(bd.vfence);
 	fence_close(bd.fence);
 	if (bd.store)
 		objstore_sync_all(bd.store);

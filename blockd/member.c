@@ -16,6 +16,11 @@
  * the MDS fence to it (fence.h), so a node that was away during a
  * takeover refuses the deposed mds too. Until that read succeeded in the
  * current session, the fence counts as unsynced and refuses MDS writes.
+ * The volume fences go the same way: after every (re)connection the
+ * same job loads every vid's fence from ZooKeeper (vfence_load), and
+ * until it did, volume mutations are refused. There is no watch for
+ * them: a writer raises them with VOL_FENCE after writing ZooKeeper, and
+ * a node that could not hear it has lost its session meanwhile.
  *
  * ZooKeeper events arrive on the library's thread: they only set a bit
  * and post a call to the loop (member_on_event).
@@ -32,6 +37,7 @@
 #include "blockd/blockd.h"
 #include "blockd/datadir.h"
 #include "blockd/fence.h"
+#include "blockd/vfence.h"
 #include "common/coord_mds.h"
 #include "common/log.h"
 
@@ -317,12 +323,14 @@ struct fence_sync_job {
 	struct blockd *bd;
 	struct coord *coord;
 	struct fence *fence;
+	struct vfence *vfence;  /* load it too (not synced when queued); NULL: no */
 	unsigned gen;           /* bd->fence_gen when queued */
 	uint64_t epoch;
 	int ret;
 };
 
-/* Worker: read the MDS epoch, watching it, and raise the fence to it. */
+/* Worker: read the MDS epoch, watching it, and raise the fence to it;
+ * then every volume fence, if asked. */
 static void fence_sync_fn(struct work *w)
 {
 	struct fence_sync_job *j = (struct fence_sync_job *)w;
@@ -330,6 +338,8 @@ static void fence_sync_fn(struct work *w)
 	j->ret = coord_mds_epoch_get(j->coord, 1, &j->epoch);
 	if (!j->ret)
 		j->ret = fence_raise(j->fence, j->epoch, "mds epoch in ZooKeeper", NULL);
+	if (!j->ret && j->vfence)
+		j->ret = vfence_load(j->vfence, j->coord);
 }
 
 static void fence_sync_start(struct blockd *bd);
@@ -342,15 +352,20 @@ static void fence_sync_done(struct work *w)
 	bd->fence_sync_running = 0;
 	if (j->ret) {
 		/* The tick tries again (reconcile_tick). */
-		log_warn("node=%" PRIu32 ": cannot bring the mds fence up to the "
-			 "mds epoch: %s; refusing mds writes until it is",
+		log_warn("node=%" PRIu32 ": cannot bring the mds and volume fences "
+			 "in step with ZooKeeper: %s; refusing their writes until it is",
 			 bd->node_id, strerror(-j->ret));
 	} else if (j->gen != bd->fence_gen) {
-		bd->fence_sync_again = 1;       /* the session dropped meanwhile */
+		/* The session dropped meanwhile: what was loaded may be old. */
+		vfence_set_synced(bd->vfence, 0);
+		bd->fence_sync_again = 1;
 	} else {
 		if (!fence_is_synced(bd->fence))
 			log_info("node=%" PRIu32 ": mds epoch %" PRIu64 ", mds fence %"
 				 PRIu64, bd->node_id, j->epoch, fence_get(bd->fence));
+		if (j->vfence)
+			log_info("node=%" PRIu32 ": volume fences loaded (%" PRIu64
+				 " vids)", bd->node_id, vfence_count(bd->vfence));
 		fence_set_synced(bd->fence, 1);
 	}
 	free(j);
@@ -374,18 +389,20 @@ static void fence_sync_start(struct blockd *bd)
 	j->bd = bd;
 	j->coord = bd->coord;
 	j->fence = bd->fence;
+	j->vfence = vfence_is_synced(bd->vfence) ? NULL : bd->vfence;
 	j->gen = bd->fence_gen;
 	j->work.fn = fence_sync_fn;
 	j->work.done = fence_sync_done;
 	workq_push(bd->coord_q, &j->work);
 }
 
-/* The session may have missed an MDS epoch: refuse MDS writes until
- * the next read. */
+/* The session may have missed an MDS epoch or a volume fence: refuse
+ * MDS and volume writes until the next read. */
 static void fence_unsync(struct blockd *bd)
 {
 	bd->fence_gen++;
 	fence_set_synced(bd->fence, 0);
+	vfence_set_synced(bd->vfence, 0);
 }
 
 /* Loop thread: act on the events the zk thread noted. */
@@ -462,7 +479,8 @@ static void reconcile_tick(void *arg)
 	}
 	if (bd->reconcile_again)
 		reconcile_start(bd);
-	if (bd->zk_connected && !fence_is_synced(bd->fence))
+	if (bd->zk_connected &&
+	    (!fence_is_synced(bd->fence) || !vfence_is_synced(bd->vfence)))
 		fence_sync_start(bd);
 }
 

@@ -13,6 +13,9 @@
  * fence on the worker, holding it shared until the change is made
  * (fence.h): an MDS_FENCE that was answered has waited for every older
  * mutation past its check, and the ones still queued are refused.
+ * Mutations of volume objects (oid_is_vol) are checked the same way
+ * against their vid's fence (vfence.h, VOL_FENCE). Recovery's copies
+ * between nodes do not come through here and are never fenced.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +24,7 @@
 
 #include "blockd/blockd.h"
 #include "blockd/fence.h"
+#include "blockd/vfence.h"
 #include "common/log.h"
 #include "common/oid.h"
 #include "common/proto.h"
@@ -35,7 +39,7 @@ struct req {
 	uint32_t out_len;
 	uint32_t reply_flags;
 	uint64_t epoch;         /* the request's, else the node's at dispatch */
-	uint64_t fence;         /* MDS_FENCE: the fence after it */
+	uint64_t fence;         /* MDS_FENCE, VOL_FENCE: the fence after it */
 	int ret;                /* 0 or -errno */
 };
 
@@ -84,11 +88,38 @@ static int is_fenced(const struct req *r)
 	return kind == OID_KIND_MDS || (kind == OID_KIND_FILE && r->h.token);
 }
 
+/* -EPERM and -EROFS on the wire mean "fenced" and "frozen"; a disk
+ * that says so is an I/O error, which the client may retry elsewhere. */
+static int disk_err(int ret)
+{
+	return ret == -EPERM || ret == -EROFS ? -EIO : ret;
+}
+
+/* The fence check of the object's kind; 0 for unfenced ones. */
+static int fences_begin(struct req *r)
+{
+	if (is_fenced(r))
+		return fence_mutate_begin(r->bd->fence, r->h.token);
+	if (oid_is_vol(r->h.oid))
+		return vfence_mutate_begin(r->bd->vfence, oid_owner(r->h.oid),
+					   r->h.token);
+	return 0;
+}
+
+static void fences_end(struct req *r)
+{
+	if (is_fenced(r))
+		fence_mutate_end(r->bd->fence);
+	else if (oid_is_vol(r->h.oid))
+		vfence_mutate_end(r->bd->vfence, oid_owner(r->h.oid));
+}
+
 /*
  * Begin/end a mutation: under the object's recovery lock (recover.h),
- * then, for MDS objects, past the MDS fence, holding it shared until the
- * change is made. The fence is taken last and held only around local
- * disk work: a raise never waits for a settle that talks to peers.
+ * then, for MDS and volume objects, past their fence, holding it shared
+ * until the change is made. The fence is taken last and held only
+ * around local disk work: a raise never waits for a settle that talks
+ * to peers.
  */
 static int mutate_begin(struct req *r, int settle)
 {
@@ -97,33 +128,25 @@ static int mutate_begin(struct req *r, int settle)
 	ret = recover_mutate_begin(r->bd->recover, r->h.oid, r->epoch,
 				   settle && !(r->h.flags & SDFS_F_RAW));
 	if (ret)
-		return ret == -EPERM ? -EIO : ret;     /* see mutate_end */
-	if (is_fenced(r)) {
-		ret = fence_mutate_begin(r->bd->fence, r->h.token);
-		if (ret) {
-			recover_mutate_end(r->bd->recover, r->h.oid, r->epoch, 0);
-			return ret;
-		}
-	}
-	return 0;
+		return disk_err(ret);
+	ret = fences_begin(r);
+	if (ret)
+		recover_mutate_end(r->bd->recover, r->h.oid, r->epoch, 0);
+	return ret;
 }
 
 /* After the change: durable first if the client asked (SDFS_F_SYNC). */
 static void mutate_end(struct req *r)
 {
-	/* -EPERM on the wire means "fenced"; a disk that says so is an I/O
-	 * error, which the client may retry elsewhere. */
-	if (r->ret == -EPERM)
-		r->ret = -EIO;
+	r->ret = disk_err(r->ret);
 	/* A removal of a missing object may have left a tombstone. */
 	if (r->h.flags & SDFS_F_SYNC && (r->ret == 0 || r->ret == -ENOENT)) {
 		int ret = objstore_sync(r->bd->store, r->h.oid);
 
 		if (ret && ret != -ENOENT)
-			r->ret = ret == -EPERM ? -EIO : ret;
+			r->ret = disk_err(ret);
 	}
-	if (is_fenced(r))
-		fence_mutate_end(r->bd->fence);
+	fences_end(r);
 	recover_mutate_end(r->bd->recover, r->h.oid, r->epoch,
 			   r->ret == 0 || r->ret == -ENOENT);
 }
@@ -191,6 +214,26 @@ static void op_mds_fence(struct work *w)
 		return;
 	}
 	r->ret = fence_raise(r->bd->fence, r->h.offset, "MDS_FENCE", &r->fence);
+}
+
+static void op_vol_fence(struct work *w)
+{
+	struct req *r = (struct req *)w;
+	uint64_t vid = r->h.oid;
+
+	/* Token 0 raises nothing (every token passes it): a mistake, as is a
+	 * token no 32-bit token could reach, a vid out of range or a payload. */
+	if (vid == 0 || vid > SDFS_VID_MAX || r->h.offset == 0 ||
+	    r->h.offset > UINT32_MAX || r->h.payload_len) {
+		r->ret = -EINVAL;
+		r->fence = vid && vid <= SDFS_VID_MAX ? vfence_get(r->bd->vfence, vid) : 0;
+		return;
+	}
+	r->ret = vfence_raise(r->bd->vfence, vid, (uint32_t)r->h.offset);
+	r->fence = vfence_get(r->bd->vfence, vid);
+	if (r->ret == 0)
+		log_debug("vid=%" PRIu64 ": volume fence %" PRIu64 " (VOL_FENCE %" PRIu64
+			  ")", vid, r->fence, r->h.offset);
 }
 
 static void op_flush(struct work *w)
@@ -328,6 +371,7 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_REPLACE] = { "OBJ_REPLACE", op_replace, 1 },
 	[SDFS_OP_NODE_INFO]   = { "NODE_INFO",   op_node_info, 0 },
 	[SDFS_OP_MDS_FENCE]   = { "MDS_FENCE",   op_mds_fence, 0 },
+	[SDFS_OP_VOL_FENCE]   = { "VOL_FENCE",   op_vol_fence, 0 },
 };
 
 static void reply_now(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
@@ -345,13 +389,25 @@ static void req_done(struct work *w)
 	struct req *r = (struct req *)w;
 	struct sdfs_hdr reply;
 
-	if (r->ret == -EPERM)
+	int vol = oid_is_vol(r->h.oid) && r->h.opcode != SDFS_OP_VOL_FENCE;
+
+	if (r->ret == -EPERM && vol)
+		log_info("oid=%016" PRIx64 " op=%s token=%" PRIu32 ": refused, below "
+			 "the fence %" PRIu32 " of vid %" PRIu64, r->h.oid,
+			 proto_op_name(r->h.opcode), r->h.token,
+			 vfence_get(r->bd->vfence, oid_owner(r->h.oid)), oid_owner(r->h.oid));
+	else if (r->ret == -EPERM)
 		log_info("oid=%016" PRIx64 " op=%s token=%" PRIu32 ": refused, below "
 			 "the mds fence %" PRIu64, r->h.oid, proto_op_name(r->h.opcode),
 			 r->h.token, fence_get(r->bd->fence));
+	else if (r->ret == -EROFS)
+		log_info("oid=%016" PRIx64 " op=%s token=%" PRIu32 ": refused, vid %"
+			 PRIu64 " is frozen", r->h.oid, proto_op_name(r->h.opcode),
+			 r->h.token, oid_owner(r->h.oid));
 	else if (r->ret == -ESHUTDOWN)
-		log_debug("oid=%016" PRIx64 " op=%s: mds fence not yet in step with "
-			  "ZooKeeper", r->h.oid, proto_op_name(r->h.opcode));
+		log_debug("oid=%016" PRIx64 " op=%s: %s fence not yet in step with "
+			  "ZooKeeper", r->h.oid, proto_op_name(r->h.opcode),
+			  vol ? "volume" : "mds");
 	else if (r->ret == -EBADMSG)
 		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": checksum mismatch in "
 			"local replica (%s)", r->bd->node_id, r->h.oid,
@@ -379,7 +435,7 @@ static void req_done(struct work *w)
 		reply.offset = recover_full_epoch(r->bd->recover);
 	}
 	/* Whatever the flags: this op's answer is in offset. */
-	if (r->h.opcode == SDFS_OP_MDS_FENCE)
+	if (r->h.opcode == SDFS_OP_MDS_FENCE || r->h.opcode == SDFS_OP_VOL_FENCE)
 		reply.offset = r->fence;
 	if (r->ret == 0 && r->out) {
 		reply.payload_len = r->out_len;

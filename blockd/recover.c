@@ -24,6 +24,7 @@
 #include "blockd/datadir.h"
 #include "blockd/recover_int.h"
 #include "common/log.h"
+#include "common/oid.h"
 #include "common/proto.h"
 
 #define PASS_RETRY_MS 3000
@@ -302,9 +303,10 @@ static int safe_to_drop(const struct pass *p, size_t i, uint64_t mine)
 {
 	uint64_t oid = p->ents[i].oid;
 	uint32_t ids[RING_MAX_COPIES];
-	int n = ring_place(p->m->ring, oid, p->r->copies, ids);
+	unsigned copies = oid_copies(oid, p->r->copies);
+	int n = ring_place(p->m->ring, oid, copies, ids);
 
-	if (n < (int)p->r->copies)
+	if (n < (int)copies)
 		return 0;       /* fewer nodes than copies: keep every copy */
 	for (int k = 0; k < n; k++) {
 		const struct cmap_node *nd = cmap_find(p->m, ids[k]);
@@ -420,7 +422,7 @@ static void run_pass(struct recover *r, const struct cmap *m)
 	/* What must be here: settle it (most settle by the fast path). */
 	for (size_t i = 0, next; i < p.n; i = next) {
 		uint64_t oid = p.ents[i].oid, size = 0;
-		int n = ring_place(m->ring, oid, r->copies, ids), mine = 0;
+		int n = ring_place(m->ring, oid, oid_copies(oid, r->copies), ids), mine = 0;
 
 		for (next = i; next < p.n && p.ents[next].oid == oid; next++)
 			;
@@ -494,7 +496,7 @@ static void run_pass(struct recover *r, const struct cmap *m)
 	int gc = all_nodes_listed(&p);
 	for (size_t i = 0, next; i < p.n; i = next) {
 		uint64_t oid = p.ents[i].oid;
-		int n = ring_place(m->ring, oid, r->copies, ids), mine = 0;
+		int n = ring_place(m->ring, oid, oid_copies(oid, r->copies), ids), mine = 0;
 
 		for (next = i; next < p.n && p.ents[next].oid == oid; next++)
 			;

@@ -11,10 +11,11 @@
 #include "common/coord_mds.h"
 #include "common/proto.h"
 #include "libclient/client.h"
+#include "libclient/ns_int.h"
 
 _Static_assert(SDFS_RENAME_HIDE == SDFS_NS_RENAME_HIDE, "sdfs.h and the wire agree");
 
-static void stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
+void ns_stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
 {
 	st->ino = a->ino;
 	st->gen = a->gen;
@@ -34,7 +35,7 @@ static void stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
 	st->layout = a->layout;
 }
 
-static int name_len(const char *name, uint16_t *len)
+int ns_name_len(const char *name, uint16_t *len)
 {
 	size_t n = name ? strlen(name) : 0;
 
@@ -44,10 +45,9 @@ static int name_len(const char *name, uint16_t *len)
 	return 0;
 }
 
-/* A call whose reply is an sdfs_attr (or nothing, when @st is NULL). */
-static int call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
-		     const char *name, const char *name2, const void *data,
-		     struct sdfs_stat *st)
+int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
+		 const char *name, const char *name2, const void *data,
+		 struct sdfs_stat *st)
 {
 	struct sdfs_hdr reply;
 	struct sdfs_attr a;
@@ -62,7 +62,7 @@ static int call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		if (!rep || proto_attr_decode(rep, len, &a))
 			ret = -EPROTO;
 		else
-			stat_from_attr(st, &a);
+			ns_stat_from_attr(st, &a);
 	}
 	free(rep);
 	return ret;
@@ -71,16 +71,16 @@ static int call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_stat *st)
 {
 	struct sdfs_ns_req r = { .ino = dir };
-	int ret = name_len(name, &r.name_len);
+	int ret = ns_name_len(name, &r.name_len);
 
-	return ret ? ret : call_attr(s, SDFS_OP_NS_LOOKUP, &r, name, NULL, NULL, st);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_LOOKUP, &r, name, NULL, NULL, st);
 }
 
 int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st)
 {
 	struct sdfs_ns_req r = { .ino = ino };
 
-	return call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
+	return ns_call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
 }
 
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
@@ -92,7 +92,7 @@ int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		.mtime_ns = sa->mtime_ns,
 	};
 
-	return call_attr(s, SDFS_OP_NS_SETATTR, &r, NULL, NULL, NULL, st);
+	return ns_call_attr(s, SDFS_OP_NS_SETATTR, &r, NULL, NULL, NULL, st);
 }
 
 int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
@@ -100,54 +100,54 @@ int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 {
 	struct sdfs_ns_req r = { .ino = dir, .mode = mode, .rdev = rdev,
 				 .uid = uid, .gid = gid };
-	int ret = name_len(name, &r.name_len);
+	int ret = ns_name_len(name, &r.name_len);
 
-	return ret ? ret : call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
 }
 
 int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, struct sdfs_stat *st)
 {
 	struct sdfs_ns_req r = { .ino = dir, .mode = mode, .uid = uid, .gid = gid };
-	int ret = name_len(name, &r.name_len);
+	int ret = ns_name_len(name, &r.name_len);
 
-	return ret ? ret : call_attr(s, SDFS_OP_NS_MKDIR, &r, name, NULL, NULL, st);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKDIR, &r, name, NULL, NULL, st);
 }
 
 int sdfs_ns_unlink(struct sdfs *s, uint64_t dir, const char *name)
 {
 	struct sdfs_ns_req r = { .ino = dir };
-	int ret = name_len(name, &r.name_len);
+	int ret = ns_name_len(name, &r.name_len);
 
-	return ret ? ret : call_attr(s, SDFS_OP_NS_UNLINK, &r, name, NULL, NULL, NULL);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_UNLINK, &r, name, NULL, NULL, NULL);
 }
 
 int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name)
 {
 	struct sdfs_ns_req r = { .ino = dir };
-	int ret = name_len(name, &r.name_len);
+	int ret = ns_name_len(name, &r.name_len);
 
-	return ret ? ret : call_attr(s, SDFS_OP_NS_RMDIR, &r, name, NULL, NULL, NULL);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_RMDIR, &r, name, NULL, NULL, NULL);
 }
 
 int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
 		   uint64_t newdir, const char *newname, unsigned flags)
 {
 	struct sdfs_ns_req r = { .ino = dir, .ino2 = newdir, .flags = flags };
-	int ret = name_len(name, &r.name_len);
+	int ret = ns_name_len(name, &r.name_len);
 
 	if (!ret)
-		ret = name_len(newname, &r.name2_len);
-	return ret ? ret : call_attr(s, SDFS_OP_NS_RENAME, &r, name, newname, NULL, NULL);
+		ret = ns_name_len(newname, &r.name2_len);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_RENAME, &r, name, newname, NULL, NULL);
 }
 
 int sdfs_ns_link(struct sdfs *s, uint64_t ino, uint64_t newdir, const char *newname,
 		 struct sdfs_stat *st)
 {
 	struct sdfs_ns_req r = { .ino = ino, .ino2 = newdir };
-	int ret = name_len(newname, &r.name2_len);
+	int ret = ns_name_len(newname, &r.name2_len);
 
-	return ret ? ret : call_attr(s, SDFS_OP_NS_LINK, &r, NULL, newname, NULL, st);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_LINK, &r, NULL, newname, NULL, st);
 }
 
 int sdfs_ns_symlink(struct sdfs *s, uint64_t dir, const char *name, const char *target,
@@ -155,12 +155,12 @@ int sdfs_ns_symlink(struct sdfs *s, uint64_t dir, const char *name, const char *
 {
 	struct sdfs_ns_req r = { .ino = dir, .uid = uid, .gid = gid };
 	size_t tlen = target ? strlen(target) : 0;
-	int ret = name_len(name, &r.name_len);
+	int ret = ns_name_len(name, &r.name_len);
 
 	if (tlen > SDFS_SYMLINK_MAX)
 		return -ENAMETOOLONG;
 	r.data_len = (uint32_t)tlen;
-	return ret ? ret : call_attr(s, SDFS_OP_NS_SYMLINK, &r, name, NULL, target, st);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_SYMLINK, &r, name, NULL, target, st);
 }
 
 ssize_t sdfs_ns_readlink(struct sdfs *s, uint64_t ino, char *buf, size_t len)
@@ -211,7 +211,7 @@ int sdfs_ns_readdir(struct sdfs *s, uint64_t dir, uint64_t cookie, int plus,
 			memcpy(name, nm, d.name_len);
 			name[d.name_len] = '\0';
 			if (plus)
-				stat_from_attr(&st, &a);
+				ns_stat_from_attr(&st, &a);
 			cookie = d.cookie;
 			stop = fn(arg, name, d.ino, d.type, d.cookie, plus ? &st : NULL);
 			off += (uint32_t)used;
@@ -310,7 +310,7 @@ int sdfs_ns_setxattr(struct sdfs *s, uint64_t ino, const char *name,
 	if (len > SDFS_XATTR_SIZE_MAX)
 		return -E2BIG;
 	r.data_len = (uint32_t)len;
-	return call_attr(s, SDFS_OP_NS_SETXATTR, &r, name, NULL, val, NULL);
+	return ns_call_attr(s, SDFS_OP_NS_SETXATTR, &r, name, NULL, val, NULL);
 }
 
 int sdfs_ns_removexattr(struct sdfs *s, uint64_t ino, const char *name)
@@ -318,7 +318,7 @@ int sdfs_ns_removexattr(struct sdfs *s, uint64_t ino, const char *name)
 	struct sdfs_ns_req r = { .ino = ino };
 	int ret = xname_len(name, &r.name_len);
 
-	return ret ? ret : call_attr(s, SDFS_OP_NS_RMXATTR, &r, name, NULL, NULL, NULL);
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_RMXATTR, &r, name, NULL, NULL, NULL);
 }
 
 #define SYMLOOP_MAX_ 40

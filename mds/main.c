@@ -222,7 +222,7 @@ static int take_over(struct mds *m)
 		usleep(200 * 1000);
 	}
 	int64_t t1 = net_now_ms();
-	ret = ns_open(m->sdfs, m->epoch, m->name, &m->ns, err, sizeof(err));
+	ret = ns_open(m->sdfs, m->coord, m->epoch, m->name, &m->ns, err, sizeof(err));
 	if (ret) {
 		log_err("cannot open the namespace database: %s", err);
 		return ret;

@@ -17,6 +17,7 @@
 #include "common/proto.h"
 #include "mds/ns_int.h"
 #include "mds/store.h"
+#include "mds/vol.h"
 
 void be64_put(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
 uint64_t be64_get(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
@@ -386,8 +387,8 @@ static uint64_t count_inodes(struct ns *ns)
 	return n;
 }
 
-int ns_open(struct sdfs *s, uint64_t epoch, const char *name, struct ns **out,
-	    char *err, size_t errlen)
+int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *name,
+	    struct ns **out, char *err, size_t errlen)
 {
 	struct objenv_store st;
 	struct kvdb_opts opts = { .log = kv_log };
@@ -437,9 +438,16 @@ int ns_open(struct sdfs *s, uint64_t epoch, const char *name, struct ns **out,
 	}
 	atomic_store(&ns->inodes, count_inodes(ns));
 	ns->active_ms = (int64_t)(ns_now() / 1000000);
-	ret = purge_start(ns);
+	ret = vol_open(ns, coord);
 	if (ret) {
-		snprintf(err, errlen, "cannot start purge thread");
+		snprintf(err, errlen, "cannot load the volume catalog: %s", strerror(-ret));
+		goto fail;
+	}
+	ret = purge_start(ns);
+	if (!ret)
+		ret = vol_start(ns);
+	if (ret) {
+		snprintf(err, errlen, "cannot start background threads");
 		goto fail;
 	}
 	*out = ns;
@@ -454,6 +462,7 @@ void ns_close(struct ns *ns)
 	if (!ns)
 		return;
 	purge_stop(ns);
+	vol_close(ns);
 	kvdb_close(ns->db);
 	replycache_free(ns);
 	free(ns);
@@ -468,7 +477,7 @@ static int is_mutation(unsigned op)
 	case SDFS_OP_NS_RMXATTR:
 		return 1;
 	}
-	return 0;
+	return vol_is_mutation(op);
 }
 
 static int exec_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
@@ -487,6 +496,8 @@ static int exec_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r
 	case SDFS_OP_NS_SETXATTR: return op_setxattr(ns, r, name, data, b);
 	case SDFS_OP_NS_RMXATTR: return op_rmxattr(ns, r, name, b);
 	}
+	if (vol_is_op(op))
+		return vol_exec(ns, op, r, name, name2, b, rep);
 	return -EOPNOTSUPP;
 }
 
@@ -510,6 +521,8 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 		case SDFS_OP_NS_LISTXATTR: return op_listxattr(ns, req, rep);
 		case SDFS_OP_NS_INFO: return op_info(ns, rep);
 		}
+		if (vol_is_op(op))
+			return vol_exec(ns, op, req, name, name2, NULL, rep);
 		return -EOPNOTSUPP;
 	}
 	if (ns_failed(ns))

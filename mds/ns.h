@@ -20,15 +20,19 @@
 
 struct ns;
 struct sdfs;
+struct coord;
 
 /*
  * Open the database stored in @s's MDS objects (creating the root on
  * first use) as MDS epoch @epoch; the handle must already carry the
- * epoch as its fence token and the blockds must be fenced. Starts the
- * background purge of unlinked files' data. -errno with @err set.
+ * epoch as its fence token and the blockds must be fenced. @coord (a
+ * ZooKeeper session, borrowed until ns_close) serves volume fences and
+ * locks. Starts the background purge of unlinked files' data and the
+ * volume reclaim, which first finishes snapshots left pending by a
+ * crashed active. -errno with @err set.
  */
-int ns_open(struct sdfs *s, uint64_t epoch, const char *name, struct ns **out,
-	    char *err, size_t errlen);
+int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *name,
+	    struct ns **out, char *err, size_t errlen);
 void ns_close(struct ns *ns);           /* NULL ok */
 
 struct ns_reply {

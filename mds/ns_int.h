@@ -7,6 +7,7 @@
  *   ns_dir.c      readdir, readlink, statfs, xattrs, info
  *   replycache.c  the (client_id, seq) -> reply records
  *   purge.c       background: data of unlinked files, old reply records
+ *   vol*.c        volume files' catalog, snapshots, reclaim (mds/vol.h)
  *
  * Keys (big-endian numbers, so LevelDB orders them):
  *   'I' ino                  inode: sdfs_attr wire bytes + le64 next_seq
@@ -18,6 +19,14 @@
  *                            when its last link went (inode kept, nlink 0)
  *   'R' client seq           reply record (replycache.c)
  *   'M' "ino_next"           le64: inode numbers below it may be in use
+ * Volumes (mds/vol.h has their values):
+ *   'V' vid                  volume state record
+ *   'W' ino                  le64: a volume file's live vid
+ *   'S' ino name             le64: a volume file's snapshot by name
+ *   'F' family vid           (empty): family membership
+ *   'P' vid                  pending snapshot/clone/rollback making vid
+ *   'G' family               (empty): the family has deleted states
+ *   'M' "vid_next"           le64: vids below it may be in use
  */
 #ifndef SDFS_MDS_NS_INT_H
 #define SDFS_MDS_NS_INT_H
@@ -35,6 +44,8 @@
 #define NS_INO_BATCH 1024
 
 struct inflight;
+struct vol;
+struct coord;
 
 struct ns {
 	struct sdfs *sdfs;
@@ -54,6 +65,7 @@ struct ns {
 	atomic_uint_fast64_t ops, inodes;
 
 	struct inflight *inflight;      /* replycache.c */
+	struct vol *vol;                /* vol*.c */
 
 	/* statfs cache */
 	pthread_mutex_t statfs_lock;

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/oid.h"
 #include "mds/ns_int.h"
+#include "mds/vol.h"
 
 int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 {
@@ -334,11 +335,17 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 			ret = -EINVAL;
 			goto out;
 		}
-		if (r->arg > (OID_FILE_MAX_SIZE(in.a.obj_size))) {
+		if (in.a.layout == SDFS_LAYOUT_VOL) {
+			/* A volume's chunks are the client's (it frees them on
+			 * a shrink): only the size changes here. */
+			if (!vol_size_ok(r->arg, in.a.obj_size)) {
+				ret = -EFBIG;
+				goto out;
+			}
+		} else if (r->arg > (OID_FILE_MAX_SIZE(in.a.obj_size))) {
 			ret = -EFBIG;
 			goto out;
-		}
-		if (r->arg < in.a.size) {
+		} else if (r->arg < in.a.size) {
 			/* Free the data first: an unacknowledged truncate may
 			 * lose the tail, an acknowledged one never shows it. */
 			ret = purge_data(ns, in.a.ino, in.a.obj_size, in.a.size, r->arg);

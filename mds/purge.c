@@ -2,6 +2,8 @@
  * purge.c - the background thread that frees data: objects of files
  * whose last link went ('O' records, written in the unlink's batch), and
  * reply records past their age. Also purge_data, the truncate helper.
+ * A volume file's data is not in FILE objects: its states are handed to
+ * the volume reclaim instead (vol_file_gone).
  *
  * Freeing is idempotent (removing a missing object is fine), so a crash
  * halfway simply redoes it at the next active.
@@ -16,6 +18,7 @@
 #include "common/log.h"
 #include "common/oid.h"
 #include "mds/ns_int.h"
+#include "mds/vol.h"
 
 #define PURGE_PERIOD_MS  1000
 #define REPLY_MAX_AGE_MS (10 * 60 * 1000)
@@ -135,8 +138,13 @@ static void purge_orphans(struct ns *ns)
 			kvbatch_free(b);
 			continue;
 		}
-		if (purge_data(ns, inos[i], osz[i], sizes[i], 0))
+		if (have && in.a.layout == SDFS_LAYOUT_VOL) {
+			/* its data is a volume's: the states go to reclaim */
+			if (vol_file_gone(ns, inos[i], sizes[i]))
+				continue;       /* next round */
+		} else if (purge_data(ns, inos[i], osz[i], sizes[i], 0)) {
 			continue;       /* next round */
+		}
 		if (drop_records(ns, inos[i]))
 			return;
 		atomic_fetch_sub(&ns->inodes, 1);

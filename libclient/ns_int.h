@@ -1,0 +1,20 @@
+/*
+ * ns_int.h - helpers of libclient/ns.c shared with libclient/vol_ns.c
+ * (not installed). Same threading as every libsdfs call: any thread.
+ */
+#ifndef SDFS_LIBCLIENT_NS_INT_H
+#define SDFS_LIBCLIENT_NS_INT_H
+#include <stdint.h>
+
+#include "common/sdfs_proto.h"
+#include "libclient/sdfs.h"
+
+void ns_stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a);
+/* strlen(@name) (NULL: 0) into *@len; -ENAMETOOLONG past SDFS_NAME_MAX. */
+int ns_name_len(const char *name, uint16_t *len);
+/* A namespace call whose reply is an sdfs_attr, decoded into @st (NULL:
+ * the reply is ignored). 0 or -errno. */
+int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
+		 const char *name, const char *name2, const void *data,
+		 struct sdfs_stat *st);
+#endif

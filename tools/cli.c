@@ -7,7 +7,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
 
 int cli_fail(const char *fmt, ...)
 {
@@ -156,4 +159,116 @@ const char *cli_opt(int argc, char **argv, int *i, const char *name)
 		exit(2);
 	}
 	return argv[++*i];
+}
+
+const char *cli_time(int64_t ns, char *buf, size_t len)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	if (ns < 0 && ns % 1000000000)
+		t--;
+	localtime_r(&t, &tm);
+	strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+	return buf;
+}
+
+int64_t cli_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+ssize_t cli_read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t r = read(fd, (char *)buf + done, len - done);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+int cli_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int cli_is_zero(const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	/* Each byte equals the next and the first is zero: all are. */
+	return len == 0 || (p[0] == 0 && !memcmp(p, p + 1, len - 1));
+}
+
+int cli_path_ok(const char *what, const char *path)
+{
+	if (path[0] == '/')
+		return 1;
+	cli_fail("%s %s: not an sdfs path (they start with /)", what, path);
+	return 0;
+}
+
+int cli_split_path(struct sdfs *s, const char *path, struct sdfs_stat *dir,
+		   char name[CLI_NAME_MAX + 1])
+{
+	size_t e = strlen(path), b;
+	char *parent;
+	int ret;
+
+	while (e > 1 && path[e - 1] == '/')
+		e--;
+	for (b = e; b > 0 && path[b - 1] != '/'; b--)
+		;
+	if (e - b > CLI_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(name, path + b, e - b);
+	name[e - b] = '\0';
+	parent = strndup(path, b);
+	if (!parent)
+		return -ENOMEM;
+	ret = sdfs_ns_resolve(s, parent, 1, dir);
+	free(parent);
+	if (!ret && !S_ISDIR(dir->mode))
+		ret = -ENOTDIR;
+	return ret;
+}
+
+int cli_ns_fail(struct sdfs *s, const char *what, int err)
+{
+	struct sdfs_mds_status ms;
+
+	if (err == -EHOSTDOWN)
+		return cli_fail("%s: no active mds (see sdfs mds status)", what);
+	if (err == -ETIMEDOUT && sdfs_mds_status(s, &ms) == 0) {
+		int active = ms.has_active;
+
+		free(ms.list);
+		if (!active)
+			return cli_fail("%s: no active mds (see sdfs mds status)", what);
+	}
+	return cli_fail("%s: %s", what, strerror(-err));
 }

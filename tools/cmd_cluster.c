@@ -175,8 +175,39 @@ static int64_t out_in_s(const struct sdfs_node_status *x, uint32_t grace_ms)
 	return at > now ? (int64_t)((at - now + 999) / 1000) : 0;
 }
 
+#define RECLAIM_TIMEOUT_MS 3000
+
+/* Volume reclaim numbers from the active mds: 0 if it answered, else -1
+ * (no mds running or answering: status then leaves them out, without
+ * waiting out the namespace calls' retries). Sets @s's timeout: call it
+ * last. */
+static int reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs)
+{
+	struct sdfs_mds_status ms;
+	int up;
+
+	if (sdfs_mds_status(s, &ms))
+		return -1;
+	up = ms.has_active && ms.reachable;
+	free(ms.list);
+	if (!up)
+		return -1;
+	sdfs_set_timeout(s, RECLAIM_TIMEOUT_MS);
+	return sdfs_vol_reclaim_status(s, rs) ? -1 : 0;
+}
+
+static void reclaim_json(const struct sdfs_reclaim_status *rs)
+{
+	printf(", \"reclaim\": {\"vids_pending\": %" PRIu64 ", \"objects_pending\": %"
+	       PRIu64 ", \"bytes_pending\": %" PRIu64 ", \"objects_freed\": %" PRIu64
+	       ", \"bytes_freed\": %" PRIu64 ", \"sweeps\": %" PRIu64 "}",
+	       rs->vids_pending, rs->objects_pending, rs->bytes_pending,
+	       rs->objects_freed, rs->bytes_freed, rs->sweeps);
+}
+
 static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
-			const struct sdfs_node_status *nodes, size_t n, uint64_t objects)
+			const struct sdfs_node_status *nodes, size_t n, uint64_t objects,
+			const struct sdfs_reclaim_status *rs)
 {
 	printf("{\"uuid\": \"%s\", \"epoch\": %" PRIu64 ", \"copies\": %u, "
 	       "\"obj_size\": %" PRIu32 ", \"out_grace_ms\": %" PRIu32
@@ -184,6 +215,8 @@ static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_
 	       PRIu64 ", ", info->uuid, info->epoch, info->copies, info->obj_size,
 	       info->out_grace_ms, health_word(h), info->nodes, info->nodes_up, objects);
 	health_json(h);
+	if (rs)
+		reclaim_json(rs);
 	printf(", \"nodes_detail\": [");
 	for (size_t i = 0; i < n; i++) {
 		const struct sdfs_node_status *x = &nodes[i];
@@ -247,7 +280,7 @@ static void node_note(const struct sdfs_node_status *x, uint64_t epoch,
 
 static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
 			const struct sdfs_node_status *nodes, size_t n, uint64_t objects,
-			uint64_t used, uint64_t total)
+			uint64_t used, uint64_t total, const struct sdfs_reclaim_status *rs)
 {
 	char c1[32], c2[32], when[32], line[256];
 	time_t t = (time_t)info->created;
@@ -285,6 +318,10 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 	printf("          %" PRIu64 " unavailable, %" PRIu64 " extra copies kept, %"
 	       PRIu64 " objects moved since the daemons started\n",
 	       h->unavail, h->extra, h->moved_objs);
+	if (rs)
+		printf("reclaim   %" PRIu64 " objects (%s) to free, %" PRIu64 " freed\n",
+		       rs->objects_pending, cli_human(rs->bytes_pending, c1, sizeof(c1)),
+		       rs->objects_freed);
 
 	printf("\n%-6s %-22s %-10s %-9s %-6s %-6s %s\n", "NODE", "ADDRESS", "STATE",
 	       "OBJECTS", "EPOCH", "CLEAN", "NOTE");
@@ -337,10 +374,12 @@ static int cluster_status(struct cli *cli, struct sdfs *s)
 		used += nodes[i].used_bytes;
 		total += nodes[i].total_bytes;
 	}
+	struct sdfs_reclaim_status rs;
+	int have_rs = reclaim_status(s, &rs) == 0;
 	if (cli->json)
-		status_json(&info, &h, nodes, n, objects);
+		status_json(&info, &h, nodes, n, objects, have_rs ? &rs : NULL);
 	else
-		status_text(&info, &h, nodes, n, objects, used, total);
+		status_text(&info, &h, nodes, n, objects, used, total, have_rs ? &rs : NULL);
 	free(nodes);
 	return 0;
 }

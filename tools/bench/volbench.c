@@ -1,0 +1,257 @@
+/*
+ * volbench.c - sdfs-volbench: the libsdfs side of tools/bench/vol.
+ *
+ *   create PATH SIZE  a new thin volume file (sdfs_vol_create)
+ *   snap COUNT PATH.. COUNT snapshots of each, round-robin, each timed alone
+ *   info PATH         its live state (sdfs_vol_info)
+ *
+ * PATH is an sdfs path ("/bench/v.img"), not a mount path. snap connects
+ * once and times only sdfs_vol_snap_create: `sdfs snap create` would add
+ * a process start and a ZooKeeper connection to every sample, more than
+ * the 50 ms a snapshot may take. Output is key=value lines for the
+ * script; the exit status is 1 with a one-line reason on failure, 3 when
+ * the cluster has no volume support (-ENOSYS, -EOPNOTSUPP, -EPROTO,
+ * -EBADMSG from an mds or library without it).
+ *
+ * Not here: fio, the mount, the cluster (tools/bench/vol does those).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libclient/sdfs.h"
+#include "tools/cli.h"
+
+#define VB_MAX_SNAPS    1000
+#define VB_MAX_PATHS    8
+#define VB_EXIT_NOVOL   3
+
+static const char usage[] =
+	"usage: sdfs-volbench [--conf FILE] create PATH SIZE [--copies N]\n"
+	"       sdfs-volbench [--conf FILE] snap COUNT PATH... [--prefix NAME]\n"
+	"       sdfs-volbench [--conf FILE] info PATH\n"
+	"  PATH is an sdfs path (/dir/name), SIZE takes K/M/G/T suffixes.\n"
+	"  snap takes COUNT snapshots of each PATH, round-robin, named NAME-1..\n"
+	"  (default bench-N); it prints 'snap path=P i=N ms=T vid=V' for each,\n"
+	"  then 'snaps path=P count=N min_ms= median_ms= max_ms=' per PATH.\n";
+
+static int is_novol(int err)
+{
+	return err == -ENOSYS || err == -EOPNOTSUPP || err == -EPROTO ||
+	       err == -EBADMSG;
+}
+
+static int fail(const char *what, const char *path, int err)
+{
+	if (is_novol(err)) {
+		fprintf(stderr, "sdfs-volbench: %s %s: %s: no volume support in this "
+			"cluster or libsdfs\n", what, path, strerror(-err));
+		return VB_EXIT_NOVOL;
+	}
+	fprintf(stderr, "sdfs-volbench: %s %s: %s\n", what, path, strerror(-err));
+	return 1;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* @path's parent directory into *@dir and its last component into @name. */
+static int split_path(struct sdfs *s, const char *path, struct sdfs_stat *dir,
+		      char *name, size_t name_len)
+{
+	const char *slash = strrchr(path, '/');
+	char *parent;
+	int ret;
+
+	if (path[0] != '/' || !slash || !slash[1] || strlen(slash + 1) >= name_len)
+		return -EINVAL;
+	snprintf(name, name_len, "%s", slash + 1);
+	parent = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!parent)
+		return -ENOMEM;
+	ret = sdfs_ns_resolve(s, parent, 1, dir);
+	free(parent);
+	if (!ret && !S_ISDIR(dir->mode))
+		ret = -ENOTDIR;
+	return ret;
+}
+
+static int do_create(struct sdfs *s, int argc, char **argv)
+{
+	struct sdfs_stat dir, st;
+	uint64_t size, copies = 0;
+	char name[256];
+	int i, ret;
+
+	if (argc < 2 || cli_parse_size(argv[1], &size) < 0 || size == 0) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	for (i = 2; i < argc; i++) {
+		const char *v = cli_opt(argc, argv, &i, "--copies");
+
+		if (!v || cli_parse_u64(v, &copies) < 0 || copies > 16) {
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	ret = split_path(s, argv[0], &dir, name, sizeof(name));
+	if (ret < 0)
+		return fail("create", argv[0], ret);
+	ret = sdfs_vol_create(s, dir.ino, name, 0644, getuid(), getgid(), size,
+			      (unsigned)copies, 0, &st);
+	if (ret < 0)
+		return fail("create", argv[0], ret);
+	printf("create ino=%" PRIu64 " size=%" PRIu64 " layout=%u\n",
+	       st.ino, st.size, st.layout);
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(const double *sorted, size_t n)
+{
+	return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/* COUNT rounds; each round snapshots every PATH once, in turn, so that
+ * the volumes share whatever load the machine has meanwhile. */
+static int do_snap(struct sdfs *s, int argc, char **argv)
+{
+	const char *prefix = "bench";
+	struct sdfs_vol_info vi;
+	struct sdfs_stat st[VB_MAX_PATHS];
+	const char *paths[VB_MAX_PATHS];
+	static double ms[VB_MAX_PATHS][VB_MAX_SNAPS];
+	uint64_t count;
+	size_t npaths = 0, p;
+	double t0;
+	char name[65];
+	int i, ret;
+
+	if (argc < 2 || cli_parse_u64(argv[0], &count) < 0 || count == 0 ||
+	    count > VB_MAX_SNAPS) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	for (i = 1; i < argc; i++) {
+		const char *v = cli_opt(argc, argv, &i, "--prefix");
+
+		if (v) {
+			if (strlen(v) > 40) {
+				fputs(usage, stderr);
+				return 2;
+			}
+			prefix = v;
+		} else if (npaths < VB_MAX_PATHS) {
+			paths[npaths++] = argv[i];
+		} else {
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (!npaths) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	for (p = 0; p < npaths; p++) {
+		ret = sdfs_ns_resolve(s, paths[p], 1, &st[p]);
+		if (ret < 0)
+			return fail("snap", paths[p], ret);
+	}
+	for (i = 0; i < (int)count; i++) {
+		for (p = 0; p < npaths; p++) {
+			snprintf(name, sizeof(name), "%s-%d", prefix, i + 1);
+			t0 = now_ms();
+			ret = sdfs_vol_snap_create(s, st[p].ino, name, &vi);
+			ms[p][i] = now_ms() - t0;
+			if (ret < 0)
+				return fail("snap", paths[p], ret);
+			printf("snap path=%s i=%d ms=%.3f vid=%" PRIu64 "\n",
+			       paths[p], i + 1, ms[p][i], vi.vid);
+			fflush(stdout);
+		}
+	}
+	for (p = 0; p < npaths; p++) {
+		qsort(ms[p], count, sizeof(ms[p][0]), cmp_double);
+		printf("snaps path=%s count=%" PRIu64 " min_ms=%.3f median_ms=%.3f max_ms=%.3f\n",
+		       paths[p], count, ms[p][0], median(ms[p], count), ms[p][count - 1]);
+	}
+	return 0;
+}
+
+static int do_info(struct sdfs *s, int argc, char **argv)
+{
+	struct sdfs_vol_info vi;
+	struct sdfs_stat st;
+	int ret;
+
+	if (argc != 1) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	ret = sdfs_ns_resolve(s, argv[0], 1, &st);
+	if (ret < 0)
+		return fail("info", argv[0], ret);
+	ret = sdfs_vol_info(s, st.ino, NULL, &vi);
+	if (ret < 0)
+		return fail("info", argv[0], ret);
+	printf("info vid=%" PRIu64 " size=%" PRIu64 " obj_size=%" PRIu32
+	       " copies=%u objects=%" PRIu64 "\n",
+	       vi.vid, vi.size, vi.obj_size, vi.copies, vi.objects);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *conf = NULL, *cmd;
+	struct sdfs *s;
+	char err[256] = "";
+	int i = 1, ret;
+
+	if (i < argc && !strcmp(argv[i], "--conf")) {
+		if (i + 1 >= argc) {
+			fputs(usage, stderr);
+			return 2;
+		}
+		conf = argv[i + 1];
+		i += 2;
+	}
+	if (i + 1 >= argc) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	cmd = argv[i++];
+	if (strcmp(cmd, "create") && strcmp(cmd, "snap") && strcmp(cmd, "info")) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	ret = sdfs_open(conf, &s, err, sizeof(err));
+	if (ret < 0) {
+		fprintf(stderr, "sdfs-volbench: %s\n", err[0] ? err : strerror(-ret));
+		return 1;
+	}
+	if (!strcmp(cmd, "create"))
+		ret = do_create(s, argc - i, argv + i);
+	else if (!strcmp(cmd, "snap"))
+		ret = do_snap(s, argc - i, argv + i);
+	else
+		ret = do_info(s, argc - i, argv + i);
+	sdfs_close(s);
+	return ret;
+}

@@ -1,0 +1,474 @@
+/*
+ * vt.c - see vt.h.
+ */
+#include "tests/vol/vt.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct tcluster *vt_start(void)
+{
+	return tcluster_start(&(struct tcluster_opts){
+		.blockd = 3, .copies = 3, .mds = 2, .mount = 1 });
+}
+
+const char *vt_path(struct tcluster *tc, const char *name, char *buf)
+{
+	snprintf(buf, PATH_MAX + 64, "%s/%s", tcluster_mnt(tc), name);
+	return buf;
+}
+
+uint64_t vt_create(struct tcluster *tc, const char *name, uint64_t size,
+		   uint32_t obj_size, struct sdfs_stat *out)
+{
+	struct sdfs *s = tcluster_client(tc);
+	struct sdfs_stat root, st;
+	int ret;
+
+	/* the mount shows the namespace's root */
+	ret = sdfs_ns_resolve(s, "/", 1, &root);
+	cr_assert_eq(ret, 0, "resolve /: %s", strerror(-ret));
+	ret = sdfs_vol_create(s, root.ino, name, 0644, getuid(), getgid(), size, 0,
+			      obj_size, &st);
+	cr_assert_eq(ret, 0, "sdfs_vol_create %s (%" PRIu64 " bytes, objects of %u): %s",
+		     name, size, obj_size, strerror(-ret));
+	cr_assert_eq(st.layout, SDFS_LAYOUT_VOLUME, "%s: layout %u after sdfs_vol_create",
+		     name, st.layout);
+	if (out)
+		*out = st;
+	return st.ino;
+}
+
+uint64_t vt_ino(struct tcluster *tc, const char *name)
+{
+	struct sdfs_stat st;
+	char path[PATH_MAX + 8];
+	int ret;
+
+	snprintf(path, sizeof(path), "/%s", name);
+	ret = sdfs_ns_resolve(tcluster_client(tc), path, 1, &st);
+	cr_assert_eq(ret, 0, "resolve %s: %s", path, strerror(-ret));
+	return st.ino;
+}
+
+void vt_info(struct tcluster *tc, uint64_t ino, const char *snap, struct sdfs_vol_info *vi)
+{
+	int ret = sdfs_vol_info(tcluster_client(tc), ino, snap, vi);
+
+	cr_assert_eq(ret, 0, "sdfs_vol_info ino=%" PRIu64 " snap=%s: %s", ino,
+		     snap ? snap : "(live)", strerror(-ret));
+}
+
+int vt_open(struct tcluster *tc, const char *name, int flags)
+{
+	char path[PATH_MAX + 64];
+	int64_t end = tnow_ms() + 5000;
+	int fd;
+
+	vt_path(tc, name, path);
+	while ((fd = open(path, flags | O_CLOEXEC, 0644)) < 0 && errno == ENOENT &&
+	       tnow_ms() < end)
+		tsleep_ms(50);
+	return fd;
+}
+
+int vt_xopen(struct tcluster *tc, const char *name, int flags)
+{
+	int fd = vt_open(tc, name, flags);
+
+	cr_assert(fd >= 0, "open %s/%s (flags 0%o): %s", tcluster_mnt(tc), name, flags,
+		  strerror(errno));
+	return fd;
+}
+
+void vt_pwrite(int fd, const void *buf, size_t len, uint64_t off, const char *what)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done,
+				   (off_t)(off + done));
+
+		cr_assert(n > 0, "%s: pwrite of %zu bytes at %" PRIu64 ": %s", what,
+			  len - done, off + done, n < 0 ? strerror(errno) : "wrote 0");
+		done += (size_t)n;
+	}
+}
+
+void vt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
+
+		cr_assert(n > 0, "%s: pread of %zu bytes at %" PRIu64 ": %s", what,
+			  len - done, off + done, n < 0 ? strerror(errno) : "end of file");
+		done += (size_t)n;
+	}
+}
+
+void vt_fsync(int fd, const char *what)
+{
+	cr_assert_eq(fsync(fd), 0, "%s: fsync: %s", what, strerror(errno));
+}
+
+void *vt_alloc(size_t len)
+{
+	void *p = NULL;
+
+	cr_assert_eq(posix_memalign(&p, 4096, len ? len : 1), 0);
+	memset(p, 0, len);
+	return p;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+void vt_fill(void *buf, size_t len, uint64_t off, uint64_t tag)
+{
+	uint8_t *p = buf;
+	uint64_t w = 0, wi = UINT64_MAX;
+
+	if (!tag) {
+		memset(buf, 0, len);
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		uint64_t x = off + i;
+
+		if (x >> 3 != wi) {
+			wi = x >> 3;
+			w = mix(tag * 0x100000001b3ull ^ mix(wi));
+		}
+		p[i] = (uint8_t)(w >> ((x & 7) * 8));
+	}
+}
+
+void vt_model_write(uint8_t *model, uint64_t off, size_t len, uint64_t tag)
+{
+	vt_fill(model + off, len, off, tag);
+}
+
+void vt_assert_same(const void *got, const void *want, size_t len, uint64_t base,
+		    uint32_t chunk, const char *what)
+{
+	const uint8_t *g = got, *w = want;
+	size_t first = SIZE_MAX, last = 0, ndiff = 0;
+	int zeros = 1;
+
+	if (!memcmp(got, want, len))
+		return;
+	for (size_t i = 0; i < len; i++) {
+		if (g[i] == w[i])
+			continue;
+		if (first == SIZE_MAX)
+			first = i;
+		last = i;
+		ndiff++;
+	}
+	for (size_t i = first; i <= last && zeros; i++)
+		zeros = g[i] == 0;
+	cr_assert_fail("%s: %zu bytes differ in [%" PRIu64 ", %" PRIu64 "] (chunks %" PRIu64
+		       "..%" PRIu64 " of %u bytes)%s; at %" PRIu64 ": got %02x %02x %02x %02x, "
+		       "want %02x %02x %02x %02x", what, ndiff, base + first, base + last,
+		       (base + first) / chunk, (base + last) / chunk, chunk,
+		       zeros ? " (read as zeros)" : "", base + first, g[first],
+		       first + 1 < len ? g[first + 1] : 0, first + 2 < len ? g[first + 2] : 0,
+		       first + 3 < len ? g[first + 3] : 0, w[first],
+		       first + 1 < len ? w[first + 1] : 0, first + 2 < len ? w[first + 2] : 0,
+		       first + 3 < len ? w[first + 3] : 0);
+}
+
+void vt_read_vol(struct tcluster *tc, uint64_t ino, const char *snap, void *buf, size_t len)
+{
+	struct sdfs *s = tcluster_client(tc);
+	struct sdfs_vol *v = NULL;
+	int ret = snap ? sdfs_vol_open_snap(s, ino, snap, &v) : sdfs_vol_open(s, ino, 0, NULL, &v);
+
+	cr_assert_eq(ret, 0, "open volume ino=%" PRIu64 " %s%s: %s", ino,
+		     snap ? "snapshot " : "live", snap ? snap : "", strerror(-ret));
+	for (size_t done = 0; done < len;) {
+		size_t want = len - done > (4u << 20) ? (4u << 20) : len - done;
+		ssize_t n = sdfs_vol_pread(v, (char *)buf + done, want, done);
+
+		cr_assert(n > 0, "sdfs_vol_pread ino=%" PRIu64 " %s at %zu: %s", ino,
+			  snap ? snap : "live", done, n < 0 ? strerror((int)-n) : "end");
+		done += (size_t)n;
+	}
+	sdfs_vol_close(v);
+}
+
+void vt_read_file(struct tcluster *tc, const char *name, void *buf, size_t len, int direct)
+{
+	int fd = vt_xopen(tc, name, O_RDONLY | (direct ? O_DIRECT : 0));
+	size_t alen = (len + 4095) & ~(size_t)4095;
+	char *b = direct ? vt_alloc(alen) : buf;
+	char what[PATH_MAX + 64];
+
+	snprintf(what, sizeof(what), "%s%s", name, direct ? " (O_DIRECT)" : "");
+	if (direct) {
+		/* whole aligned blocks; the last may end at end of file */
+		size_t done = 0;
+
+		while (done < len) {
+			ssize_t n = pread(fd, b + done, alen - done, (off_t)done);
+
+			cr_assert(n > 0, "%s: pread at %zu: %s", what, done,
+				  n < 0 ? strerror(errno) : "end of file");
+			done += (size_t)n;
+		}
+		memcpy(buf, b, len);
+		free(b);
+	} else {
+		vt_pread(fd, buf, len, 0, what);
+	}
+	close(fd);
+}
+
+/* ---- commands ---- */
+
+static pid_t start(char *const argv[], int out_fd)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int nfd = open("/dev/null", O_RDONLY);
+
+		if (nfd < 0 || dup2(nfd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0)
+			_exit(127);
+		close_range(3, ~0u, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static int decode_status(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+int vt_wait_child(pid_t pid, int timeout_ms)
+{
+	int status;
+
+	for (int64_t end = tnow_ms() + timeout_ms;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+
+		if (w == pid)
+			return decode_status(status);
+		cr_assert(w == 0 || errno == EINTR, "waitpid %d: %s", (int)pid, strerror(errno));
+		if (tnow_ms() > end)
+			return -1;
+		tsleep_ms(10);
+	}
+}
+
+int vt_run(char *const argv[], char **out, int timeout_ms)
+{
+	int ofd = memfd_create("out", MFD_CLOEXEC), st;
+	pid_t pid;
+
+	cr_assert(ofd >= 0, "memfd_create: %s", strerror(errno));
+	pid = start(argv, ofd);
+	st = vt_wait_child(pid, timeout_ms);
+	if (st < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	off_t len = lseek(ofd, 0, SEEK_END);
+	char *s = calloc(1, (size_t)len + 1);
+
+	cr_assert(s);
+	cr_assert_eq(pread(ofd, s, (size_t)len, 0), (ssize_t)len);
+	close(ofd);
+	cr_assert(st >= 0, "%s %s: still running after %d ms; killed. Output:\n%s", argv[0],
+		  argv[1] ? argv[1] : "", timeout_ms, s);
+	if (out)
+		*out = s;
+	else
+		free(s);
+	return st;
+}
+
+pid_t vt_spawn(char *const argv[], const char *log_path)
+{
+	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	pid_t pid;
+
+	cr_assert(fd >= 0, "%s: %s", log_path, strerror(errno));
+	pid = start(argv, fd);
+	close(fd);
+	return pid;
+}
+
+/* ---- a second mount ---- */
+
+int vt_is_mounted(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[16384], point[PATH_MAX];
+	int found = 0;
+
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1 && !strcmp(point, path))
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+static void cluster_name(struct tcluster *tc, char *name, size_t len)
+{
+	FILE *f = fopen(tcluster_conf(tc), "r");
+	char line[512], fmt[32];
+
+	cr_assert(f, "%s: %s", tcluster_conf(tc), strerror(errno));
+	name[0] = '\0';
+	snprintf(fmt, sizeof(fmt), "cluster = %%%zus", len - 1);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, fmt, name) == 1)
+			break;
+	fclose(f);
+	cr_assert(name[0], "no cluster name in %s", tcluster_conf(tc));
+}
+
+static void lazy_unmount(const char *path)
+{
+	char *argv[] = { "/usr/bin/fusermount3", "-u", "-z", (char *)path, NULL };
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int nfd = open("/dev/null", O_RDWR);
+
+		if (nfd >= 0) {
+			dup2(nfd, 0);
+			dup2(nfd, 1);
+			dup2(nfd, 2);
+		}
+		close_range(3, ~0u, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
+/* Outlives a test process killed by a timeout: on EOF of its pipe it
+ * unmounts @m->path and stops @m->pid (only that pid). */
+static void mount2_watchdog(struct vt_mount2 *m)
+{
+	int p[2];
+
+	cr_assert(pipe2(p, O_CLOEXEC) == 0);
+	m->watchdog = fork();
+	cr_assert(m->watchdog >= 0, "fork: %s", strerror(errno));
+	if (m->watchdog == 0) {
+		char c;
+		ssize_t n;
+
+		setsid();
+		if (dup2(p[0], 3) < 0)
+			_exit(1);
+		close_range(4, ~0u, 0);
+		while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n == 1)
+			_exit(0);
+		lazy_unmount(m->path);
+		kill(m->pid, SIGCONT);
+		kill(m->pid, SIGTERM);
+		for (int i = 0; i < 100 && kill(m->pid, 0) == 0; i++)
+			usleep(50000);
+		kill(m->pid, SIGKILL);
+		_exit(0);
+	}
+	close(p[0]);
+	m->watchdog_fd = p[1];
+}
+
+void vt_mount2_start(struct tcluster *tc, struct vt_mount2 *m, const char *path,
+		     const char *extra)
+{
+	char cluster[128], opts[PATH_MAX + 512], log[PATH_MAX + 64];
+	char *argv[] = { NULL, "-f", "-o", opts, cluster, m->path, NULL };
+	const char *bin = getenv("MOUNT_SDFS");
+
+	cr_assert(bin && *bin, "MOUNT_SDFS is not set (run through meson test)");
+	memset(m, 0, sizeof(*m));
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	cr_assert(mkdir(path, 0755) == 0 || errno == EEXIST, "mkdir %s: %s", path,
+		  strerror(errno));
+	cluster_name(tc, cluster, sizeof(cluster));
+	snprintf(opts, sizeof(opts), "conf=%s%s%s", tcluster_conf(tc), extra ? "," : "",
+		 extra ? extra : "");
+	snprintf(log, sizeof(log), "%s/log/mnt2.log", tcluster_dir(tc));
+	argv[0] = (char *)bin;
+	m->pid = vt_spawn(argv, log);
+	mount2_watchdog(m);
+	for (int64_t end = tnow_ms() + VT_WAIT_MS;;) {
+		struct stat st;
+
+		if (vt_is_mounted(m->path) && stat(m->path, &st) == 0)
+			break;
+		int status = vt_wait_child(m->pid, 0);
+		if (status >= 0)
+			m->pid = 0;     /* reaped: nothing to stop */
+		cr_assert(status < 0, "mount.sdfs -f %s %s exited (%d) before mounting; see %s",
+			  cluster, m->path, status, log);
+		cr_assert(tnow_ms() < end, "%s not mounted within %d ms; see %s", m->path,
+			  VT_WAIT_MS, log);
+		tsleep_ms(20);
+	}
+	cr_log_info("second mount at %s: mount.sdfs pid %d (log %s)", m->path, (int)m->pid,
+		    log);
+}
+
+void vt_mount2_stop(struct vt_mount2 *m)
+{
+	if (m->pid > 0) {
+		char *argv[] = { "/usr/bin/fusermount3", "-u", m->path, NULL };
+		char *out = NULL;
+
+		kill(m->pid, SIGCONT);
+		if (vt_is_mounted(m->path) && vt_run(argv, &out, 60000) != 0) {
+			cr_log_warn("fusermount3 -u %s: %s; unmounting lazily", m->path, out);
+			lazy_unmount(m->path);
+		}
+		free(out);
+		if (vt_wait_child(m->pid, 10000) < 0) {
+			kill(m->pid, SIGTERM);
+			if (vt_wait_child(m->pid, 5000) < 0) {
+				kill(m->pid, SIGKILL);
+				waitpid(m->pid, NULL, 0);
+			}
+		}
+		m->pid = 0;
+	}
+	if (m->path[0] && vt_is_mounted(m->path))
+		lazy_unmount(m->path);
+	if (m->watchdog > 0) {
+		if (write(m->watchdog_fd, "x", 1) != 1)
+			cr_log_warn("mount2 watchdog: %s", strerror(errno));
+		close(m->watchdog_fd);
+		waitpid(m->watchdog, NULL, 0);
+		m->watchdog = 0;
+	}
+}

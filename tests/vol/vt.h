@@ -1,0 +1,108 @@
+/*
+ * vt.h - what the volume-file tests share (docs/volumes.md): the
+ * cluster they all run on (3 blockd, copies 3, 2 mds, a mount), making
+ * a volume file, I/O through the mount with plain syscalls, patterns
+ * that say where a byte came from, reading a volume or a snapshot
+ * through libsdfs, running a command with a deadline, and a second
+ * mount of the same cluster.
+ *
+ * Every helper fails the test (cr_assert) on anything unexpected unless
+ * it documents a return value. Waits are polled checks with deadlines.
+ */
+#ifndef SDFS_TESTS_VOL_VT_H
+#define SDFS_TESTS_VOL_VT_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tests/cluster/fixture.h"
+
+#define VT_WAIT_MS 30000        /* default deadline of the polled waits */
+#define VT_CMD_MS 180000        /* no external command may take longer */
+
+/* The cluster every volume test uses: 3 blockd, copies 3, 2 mds, mount. */
+struct tcluster *vt_start(void);
+
+/* DIR/mnt/@name into @buf (PATH_MAX + 64 bytes), returned. */
+const char *vt_path(struct tcluster *tc, const char *name, char *buf);
+
+/* A new volume file /@name (the mount's @name) of @size bytes, objects
+ * of @obj_size (0: the cluster's), the cluster's copies; its stat into
+ * @st (NULL ok). Returns its inode number. */
+uint64_t vt_create(struct tcluster *tc, const char *name, uint64_t size,
+		   uint32_t obj_size, struct sdfs_stat *st);
+/* /@name's inode number through libsdfs (fails the test if absent). */
+uint64_t vt_ino(struct tcluster *tc, const char *name);
+/* The live state of @ino (sdfs_vol_info). */
+void vt_info(struct tcluster *tc, uint64_t ino, const char *snap,
+	     struct sdfs_vol_info *vi);
+
+/* open(2) of the mount's @name, retrying ENOENT until a deadline (the
+ * mount caches negative entries for its entry timeout). -1 with errno
+ * set on any other failure. */
+int vt_open(struct tcluster *tc, const char *name, int flags);
+/* The same, failing the test unless it opened. */
+int vt_xopen(struct tcluster *tc, const char *name, int flags);
+
+/* pwrite/pread all of [off, off+len) or fail the test saying @what. */
+void vt_pwrite(int fd, const void *buf, size_t len, uint64_t off, const char *what);
+void vt_pread(int fd, void *buf, size_t len, uint64_t off, const char *what);
+void vt_fsync(int fd, const char *what);
+
+/* A 4096-aligned buffer of @len bytes (free with free()). */
+void *vt_alloc(size_t len);
+
+/* Fill @buf with pattern @tag as it is at offsets [off, off+len): each
+ * byte depends on the tag and its absolute offset, so a byte read back
+ * says which pattern and which place it came from. tag 0 is zeros. */
+void vt_fill(void *buf, size_t len, uint64_t off, uint64_t tag);
+/* Apply pattern @tag at [off, off+len) to the model @model. */
+void vt_model_write(uint8_t *model, uint64_t off, size_t len, uint64_t tag);
+
+/* Compare @got with @want (@len bytes that sit at volume offset @base);
+ * on a difference fail the test naming @what, the first and last
+ * differing offsets, the chunk of @chunk bytes, and the bytes. */
+void vt_assert_same(const void *got, const void *want, size_t len, uint64_t base,
+		    uint32_t chunk, const char *what);
+
+/* The whole content [0, @len) of the live state of @ino (a read-only
+ * handle) or of its snapshot @snap, through libsdfs, into @buf. */
+void vt_read_vol(struct tcluster *tc, uint64_t ino, const char *snap, void *buf,
+		 size_t len);
+/* The content [0, @len) of the mount's @name into @buf, through a new
+ * descriptor (O_DIRECT if @direct, with an aligned bounce buffer). */
+void vt_read_file(struct tcluster *tc, const char *name, void *buf, size_t len,
+		  int direct);
+
+/*
+ * Run @argv (stdin /dev/null, stdout+stderr captured into *@out,
+ * malloc'd, NULL to discard) with every other descriptor closed. Its
+ * exit status, 128 + signal if killed; still running after @timeout_ms
+ * it is SIGKILLed and the test fails.
+ */
+int vt_run(char *const argv[], char **out, int timeout_ms);
+/* fork+exec @argv in the background the same way (output to @log_path,
+ * appended); its pid. */
+pid_t vt_spawn(char *const argv[], const char *log_path);
+/* Wait up to @timeout_ms for child @pid; its status as vt_run, or -1 if
+ * still running. */
+int vt_wait_child(pid_t pid, int timeout_ms);
+
+/* ---- a second mount of the test's cluster ----
+ * mount.sdfs -f ($MOUNT_SDFS) at @path (made if missing), as this
+ * process's child. A watchdog process unmounts it and kills that pid if
+ * the test process dies before vt_mount2_stop (a criterion timeout). */
+struct vt_mount2 {
+	char path[4096];
+	pid_t pid, watchdog;
+	int watchdog_fd;
+};
+/* Mounted and answering when this returns. @extra: more -o options or NULL. */
+void vt_mount2_start(struct tcluster *tc, struct vt_mount2 *m, const char *path,
+		     const char *extra);
+/* fusermount3 -u (lazily if busy), then wait for its daemon to exit
+ * (SIGTERM, then SIGKILL, to that pid only). Safe to call twice. */
+void vt_mount2_stop(struct vt_mount2 *m);
+/* Is something mounted at @path? */
+int vt_is_mounted(const char *path);
+#endif

@@ -6,6 +6,8 @@
  *   ops_node.c  lookup, attributes, names, links, xattrs, statfs
  *   ops_file.c  open, read, write, flush, fsync, fallocate, lseek, copy
  *   ops_dir.c   opendir, readdir(plus), releasedir, fsyncdir
+ *   volfile.c   volume files: their opens, I/O, truncate, punch, seek
+ *   snapdir.c   DIR/.snap/FILE@SNAP: snapshots as read-only files
  *
  * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
  * both sides), generations the low 32 bits of the inode's gen. The mds
@@ -67,6 +69,11 @@ struct fnode {
 	char hidden[40];                /* ...this name, removed at last close */
 	int64_t open_mtime;             /* mtime/size at the last open: keep_cache */
 	uint64_t open_size;
+	/* A volume file (volfile.c): one writer handle shared by the opens
+	 * for writing here, one reader handle for the others. */
+	pthread_rwlock_t vol_rw;        /* I/O shared; opening/closing exclusive */
+	struct sdfs_vol *vol_rd, *vol_wr;
+	int vol_opens, vol_writers;
 	struct fnode *next;
 };
 
@@ -113,6 +120,32 @@ void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e);
 void fs_reply_err(fuse_req_t req, int neg_errno);
 /* Getattr from the mds, merged with what this client has pending. */
 int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st);
+
+/* volfile.c: volume files (layout SDFS_LAYOUT_VOLUME). open/release
+ * keep the node's volume handles (a write open takes the volume's
+ * writer lock: -EBUSY if another mount writes it); the I/O calls reply
+ * themselves. */
+int volf_open(struct fnode *n, int flags);
+void volf_release(struct fnode *n, int flags);
+void volf_read(fuse_req_t req, struct fnode *n, size_t size, off_t off);
+void volf_write(fuse_req_t req, struct fnode *n, const char *buf, size_t size, off_t off);
+void volf_fsync(fuse_req_t req, struct fnode *n);
+void volf_fallocate(fuse_req_t req, struct fnode *n, int mode, off_t off, off_t len);
+void volf_lseek(fuse_req_t req, struct fnode *n, off_t off, int whence);
+/* Truncate (setattr size, O_TRUNC): through a writer handle (this
+ * node's, or one opened for the call). */
+int volf_resize(struct fnode *n, uint64_t size);
+/* For copy_file_range: -errno or bytes. */
+ssize_t volf_pread(struct fnode *n, void *buf, size_t size, uint64_t off);
+int volf_pwrite(struct fnode *n, const void *buf, size_t size, uint64_t off);
+/* Should the mount wait for a busy volume's lock instead of EBUSY? */
+extern int volf_wait;
+/* ...or take the lock only at the first write (waiting for it)? */
+extern int volf_lazy;
+
+/* snapdir.c: the hidden .snap directories (snapshots as read-only
+ * files): wraps the ops of @ops that can meet their nodes. */
+void snapdir_ops(struct fuse_lowlevel_ops *ops);
 
 extern const struct fuse_lowlevel_ops fs_ops;
 /* The handlers, by file. */

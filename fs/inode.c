@@ -60,6 +60,7 @@ struct fnode *fnode_get(struct fs *fs, uint64_t ino, uint64_t nlookup)
 			n->ino = ino;
 			pthread_mutex_init(&n->lock, NULL);
 			pthread_cond_init(&n->atime_done, NULL);
+			pthread_rwlock_init(&n->vol_rw, NULL);
 			n->next = fs->tab[i];
 			fs->tab[i] = n;
 			fs->count++;
@@ -85,6 +86,7 @@ static void maybe_free(struct fs *fs, struct fnode *n)
 	fs->count--;
 	pthread_mutex_destroy(&n->lock);
 	pthread_cond_destroy(&n->atime_done);
+	pthread_rwlock_destroy(&n->vol_rw);
 	free(n->dirty);
 	free(n);
 }

@@ -43,6 +43,12 @@ static void usage(FILE *f)
 "                         timeout_ms, 10000)\n"
 "     readahead_kb=N      the mount's read_ahead_kb (default 1024)\n"
 "     threads=N           request threads at most (default 64)\n"
+"     vol_wait            opening a volume file for writing that another\n"
+"                         mount writes waits for it (up to timeout_ms)\n"
+"                         instead of failing with EBUSY\n"
+"     vol_lazy            take a volume file's writer lock at its first\n"
+"                         write, not at open, waiting for the holder\n"
+"                         (QEMU live migration targets; docs/volumes.md)\n"
 "     log=FILE            where the background daemon logs (default: none)\n"
 "     loglevel=LEVEL      err, warn, info, debug (default info)\n"
 "  any other -o option goes to FUSE and the kernel (ro, allow_other,\n"
@@ -108,6 +114,10 @@ static int parse_o(struct fs *fs, struct args *a, char *list)
 		} else if (!strcmp(o, "readahead_kb")) {
 			if (opt_uint(v, 1 << 20, &fs->o.readahead_kb))
 				goto bad;
+		} else if (!strcmp(o, "vol_wait")) {
+			volf_wait = 1;  /* a busy volume: wait, not EBUSY */
+		} else if (!strcmp(o, "vol_lazy")) {
+			volf_lazy = 1;  /* lock at the first write (migration) */
 		} else if (!strcmp(o, "threads")) {
 			if (opt_uint(v, 1024, &fs->o.threads) || fs->o.threads < 2)
 				goto bad;
@@ -312,6 +322,8 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.copy_file_range = fs_op_copy_file_range,
 };
 
+static struct fuse_lowlevel_ops fs_ops_all;    /* fs_ops + snapdir.c's */
+
 int main(int argc, char **argv)
 {
 	static struct fs fs = { .o = { .attr_timeout = 1.0, .entry_timeout = 1.0,
@@ -352,7 +364,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mount.sdfs: out of memory\n");
 		return 1;
 	}
-	fs.se = fuse_session_new(&fargs, &fs_ops, sizeof(fs_ops), &fs);
+	fs_ops_all = fs_ops;
+	snapdir_ops(&fs_ops_all);
+	fs.se = fuse_session_new(&fargs, &fs_ops_all, sizeof(fs_ops_all), &fs);
 	if (!fs.se)
 		return 1;       /* libfuse said why */
 	if (fuse_set_signal_handlers(fs.se) || fuse_session_mount(fs.se, a.mnt)) {

@@ -96,6 +96,30 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 	/* close-to-open: what the mds says now */
 	uint64_t ver = fnode_ver(n);
 	ret = sdfs_ns_getattr(the_fs->s, ino, &st);
+	if (!ret && st.layout == SDFS_LAYOUT_VOLUME) {
+		ret = volf_open(n, fi->flags);
+		if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
+			fnode_set_stat_v(n, &st, ver, &view);
+			ret = volf_resize(n, 0);
+			if (!ret)
+				ret = sdfs_ns_getattr(the_fs->s, ino, &st);
+			ver = UINT64_MAX;
+			if (ret)
+				volf_release(n, fi->flags);
+		}
+		if (ret) {
+			fnode_close(the_fs, n);
+			return ret;
+		}
+		/* No page cache kept across opens, and no direct_io even for
+		 * O_DIRECT: the kernel's async direct I/O then keeps many
+		 * requests in flight (docs/volumes.md). */
+		fnode_set_stat_v(n, &st, ver, &view);
+		fi->keep_cache = 0;
+		fi->fh = (uint64_t)(uintptr_t)n;
+		*out = n;
+		return 0;
+	}
 	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY &&
 	    S_ISREG(st.mode)) {
 		struct sdfs_setattr sa = { .mask = SDFS_SETATTR_SIZE | SDFS_SETATTR_MTIME_NOW };
@@ -199,6 +223,10 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	view_of(n, &st);
+	if (st.layout == SDFS_LAYOUT_VOLUME) {
+		volf_read(req, n, size, off);
+		return;
+	}
 	buf = malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
@@ -232,6 +260,10 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		return;
 	}
 	view_of(n, &st);
+	if (st.layout == SDFS_LAYOUT_VOLUME) {
+		volf_write(req, n, buf, size, off);
+		return;
+	}
 	if (st.layout != SDFS_LAYOUT_FILE) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -263,8 +295,12 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fnode *n = node_of(ino, fi);
+	struct sdfs_stat st;
 
 	if (n) {
+		view_of(n, &st);
+		if (st.layout == SDFS_LAYOUT_VOLUME)
+			volf_release(n, fi->flags);
 		fnode_push(the_fs, n);  /* flush already reported any error */
 		fnode_close(the_fs, n);
 	}
@@ -274,7 +310,17 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct fnode *n = node_of(ino, fi);
-	int ret = n ? fnode_sync(the_fs, n, datasync) : 0;
+	struct sdfs_stat st;
+	int ret;
+
+	if (n) {
+		view_of(n, &st);
+		if (st.layout == SDFS_LAYOUT_VOLUME) {
+			volf_fsync(req, n);
+			return;
+		}
+	}
+	ret = n ? fnode_sync(the_fs, n, datasync) : 0;
 
 	if (ret)
 		io_err(req, ret);
@@ -341,6 +387,10 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 		return;
 	}
 	view_of(n, &st);
+	if (st.layout == SDFS_LAYOUT_VOLUME) {
+		volf_fallocate(req, n, mode, off, len);
+		return;
+	}
 	if (mode == 0 || mode == FALLOC_FL_KEEP_SIZE) {
 		/* Thin: nothing to reserve; only the size may grow. */
 		if (mode == 0 && (uint64_t)(off + len) > st.size) {
@@ -384,6 +434,10 @@ void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		return;
 	}
 	view_of(n, &st);
+	if (st.layout == SDFS_LAYOUT_VOLUME) {
+		volf_lseek(req, n, off, whence);
+		return;
+	}
 	osz = st.obj_size ? st.obj_size : 1;
 	if (off < 0 || pos >= st.size) {
 		fuse_reply_err(req, ENXIO);
@@ -446,18 +500,24 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	view_of(out, &sout);
 	while (done < len) {
 		size_t want = len - done < COPY_CHUNK ? len - done : COPY_CHUNK;
-		ssize_t got = sdfs_file_pread(the_fs->s, &sin, buf, want,
-					      (uint64_t)off_in + done);
+		ssize_t got = sin.layout == SDFS_LAYOUT_VOLUME ?
+			volf_pread(in, buf, want, (uint64_t)off_in + done) :
+			sdfs_file_pread(the_fs->s, &sin, buf, want, (uint64_t)off_in + done);
 
 		if (got <= 0) {
 			ret = (int)got;
 			break;
 		}
-		ret = sdfs_file_pwrite(the_fs->s, &sout, buf, (size_t)got,
-				       (uint64_t)off_out + done, 0);
+		if (sout.layout == SDFS_LAYOUT_VOLUME) {
+			ret = volf_pwrite(out, buf, (size_t)got, (uint64_t)off_out + done);
+		} else {
+			ret = sdfs_file_pwrite(the_fs->s, &sout, buf, (size_t)got,
+					       (uint64_t)off_out + done, 0);
+			if (!ret)
+				fnode_wrote(out, (uint64_t)off_out + done, (uint64_t)got);
+		}
 		if (ret)
 			break;
-		fnode_wrote(out, (uint64_t)off_out + done, (uint64_t)got);
 		done += (size_t)got;
 	}
 	free(buf);

@@ -202,7 +202,15 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		sa.mask |= SDFS_SETATTR_GID;
 		sa.gid = attr->st_gid;
 	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
+	if ((to_set & FUSE_SET_ATTR_SIZE) && n && n->st.layout == SDFS_LAYOUT_VOLUME) {
+		/* A volume frees and zeroes through its writer (volfile.c). */
+		ret = volf_resize(n, (uint64_t)attr->st_size);
+		if (ret) {
+			fs_reply_err(req, ret);
+			return;
+		}
+		sa.mask |= SDFS_SETATTR_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_SIZE) {
 		sa.mask |= SDFS_SETATTR_SIZE;
 		sa.size = (uint64_t)attr->st_size;
 		/* what was written here must reach the mds first, or its

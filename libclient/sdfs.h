@@ -336,6 +336,7 @@ int sdfs_vol_fence(struct sdfs *s, uint64_t vid, uint32_t token);
  * keeps the catalog (which vid is a file's live state, its snapshots,
  * the family); data I/O goes from the client to the block daemons.
  */
+#define SDFS_VOL_SNAP_NAME_MAX 64       /* [A-Za-z0-9._-], not "." or ".." */
 struct sdfs_vol_info {
 	uint64_t vid;                   /* this state's volume id */
 	uint64_t family;                /* vid of the family's first volume */
@@ -348,7 +349,7 @@ struct sdfs_vol_info {
 	uint16_t copies;                /* 0: the cluster's */
 	uint16_t state;                 /* SDFS_VOL_LIVE/SNAP/DELETED/PENDING */
 	uint32_t token;                 /* live: its fence */
-	char name[65];                  /* a snapshot's name; "" */
+	char name[SDFS_VOL_SNAP_NAME_MAX + 1]; /* a snapshot's name; "" */
 };
 #define SDFS_VOL_LIVE    1
 #define SDFS_VOL_SNAP    2

@@ -439,7 +439,7 @@ Test(mds_fuzz, unknown_ops_get_unknown_op)
 {
 	static const unsigned ops[] = { 0x3f, 0x7f, SDFS_OP_OBJ_READ, SDFS_OP_OBJ_WRITE,
 					SDFS_OP_NODE_INFO, SDFS_OP_MDS_FENCE, 0x00,
-					SDFS_OP_NS_INFO + 1, 0x80, 0xff };
+					SDFS_OP_NS_VOL_RECLAIM + 1, 0x80, 0xff };
 	struct frame *f = malloc(sizeof(*f));
 	struct ns_view before;
 	struct sdfs_hdr r;

@@ -1,0 +1,86 @@
+/*
+ * vol_int.h - an open volume, shared by libclient/vol.c (open, lock,
+ * token, index load and reload, close) and libclient/vol_io.c (reads,
+ * writes with copy-on-write, the index group commit, punch, flush,
+ * resize). docs/volumes.md has the model.
+ *
+ * Locking: `state` is held shared by every I/O and exclusively by a
+ * reload (a snapshot moved the live state to a new vid), so an I/O sees
+ * one vid and one index throughout. `idx` holds committed owners only: a
+ * chunk being made is owned in `ixbuf` (the index object's image) until
+ * its index write is acknowledged, and only then in `idx`, under its
+ * chunk lock; a write into a chunk whose idx owner is not ours takes
+ * the chunk lock, so nothing is acknowledged into a chunk the index
+ * does not point at yet.
+ */
+#ifndef SDFS_LIBCLIENT_VOL_INT_H
+#define SDFS_LIBCLIENT_VOL_INT_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/coord_vol.h"
+#include "common/oid.h"
+#include "libclient/client.h"
+
+#define VOL_CHUNK_LOCKS 64
+#define VOL_RO_RELOAD_MS 1000   /* read-only live handles re-read the index */
+
+struct sdfs_vol {
+	struct sdfs *s;
+	uint64_t ino;
+	int writer;                     /* SDFS_VOL_WRITE */
+	char snap[SDFS_SNAP_NAME_MAX + 1]; /* a snapshot handle's name; "" */
+	char lock_node[COORD_VOL_NODE_MAX];
+	uint32_t token;
+	atomic_int fenced;              /* a write was refused: -EPERM from now on */
+
+	pthread_rwlock_t state;
+	struct sdfs_vol_info vi;        /* vid, size, obj_size, copies */
+	_Atomic uint32_t *idx;          /* committed owner per chunk */
+	uint64_t cap;                   /* entries in idx and ixbuf */
+	uint64_t gen;                   /* bumped by every reload */
+	int64_t loaded_ms;
+	int idx_exists;                 /* the index object has its header */
+
+	pthread_mutex_t size_lock;      /* growing writes push the size */
+
+	/* index group commit (vol_io.c) */
+	pthread_mutex_t ixmu;
+	pthread_cond_t ixcv;
+	uint32_t *ixbuf;                /* owners as they will be written */
+	uint64_t dirty_lo, dirty_hi;    /* chunks to write; lo > hi: none */
+	uint64_t dirty_gen, done_gen, err_gen;
+	int err;                        /* of the write that ended at err_gen */
+	int writing;
+
+	pthread_mutex_t chunk_locks[VOL_CHUNK_LOCKS];
+
+	/* objects written since the last flush */
+	pthread_mutex_t dmu;
+	uint64_t *dirty;
+	size_t ndirty, cap_dirty;
+};
+
+static inline uint64_t vol_index_oid(const struct sdfs_vol *v)
+{
+	return oid_vindex(v->vi.vid, v->vi.copies);
+}
+
+/* vol.c */
+/* Re-read the live state after a write was refused as frozen (-EROFS)
+ * by an I/O that started at generation @gen: waits until the mds shows a
+ * new live vid, loads its index. Call without `state` held. 0 or -errno. */
+int vol_reload(struct sdfs_vol *v, uint64_t gen);
+/* Read-only handles of the live state: reload if the index is older
+ * than VOL_RO_RELOAD_MS. Call without `state` held. */
+void vol_refresh_ro(struct sdfs_vol *v);
+/* Make room for @chunks entries (state held exclusively, or at open). */
+int vol_grow_cap(struct sdfs_vol *v, uint64_t chunks);
+
+/* vol_io.c */
+void vol_io_init(struct sdfs_vol *v);
+void vol_io_destroy(struct sdfs_vol *v);
+/* Forget the index commit state after a reload (ixmu free). */
+void vol_io_reset(struct sdfs_vol *v);
+#endif

@@ -1,0 +1,479 @@
+/*
+ * vol_io.c - I/O on an open volume (vol_int.h; docs/volumes.md "Data
+ * path"): reads by owner, writes into owned chunks, copy-on-write and
+ * new chunks with a group-committed index update, punch, flush, resize.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/volidx.h"
+#include "libclient/vol_int.h"
+
+void vol_io_init(struct sdfs_vol *v)
+{
+	pthread_mutex_init(&v->ixmu, NULL);
+	pthread_cond_init(&v->ixcv, NULL);
+	pthread_mutex_init(&v->dmu, NULL);
+	for (int i = 0; i < VOL_CHUNK_LOCKS; i++)
+		pthread_mutex_init(&v->chunk_locks[i], NULL);
+	v->dirty_lo = UINT64_MAX;
+	v->dirty_hi = 0;
+}
+
+void vol_io_destroy(struct sdfs_vol *v)
+{
+	pthread_mutex_destroy(&v->ixmu);
+	pthread_cond_destroy(&v->ixcv);
+	pthread_mutex_destroy(&v->dmu);
+	for (int i = 0; i < VOL_CHUNK_LOCKS; i++)
+		pthread_mutex_destroy(&v->chunk_locks[i]);
+	free(v->dirty);
+}
+
+void vol_io_reset(struct sdfs_vol *v)
+{
+	pthread_mutex_lock(&v->ixmu);
+	v->dirty_lo = UINT64_MAX;
+	v->dirty_hi = 0;
+	v->done_gen = v->dirty_gen;
+	v->err_gen = 0;
+	pthread_mutex_unlock(&v->ixmu);
+	/* The dirty objects stay: those of the old vid hold acknowledged
+	 * writes the new state shares, and a flush (not a mutation) passes
+	 * its freeze. */
+}
+
+/* Remember @oid for the next flush. */
+static void dirty_add(struct sdfs_vol *v, uint64_t oid)
+{
+	pthread_mutex_lock(&v->dmu);
+	for (size_t i = v->ndirty; i-- > 0;)
+		if (v->dirty[i] == oid)
+			goto out;
+	if (v->ndirty == v->cap_dirty) {
+		size_t cap = v->cap_dirty ? v->cap_dirty * 2 : 64;
+		uint64_t *d = realloc(v->dirty, cap * sizeof(*d));
+
+		if (!d)
+			goto out;       /* flush then syncs everything (below) */
+		v->dirty = d;
+		v->cap_dirty = cap;
+	}
+	v->dirty[v->ndirty++] = oid;
+out:
+	pthread_mutex_unlock(&v->dmu);
+}
+
+static void note_fenced(struct sdfs_vol *v, int err)
+{
+	if (err == -EPERM && !atomic_exchange(&v->fenced, 1))
+		log_warn("volume ino=%" PRIu64 " vid=%" PRIu64 ": our token %" PRIu32
+			 " was fenced: another writer took the volume", v->ino, v->vi.vid,
+			 v->token);
+}
+
+/*
+ * Set index entry @chunk to @owner and wait until an index write that
+ * includes it is acknowledged; one write is in flight per volume and
+ * carries every entry changed while the previous one was. state shared.
+ */
+static int index_commit(struct sdfs_vol *v, uint64_t chunk, uint32_t owner)
+{
+	uint64_t mine;
+	int ret = 0;
+
+	pthread_mutex_lock(&v->ixmu);
+	v->ixbuf[chunk] = owner;
+	if (chunk < v->dirty_lo)
+		v->dirty_lo = chunk;
+	if (chunk > v->dirty_hi)
+		v->dirty_hi = chunk;
+	mine = ++v->dirty_gen;
+	while (v->done_gen < mine) {
+		uint64_t lo, hi, upto, off;
+		uint8_t *buf;
+		size_t len;
+
+		if (v->writing) {
+			pthread_cond_wait(&v->ixcv, &v->ixmu);
+			continue;
+		}
+		/* Lead the next write: every entry dirty up to now. */
+		lo = v->idx_exists ? v->dirty_lo : 0;
+		hi = v->dirty_hi;
+		upto = v->dirty_gen;
+		off = v->idx_exists ? VOLIDX_ENTRY_OFF(lo) : 0;
+		len = (size_t)(VOLIDX_ENTRY_OFF(hi + 1) - off);
+		buf = malloc(len);
+		if (!buf) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (!v->idx_exists) {
+			struct volidx_hdr h = { .vid = v->vi.vid, .parent = v->vi.parent,
+				.obj_size = v->vi.obj_size, .copies = v->vi.copies };
+
+			volidx_hdr_encode(&h, buf);
+		}
+		for (uint64_t i = lo; i <= hi; i++)
+			volidx_entry_put(buf + VOLIDX_ENTRY_OFF(i) - off, v->ixbuf[i]);
+		v->dirty_lo = UINT64_MAX;
+		v->dirty_hi = 0;
+		v->writing = 1;
+		pthread_mutex_unlock(&v->ixmu);
+
+		ret = sdfs_obj_write_tok(v->s, vol_index_oid(v), buf, len, off, 0, v->token);
+		free(buf);
+
+		pthread_mutex_lock(&v->ixmu);
+		v->writing = 0;
+		if (!ret)
+			v->idx_exists = 1;
+		if (ret) {
+			v->err = ret;
+			v->err_gen = upto;
+		}
+		if (upto > v->done_gen)
+			v->done_gen = upto;
+		pthread_cond_broadcast(&v->ixcv);
+	}
+	if (!ret && mine <= v->err_gen && v->err)
+		ret = v->err;
+	pthread_mutex_unlock(&v->ixmu);
+	if (!ret)
+		dirty_add(v, vol_index_oid(v));
+	return ret;
+}
+
+/* Read chunk @chunk's bytes [in, in+n) owned by @owner into @buf. */
+static int chunk_read(struct sdfs_vol *v, uint64_t owner, uint64_t chunk, char *buf,
+		      size_t n, uint64_t in)
+{
+	ssize_t got;
+
+	if (!owner) {
+		memset(buf, 0, n);
+		return 0;
+	}
+	got = sdfs_obj_read(v->s, oid_vdata(owner, chunk, v->vi.copies), buf, n, in);
+	if (got < 0)
+		return (int)got;
+	if ((size_t)got < n)
+		memset(buf + got, 0, n - (size_t)got);
+	return 0;
+}
+
+/*
+ * Make chunk @chunk ours with [in, in+n) = @data (@data NULL: zeros),
+ * under its chunk lock: a fresh chunk gets a new object (any object of
+ * ours left by a crash before its index update is replaced), an
+ * ancestor's is copied first. Then the index.
+ */
+static int chunk_make(struct sdfs_vol *v, uint64_t chunk, const char *data, size_t n,
+		      uint64_t in, uint32_t owner)
+{
+	uint32_t osz = v->vi.obj_size;
+	uint64_t oid = oid_vdata(v->vi.vid, chunk, v->vi.copies);
+	size_t len = (size_t)(in + n);
+	char *buf;
+	int ret;
+
+	if (!owner && data) {
+		/* A fresh chunk: a short object, holes read as zeros. An
+		 * object of ours left by a crash before its index update is
+		 * replaced (put), or removed first (a write into it would
+		 * keep its old bytes around the new ones). */
+		if (in == 0) {
+			ret = sdfs_obj_put_tok(v->s, oid, data, n, v->token);
+		} else {
+			ret = sdfs_obj_remove_tok(v->s, oid, v->token);
+			if (!ret || ret == -ENOENT)
+				ret = sdfs_obj_write_tok(v->s, oid, data, n, in, 0, v->token);
+		}
+		goto index;
+	}
+	buf = calloc(1, osz);
+	if (!buf)
+		return -ENOMEM;
+	ret = 0;
+	if (owner) {
+		ssize_t got = sdfs_obj_read(v->s, oid_vdata(owner, chunk, v->vi.copies),
+					    buf, osz, 0);
+
+		if (got < 0)
+			ret = (int)got;
+		else if ((size_t)got > len)
+			len = (size_t)got;
+	}
+	if (!ret) {
+		if (data)
+			memcpy(buf + in, data, n);
+		else
+			memset(buf + in, 0, n);
+		ret = sdfs_obj_put_tok(v->s, oid, buf, len, v->token);
+	}
+	free(buf);
+index:
+	if (ret)
+		return ret;
+	dirty_add(v, oid);
+	ret = index_commit(v, chunk, (uint32_t)v->vi.vid);
+	if (!ret)
+		atomic_store(&v->idx[chunk], (uint32_t)v->vi.vid);
+	return ret;
+}
+
+/* Write one piece inside chunk @chunk (state shared). */
+static int piece_write(struct sdfs_vol *v, uint64_t chunk, const char *data, size_t n,
+		       uint64_t in)
+{
+	uint32_t vid = (uint32_t)v->vi.vid, owner = atomic_load(&v->idx[chunk]);
+	pthread_mutex_t *cl = &v->chunk_locks[chunk % VOL_CHUNK_LOCKS];
+	uint64_t oid = oid_vdata(vid, chunk, v->vi.copies);
+	int ret;
+
+	if (!data && !owner)
+		return 0;       /* zeros already */
+	if (owner != vid) {
+		pthread_mutex_lock(cl);
+		owner = atomic_load(&v->idx[chunk]);
+		if (owner != vid) {
+			ret = chunk_make(v, chunk, data, n, in, owner);
+			pthread_mutex_unlock(cl);
+			return ret;
+		}
+		pthread_mutex_unlock(cl);
+	}
+	if (data)
+		ret = sdfs_obj_write_tok(v->s, oid, data, n, in, 0, v->token);
+	else {
+		char *z = calloc(1, n);
+
+		ret = z ? sdfs_obj_write_tok(v->s, oid, z, n, in, 0, v->token) : -ENOMEM;
+		free(z);
+	}
+	if (!ret)
+		dirty_add(v, oid);
+	return ret;
+}
+
+/* Drop whole chunk @chunk: entry 0 first, then our object (state shared). */
+static int piece_drop(struct sdfs_vol *v, uint64_t chunk)
+{
+	pthread_mutex_t *cl = &v->chunk_locks[chunk % VOL_CHUNK_LOCKS];
+	uint32_t owner;
+	int ret = 0;
+
+	pthread_mutex_lock(cl);
+	owner = atomic_load(&v->idx[chunk]);
+	if (owner) {
+		ret = index_commit(v, chunk, 0);
+		if (!ret) {
+			atomic_store(&v->idx[chunk], 0);
+			if (owner == v->vi.vid) {
+				ret = sdfs_obj_remove_tok(v->s, oid_vdata(owner, chunk,
+						v->vi.copies), v->token);
+				if (ret == -ENOENT)
+					ret = 0;
+			}
+		}
+	}
+	pthread_mutex_unlock(cl);
+	return ret;
+}
+
+enum io_kind { IO_WRITE, IO_ZERO };
+
+/*
+ * Apply a write (@data) or a zeroing (@data NULL; whole chunks dropped)
+ * to [off, off+len), within the size; retried in the new live state if a
+ * snapshot froze ours meanwhile.
+ */
+static int range_apply(struct sdfs_vol *v, const char *data, uint64_t len, uint64_t off)
+{
+	uint32_t osz;
+	uint64_t done = 0, gen;
+	int ret;
+
+	for (;;) {
+		if (atomic_load(&v->fenced))
+			return -EPERM;
+		pthread_rwlock_rdlock(&v->state);
+		gen = v->gen;
+		osz = v->vi.obj_size;
+		ret = 0;
+		while (done < len && !ret) {
+			uint64_t pos = off + done, chunk = pos / osz, in = pos % osz;
+			uint64_t n = len - done < osz - in ? len - done : osz - in;
+
+			if (chunk >= v->cap)
+				ret = -EFBIG;
+			else if (!data && in == 0 && n == osz)
+				ret = piece_drop(v, chunk);
+			else
+				ret = piece_write(v, chunk, data ? data + done : NULL,
+						  (size_t)n, in);
+			if (!ret)
+				done += n;
+		}
+		pthread_rwlock_unlock(&v->state);
+		if (ret != -EROFS)
+			break;
+		ret = vol_reload(v, gen);
+		if (ret)
+			break;
+	}
+	note_fenced(v, ret);
+	return ret;
+}
+
+/* Tell the mds a size of @size if it grows the volume. */
+static int size_grow(struct sdfs_vol *v, uint64_t size)
+{
+	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_SIZE, .size = size };
+	int ret = 0;
+
+	pthread_mutex_lock(&v->size_lock);
+	if (size > sdfs_vol_size(v)) {
+		pthread_rwlock_wrlock(&v->state);
+		ret = vol_grow_cap(v, (size + v->vi.obj_size - 1) / v->vi.obj_size);
+		pthread_rwlock_unlock(&v->state);
+		if (!ret)
+			ret = sdfs_ns_setattr(v->s, v->ino, &sa, NULL);
+		if (!ret) {
+			pthread_rwlock_wrlock(&v->state);
+			v->vi.size = size;
+			pthread_rwlock_unlock(&v->state);
+		}
+	}
+	pthread_mutex_unlock(&v->size_lock);
+	return ret;
+}
+
+int sdfs_vol_pwrite(struct sdfs_vol *v, const void *buf, size_t len, uint64_t off)
+{
+	int ret;
+
+	if (!v->writer)
+		return -EROFS;
+	if (off + len < off)
+		return -EFBIG;
+	if (!len)
+		return 0;
+	if (off + len > sdfs_vol_size(v)) {
+		ret = size_grow(v, off + len);
+		if (ret)
+			return ret;
+	}
+	return range_apply(v, buf, len, off);
+}
+
+ssize_t sdfs_vol_pread(struct sdfs_vol *v, void *buf, size_t len, uint64_t off)
+{
+	uint64_t done = 0, gen;
+	int retried = 0;
+	int ret;
+
+	vol_refresh_ro(v);
+again:
+	pthread_rwlock_rdlock(&v->state);
+	gen = v->gen;
+	if (off >= v->vi.size)
+		len = 0;
+	else if (len > v->vi.size - off)
+		len = (size_t)(v->vi.size - off);
+	ret = 0;
+	while (done < len && !ret) {
+		uint32_t osz = v->vi.obj_size;
+		uint64_t pos = off + done, chunk = pos / osz, in = pos % osz;
+		size_t n = len - done < osz - in ? len - done : (size_t)(osz - in);
+		uint32_t owner = chunk < v->cap ? atomic_load(&v->idx[chunk]) : 0;
+
+		ret = chunk_read(v, owner, chunk, (char *)buf + done, n, in);
+		if (!ret)
+			done += n;
+	}
+	pthread_rwlock_unlock(&v->state);
+	/* A reader's index may be older than a reclaim of a chunk the live
+	 * state has since overwritten: read it again once. */
+	if (ret == -ENOENT && !v->writer && !v->snap[0] && !retried) {
+		retried = 1;
+		if (!vol_reload(v, gen))
+			goto again;
+	}
+	if (ret == -ENOENT)
+		ret = -EIO;     /* the index names an object no replica has */
+	return ret ? ret : (ssize_t)len;
+}
+
+int sdfs_vol_punch(struct sdfs_vol *v, uint64_t off, uint64_t len)
+{
+	uint64_t size;
+
+	if (!v->writer)
+		return -EROFS;
+	size = sdfs_vol_size(v);
+	if (off >= size || !len)
+		return 0;
+	if (len > size - off)
+		len = size - off;
+	return range_apply(v, NULL, len, off);
+}
+
+int sdfs_vol_flush(struct sdfs_vol *v)
+{
+	uint64_t *oids;
+	size_t n;
+	int ret = 0;
+
+	if (!v->writer)
+		return 0;
+	/* Take the list; a write acknowledged before this call is in it. */
+	pthread_mutex_lock(&v->dmu);
+	oids = v->dirty;
+	n = v->ndirty;
+	v->dirty = NULL;
+	v->ndirty = v->cap_dirty = 0;
+	pthread_mutex_unlock(&v->dmu);
+	for (size_t i = 0; i < n && !ret; i++) {
+		ret = sdfs_obj_flush(v->s, oids[i]);
+		if (ret == -ENOENT)
+			ret = 0;        /* punched since */
+	}
+	if (ret) {              /* keep them for the next try */
+		for (size_t i = 0; i < n; i++)
+			dirty_add(v, oids[i]);
+	}
+	free(oids);
+	return ret;
+}
+
+int sdfs_vol_resize(struct sdfs_vol *v, uint64_t size)
+{
+	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_SIZE, .size = size };
+	uint64_t old = sdfs_vol_size(v), osz = v->vi.obj_size, end;
+	int ret;
+
+	if (!v->writer)
+		return -EROFS;
+	if (size >= old)
+		return size == old ? 0 : size_grow(v, size);
+	/* Shrink: zero the tail of the last chunk, drop the chunks past it,
+	 * so a later grow reads zeros. */
+	end = (old + osz - 1) / osz * osz;
+	ret = range_apply(v, NULL, end - size, size);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&v->size_lock);
+	ret = sdfs_ns_setattr(v->s, v->ino, &sa, NULL);
+	if (!ret) {
+		pthread_rwlock_wrlock(&v->state);
+		v->vi.size = size;
+		pthread_rwlock_unlock(&v->state);
+	}
+	pthread_mutex_unlock(&v->size_lock);
+	return ret;
+}

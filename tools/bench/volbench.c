@@ -3,7 +3,7 @@
  *
  *   create PATH SIZE  a new thin volume file (sdfs_vol_create)
  *   snap COUNT PATH.. COUNT snapshots of each, round-robin, each timed alone
- *   info PATH         its live state (sdfs_vol_info)
+ *   info PATH         its live state: chunks written, chunks it owns
  *
  * PATH is an sdfs path ("/bench/v.img"), not a mount path. snap connects
  * once and times only sdfs_vol_snap_create: `sdfs snap create` would add
@@ -198,7 +198,9 @@ static int do_snap(struct sdfs *s, int argc, char **argv)
 static int do_info(struct sdfs *s, int argc, char **argv)
 {
 	struct sdfs_vol_info vi;
+	struct sdfs_vol *v;
 	struct sdfs_stat st;
+	uint64_t chunk, nchunks, owner, used = 0, own = 0;
 	int ret;
 
 	if (argc != 1) {
@@ -208,12 +210,20 @@ static int do_info(struct sdfs *s, int argc, char **argv)
 	ret = sdfs_ns_resolve(s, argv[0], 1, &st);
 	if (ret < 0)
 		return fail("info", argv[0], ret);
-	ret = sdfs_vol_info(s, st.ino, NULL, &vi);
+	ret = sdfs_vol_open(s, st.ino, 0, NULL, &v);
 	if (ret < 0)
 		return fail("info", argv[0], ret);
+	sdfs_vol_get_info(v, &vi);
+	nchunks = vi.obj_size ? (sdfs_vol_size(v) + vi.obj_size - 1) / vi.obj_size : 0;
+	for (chunk = 0; chunk < nchunks; chunk++) {
+		owner = sdfs_vol_chunk_owner(v, chunk);
+		used += owner != 0;
+		own += owner == vi.vid;
+	}
+	sdfs_vol_close(v);
 	printf("info vid=%" PRIu64 " size=%" PRIu64 " obj_size=%" PRIu32
-	       " copies=%u objects=%" PRIu64 "\n",
-	       vi.vid, vi.size, vi.obj_size, vi.copies, vi.objects);
+	       " copies=%u chunks=%" PRIu64 " written=%" PRIu64 " owned=%" PRIu64 "\n",
+	       vi.vid, vi.size, vi.obj_size, vi.copies, nchunks, used, own);
 	return 0;
 }
 

@@ -30,6 +30,25 @@ static const char usage_text[] =
 "  fs ln [-s] TARGET PATH          hard link (-s: symbolic link)\n"
 "  fs put LOCAL PATH               copy a local file ('-': stdin) into sdfs\n"
 "  fs cat PATH                     write a file to stdout\n"
+"  vol create PATH SIZE [--copies N] [--obj-size SIZE]\n"
+"                                  a new, empty (thin) volume file (VM disk)\n"
+"  vol info PATH[@SNAP]            vid, size, copies, object size, snapshots\n"
+"  vol import PATH [--size SIZE] [--copies N] [--obj-size SIZE] < IMAGE\n"
+"                                  a raw image from stdin into a volume file\n"
+"                                  (made if missing; zero chunks skipped)\n"
+"  vol import --diff PATH < DIFF   apply a diff stream (vol export --from-snap)\n"
+"  vol export PATH[@SNAP] > OUT    a volume or snapshot as a raw image\n"
+"  vol export --from-snap A --snap B PATH > DIFF\n"
+"                                  the chunks that changed from snapshot A to B\n"
+"  vol convert PATH                make a plain file a volume file in place\n"
+"  vol resize PATH SIZE [--shrink] grow (or, with --shrink, shrink) a volume\n"
+"  vol clone PATH@SNAP NEWPATH     a new volume file starting as a snapshot\n"
+"  vol tree PATH                   the volume's family: snapshots, clones,\n"
+"                                  states waiting for reclaim\n"
+"  snap create PATH NAME           snapshot a volume file (metadata only)\n"
+"  snap list PATH                  its snapshots, oldest first\n"
+"  snap rollback PATH NAME         make snapshot NAME the volume's data again\n"
+"  snap delete PATH NAME           remove a snapshot (its data is reclaimed)\n"
 "  mds status                      the active metadata server and standbys\n"
 "  obj put OID FILE                store FILE ('-': stdin) as object OID\n"
 "  obj get OID [FILE]              write object OID to FILE (default stdout)\n"
@@ -51,9 +70,11 @@ static const char usage_text[] =
 "  -c FILE   cluster config (default: $SDFS_CONF, then /etc/sdfs/sdfs.conf)\n"
 "  --json    machine-readable output\n"
 "  -v        show the library's warnings and debug messages\n"
-"OIDs are decimal, 0x-prefixed hex, or 16 hex digits. PATHs are absolute\n"
-"paths inside sdfs (/a/b); the active sdfs-mds serves them. To mount the\n"
-"filesystem: mount.sdfs CLUSTER MOUNTPOINT -o conf=FILE (docs/mount.md).\n";
+"OIDs are decimal, 0x-prefixed hex, or 16 hex digits. SIZEs take K, M, G\n"
+"or T (powers of 1024): 10G, 512M. PATHs are absolute paths inside sdfs\n"
+"(/a/b); the active sdfs-mds serves them. PATH@SNAP names a snapshot of a\n"
+"volume file (docs/volumes.md). To mount the filesystem:\n"
+"mount.sdfs CLUSTER MOUNTPOINT -o conf=FILE (docs/mount.md).\n";
 
 int main(int argc, char **argv)
 {
@@ -84,6 +105,11 @@ int main(int argc, char **argv)
 		fputs(usage_text, stderr);
 		return 2;
 	}
+	if (!strcmp(rest[0], "help")) {
+		fputs(usage_text, stdout);
+		free(rest);
+		return 0;
+	}
 	cli_log_init(&cli);
 	cli.argc = n - 1;
 	cli.argv = rest + 1;
@@ -100,6 +126,10 @@ int main(int argc, char **argv)
 		ret = cmd_fs(&cli);
 	else if (!strcmp(rest[0], "mds"))
 		ret = cmd_mds(&cli);
+	else if (!strcmp(rest[0], "vol"))
+		ret = cmd_vol(&cli);
+	else if (!strcmp(rest[0], "snap"))
+		ret = cmd_snap(&cli);
 	else
 		ret = cli_fail("unknown command '%s' (see sdfs --help)", rest[0]);
 	free(rest);

@@ -25,7 +25,8 @@ int history_get(struct history *h, uint64_t epoch, const struct cmap **out);
 
 /*
  * The up holders of @oid in @m: placed copies on nodes whose state is
- * UP, placement order. Returns their number (0..copies). These are the
+ * UP, placement order. @copies is the cluster's; a volume object has its
+ * own (oid_copies). Returns their number (0..copies). These are the
  * nodes every write tagged with m->epoch reached.
  */
 int history_up_holders(const struct cmap *m, uint64_t oid, unsigned copies,

@@ -558,7 +558,7 @@ static const struct { enum sdfs_res res; int err; } res_table[] = {
 	{ SDFS_RES_BAD_MSG, EPROTO }, { SDFS_RES_UNKNOWN_OP, EOPNOTSUPP },
 	{ SDFS_RES_NO_MEM, ENOMEM }, { SDFS_RES_SHUTDOWN, ESHUTDOWN },
 	{ SDFS_RES_UNAVAIL, ENODATA }, { SDFS_RES_FENCED, EPERM },
-	{ SDFS_RES_ERRNO, EIO },
+	{ SDFS_RES_ERRNO, EIO }, { SDFS_RES_READONLY, EROFS },
 };
 
 Test(proto_res, table_covers_every_result)

@@ -501,7 +501,7 @@ static void framed(struct frame *f, unsigned op, const uint8_t *payload, size_t 
 
 static int is_ns_op(unsigned op)
 {
-	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_INFO;
+	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_VOL_RECLAIM;
 }
 
 static int is_mutation(unsigned op)
@@ -510,7 +510,8 @@ static int is_mutation(unsigned op)
 	case SDFS_OP_NS_SETATTR: case SDFS_OP_NS_MKNOD: case SDFS_OP_NS_MKDIR:
 	case SDFS_OP_NS_UNLINK: case SDFS_OP_NS_RMDIR: case SDFS_OP_NS_RENAME:
 	case SDFS_OP_NS_LINK: case SDFS_OP_NS_SYMLINK: case SDFS_OP_NS_SETXATTR:
-	case SDFS_OP_NS_RMXATTR:
+	case SDFS_OP_NS_RMXATTR: case SDFS_OP_NS_VOL_CREATE: case SDFS_OP_NS_VOL_SNAP:
+	case SDFS_OP_NS_VOL_SNAPDEL: case SDFS_OP_NS_VOL_ROLLBACK: case SDFS_OP_NS_VOL_CLONE:
 		return 1;
 	}
 	return 0;
@@ -573,7 +574,7 @@ static enum expect random_frame(struct frame *f, uint64_t *rng, enum fuzz_kind k
 		size_t dl = (size_t)(trand(rng) % 3) ? (size_t)(trand(rng) % 300)
 						      : (size_t)(trand(rng) % (SDFS_XATTR_SIZE_MAX + 2));
 
-		op = SDFS_OP_NS_LOOKUP + (unsigned)(trand(rng) % (SDFS_OP_NS_INFO -
+		op = SDFS_OP_NS_LOOKUP + (unsigned)(trand(rng) % (SDFS_OP_NS_VOL_RECLAIM -
 							       SDFS_OP_NS_LOOKUP + 1));
 		tfill_random(&q, sizeof(q), trand(rng));
 		/* Mutations never name an inode that exists, so nothing can

@@ -47,7 +47,7 @@ struct objset *objset_new(struct sdfs *s, unsigned n, uint32_t max_size, uint64_
 		int dup;
 
 		do {    /* distinct, and never 0 */
-			oid = trand(&os->rng);
+			oid = trand(&os->rng) >> 8;  /* kind 0: raw objects (a volume kind would carry its own copies) */
 			dup = oid == 0;
 			for (unsigned k = 0; k < i && !dup; k++)
 				dup = os->o[k].oid == oid;

@@ -134,7 +134,7 @@ Test(stale_read, old_holders_refuse_while_the_holders_of_newer_data_are_gone)
 {
 	struct sdfs *s = tcluster_client(tc);
 	uint64_t seed = tseed("object and its content");
-	uint64_t oid = trand(&seed) | 1, e1, e2, csum2;
+	uint64_t oid = (trand(&seed) >> 8) | 1, e1, e2, csum2;
 	static unsigned char v1[V1_SIZE], v2[V2_SIZE], buf[V2_SIZE + 4096];
 	char pa[1024], pb[1024], pc[1024], pd[1024];
 	char a[32], b[32], c[32] = "", d[32] = "";

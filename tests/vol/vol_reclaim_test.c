@@ -8,8 +8,9 @@
  * volume object is left.
  *
  * The family: vm with data and three snapshots (overwrites, a new chunk
- * and a punched chunk between them) and two clones (of s1 and s2) with
- * writes of their own. Three orders of deletion, one cluster each.
+ * and a punched chunk between them), two clones (c1 of s1, c2 of s2)
+ * with writes of their own, a snapshot t1 of c1 and a clone cc of that.
+ * Four orders of deletion, one cluster each.
  *
  * Objects are counted by asking for each candidate oid
  * (oid_vdata(vid, chunk, copies) for every vid the family ever had and
@@ -183,7 +184,7 @@ static void build_family(void)
 {
 	struct sdfs_vol_info vi;
 	uint64_t ino = vt_create(tc, "vm", SIZE, OBJ, NULL);
-	struct member *vm = add_member("vm", NULL, ino, NULL), *c1, *c2;
+	struct member *vm = add_member("vm", NULL, ino, NULL), *c1, *c2, *cc;
 
 	vt_info(tc, ino, NULL, &vi);
 	copies = vi.copies;
@@ -205,6 +206,11 @@ static void build_family(void)
 	c1 = make_clone(find("vm", "s1"), "c1");
 	put(c1, OBJ + 3 * KiB, 2 * KiB, 21);            /* CoW 1 from s1 */
 	put(c1, 12 * OBJ, OBJ, 21);                     /* new 12 */
+	take_snap(c1, "t1");
+	put(c1, 12 * OBJ + 7 * KiB, 9 * KiB, 23);       /* CoW 12 from t1 */
+	cc = make_clone(find("c1", "t1"), "cc");        /* a clone of a clone */
+	put(cc, 0, 3 * KiB, 24);                        /* CoW 0 from s1 (via t1) */
+	put(cc, 13 * OBJ, 2 * KiB, 24);                 /* new 13 */
 	c2 = make_clone(find("vm", "s2"), "c2");
 	put(c2, 2 * OBJ, 100, 22);                      /* CoW 2 from s2 */
 	put(c2, 10 * OBJ + 30 * KiB, 4 * KiB, 22);      /* CoW 10 (vm's, in s2) */
@@ -450,7 +456,7 @@ static void run_order(const char *const *order)
 
 Test(vol_reclaim, snapshots_between_clones)
 {
-	const char *order[] = { "vm@s2", "c1", "vm@s1", "vm@s3", "c2", NULL };
+	const char *order[] = { "vm@s2", "c1@t1", "c1", "vm@s1", "vm@s3", "c2", NULL };
 
 	run_order(order);
 }
@@ -466,6 +472,15 @@ Test(vol_reclaim, origin_first)
 Test(vol_reclaim, clones_first_then_oldest_snapshot)
 {
 	const char *order[] = { "c1", "c2", "vm@s1", "vm@s3", "vm@s2", NULL };
+
+	run_order(order);
+}
+
+Test(vol_reclaim, middle_of_the_tree_first)
+{
+	/* c1 (and t1) go while cc still shares their objects, then s1 that
+	 * both came from, then vm; cc and c2 go last */
+	const char *order[] = { "c1", "vm@s1", "vm", "cc", NULL };
 
 	run_order(order);
 }

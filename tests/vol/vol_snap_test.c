@@ -225,6 +225,14 @@ Test(vol_snap, snapshot_clone_rollback)
 	check_vol(ino, "S1", m1, SIZE, "S1 after writes into its clone");
 	check_vol(cst.ino, NULL, m3, SIZE, "vm1-clone's live state through libsdfs");
 
+	/* no rollback under a writer */
+	fd = vt_xopen(tc, "vm1", O_RDWR);
+	ret = sdfs_vol_rollback(s, ino, "S1", &vi);
+	cr_assert_eq(ret, -EBUSY, "sdfs_vol_rollback while the mount has vm1 open for "
+		     "writing: %s, expected EBUSY", ret ? strerror(-ret) : "done");
+	close(fd);
+	check_file("vm1", m2, SIZE);
+
 	/* rollback vm1 to S1 (closed): P1 again, S1 and the clone unchanged */
 	rollback(ino, "S1");
 	check_file("vm1", m1, SIZE);

@@ -179,6 +179,19 @@ Test(vol_writer, ebusy_then_takeover_after_sigkill)
 	cr_assert(fb_ro >= 0, "B: open(O_RDONLY) while A writes: %s", strerror(errno));
 	vt_pread(fb_ro, got, 2 * MiB, 0, "B: vf read-only");
 	vt_assert_same(got, model, 2 * MiB, 0, OBJ, "vf read through B while A writes");
+	/* a reader elsewhere sees what the writer flushed (its handle
+	 * reloads the live state: at most a second late) */
+	put(fa, model, 4 * MiB, 64 * KiB, 5, "A: vf, while B reads");
+	vt_fsync(fa, "A: vf, while B reads");
+	for (int64_t end = tnow_ms() + 10000;;) {
+		vt_pread(fb_ro, got, 64 * KiB, 4 * MiB, "B: vf read-only");
+		if (!memcmp(got, model + 4 * MiB, 64 * KiB))
+			break;
+		if (tnow_ms() > end)
+			vt_assert_same(got, model + 4 * MiB, 64 * KiB, 4 * MiB, OBJ, "B's "
+				       "read-only descriptor 10 s after A wrote and fsynced");
+		tsleep_ms(100);
+	}
 	/* inside A the lock is the mount's: a second writer there is fine */
 	fa2 = vt_xopen(tc, "vf", O_RDWR);
 	close(fa2);

@@ -127,6 +127,33 @@ static void check_snapdir(const char *name, const char *snap, const uint8_t *mod
 	free(got);
 }
 
+/* `sdfs vol export @spec` (PATH or PATH@SNAP) equals @model[0, @len). */
+static void check_export(const char *spec, const uint8_t *model, size_t len)
+{
+	char out[PATH_MAX + 64], what[256], *err = NULL;
+	uint8_t *got = NULL;
+
+	snprintf(out, sizeof(out), "%s/export.raw", tcluster_dir(tc));
+	int st = vt_sdfs_to_file(tc, out, &err, (const char *[]){ "vol", "export", spec, NULL });
+	cr_assert_eq(st, 0, "sdfs vol export %s: exit %d: %s", spec, st, err);
+	size_t n = vt_slurp(out, &got);
+	cr_assert_eq(n, len, "sdfs vol export %s: %zu bytes, want %zu", spec, n, len);
+	snprintf(what, sizeof(what), "sdfs vol export %s", spec);
+	vt_assert_same(got, model, len, 0, OBJ, what);
+	unlink(out);
+	free(got);
+	free(err);
+}
+
+/* `sdfs @fmt...` must exit 0; its stdout (malloc'd). */
+#define SDFS_OK(...) ({                                                        \
+	char *o_ = NULL, *e_ = NULL;                                           \
+	int st_ = tcluster_sdfs(tc, &o_, &e_, __VA_ARGS__);                    \
+	cr_assert_eq(st_, 0, "sdfs %s: exit %d: %s", #__VA_ARGS__, st_, e_);  \
+	free(e_);                                                              \
+	o_;                                                                    \
+})
+
 /* The root's inode number (the mount shows /). */
 static uint64_t root_ino(void)
 {
@@ -196,6 +223,7 @@ Test(vol_snap, snapshot_clone_rollback)
 
 	check_vol(ino, "S1", m1, SIZE, "snapshot S1 through sdfs_vol_open_snap");
 	check_snapdir("vm1", "S1", m1, SIZE);
+	check_export("/vm1@S1", m1, SIZE);
 	check_fd(fd2, m2, SIZE, "vm1 through a descriptor opened before the snapshot");
 	check_fd(fd, m2, SIZE, "vm1 through the writing descriptor");
 	close(fd2);
@@ -254,6 +282,19 @@ Test(vol_snap, snapshot_clone_rollback)
 	check_vol(ino, "S1", m1, SIZE, "S1 after writes into the rolled-back vm1");
 	check_snapdir("vm1", "S1", m1, SIZE);
 	check_file("vm1-clone", m3, SIZE);
+
+	/* the same through the CLI: snap create, list, export, vol clone */
+	free(SDFS_OK("snap create /vm1 cli1"));
+	char *list = SDFS_OK("snap list /vm1");
+	cr_assert(strstr(list, "S1") && strstr(list, "cli1"), "sdfs snap list /vm1:\n%s",
+		  list);
+	free(list);
+	check_export("/vm1@cli1", m4, SIZE);
+	check_export("/vm1", m4, SIZE);
+	check_export("/vm1-clone", m3, SIZE);
+	free(SDFS_OK("vol clone /vm1@cli1 /vm1-c2"));
+	check_file("vm1-c2", m4, SIZE);
+	check_snapdir("vm1", "cli1", m4, SIZE);
 	free(m1);
 	free(m2);
 	free(m3);

@@ -319,6 +319,73 @@ pid_t vt_spawn(char *const argv[], const char *log_path)
 	return pid;
 }
 
+int vt_sdfs_to_file(struct tcluster *tc, const char *out_path, char **err,
+		    const char *const args[])
+{
+	const char *bin = getenv("SDFS_BIN");
+	char *argv[64];
+	int argc = 0, efd, ofd, st;
+	pid_t pid;
+
+	cr_assert(bin && *bin, "SDFS_BIN is not set (run through meson test)");
+	argv[argc++] = (char *)bin;
+	argv[argc++] = "-c";
+	argv[argc++] = (char *)tcluster_conf(tc);
+	for (; *args; args++) {
+		cr_assert(argc < 62);
+		argv[argc++] = (char *)*args;
+	}
+	argv[argc] = NULL;
+	ofd = open(out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert(ofd >= 0, "%s: %s", out_path, strerror(errno));
+	efd = memfd_create("err", MFD_CLOEXEC);
+	cr_assert(efd >= 0);
+	pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int nfd = open("/dev/null", O_RDONLY);
+
+		if (nfd < 0 || dup2(nfd, 0) < 0 || dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
+			_exit(127);
+		close_range(3, ~0u, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(ofd);
+	st = vt_wait_child(pid, VT_CMD_MS);
+	if (st < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	off_t len = lseek(efd, 0, SEEK_END);
+	char *e = calloc(1, (size_t)len + 1);
+
+	cr_assert(e);
+	cr_assert_eq(pread(efd, e, (size_t)len, 0), (ssize_t)len);
+	close(efd);
+	cr_assert(st >= 0, "sdfs %s %s: still running after %d ms: %s", argv[3],
+		  argv[4] ? argv[4] : "", VT_CMD_MS, e);
+	if (err)
+		*err = e;
+	else
+		free(e);
+	return st;
+}
+
+size_t vt_slurp(const char *path, uint8_t **buf)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fstat(fd, &st), 0);
+	*buf = malloc((size_t)st.st_size + 1);
+	cr_assert(*buf);
+	vt_pread(fd, *buf, (size_t)st.st_size, 0, path);
+	close(fd);
+	return (size_t)st.st_size;
+}
+
 /* ---- a second mount ---- */
 
 int vt_is_mounted(const char *path)

@@ -88,6 +88,14 @@ pid_t vt_spawn(char *const argv[], const char *log_path);
  * still running. */
 int vt_wait_child(pid_t pid, int timeout_ms);
 
+/* `sdfs -c DIR/sdfs.conf @args...` ($SDFS_BIN; @args NULL-terminated)
+ * with its stdout into the file @out_path (binary: a raw export) and
+ * stderr into *@err (malloc'd; NULL to discard). Its exit status. */
+int vt_sdfs_to_file(struct tcluster *tc, const char *out_path, char **err,
+		    const char *const args[]);
+/* The whole file @path into *@buf (malloc'd); its length. */
+size_t vt_slurp(const char *path, uint8_t **buf);
+
 /* ---- a second mount of the test's cluster ----
  * mount.sdfs -f ($MOUNT_SDFS) at @path (made if missing), as this
  * process's child. A watchdog process unmounts it and kills that pid if

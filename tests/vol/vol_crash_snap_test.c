@@ -4,18 +4,21 @@
  * acknowledged before the freeze are in the snapshot, writes after are
  * not, a write in flight lands in one or the other, whole).
  *
- * A child process writes 4 KiB blocks with O_DIRECT (and, in one test,
- * without) through the mount,
- * each stamped with (block, thread, sequence) and filled with a pattern
- * of those, one write only after the previous one was acknowledged; the
- * block of the thread's k-th write is a function of k, so the state
- * after any prefix of a thread's writes can be computed. The test takes
- * snapshots meanwhile, noting each thread's acknowledged count just
- * before the snapshot call and its issued count just after. For every
- * snapshot and thread there must be an N with acked <= N <= issued such
- * that each of the thread's blocks holds exactly its last write of
- * sequence <= N: the writes up to N are all there, none after, none torn.
- * The same with one thread and with 8 threads on disjoint blocks.
+ * A child process writes through the mount (O_DIRECT, and in one test
+ * without), each 4 KiB unit of a write stamped with (unit, thread,
+ * sequence) and filled with a pattern of those, one write only after
+ * the previous one was acknowledged; where the thread's k-th write goes
+ * is a function of k, so the state after any prefix of a thread's
+ * writes can be computed. The test takes snapshots meanwhile, noting
+ * each thread's acknowledged count just before the snapshot call and
+ * its issued count just after. For every snapshot and thread there must
+ * be an N with acked <= N <= issued such that each of the thread's units
+ * holds exactly its last write of sequence <= N: the writes up to N are
+ * all there, none after, none torn.
+ *
+ * Geometries: 4 KiB writes inside 256 KiB chunks (1 and 8 threads), and
+ * 8 KiB writes that each straddle a boundary of 64 KiB chunks (a write
+ * in flight at the freeze must still land whole on one side).
  */
 #include "tests/vol/vt.h"
 
@@ -36,10 +39,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define OBJ (256u << 10)        /* small chunks: many copy-on-writes per snapshot */
 #define SIZE (8u << 20)
-#define BLK 4096u
+#define BLK 4096u               /* a unit: stamped on its own */
 #define NBLK (SIZE / BLK)
+#define MAX_WUNITS 2
 #define SNAPS 5
 #define MAX_THREADS 8
 #define STAMP_MAGIC 0x5344465343524153ull       /* "SARCSFDS" */
@@ -54,9 +57,23 @@ struct stamp {
 	uint64_t magic, block, thread, seq;
 };
 
+/* Where writes go: slot s covers units [base + s * stride, + wunits). */
+struct geom {
+	const char *name;
+	uint32_t obj;           /* the volume's chunk size */
+	unsigned wunits;        /* 4 KiB units per write */
+	uint64_t base, stride, nslots;
+};
+/* 4 KiB writes, 256 KiB chunks: many copy-on-writes per snapshot */
+static const struct geom aligned = { "4 KiB writes", 256u << 10, 1, 0, 1, NBLK };
+/* 8 KiB writes across each boundary of 64 KiB chunks (16 units) */
+static const struct geom straddle = { "8 KiB writes across chunk boundaries", 64u << 10,
+				      2, 15, 16, NBLK / 16 - 1 };
+
 static struct tcluster *tc;
 static struct shared *sh;
 static pid_t writer;
+static const struct geom *g;
 
 static void up(void)
 {
@@ -87,13 +104,18 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* The block of thread @t's @seq-th write (of @nthreads; thread t owns
- * the blocks b with b % nthreads == t). */
-static uint64_t block_of(unsigned t, unsigned nthreads, uint64_t seq)
+/* The slot of thread @t's @seq-th write (of @nthreads; thread t owns
+ * the slots s with s % nthreads == t). */
+static uint64_t slot_of(unsigned t, unsigned nthreads, uint64_t seq)
 {
-	uint64_t count = NBLK / nthreads;
+	uint64_t count = g->nslots / nthreads;
 
 	return (mix((uint64_t)t << 48 ^ seq) % count) * nthreads + t;
+}
+
+static uint64_t first_unit(uint64_t slot)
+{
+	return g->base + slot * g->stride;
 }
 
 static uint64_t tag_of(uint64_t block, unsigned t, uint64_t seq)
@@ -107,6 +129,16 @@ static void make_block(uint8_t *buf, uint64_t block, unsigned t, uint64_t seq)
 
 	vt_fill(buf, BLK, block * BLK, tag_of(block, t, seq));
 	memcpy(buf, &st, sizeof(st));
+}
+
+/* Thread @t's write @seq: its units into @buf; its first unit. */
+static uint64_t make_write(uint8_t *buf, unsigned t, unsigned nthreads, uint64_t seq)
+{
+	uint64_t u0 = first_unit(slot_of(t, nthreads, seq));
+
+	for (unsigned i = 0; i < g->wunits; i++)
+		make_block(buf + i * BLK, u0 + i, t, seq);
+	return u0;
 }
 
 /* ---- the writer (a child process; no criterion calls in it) ---- */
@@ -134,18 +166,19 @@ static void *write_loop(void *arg)
 	struct wthread *w = arg;
 	uint8_t *buf = NULL;
 
-	if (posix_memalign((void **)&buf, 4096, BLK)) {
+	size_t len = g->wunits * BLK;
+
+	if (posix_memalign((void **)&buf, 4096, len)) {
 		fail("thread %u: no memory", w->t);
 		return NULL;
 	}
 	for (uint64_t seq = 1; !atomic_load(&sh->stop) && !atomic_load(&sh->failed); seq++) {
-		uint64_t b = block_of(w->t, w->nthreads, seq);
+		uint64_t b = make_write(buf, w->t, w->nthreads, seq);
 
-		make_block(buf, b, w->t, seq);
 		atomic_store(&sh->issued[w->t], seq);
-		ssize_t n = pwrite(w->fd, buf, BLK, (off_t)(b * BLK));
-		if (n != (ssize_t)BLK) {
-			fail("thread %u: pwrite seq %" PRIu64 " block %" PRIu64 ": %s",
+		ssize_t n = pwrite(w->fd, buf, len, (off_t)(b * BLK));
+		if (n != (ssize_t)len) {
+			fail("thread %u: pwrite seq %" PRIu64 " unit %" PRIu64 ": %s",
 			     w->t, seq, b, n < 0 ? strerror(errno) : "short write");
 			break;
 		}
@@ -191,10 +224,16 @@ static void check_prefix(const uint8_t *vol, unsigned nthreads, const uint64_t *
 			 const uint64_t *hi, const char *what)
 {
 	uint64_t *seq_at = calloc(NBLK, sizeof(*seq_at)), *want = calloc(NBLK, sizeof(*want));
+	int64_t *owner = malloc(NBLK * sizeof(*owner));         /* thread; -1 none */
 	uint8_t *exp = vt_alloc(BLK);
 
-	cr_assert(seq_at && want);
-	/* what each block holds: a whole write (stamp and pattern) or zeros */
+	cr_assert(seq_at && want && owner);
+	for (uint64_t b = 0; b < NBLK; b++)
+		owner[b] = -1;
+	for (uint64_t sl = 0; sl < g->nslots; sl++)
+		for (unsigned i = 0; i < g->wunits; i++)
+			owner[first_unit(sl) + i] = (int64_t)(sl % nthreads);
+	/* what each unit holds: a whole write's unit (stamp and pattern) or zeros */
 	for (uint64_t b = 0; b < NBLK; b++) {
 		const uint8_t *p = vol + b * BLK;
 		struct stamp st;
@@ -205,20 +244,21 @@ static void check_prefix(const uint8_t *vol, unsigned nthreads, const uint64_t *
 		if (zero)
 			continue;
 		memcpy(&st, p, sizeof(st));
-		cr_assert(st.magic == STAMP_MAGIC && st.block == b && st.thread == b % nthreads &&
-			  st.seq > 0, "%s: block %" PRIu64 " holds neither zeros nor a write of "
-			  "its own (magic %016" PRIx64 " block %" PRIu64 " thread %" PRIu64
-			  " seq %" PRIu64 ")", what, b, st.magic, st.block, st.thread, st.seq);
+		cr_assert(owner[b] >= 0 && st.magic == STAMP_MAGIC && st.block == b &&
+			  st.thread == (uint64_t)owner[b] && st.seq > 0, "%s: unit %" PRIu64
+			  " holds neither zeros nor a write of its own (magic %016" PRIx64 " unit %"
+			  PRIu64 " thread %" PRIu64 " seq %" PRIu64 ")", what, b, st.magic,
+			  st.block, st.thread, st.seq);
 		make_block(exp, b, (unsigned)st.thread, st.seq);
-		cr_assert(!memcmp(p, exp, BLK), "%s: block %" PRIu64 " (seq %" PRIu64 ") is "
+		cr_assert(!memcmp(p, exp, BLK), "%s: unit %" PRIu64 " (seq %" PRIu64 ") is "
 			  "torn: its stamp is whole but not all its bytes", what, b, st.seq);
 		seq_at[b] = st.seq;
 	}
 	for (unsigned t = 0; t < nthreads; t++) {
 		uint64_t n = 0;
 
-		for (uint64_t b = t; b < NBLK; b += nthreads)
-			if (seq_at[b] > n)
+		for (uint64_t b = 0; b < NBLK; b++)
+			if (owner[b] == t && seq_at[b] > n)
 				n = seq_at[b];
 		cr_assert(n >= lo[t], "%s: thread %u: the newest write in it is seq %" PRIu64
 			  " but %" PRIu64 " were acknowledged before the snapshot was asked for",
@@ -226,29 +266,69 @@ static void check_prefix(const uint8_t *vol, unsigned nthreads, const uint64_t *
 		cr_assert(n <= hi[t], "%s: thread %u: holds seq %" PRIu64 ", issued after the "
 			  "snapshot returned (%" PRIu64 " issued by then)", what, t, n, hi[t]);
 		memset(want, 0, NBLK * sizeof(*want));
-		for (uint64_t k = 1; k <= n; k++)
-			want[block_of(t, nthreads, k)] = k;
-		for (uint64_t b = t; b < NBLK; b += nthreads)
-			cr_assert_eq(seq_at[b], want[b], "%s: thread %u: not a prefix: with its "
-				     "writes up to seq %" PRIu64 " present, block %" PRIu64 " should "
-				     "hold seq %" PRIu64 " but holds %" PRIu64 "%s", what, t, n, b,
-				     want[b], seq_at[b], seq_at[b] ? "" : " (zeros)");
+		for (uint64_t k = 1; k < n; k++) {
+			uint64_t u0 = first_unit(slot_of(t, nthreads, k));
+
+			for (unsigned i = 0; i < g->wunits; i++)
+				want[u0 + i] = k;
+		}
+		/* Only the newest write N only partly there (torn by the
+		 * snapshot) and the rest a prefix up to N-1? Say so. */
+		uint64_t un = n ? first_unit(slot_of(t, nthreads, n)) : 0, there = 0, gone = 0;
+		int other = 0;
+
+		for (uint64_t b = 0; b < NBLK; b++) {
+			if (owner[b] != t)
+				continue;
+			if (n && b >= un && b < un + g->wunits) {
+				if (seq_at[b] == n)
+					there++;
+				else if (seq_at[b] == want[b])
+					gone++;
+				else
+					other++;
+			} else {
+				other += seq_at[b] != want[b];
+			}
+		}
+		cr_assert(!(there && gone && !other), "%s: thread %u: write seq %" PRIu64 " (%u "
+			  "units at unit %" PRIu64 ", chunks %" PRIu64 "..%" PRIu64 "; in flight: %"
+			  PRIu64 " acknowledged before the snapshot, %" PRIu64 " issued after) is "
+			  "torn: %" PRIu64 " of its units are in the snapshot, %" PRIu64 " are not; "
+			  "every earlier write is whole", what, t, n, g->wunits, un,
+			  un * BLK / g->obj, (un + g->wunits - 1) * BLK / g->obj, lo[t], hi[t],
+			  there, gone);
+		if (n) {
+			for (unsigned i = 0; i < g->wunits; i++)
+				want[un + i] = n;
+		}
+		for (uint64_t b = 0; b < NBLK; b++)
+			if (owner[b] == t)
+				cr_assert_eq(seq_at[b], want[b], "%s: thread %u: not a prefix: with "
+					     "its writes up to seq %" PRIu64 " present, unit %" PRIu64
+					     " (chunk %" PRIu64 ") should hold seq %" PRIu64 " but holds %"
+					     PRIu64 "%s", what, t, n, b, b * BLK / g->obj, want[b],
+					     seq_at[b], seq_at[b] ? "" : " (zeros)");
 	}
-	cr_log_info("%s: a prefix of every thread's writes (%u threads)", what, nthreads);
+	cr_log_info("%s: a prefix of every thread's writes (%u threads, %s)", what, nthreads,
+		    g->name);
 	free(exp);
+	free(owner);
 	free(seq_at);
 	free(want);
 }
 
-static void run(unsigned nthreads, int direct)
+static void run(const struct geom *geom, unsigned nthreads, int direct)
 {
 	struct sdfs *s = tcluster_client(tc);
-	uint64_t ino = vt_create(tc, "vm", SIZE, OBJ, NULL);
+	uint64_t ino;
 	uint64_t lo[SNAPS][MAX_THREADS], hi[SNAPS][MAX_THREADS], last[MAX_THREADS];
 	char path[PATH_MAX + 64], name[16];
 	uint8_t *vol = malloc(SIZE);
 
 	cr_assert(vol);
+	g = geom;
+	ino = vt_create(tc, "vm", SIZE, g->obj, NULL);
 	vt_path(tc, "vm", path);
 	/* the mount must know the name before the child opens it */
 	close(vt_xopen(tc, "vm", O_RDONLY));
@@ -322,17 +402,28 @@ static void run(unsigned nthreads, int direct)
 
 Test(vol_crash_snap, one_writer)
 {
-	run(1, 1);
+	run(&aligned, 1, 1);
 }
 
 Test(vol_crash_snap, eight_threads)
 {
-	run(8, 1);
+	run(&aligned, 8, 1);
 }
 
 /* Buffered writes: the mount has no writeback cache, so a write(2)
  * that returned is in the volume the same way. */
 Test(vol_crash_snap, one_buffered_writer)
 {
-	run(1, 0);
+	run(&aligned, 1, 0);
+}
+
+/* A write of two chunks in flight at the freeze: both or neither. */
+Test(vol_crash_snap, writes_across_chunks)
+{
+	run(&straddle, 1, 1);
+}
+
+Test(vol_crash_snap, writes_across_chunks_four_threads)
+{
+	run(&straddle, 4, 1);
 }

@@ -43,7 +43,7 @@
 #define BLK 4096u               /* a unit: stamped on its own */
 #define NBLK (SIZE / BLK)
 #define MAX_WUNITS 2
-#define SNAPS 5
+#define SNAPS 10
 #define MAX_THREADS 8
 #define STAMP_MAGIC 0x5344465343524153ull       /* "SARCSFDS" */
 
@@ -354,7 +354,7 @@ static void run(const struct geom *geom, unsigned nthreads, int direct)
 		struct sdfs_vol_info vi;
 		int ret;
 
-		tsleep_ms(200 + 100 * i);       /* pacing: more writes between snapshots */
+		tsleep_ms(150 + 50 * i);        /* pacing: more writes between snapshots */
 		for (unsigned t = 0; t < nthreads; t++)
 			lo[i][t] = atomic_load(&sh->acked[t]);
 		snprintf(name, sizeof(name), "c%d", i);

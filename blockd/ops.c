@@ -101,8 +101,9 @@ static int fences_begin(struct req *r)
 	if (is_fenced(r))
 		return fence_mutate_begin(r->bd->fence, r->h.token);
 	if (oid_is_vol(r->h.oid))
-		return vfence_mutate_begin(r->bd->vfence, oid_owner(r->h.oid),
-					   r->h.token);
+		return vfence_mutate_begin_ex(r->bd->vfence, oid_owner(r->h.oid),
+					      r->h.token,
+					      r->h.result == SDFS_RES_READONLY);
 	return 0;
 }
 

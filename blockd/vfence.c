@@ -23,6 +23,7 @@
 struct vf_ent {
 	uint64_t vid;
 	uint32_t token;
+	uint32_t before;        /* frozen: the fence it had (FROZEN: unknown) */
 	struct vf_ent *next;
 };
 
@@ -133,14 +134,19 @@ uint32_t vfence_get(struct vfence *f, uint64_t vid)
 	return token;
 }
 
-/* Set @vid's entry to @token if higher. f->lock held. */
-static int set_max(struct vfence *f, uint64_t vid, uint32_t token)
+/* Set @vid's entry to @token if higher. A freeze remembers the fence it
+ * replaces if @known (a VOL_FENCE round: this node saw every raise
+ * before it), else not (loaded from ZooKeeper). f->lock held. */
+static int set_max(struct vfence *f, uint64_t vid, uint32_t token, int known)
 {
 	struct vf_ent *e = find(f, vid);
 
 	if (e) {
-		if (token > e->token)
+		if (token > e->token) {
+			if (token == SDFS_TOKEN_FROZEN)
+				e->before = known ? e->token : SDFS_TOKEN_FROZEN;
 			e->token = token;
+		}
 		return 0;
 	}
 	e = malloc(sizeof(*e));
@@ -148,6 +154,7 @@ static int set_max(struct vfence *f, uint64_t vid, uint32_t token)
 		return -ENOMEM;
 	e->vid = vid;
 	e->token = token;
+	e->before = known ? 0 : SDFS_TOKEN_FROZEN;
 	e->next = f->bucket[hash(vid) % f->nbuckets];
 	f->bucket[hash(vid) % f->nbuckets] = e;
 	if (++f->count > f->nbuckets)
@@ -155,7 +162,7 @@ static int set_max(struct vfence *f, uint64_t vid, uint32_t token)
 	return 0;
 }
 
-int vfence_raise(struct vfence *f, uint64_t vid, uint32_t token)
+static int raise_ex(struct vfence *f, uint64_t vid, uint32_t token, int known)
 {
 	pthread_rwlock_t *s = stripe_of(f, vid);
 	int ret;
@@ -166,23 +173,40 @@ int vfence_raise(struct vfence *f, uint64_t vid, uint32_t token)
 		return 0;
 	pthread_rwlock_wrlock(s);
 	pthread_mutex_lock(&f->lock);
-	ret = set_max(f, vid, token);
+	ret = set_max(f, vid, token, known);
 	pthread_mutex_unlock(&f->lock);
 	pthread_rwlock_unlock(s);
 	return ret;
 }
 
+int vfence_raise(struct vfence *f, uint64_t vid, uint32_t token)
+{
+	return raise_ex(f, vid, token, 1);
+}
+
 int vfence_mutate_begin(struct vfence *f, uint64_t vid, uint32_t token)
 {
+	return vfence_mutate_begin_ex(f, vid, token, 0);
+}
+
+int vfence_mutate_begin_ex(struct vfence *f, uint64_t vid, uint32_t token, int complete)
+{
 	pthread_rwlock_t *s = stripe_of(f, vid);
-	uint32_t fence;
+	uint32_t fence, before = SDFS_TOKEN_FROZEN;
 
 	pthread_rwlock_rdlock(s);
 	if (!atomic_load(&f->synced)) {
 		pthread_rwlock_unlock(s);
 		return -ESHUTDOWN;
 	}
-	fence = vfence_get(f, vid);
+	pthread_mutex_lock(&f->lock);
+	struct vf_ent *e = find(f, vid);
+	fence = e ? e->token : 0;
+	if (e)
+		before = e->before;
+	pthread_mutex_unlock(&f->lock);
+	if (fence == SDFS_TOKEN_FROZEN && complete && token && token >= before)
+		return 0;       /* finishing a write the freeze split */
 	if (fence == SDFS_TOKEN_FROZEN && token != SDFS_TOKEN_FROZEN) {
 		pthread_rwlock_unlock(s);
 		return -EROFS;
@@ -201,7 +225,7 @@ void vfence_mutate_end(struct vfence *f, uint64_t vid)
 
 static int load_one(void *arg, uint64_t vid, uint32_t token)
 {
-	return vfence_raise(arg, vid, token);
+	return raise_ex(arg, vid, token, 0);
 }
 
 int vfence_load(struct vfence *f, struct coord *c)

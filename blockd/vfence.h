@@ -40,6 +40,12 @@ int vfence_raise(struct vfence *f, uint64_t vid, uint32_t token);
  * nothing is held.
  */
 int vfence_mutate_begin(struct vfence *f, uint64_t vid, uint32_t token);
+/* The same; with @complete, a mutation of a frozen vid also passes if
+ * @token is at least the fence the vid had when this node saw it frozen
+ * (a VOL_FENCE round; not known after a load from ZooKeeper): it
+ * finishes, on this replica, a write in flight across the freeze that
+ * other replicas took (SDFS_RES_READONLY in the request's result). */
+int vfence_mutate_begin_ex(struct vfence *f, uint64_t vid, uint32_t token, int complete);
 void vfence_mutate_end(struct vfence *f, uint64_t vid);
 
 /* Replace the table by what ZooKeeper holds (coord_vol_fence_list) and

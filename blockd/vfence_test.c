@@ -90,6 +90,24 @@ Test(vfence, a_frozen_vid_takes_only_the_frozen_token)
 	cr_assert_eq(try_mutate(10, SDFS_TOKEN_FROZEN), 0);
 }
 
+/* A write split by a freeze is finished only by a token that passed the
+ * fence the vid had before (never by a zombie's older one), and only
+ * with the completion mark. */
+Test(vfence, a_split_write_is_finished_by_the_writers_token_only)
+{
+	cr_assert_eq(vfence_raise(vf, 5, 7), 0);
+	cr_assert_eq(vfence_raise(vf, 5, SDFS_TOKEN_FROZEN), 0);
+	cr_assert_eq(try_mutate(5, 7), -EROFS, "unmarked: frozen");
+	cr_assert_eq(vfence_mutate_begin_ex(vf, 5, 7, 1), 0);
+	vfence_mutate_end(vf, 5);
+	cr_assert_eq(vfence_mutate_begin_ex(vf, 5, 6, 1), -EROFS, "a zombie's token");
+	cr_assert_eq(vfence_mutate_begin_ex(vf, 5, 0, 1), -EROFS, "no token");
+	/* A vid that had no fence: any writer token. */
+	cr_assert_eq(vfence_raise(vf, 6, SDFS_TOKEN_FROZEN), 0);
+	cr_assert_eq(vfence_mutate_begin_ex(vf, 6, 1, 1), 0);
+	vfence_mutate_end(vf, 6);
+}
+
 Test(vfence, unsynced_refuses_every_mutation)
 {
 	cr_assert_eq(vfence_raise(vf, 5, 1), 0);

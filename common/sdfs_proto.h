@@ -173,6 +173,11 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *               of a frozen vid (fence SDFS_TOKEN_FROZEN) gets
  *               SDFS_RES_READONLY unless its token is SDFS_TOKEN_FROZEN
  *               itself (the mds copying an index, reclaim removing).
+ *               A mutation whose request carries result SDFS_RES_READONLY
+ *               (otherwise 0 in requests) finishes a write some replicas
+ *               took before its vid froze: it passes a frozen vid if its
+ *               token is at least the fence the vid had before freezing,
+ *               as this node saw it in a VOL_FENCE round.
  *               Until a node has loaded every vid's fence from ZooKeeper
  *               after a (re)connection, volume mutations get
  *               SDFS_RES_SHUTDOWN (retry).

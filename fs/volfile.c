@@ -70,8 +70,10 @@ void volf_release(struct fnode *n, int flags)
 		rd = n->vol_rd;
 		n->vol_rd = NULL;
 	}
+	/* Closed (flushed, the lock released) before another open of this
+	 * node can look: it would find our own lock still held. */
+	sdfs_vol_close(wr);
 	pthread_rwlock_unlock(&n->vol_rw);
-	sdfs_vol_close(wr);     /* flushes, releases the lock */
 	sdfs_vol_close(rd);
 }
 

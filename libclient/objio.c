@@ -109,6 +109,38 @@ enum mut_kind { MUT_ALL_OK, MUT_NOENT_OK };
  * all acknowledge under one epoch. With MUT_NOENT_OK a replica's ENOENT counts as done,
  * and -ENOENT is returned only if every replica said so.
  */
+/*
+ * A volume write in flight while its vid froze (a snapshot) that some
+ * replicas took and others refused (READONLY) would leave the frozen
+ * object's replicas different. Finish it on the refusing ones: a block
+ * daemon takes it if our token passed the fence the vid had before it
+ * froze (SDFS_RES_READONLY in the request's result; docs/volumes.md).
+ * The caller still gets -EROFS and redoes the write in the new state.
+ */
+static void complete_split(struct sdfs *s, struct rpc_call *calls, const size_t *idx,
+			   size_t n, uint64_t oid, int timeout_ms)
+{
+	struct rpc_call c[RING_MAX_COPIES];
+
+	memset(c, 0, sizeof(c));
+	for (size_t k = 0; k < n; k++) {
+		c[k].node = calls[idx[k]].node;
+		c[k].req = calls[idx[k]].req;
+		c[k].req.result = SDFS_RES_READONLY;
+		c[k].payload = calls[idx[k]].payload;
+	}
+	rpc_run(s->pool, c, n, timeout_ms > 0 ? timeout_ms : 1, next_req_id, s);
+	for (size_t k = 0; k < n; k++) {
+		int r = rpc_result(&c[k]);
+
+		if (r && r != -ENOENT)
+			log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": finishing a write the "
+				 "freeze split: %s (recovery settles it)",
+				 c[k].node->node_id, oid, strerror(-r));
+	}
+	rpc_calls_free(c, n);
+}
+
 static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 			  const void *payload, enum mut_kind kind, uint32_t token)
 {
@@ -145,13 +177,18 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		}
 		rpc_run(s->pool, calls, p.nup, (int)left, next_req_id, s);
 
-		int ok = 0, noent = 0, retry = 0, fatal = 0, fenced = 0;
+		int ok = 0, noent = 0, retry = 0, fatal = 0, fenced = 0, nperm = 0;
+		size_t rofs[RING_MAX_COPIES], nrofs = 0;
 		for (size_t i = 0; i < p.nup; i++) {
 			int r = rpc_result(&calls[i]);
 
-			if ((r == -EPERM || r == -EROFS) && calls[i].ret == 0)
+			if ((r == -EPERM || r == -EROFS) && calls[i].ret == 0) {
 				fenced = fenced == -EROFS ? fenced : r;  /* FENCED, READONLY */
-			else if (r == 0)
+				if (r == -EROFS)
+					rofs[nrofs++] = i;
+				else
+					nperm++;
+			} else if (r == 0)
 				ok++;
 			else if (r == -ENOENT && kind == MUT_NOENT_OK)
 				noent++;
@@ -164,6 +201,8 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			} else if (!fatal)
 				fatal = r;
 		}
+		if (nrofs && !nperm && ok + noent > 0)
+			complete_split(s, calls, rofs, nrofs, oid, (int)left);
 		rpc_calls_free(calls, p.nup);
 		placement_done(&p);
 		if (fenced == -EPERM)

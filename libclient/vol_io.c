@@ -431,6 +431,8 @@ int sdfs_vol_flush(struct sdfs_vol *v)
 
 	if (!v->writer)
 		return 0;
+	if (atomic_load(&v->fenced))
+		return -EPERM;  /* writes were refused: nothing is durable */
 	/* Take the list; a write acknowledged before this call is in it. */
 	pthread_mutex_lock(&v->dmu);
 	oids = v->dirty;

@@ -46,11 +46,12 @@
 #define SNAPS 10
 #define MAX_THREADS 8
 #define STAMP_MAGIC 0x5344465343524153ull       /* "SARCSFDS" */
-/* docs/volumes.md: "writes in flight land in one or the other, whole".
- * 0 would accept the one write in flight at the freeze torn across its
+/* docs/volumes.md: a write in flight at the freeze may split at a chunk
+ * boundary (crash consistency); inside a chunk it is whole.
+ * So 0: the one write in flight at the freeze may be torn across its
  * chunks (a disk's crash consistency: sector atomicity only) while still
  * requiring every write before it whole and none after it. */
-#define WHOLE_WRITES 1
+#define WHOLE_WRITES 0
 
 struct shared {
 	_Atomic uint64_t acked[MAX_THREADS], issued[MAX_THREADS];

@@ -298,7 +298,7 @@ static void check_prefix(const uint8_t *vol, unsigned nthreads, const uint64_t *
 			}
 		}
 		if (there && gone && !other && !WHOLE_WRITES) {
-			cr_log_warn("%s: thread %u: write seq %" PRIu64 ", in flight, is torn "
+			cr_log_info("%s: thread %u: write seq %" PRIu64 ", in flight, is torn "
 				    "(%" PRIu64 " units in, %" PRIu64 " not); every earlier write "
 				    "whole", what, t, n, there, gone);
 			continue;

@@ -245,6 +245,8 @@ Test(vol_qemu, snapshots_of_a_qcow2_image_under_writes)
 	bg = vt_spawn(argv, log);
 
 	/* snapshots while it writes (crash consistent) */
+	int st = -1;    /* qemu-io's exit status once reaped */
+
 	tsleep_ms(500);
 	for (; taken < NSNAPS; taken++) {
 		struct sdfs_vol_info vi;
@@ -252,11 +254,14 @@ Test(vol_qemu, snapshots_of_a_qcow2_image_under_writes)
 		snprintf(name, sizeof(name), "live%d", taken);
 		int ret = sdfs_vol_snap_create(s, ino, name, &vi);
 		cr_assert_eq(ret, 0, "snapshot %s while qemu-io writes: %s", name, strerror(-ret));
+		if (st < 0)
+			st = vt_wait_child(bg, 0);
 		cr_log_info("snapshot %s taken; qemu-io %s", name,
-			    vt_wait_child(bg, 0) < 0 ? "still writing" : "had finished");
+			    st < 0 ? "still writing" : "had finished");
 		tsleep_ms(700);
 	}
-	int st = vt_wait_child(bg, VT_CMD_MS);
+	if (st < 0)
+		st = vt_wait_child(bg, VT_CMD_MS);
 	cr_assert(st >= 0, "qemu-io still writing after %d ms (see %s)", VT_CMD_MS, log);
 	bg = 0;
 	cr_assert_eq(st, 0, "qemu-io writing under snapshots: exit %d (see %s)", st, log);

@@ -178,6 +178,33 @@ static uint32_t own_entry(const struct dstate *x, uint64_t chunk)
 	return off + VOLIDX_ENTRY_SIZE <= x->idx_len ? volidx_entry_get(x->idx + off) : 0;
 }
 
+/* What a pass still has to free (shown by `sdfs cluster status`): the
+ * objects a family's deleted states own that its mark found unreferenced,
+ * added before its sweep and taken off as they go. */
+static void pending_add(struct vol *v, uint64_t objs, uint64_t obj_size)
+{
+	atomic_fetch_add(&v->stats.objects_pending, objs);
+	atomic_fetch_add(&v->stats.bytes_pending, objs * obj_size);
+}
+
+static void pending_sub(struct vol *v, uint64_t obj_size)
+{
+	if (atomic_load(&v->stats.objects_pending) > 0) {
+		atomic_fetch_sub(&v->stats.objects_pending, 1);
+		atomic_fetch_sub(&v->stats.bytes_pending, obj_size);
+	}
+}
+
+static uint64_t to_free(const struct dstate *x)
+{
+	uint64_t n = 0, chunks = x->idx_len > VOLIDX_HDR_SIZE ?
+		(x->idx_len - VOLIDX_HDR_SIZE) / VOLIDX_ENTRY_SIZE : 0;
+
+	for (uint64_t i = 0; i < chunks; i++)
+		n += own_entry(x, i) == x->r.vid && !is_marked(x, i);
+	return n;
+}
+
 /* Sweep one deleted state; returns objects left to free (failures). */
 static uint64_t sweep_one(struct ns *ns, struct dstate *x)
 {
@@ -205,6 +232,8 @@ static uint64_t sweep_one(struct ns *ns, struct dstate *x)
 		if (ret == 0) {
 			atomic_fetch_add(&v->stats.objects_freed, 1);
 			atomic_fetch_add(&v->stats.bytes_freed, x->r.obj_size);
+			if (own_entry(x, i) == x->r.vid)
+				pending_sub(v, x->r.obj_size);
 		} else if (ret != -ENOENT) {
 			log_warn("vid=%" PRIu64 " chunk=%" PRIu64 ": cannot free: %s",
 				 x->r.vid, i, strerror(-ret));
@@ -285,6 +314,8 @@ static int reclaim_family(struct ns *ns, uint64_t fam, uint64_t *pending)
 		return ret;
 	}
 	for (size_t i = 0; i < nd; i++)
+		pending_add(ns->vol, to_free(&d[i]), d[i].r.obj_size);
+	for (size_t i = 0; i < nd; i++)
 		*pending += sweep_one(ns, &d[i]);
 	vol_fam_lock(ns, fam);
 	ret = drop(ns, fam, d, nd);
@@ -328,6 +359,8 @@ void vol_reclaim_pass(struct ns *ns)
 		fams[n++] = be64_get(k + 1);
 	}
 	kviter_free(it);
+	atomic_store(&ns->vol->stats.objects_pending, 0);
+	atomic_store(&ns->vol->stats.bytes_pending, 0);
 	for (size_t i = 0; i < n && !ns_failed(ns); i++)
 		reclaim_family(ns, fams[i], &pending);
 	free(fams);

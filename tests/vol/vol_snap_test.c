@@ -403,3 +403,47 @@ Test(vol_snap, punch_seek_truncate_grow)
 	check_vol(ino, NULL, m, 20 * MiB + 12288, "vm2 after writes past EOF, libsdfs");
 	free(m);
 }
+
+/* Requests the block daemons have served, summed. */
+static uint64_t blockd_requests(void)
+{
+	struct sdfs_node_status *ns = NULL;
+	uint64_t sum = 0;
+	size_t n = 0;
+
+	cr_assert_eq(sdfs_node_list(tcluster_client(tc), &ns, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		sum += ns[i].requests;
+	free(ns);
+	return sum;
+}
+
+/* Reading never-written chunks costs no block daemon request: the index
+ * says "nobody owns it" and the client returns zeros. */
+Test(vol_snap, unwritten_chunks_read_as_zeros_without_io)
+{
+	const size_t len = 64 * MiB, piece = 1 * MiB;
+	uint8_t *m = vt_alloc(len), *got = vt_alloc(piece);
+	uint64_t before, after;
+	int fd;
+
+	memset(m, 0, len);
+	vt_create(tc, "thin", 1024 * MiB, 0, NULL);
+	fd = vt_xopen(tc, "thin", O_RDWR | O_DIRECT);
+	put(fd, m, 8 * MiB + 4096, 4096, 9);   /* one chunk written */
+	vt_fsync(fd, "thin");
+	before = blockd_requests();
+	for (uint64_t off = 0; off < len; off += piece) {
+		vt_pread(fd, got, piece, off, "thin, direct");
+		vt_assert_same(got, m + off, piece, off, OBJ, "thin, direct");
+	}
+	after = blockd_requests();
+	/* 64 reads of 1 MiB: the written chunk's few, plus the NODE_INFO of
+	 * the two counts (one per node each); 60 would have reached blockd
+	 * for the unwritten ones if they were read. */
+	cr_assert_lt(after - before, 20, "%" PRIu64 " block daemon requests for 64 MiB of "
+		     "which 63 MiB were never written", after - before);
+	close(fd);
+	free(m);
+	free(got);
+}

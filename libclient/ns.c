@@ -45,12 +45,11 @@ int ns_name_len(const char *name, uint16_t *len)
 	return 0;
 }
 
-int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
-		 const char *name, const char *name2, const void *data,
-		 struct sdfs_stat *st)
+int ns_call_one(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
+		const char *name, const char *name2, const void *data,
+		ns_decode_fn dec, void *out)
 {
 	struct sdfs_hdr reply;
-	struct sdfs_attr a;
 	uint8_t *rep = NULL;
 	uint32_t len = 0;
 	int ret;
@@ -58,14 +57,27 @@ int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len, 0);
 	if (ret)
 		return ret;
-	if (st) {
-		if (!rep || proto_attr_decode(rep, len, &a))
-			ret = -EPROTO;
-		else
-			ns_stat_from_attr(st, &a);
-	}
+	if (out && (!rep || dec(rep, len, out)))
+		ret = -EPROTO;
 	free(rep);
 	return ret;
+}
+
+static int dec_attr(const uint8_t *in, uint32_t len, void *out)
+{
+	struct sdfs_attr a;
+	int ret = proto_attr_decode(in, len, &a);
+
+	if (!ret)
+		ns_stat_from_attr(out, &a);
+	return ret;
+}
+
+int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
+		 const char *name, const char *name2, const void *data,
+		 struct sdfs_stat *st)
+{
+	return ns_call_one(s, op, req, name, name2, data, dec_attr, st);
 }
 
 int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_stat *st)

@@ -12,6 +12,12 @@
 void ns_stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a);
 /* strlen(@name) (NULL: 0) into *@len; -ENAMETOOLONG past SDFS_NAME_MAX. */
 int ns_name_len(const char *name, uint16_t *len);
+/* A namespace call whose reply payload @dec decodes into @out (NULL:
+ * the reply is ignored); -EPROTO if it cannot. 0 or -errno. */
+typedef int (*ns_decode_fn)(const uint8_t *in, uint32_t len, void *out);
+int ns_call_one(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
+		const char *name, const char *name2, const void *data,
+		ns_decode_fn dec, void *out);
 /* A namespace call whose reply is an sdfs_attr, decoded into @st (NULL:
  * the reply is ignored). 0 or -errno. */
 int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,

@@ -46,27 +46,21 @@ static int snap_len(const char *name, uint16_t *len)
 	return 0;
 }
 
+static int dec_vol(const uint8_t *in, uint32_t len, void *out)
+{
+	struct sdfs_ns_vol v;
+	int ret = proto_ns_vol_decode(in, len, &v);
+
+	if (!ret)
+		info_from_wire(out, &v);
+	return ret;
+}
+
 /* A call whose reply is one sdfs_ns_vol (@vi NULL: ignored). */
 static int call_vol(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		    const char *name, struct sdfs_vol_info *vi)
 {
-	struct sdfs_hdr reply;
-	struct sdfs_ns_vol v;
-	uint8_t *rep = NULL;
-	uint32_t len = 0;
-	int ret;
-
-	ret = nsclient_call(s, op, req, name, NULL, NULL, &reply, &rep, &len, 0);
-	if (ret)
-		return ret;
-	if (vi) {
-		if (!rep || proto_ns_vol_decode(rep, len, &v))
-			ret = -EPROTO;
-		else
-			info_from_wire(vi, &v);
-	}
-	free(rep);
-	return ret;
+	return ns_call_one(s, op, req, name, NULL, NULL, dec_vol, vi);
 }
 
 /* A call whose reply is an array of sdfs_ns_vol. */

@@ -34,49 +34,68 @@ int64_t ns_now(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The shapes of every key: a tag byte, then big-endian numbers or a
+ * number and a name. */
+size_t key_tag_n(uint8_t *k, uint8_t tag, uint64_t a)
+{
+	k[0] = tag;
+	be64_put(k + 1, a);
+	return 9;
+}
+
+size_t key_tag_nn(uint8_t *k, uint8_t tag, uint64_t a, uint64_t b)
+{
+	be64_put(k + 9, b);
+	return key_tag_n(k, tag, a) + 8;
+}
+
+size_t key_tag_name(uint8_t *k, uint8_t tag, uint64_t a, const char *name, size_t nlen)
+{
+	memcpy(k + 9, name, nlen);
+	return key_tag_n(k, tag, a) + nlen;
+}
+
+void batch_del_prefix(struct kviter *it, struct kvbatch *b, const uint8_t *pfx,
+		      size_t plen)
+{
+	for (kviter_seek(it, pfx, plen); kviter_valid(it); kviter_next(it)) {
+		size_t klen;
+		const char *key = kviter_key(it, &klen);
+
+		if (klen < plen || memcmp(key, pfx, plen))
+			break;
+		kvbatch_del(b, key, klen);
+	}
+}
+
 size_t key_inode(uint8_t *k, uint64_t ino)
 {
-	k[0] = 'I';
-	be64_put(k + 1, ino);
-	return 9;
+	return key_tag_n(k, 'I', ino);
 }
 
 size_t key_dent(uint8_t *k, uint64_t parent, const char *name, size_t nlen)
 {
-	k[0] = 'D';
-	be64_put(k + 1, parent);
-	memcpy(k + 9, name, nlen);
-	return 9 + nlen;
+	return key_tag_name(k, 'D', parent, name, nlen);
 }
 
 size_t key_list(uint8_t *k, uint64_t parent, uint64_t cookie)
 {
-	k[0] = 'E';
-	be64_put(k + 1, parent);
-	be64_put(k + 9, cookie);
-	return 17;
+	return key_tag_nn(k, 'E', parent, cookie);
 }
 
 size_t key_link(uint8_t *k, uint64_t ino)
 {
-	k[0] = 'L';
-	be64_put(k + 1, ino);
-	return 9;
+	return key_tag_n(k, 'L', ino);
 }
 
 size_t key_xattr(uint8_t *k, uint64_t ino, const char *name, size_t nlen)
 {
-	k[0] = 'X';
-	be64_put(k + 1, ino);
-	memcpy(k + 9, name, nlen);
-	return 9 + nlen;
+	return key_tag_name(k, 'X', ino, name, nlen);
 }
 
 size_t key_orphan(uint8_t *k, uint64_t ino)
 {
-	k[0] = 'O';
-	be64_put(k + 1, ino);
-	return 9;
+	return key_tag_n(k, 'O', ino);
 }
 
 static const char key_ino_next[] = "Mino_next";

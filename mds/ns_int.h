@@ -90,7 +90,13 @@ struct dent {
 	uint64_t cookie;
 };
 
+/* Delete into @b every key starting with @pfx (found with @it). */
+void batch_del_prefix(struct kviter *it, struct kvbatch *b, const uint8_t *pfx,
+		      size_t plen);
 /* Keys: each returns its length. */
+size_t key_tag_n(uint8_t *k, uint8_t tag, uint64_t a);
+size_t key_tag_nn(uint8_t *k, uint8_t tag, uint64_t a, uint64_t b);
+size_t key_tag_name(uint8_t *k, uint8_t tag, uint64_t a, const char *name, size_t nlen);
 size_t key_inode(uint8_t *k, uint64_t ino);
 size_t key_dent(uint8_t *k, uint64_t parent, const char *name, size_t nlen);
 size_t key_list(uint8_t *k, uint64_t parent, uint64_t cookie);
@@ -180,6 +186,9 @@ int replycache_begin(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply
 void replycache_record(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 		       const struct ns_reply *rep);
 void replycache_end(struct ns *ns, const struct sdfs_ns_req *r);
+/* The stored reply of (client, seq): 1 with @rep filled, 0 if none. */
+int replycache_lookup(struct ns *ns, uint64_t client_id, uint64_t seq,
+		      struct ns_reply *rep);
 /* Delete reply records older than @max_age_ms. */
 void replycache_sweep(struct ns *ns, int64_t max_age_ms);
 

@@ -78,14 +78,7 @@ static int drop_records(struct ns *ns, uint64_t ino)
 	kvbatch_del(b, k, key_inode(k, ino));
 	kvbatch_del(b, k, key_link(k, ino));
 	key_xattr(pfx, ino, "", 0);
-	for (kviter_seek(it, pfx, 9); kviter_valid(it); kviter_next(it)) {
-		size_t klen;
-		const char *key = kviter_key(it, &klen);
-
-		if (klen < 9 || memcmp(key, pfx, 9))
-			break;
-		kvbatch_del(b, key, klen);
-	}
+	batch_del_prefix(it, b, pfx, 9);
 	kviter_free(it);
 	kvbatch_del(b, k, key_orphan(k, ino));
 	ret = ns_commit(ns, b);

@@ -83,9 +83,6 @@ int replycache_begin(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply
 {
 	struct inflight *f = ns->inflight;
 	struct flight *x;
-	uint8_t k[17];
-	char *v;
-	size_t vlen;
 	int ret;
 
 	if (r->client_id == 0)
@@ -102,16 +99,30 @@ int replycache_begin(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply
 	f->b[bucket(r->client_id, r->seq)] = x;
 	pthread_mutex_unlock(&f->lock);
 
-	ret = kvdb_get(ns->db, k, key_reply(k, r->client_id, r->seq), &v, &vlen);
-	if (ret == -ENOENT)
+	ret = replycache_lookup(ns, r->client_id, r->seq, rep);
+	if (ret)        /* answered before (1), or an error: not in flight */
+		replycache_end(ns, r);
+	return ret;
+}
+
+int replycache_lookup(struct ns *ns, uint64_t client_id, uint64_t seq,
+		      struct ns_reply *rep)
+{
+	uint8_t k[17];
+	char *v;
+	size_t vlen;
+	int ret;
+
+	if (client_id == 0)
 		return 0;
-	replycache_end(ns, r);
+	ret = kvdb_get(ns->db, k, key_reply(k, client_id, seq), &v, &vlen);
 	if (ret)
-		return ret;
+		return ret == -ENOENT ? 0 : ret;
 	if (vlen < 16) {
 		free(v);
 		return -EIO;
 	}
+	memset(rep, 0, sizeof(*rep));
 	rep->hdr_length = le32_get((const uint8_t *)v + 12);
 	if (vlen > 16) {
 		rep->data = malloc(vlen - 16);

@@ -130,10 +130,6 @@ int vol_vid_alloc(struct ns *ns, uint64_t *vid);
 void vol_fam_lock(struct ns *ns, uint64_t family);
 void vol_fam_unlock(struct ns *ns, uint64_t family);
 
-/* The reply recorded for (client_id, seq), if any: 1 with @rep filled,
- * 0 if none, -errno. */
-int vol_reply_lookup(struct ns *ns, uint64_t client_id, uint64_t seq,
-		     struct ns_reply *rep);
 /* Snapshot names: 1..64 of [A-Za-z0-9._-], not "." / "..": 0 or -EINVAL. */
 int vol_snap_name_check(const char *name, size_t len);
 /* The wire form of @r; objects as given. */

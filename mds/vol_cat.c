@@ -17,46 +17,32 @@ static const char key_vid_next[] = "Mvid_next";
 
 size_t vol_key_rec(uint8_t *k, uint64_t vid)
 {
-	k[0] = 'V';
-	be64_put(k + 1, vid);
-	return 9;
+	return key_tag_n(k, 'V', vid);
 }
 
 size_t vol_key_live(uint8_t *k, uint64_t ino)
 {
-	k[0] = 'W';
-	be64_put(k + 1, ino);
-	return 9;
+	return key_tag_n(k, 'W', ino);
 }
 
 size_t vol_key_snap(uint8_t *k, uint64_t ino, const char *name, size_t nlen)
 {
-	k[0] = 'S';
-	be64_put(k + 1, ino);
-	memcpy(k + 9, name, nlen);
-	return 9 + nlen;
+	return key_tag_name(k, 'S', ino, name, nlen);
 }
 
 size_t vol_key_member(uint8_t *k, uint64_t family, uint64_t vid)
 {
-	k[0] = 'F';
-	be64_put(k + 1, family);
-	be64_put(k + 9, vid);
-	return 17;
+	return key_tag_nn(k, 'F', family, vid);
 }
 
 size_t vol_key_pending(uint8_t *k, uint64_t vid)
 {
-	k[0] = 'P';
-	be64_put(k + 1, vid);
-	return 9;
+	return key_tag_n(k, 'P', vid);
 }
 
 size_t vol_key_deleted(uint8_t *k, uint64_t family)
 {
-	k[0] = 'G';
-	be64_put(k + 1, family);
-	return 9;
+	return key_tag_n(k, 'G', family);
 }
 
 uint64_t vol_chunks(uint64_t size, uint32_t obj_size)
@@ -226,6 +212,9 @@ void vol_pending_put(struct kvbatch *b, const struct vol_pending *p)
 }
 
 /* Collect the big-endian u64 at @at of every key starting with @pfx. */
+/* The u64 of every key starting with @pfx: big-endian in the key at
+ * @at, or (SCAN_VALUE) the record's le64 value. */
+#define SCAN_VALUE SIZE_MAX
 static int scan_u64(struct ns *ns, const uint8_t *pfx, size_t plen, size_t at,
 		    uint64_t **out, size_t *n)
 {
@@ -237,22 +226,25 @@ static int scan_u64(struct ns *ns, const uint8_t *pfx, size_t plen, size_t at,
 	if (!it)
 		return -ENOMEM;
 	for (kviter_seek(it, pfx, plen); kviter_valid(it); kviter_next(it)) {
-		size_t klen;
+		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)kviter_key(it, &klen);
+		const uint8_t *val = (const uint8_t *)kviter_value(it, &vlen);
 
 		if (klen < plen || memcmp(k, pfx, plen))
 			break;
-		if (klen < at + 8)
+		if (at == SCAN_VALUE ? vlen != 8 : klen < at + 8)
 			continue;
 		if (cnt == cap) {
-			cap = cap ? cap * 2 : 16;
-			v = realloc(v, cap * sizeof(*v));
-			if (!v) {
+			uint64_t *nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(*v));
+
+			if (!nv) {
 				ret = -ENOMEM;
 				break;
 			}
+			v = nv;
+			cap = cap ? cap * 2 : 16;
 		}
-		v[cnt++] = be64_get(k + at);
+		v[cnt++] = at == SCAN_VALUE ? le64_get(val) : be64_get(k + at);
 	}
 	if (!ret)
 		ret = kviter_error(it);
@@ -268,44 +260,10 @@ static int scan_u64(struct ns *ns, const uint8_t *pfx, size_t plen, size_t at,
 
 int vol_snaps_of(struct ns *ns, uint64_t ino, uint64_t **out, size_t *n)
 {
-	struct kviter *it = kvdb_iter(ns->db);
 	uint8_t pfx[9];
-	uint64_t *v = NULL;
-	size_t cnt = 0, cap = 0;
-	int ret = 0;
 
-	if (!it)
-		return -ENOMEM;
 	vol_key_snap(pfx, ino, "", 0);
-	for (kviter_seek(it, pfx, 9); kviter_valid(it); kviter_next(it)) {
-		size_t klen, vlen;
-		const uint8_t *k = (const uint8_t *)kviter_key(it, &klen);
-		const uint8_t *val = (const uint8_t *)kviter_value(it, &vlen);
-
-		if (klen < 9 || memcmp(k, pfx, 9))
-			break;
-		if (vlen != 8)
-			continue;
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 16;
-			v = realloc(v, cap * sizeof(*v));
-			if (!v) {
-				ret = -ENOMEM;
-				break;
-			}
-		}
-		v[cnt++] = le64_get(val);
-	}
-	if (!ret)
-		ret = kviter_error(it);
-	kviter_free(it);
-	if (ret) {
-		free(v);
-		return ret;
-	}
-	*out = v;
-	*n = cnt;
-	return 0;
+	return scan_u64(ns, pfx, 9, SCAN_VALUE, out, n);
 }
 
 int vol_members_of(struct ns *ns, uint64_t family, uint64_t **out, size_t *n)
@@ -386,42 +344,6 @@ void vol_fam_lock(struct ns *ns, uint64_t family)
 void vol_fam_unlock(struct ns *ns, uint64_t family)
 {
 	pthread_mutex_unlock(&ns->vol->fam_locks[fam_idx(family)]);
-}
-
-int vol_reply_lookup(struct ns *ns, uint64_t client_id, uint64_t seq,
-		     struct ns_reply *rep)
-{
-	/* the reply cache's key (replycache.c): 'R' client seq */
-	uint8_t k[17];
-	char *v;
-	size_t vlen;
-	int ret;
-
-	if (client_id == 0)
-		return 0;
-	k[0] = 'R';
-	be64_put(k + 1, client_id);
-	be64_put(k + 9, seq);
-	ret = kvdb_get(ns->db, k, sizeof(k), &v, &vlen);
-	if (ret)
-		return ret == -ENOENT ? 0 : ret;
-	if (vlen < 16) {
-		free(v);
-		return -EIO;
-	}
-	memset(rep, 0, sizeof(*rep));
-	rep->hdr_length = le32_get((const uint8_t *)v + 12);
-	if (vlen > 16) {
-		rep->data = malloc(vlen - 16);
-		if (!rep->data) {
-			free(v);
-			return -ENOMEM;
-		}
-		memcpy(rep->data, v + 16, vlen - 16);
-		rep->len = (uint32_t)(vlen - 16);
-	}
-	free(v);
-	return 1;
 }
 
 int vol_snap_name_check(const char *name, size_t len)

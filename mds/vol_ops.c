@@ -318,7 +318,7 @@ static int op_vol_make(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 	ret = fam_enter(ns, r->ino, &fam, &in, &live);
 	if (ret)
 		return ret;
-	ret = vol_reply_lookup(ns, r->client_id, r->seq, rep);
+	ret = replycache_lookup(ns, r->client_id, r->seq, rep);
 	if (ret) {
 		/* finished by a roll-forward: its reply */
 		vol_fam_unlock(ns, fam);
@@ -428,7 +428,7 @@ static int op_vol_snapdel(struct ns *ns, const struct sdfs_ns_req *r, const char
 	ret = fam_enter(ns, r->ino, &fam, &in, &live);
 	if (ret)
 		return ret;
-	ret = vol_reply_lookup(ns, r->client_id, r->seq, &old);
+	ret = replycache_lookup(ns, r->client_id, r->seq, &old);
 	free(old.data);
 	if (ret) {
 		vol_fam_unlock(ns, fam);
@@ -535,14 +535,7 @@ int vol_file_gone(struct ns *ns, uint64_t ino, uint64_t size)
 		}
 		/* the snapshot names */
 		vol_key_snap(pfx, ino, "", 0);
-		for (kviter_seek(it, pfx, 9); kviter_valid(it); kviter_next(it)) {
-			size_t klen;
-			const char *key = kviter_key(it, &klen);
-
-			if (klen < 9 || memcmp(key, pfx, 9))
-				break;
-			kvbatch_del(b, key, klen);
-		}
+		batch_del_prefix(it, b, pfx, 9);
 		kviter_free(it);
 		kvbatch_del(b, k, vol_key_live(k, ino));
 		kvbatch_put(b, k, vol_key_deleted(k, fam), "", 0);

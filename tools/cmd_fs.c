@@ -665,25 +665,6 @@ static int fs_ln(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	return ret ? fs_fail2(s, a->flag[0] ? "ln -s" : "ln", src, path, ret) : 0;
 }
 
-/* Read until @len bytes or the end of input; the count, or -errno. */
-static ssize_t read_full(int fd, void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t r = read(fd, (char *)buf + done, len - done);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		done += (size_t)r;
-	}
-	return (ssize_t)done;
-}
-
 static int write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -809,7 +790,7 @@ static int fs_put(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		return cli_fail("fs put %s: %s", path, buf ? "no data layout" : "out of memory");
 	}
 	for (;;) {
-		ssize_t n = read_full(fd, buf, st.obj_size);
+		ssize_t n = cli_read_full(fd, buf, st.obj_size);
 
 		if (n < 0) {
 			if (tty && shown)

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -324,4 +325,85 @@ Test(vol_writer, sigstopped_writer_is_fenced)
 	check_all("vf", model, "after B wrote again");
 	free(got);
 	free(model);
+}
+
+/* B's write in the background: its result once done. */
+struct bg_write {
+	int fd;
+	const uint8_t *buf;
+	size_t len;
+	uint64_t off;
+	_Atomic int done;
+	ssize_t ret;
+	int err;
+};
+
+static void *bg_write_run(void *arg)
+{
+	struct bg_write *w = arg;
+
+	w->ret = pwrite(w->fd, w->buf, w->len, (off_t)w->off);
+	w->err = errno;
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/* QEMU live migration (docs/volumes.md "Migration"): the destination
+ * mounts with vol_lazy, opens the image read-write while the source
+ * still writes it, and its first write waits for the source's close. */
+Test(vol_writer, migration_hands_the_lock_over_with_vol_lazy)
+{
+	char path[PATH_MAX + 16];
+	uint8_t *model = vt_alloc(SIZE), *got = vt_alloc(SIZE), *bbuf = vt_alloc(MiB);
+	struct bg_write w = { 0 };
+	pthread_t th;
+	int fa, fb;
+
+	vt_create(tc, "vm", SIZE, OBJ, NULL);
+	snprintf(path, sizeof(path), "%s/mnt2", tcluster_dir(tc));
+	vt_mount2_start(tc, &m2, path, "vol_lazy");
+
+	fa = vt_xopen(tc, "vm", O_RDWR | O_DIRECT);
+	put(fa, model, 0, 2 * MiB, 1, "source: vm");
+	vt_fsync(fa, "source: vm");
+
+	/* the destination opens read-write while the source writes */
+	fb = b_open("vm", O_RDWR | O_DIRECT);
+	cr_assert(fb >= 0, "destination (vol_lazy): open(O_RDWR) while the source writes: "
+		  "%s", strerror(errno));
+	vt_pread(fb, got, 2 * MiB, 0, "destination: vm before the switch-over");
+	vt_assert_same(got, model, 2 * MiB, 0, OBJ, "destination reads before switch-over");
+
+	/* its first write waits for the lock... */
+	vt_fill(bbuf, MiB, 3 * MiB, 2);
+	w.fd = fb;
+	w.buf = bbuf;
+	w.len = MiB;
+	w.off = 3 * MiB;
+	cr_assert_eq(pthread_create(&th, NULL, bg_write_run, &w), 0);
+	put(fa, model, 2 * MiB, MiB, 3, "source: vm, last writes");
+	vt_fsync(fa, "source: vm, last writes");
+	tsleep_ms(500);
+	cr_assert_not(atomic_load(&w.done), "the destination wrote while the source "
+		      "held the volume (ret %zd: %s)", w.ret, strerror(w.err));
+	/* ...until the source closes (its QEMU quits after the migration) */
+	close(fa);
+	pthread_join(th, NULL);
+	cr_assert_eq(w.ret, (ssize_t)MiB, "destination's first write after the source "
+		     "closed: %zd, %s", w.ret, strerror(w.err));
+	memcpy(model + 3 * MiB, bbuf, MiB);
+	vt_fsync(fb, "destination: vm");
+
+	/* the source may not write any more */
+	errno = 0;
+	int fa2 = vt_open(tc, "vm", O_RDWR);
+	cr_assert(fa2 < 0 && errno == EBUSY, "source: open(O_RDWR) after the switch-over: "
+		  "fd %d, %s; expected EBUSY", fa2, fa2 < 0 ? strerror(errno) : "opened");
+	close(fb);
+	vt_read_vol(tc, vt_ino(tc, "vm"), NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "vm after the migration");
+	vt_mount2_stop(&m2);
+	free(model);
+	free(got);
+	free(bbuf);
 }

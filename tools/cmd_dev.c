@@ -8,7 +8,9 @@
  *   DIR/blockd.N/        block daemon N's data directory (dev add: one more)
  *   (mds.N)              metadata server N: no local state, its database
  *                        lives in objects on the block daemons
- *   DIR/mnt              the filesystem, mounted by mount.sdfs (dev name mnt)
+ *   DIR/mnt              the filesystem, mounted by mount.sdfs (dev name mnt);
+ *   DIR/mnt2 ... mntN    with --mounts N, more mounts of it, each its own
+ *                        mount.sdfs (dev names mnt2 ... mntN)
  *   DIR/log/NAME.log     each daemon's output
  *   DIR/run/NAME.pid     its pid; DIR/run/NAME.cmd its command line
  * Daemons are stopped by the pids recorded here, never by name.
@@ -36,6 +38,7 @@
 #define DEV_MDS_MAX 8
 #define DEV_MDS_WAIT_MS 30000
 #define DEV_MOUNT_WAIT_MS 30000
+#define DEV_MOUNTS_MAX 4        /* --mounts: DIR/mnt, DIR/mnt2 ... DIR/mnt4 */
 #define ZK_JAR "/usr/share/java/zookeeper.jar"
 
 struct dev {
@@ -570,14 +573,36 @@ static int start_mds(struct dev *d, struct sdfs *s, char *bin, unsigned n,
 }
 
 /*
- * The FUSE mount at DIR/mnt, recorded as the dev daemon "mnt". mount.sdfs
- * runs with -f under spawn(), so the recorded pid is the daemon itself
- * (no daemonizing fork to chase); it is ready once DIR/mnt is in
+ * The FUSE mounts: mount i (0-based) is the dev daemon "mnt" (i == 0) or
+ * "mnt<i+1>" at DIR/<name>, each its own mount.sdfs. mount.sdfs runs
+ * with -f under spawn(), so the recorded pid is the daemon itself (no
+ * daemonizing fork to chase); it is ready once DIR/<name> is in
  * /proc/self/mountinfo and a stat of it reaches the new filesystem.
  */
-static void mnt_path(const struct dev *d, char *out, size_t len)
+static void mnt_name(unsigned i, char *out, size_t len)
 {
-	snprintf(out, len, "%s/mnt", d->dir);
+	if (i == 0)
+		snprintf(out, len, "mnt");
+	else
+		snprintf(out, len, "mnt%u", i + 1);
+}
+
+/* Is @name one of the mounts' dev names (mnt, mnt2 ... mnt<MAX>)? */
+static int is_mnt_name(const char *name)
+{
+	char m[16];
+
+	for (unsigned i = 0; i < DEV_MOUNTS_MAX; i++) {
+		mnt_name(i, m, sizeof(m));
+		if (!strcmp(name, m))
+			return 1;
+	}
+	return 0;
+}
+
+static void mnt_path(const struct dev *d, const char *name, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%s", d->dir, name);
 }
 
 /* mountinfo writes space, tab, newline and backslash as \ooo. */
@@ -616,15 +641,15 @@ static int is_mounted(const char *path)
 	return found;
 }
 
-/* `fusermount3 -u [-z] DIR/mnt`: its exit status. Quiet: output to
+/* `fusermount3 -u [-z] DIR/@name`: its exit status. Quiet: output to
  * /dev/null. Without fusermount3, umount2 (works for root). */
-static int fusermount_u(const struct dev *d, int lazy, int quiet)
+static int fusermount_u(const struct dev *d, const char *name, int lazy, int quiet)
 {
-	char bin[PATH_MAX], mnt[PATH_MAX + 8];
+	char bin[PATH_MAX], mnt[PATH_MAX + 32];
 	int status = 0;
 	pid_t pid;
 
-	mnt_path(d, mnt, sizeof(mnt));
+	mnt_path(d, name, mnt, sizeof(mnt));
 	if (find_binary("fusermount3", "-", bin, sizeof(bin)))
 		return umount2(mnt, lazy ? MNT_DETACH : 0) < 0 ? 1 : 0;
 	char *argv[] = { bin, "-u", lazy ? "-z" : mnt, lazy ? mnt : NULL, NULL };
@@ -650,33 +675,54 @@ static int fusermount_u(const struct dev *d, int lazy, int quiet)
 }
 
 /*
- * Unmount DIR/mnt if mounted: cleanly, else (busy: a shell's cwd or an
+ * Unmount DIR/@name if mounted: cleanly, else (busy: a shell's cwd or an
  * open file in it) lazily, which detaches it now and lets it go when
  * they leave. @lazy: straight to -z (the daemon is dead). 0 once
  * nothing is mounted there.
  */
-static int dev_unmount(const struct dev *d, int lazy)
+static int dev_unmount(const struct dev *d, const char *name, int lazy)
 {
-	char mnt[PATH_MAX + 8];
+	char mnt[PATH_MAX + 32];
 
-	mnt_path(d, mnt, sizeof(mnt));
+	mnt_path(d, name, mnt, sizeof(mnt));
 	/* a loop: a mount may have been stacked on an older one */
 	for (int i = 0; i < 8 && is_mounted(mnt); i++) {
-		if (!lazy && fusermount_u(d, 0, 1) == 0)
+		if (!lazy && fusermount_u(d, name, 0, 1) == 0)
 			continue;
-		if (fusermount_u(d, 1, 0))
+		if (fusermount_u(d, name, 1, 0))
 			break;
 	}
 	return is_mounted(mnt) ? -EBUSY : 0;
 }
 
-/* The last line mount.sdfs wrote to DIR/log/mnt.log, for an error. */
-static const char *mnt_last_log(const struct dev *d, char *buf, size_t len)
+/* dev_unmount of every mount there may be (mnt ... mnt<MAX>), warning
+ * about each one still mounted; how many are. */
+static int dev_unmount_all(const struct dev *d, int lazy, int warn)
+{
+	int busy = 0;
+
+	for (unsigned i = 0; i < DEV_MOUNTS_MAX; i++) {
+		char name[16];
+
+		mnt_name(i, name, sizeof(name));
+		if (dev_unmount(d, name, lazy)) {
+			busy++;
+			if (warn)
+				fprintf(stderr, "sdfs: warning: %s/%s is still mounted\n",
+					d->dir, name);
+		}
+	}
+	return busy;
+}
+
+/* The last line mount.sdfs wrote to DIR/log/@name.log, for an error. */
+static const char *mnt_last_log(const struct dev *d, const char *name, char *buf,
+				size_t len)
 {
 	char path[PATH_MAX + 32];
 	int fd, n;
 
-	snprintf(path, sizeof(path), "%s/log/mnt.log", d->dir);
+	snprintf(path, sizeof(path), "%s/log/%s.log", d->dir, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	buf[0] = '\0';
 	if (fd < 0)
@@ -694,22 +740,22 @@ static const char *mnt_last_log(const struct dev *d, char *buf, size_t len)
 	return nl ? nl + 1 : buf;
 }
 
-/* Wait until DIR/mnt is mounted and answers: a stat of it shows another
- * device than DIR's. Says why not and returns -ESRCH if mount.sdfs
- * exited, -ETIMEDOUT after @timeout_ms. */
-static int wait_mounted(const struct dev *d, int timeout_ms)
+/* Wait until DIR/@name is mounted and answers: a stat of it shows
+ * another device than DIR's. Says why not and returns -ESRCH if
+ * mount.sdfs exited, -ETIMEDOUT after @timeout_ms. */
+static int wait_mounted(const struct dev *d, const char *name, int timeout_ms)
 {
-	char mnt[PATH_MAX + 8], log[1024];
+	char mnt[PATH_MAX + 32], log[1024];
 	struct stat dst, st;
 	int mounted = 0, err = 0;
 
-	mnt_path(d, mnt, sizeof(mnt));
+	mnt_path(d, name, mnt, sizeof(mnt));
 	if (stat(d->dir, &dst) < 0)
 		return -errno;
 	for (int64_t end = now_ms() + timeout_ms; now_ms() < end; sleep_ms(20)) {
-		if (has_exited(d, "mnt")) {
-			cli_fail("mount.sdfs exited: %s (see %s/log/mnt.log)",
-				 mnt_last_log(d, log, sizeof(log)), d->dir);
+		if (has_exited(d, name)) {
+			cli_fail("mount.sdfs exited: %s (see %s/log/%s.log)",
+				 mnt_last_log(d, name, log, sizeof(log)), d->dir, name);
 			return -ESRCH;
 		}
 		/* a stat the cluster cannot answer takes the mount's timeout */
@@ -725,19 +771,19 @@ static int wait_mounted(const struct dev *d, int timeout_ms)
 		cli_fail("%s is mounted but does not answer: %s (see %s/log/)", mnt,
 			 strerror(err), d->dir);
 	else
-		cli_fail("%s was not mounted within %d s (see %s/log/mnt.log)", mnt,
-			 timeout_ms / 1000, d->dir);
+		cli_fail("%s was not mounted within %d s (see %s/log/%s.log)", mnt,
+			 timeout_ms / 1000, d->dir, name);
 	return -ETIMEDOUT;
 }
 
-/* mount.sdfs -f CLUSTER DIR/mnt -o conf=DIR/sdfs.conf,log=DIR/log/mnt.log
- * as the daemon "mnt"; returns once it answers. */
-static int start_mount(struct dev *d, char *bin)
+/* mount.sdfs -f CLUSTER DIR/@name -o conf=DIR/sdfs.conf,log=DIR/log/@name.log
+ * as the daemon @name; returns once it answers. */
+static int start_mount(struct dev *d, char *bin, const char *name)
 {
-	char mnt[PATH_MAX + 8], opts[2 * PATH_MAX + 64];
+	char mnt[PATH_MAX + 32], opts[2 * PATH_MAX + 64];
 	int ret;
 
-	mnt_path(d, mnt, sizeof(mnt));
+	mnt_path(d, name, mnt, sizeof(mnt));
 	if (strchr(d->dir, ',')) {
 		cli_fail("%s: a ',' in the path cannot go into mount options", d->dir);
 		return -EINVAL;
@@ -748,29 +794,29 @@ static int start_mount(struct dev *d, char *bin)
 		return ret;
 	}
 	/* left over from a killed mount.sdfs: ENOTCONN until unmounted */
-	if (dev_unmount(d, 1)) {
+	if (dev_unmount(d, name, 1)) {
 		cli_fail("%s: still mounted and busy (fusermount3 -u -z failed)", mnt);
 		return -EBUSY;
 	}
-	snprintf(opts, sizeof(opts), "conf=%s/sdfs.conf,log=%s/log/mnt.log", d->dir,
-		 d->dir);
+	snprintf(opts, sizeof(opts), "conf=%s/sdfs.conf,log=%s/log/%s.log", d->dir,
+		 d->dir, name);
 	char *argv[] = { bin, "-f", d->cluster, mnt, "-o", opts, NULL };
-	ret = spawn(d, "mnt", argv);
+	ret = spawn(d, name, argv);
 	if (ret) {
-		cli_fail("cannot start mount.sdfs: %s", strerror(-ret));
+		cli_fail("cannot start mount.sdfs for %s: %s", name, strerror(-ret));
 		return ret;
 	}
-	return wait_mounted(d, DEV_MOUNT_WAIT_MS);
+	return wait_mounted(d, name, DEV_MOUNT_WAIT_MS);
 }
 
 static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
 	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20, grace_s = 30, rec_mbps = 0;
-	uint64_t nmds = UINT64_MAX;
+	uint64_t nmds = UINT64_MAX, nmounts = 1;
 	struct dev d = { 0 };
 	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], mnt_bin[PATH_MAX], names[64][64];
-	char active[32] = "", mnt[PATH_MAX + 8];
+	char active[32] = "", mnt[DEV_MOUNTS_MAX][PATH_MAX + 32];
 	int ret, no_mount = 0;
 
 	strcpy(d.cluster, "dev");
@@ -779,6 +825,11 @@ static int dev_up(struct cli *cli)
 			dir = v;
 		else if (!strcmp(cli->argv[i], "--no-mount"))
 			no_mount = 1;
+		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--mounts"))) {
+			if (cli_parse_u64(v, &nmounts) || nmounts > DEV_MOUNTS_MAX)
+				return cli_fail("--mounts must be 0..%d (0: no mount)",
+						DEV_MOUNTS_MAX);
+		}
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--blockd"))) {
 			if (cli_parse_u64(v, &nblockd) || nblockd > 32)
 				return cli_fail("--blockd must be 0..32 (0: only ZooKeeper)");
@@ -804,7 +855,8 @@ static int dev_up(struct cli *cli)
 			snprintf(d.cluster, sizeof(d.cluster), "%s", v);
 		} else {
 			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--mds N] "
-					 "[--no-mount] [--copies N] [--obj-size SIZE] "
+					 "[--mounts N | --no-mount] [--copies N] "
+					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
 					 "[--zk HOSTS --cluster NAME]");
 		}
@@ -818,10 +870,16 @@ static int dev_up(struct cli *cli)
 	if (!copies)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
 	/* The filesystem needs an mds to serve it. */
-	int mount = !no_mount && nmds > 0;
+	unsigned mounts = no_mount || nmds == 0 ? 0 : (unsigned)nmounts;
+	int mount = mounts > 0;
 	if ((ret = dev_init(&d, dir, 1)))
 		return ret;
-	mnt_path(&d, mnt, sizeof(mnt));
+	for (unsigned i = 0; i < DEV_MOUNTS_MAX; i++) {
+		char name[16];
+
+		mnt_name(i, name, sizeof(name));
+		mnt_path(&d, name, mnt[i], sizeof(mnt[i]));
+	}
 	int nd = list_daemons(&d, names, 64);
 	for (int i = 0; i < nd; i++)
 		if (is_running(&d, names[i], NULL))
@@ -835,13 +893,14 @@ static int dev_up(struct cli *cli)
 	    find_binary("mount.sdfs", "sbin", mnt_bin, sizeof(mnt_bin)))
 		return cli_fail("mount.sdfs not found next to sdfs or on PATH "
 				"(or use --no-mount)");
-	if (!mount) {
-		/* no "mnt" left over from an earlier dev up in this dir */
-		char path[PATH_MAX + 64];
+	for (unsigned i = mounts; i < DEV_MOUNTS_MAX; i++) {
+		/* no mount left over from an earlier dev up in this dir */
+		char path[PATH_MAX + 64], name[16];
 
-		run_path(&d, "mnt", "cmd", path, sizeof(path));
+		mnt_name(i, name, sizeof(name));
+		run_path(&d, name, "cmd", path, sizeof(path));
 		unlink(path);
-		run_path(&d, "mnt", "pid", path, sizeof(path));
+		run_path(&d, name, "pid", path, sizeof(path));
 		unlink(path);
 	}
 	if (!d.external_zk && (ret = start_zk(&d)))
@@ -897,8 +956,13 @@ static int dev_up(struct cli *cli)
 		goto fail_close;
 	if (nblockd)
 		wait_healthy(&d, s, 30000);
-	if (mount && start_mount(&d, mnt_bin))
-		goto fail_close;
+	for (unsigned i = 0; i < mounts; i++) {
+		char name[16];
+
+		mnt_name(i, name, sizeof(name));
+		if (start_mount(&d, mnt_bin, name))
+			goto fail_close;
+	}
 	sdfs_cluster_info(s, &info);
 	sdfs_close(s);
 	if (cli->json) {
@@ -915,9 +979,15 @@ static int dev_up(struct cli *cli)
 			printf("null");
 		printf(", \"mnt\": ");
 		if (mount)
-			cli_json_str(stdout, mnt);
+			cli_json_str(stdout, mnt[0]);
 		else
 			printf("null");
+		printf(", \"mnts\": [");
+		for (unsigned i = 0; i < mounts; i++) {
+			printf("%s", i ? ", " : "");
+			cli_json_str(stdout, mnt[i]);
+		}
+		printf("]");
 		printf(", \"copies\": %u, \"epoch\": %" PRIu64 "}\n", info.copies,
 		       info.epoch);
 	} else {
@@ -936,7 +1006,9 @@ static int dev_up(struct cli *cli)
 			n = snprintf(self, sizeof(self), "sdfs");
 		self[n] = '\0';
 		if (mount)
-			printf("  mounted at %s: cd there\n", mnt);
+			printf("  mounted at %s: cd there\n", mnt[0]);
+		for (unsigned i = 1; i < mounts; i++)
+			printf("  mounted again at %s (a second client)\n", mnt[i]);
 		printf("  export SDFS_CONF=%s\n  %s cluster status\n", conf, self);
 		if (nmds)
 			printf("  %s fs ls -l /\n", self);
@@ -946,7 +1018,7 @@ static int dev_up(struct cli *cli)
 fail_close:
 	sdfs_close(s);
 fail:
-	dev_unmount(&d, 0);
+	dev_unmount_all(&d, 0, 0);
 	nd = list_daemons(&d, names, 64);
 	stop_daemons(&d, names, nd, 3000);
 	return 1;
@@ -957,17 +1029,16 @@ static int dev_down(struct dev *d, struct cli *cli)
 	char names[64][64], group[4][64][64];
 	int n = list_daemons(d, names, 64), ng[4] = { 0 }, stopped = 0;
 
-	/* The mount first (unmounted, its daemon then exits by itself), the
-	 * mds (they write to the block daemons), then the block daemons,
-	 * then ZooKeeper; each group all at once. */
+	/* The mounts first (unmounted, their daemons then exit by
+	 * themselves), the mds (they write to the block daemons), then the
+	 * block daemons, then ZooKeeper; each group all at once. */
 	for (int i = 0; i < n; i++) {
-		int g = !strcmp(names[i], "mnt") ? 0 : !strncmp(names[i], "mds.", 4) ? 1 :
+		int g = is_mnt_name(names[i]) ? 0 : !strncmp(names[i], "mds.", 4) ? 1 :
 			strcmp(names[i], "zk") ? 2 : 3;
 
 		memcpy(group[g][ng[g]++], names[i], 64);
 	}
-	if (dev_unmount(d, 0))
-		fprintf(stderr, "sdfs: warning: %s/mnt is still mounted\n", d->dir);
+	dev_unmount_all(d, 0, 1);
 	for (int g = 0; g < 4; g++)
 		if (ng[g])
 			stopped += stop_daemons(d, group[g], ng[g], 10000);
@@ -1018,8 +1089,8 @@ static int dev_kill(struct dev *d, const char *name)
 	for (int64_t end = now_ms() + 5000; now_ms() < end && !pid_gone(pid);)
 		sleep_ms(20);
 	/* A FUSE mount whose daemon died answers ENOTCONN until unmounted. */
-	if (!strcmp(name, "mnt") && dev_unmount(d, 1))
-		return cli_fail("%s/mnt: fusermount3 -u -z failed", d->dir);
+	if (is_mnt_name(name) && dev_unmount(d, name, 1))
+		return cli_fail("%s/%s: fusermount3 -u -z failed", d->dir, name);
 	return 0;
 }
 
@@ -1029,14 +1100,14 @@ static int dev_start(struct dev *d, const char *name)
 
 	if (is_running(d, name, NULL))
 		return cli_fail("%s is already running", name);
-	if (!strcmp(name, "mnt") && dev_unmount(d, 1))
-		return cli_fail("%s/mnt: still mounted and busy", d->dir);
+	if (is_mnt_name(name) && dev_unmount(d, name, 1))
+		return cli_fail("%s/%s: still mounted and busy", d->dir, name);
 	ret = respawn(d, name);
 	if (ret == -ENOENT)
 		return cli_fail("no daemon named %s under %s", name, d->dir);
 	if (ret)
 		return cli_fail("cannot start %s: %s", name, strerror(-ret));
-	if (!strcmp(name, "mnt") && wait_mounted(d, DEV_MOUNT_WAIT_MS))
+	if (is_mnt_name(name) && wait_mounted(d, name, DEV_MOUNT_WAIT_MS))
 		return 1;
 	return 0;
 }
@@ -1248,7 +1319,8 @@ static int dev_add(struct cli *cli)
 int cmd_dev(struct cli *cli)
 {
 	const char *usage = "sdfs dev up|add|down|status|kill|start --dir DIR [NAME]\n"
-			    "  NAME: blockd.N, mds.N, mnt (the mount at DIR/mnt), zk";
+			    "  NAME: blockd.N, mds.N, mnt (the mount at DIR/mnt), mnt2..mnt4\n"
+			    "  (more mounts at DIR/mnt2..., from dev up --mounts N), zk";
 	const char *dir = NULL, *name = NULL, *v;
 	struct dev d = { 0 };
 	int ret;

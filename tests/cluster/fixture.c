@@ -34,8 +34,10 @@ struct tcluster {
 	char name[48];
 	unsigned nblockd;
 	unsigned nmds;
-	int mount;              /* opts.mount: mnt is DIR/mnt */
+	int mount;              /* opts.mount or opts.mounts: mnt is DIR/mnt */
 	char mnt[PATH_MAX + 8];
+	unsigned nmounts;       /* mount points in use: mnts[0..nmounts) */
+	char mnts[TCLUSTER_MOUNTS_MAX][PATH_MAX + 16];  /* DIR/mnt, DIR/mnt2... */
 	pid_t stopped[8];       /* SIGSTOPped daemons: SIGCONT at teardown */
 	struct sdfs *client;
 	FILE *client_log;
@@ -324,10 +326,7 @@ static void watchdog_start(struct tcluster *tc)
 {
 	int p[2];
 	char *down[] = { (char *)sdfs_bin(), "dev", "down", "--dir", tc->dir, NULL };
-	char mnt[PATH_MAX + 8];
 	pid_t pid;
-
-	snprintf(mnt, sizeof(mnt), "%s/mnt", tc->dir);
 
 	cr_assert(pipe2(p, O_CLOEXEC) == 0);
 	tc->watchdog = fork();
@@ -353,7 +352,8 @@ static void watchdog_start(struct tcluster *tc)
 		}
 		if (pid > 0)
 			waitpid(pid, NULL, 0);
-		unmount_left_over(mnt);
+		for (unsigned i = 0; i < TCLUSTER_MOUNTS_MAX; i++)
+			unmount_left_over(tc->mnts[i]);
 		_exit(0);
 	}
 	close(p[0]);
@@ -389,7 +389,7 @@ static void client_log(int level, const char *msg, void *arg)
 struct tcluster *tcluster_start(const struct tcluster_opts *o)
 {
 	struct tcluster *tc = calloc(1, sizeof(*tc));
-	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], nm[16];
+	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], nm[16], nn[16];
 	char path[PATH_MAX + 32];
 	const char *zk = getenv("SDFS_TEST_ZK");
 	static unsigned seq;
@@ -406,9 +406,16 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		 tmpl + sizeof("/tmp/sdfs-t.") - 1);
 	tc->nblockd = o->blockd;
 	tc->nmds = o->mds;
-	tc->mount = o->mount != 0;
+	cr_assert(o->mounts <= TCLUSTER_MOUNTS_MAX, "opts.mounts: %u > %d", o->mounts,
+		  TCLUSTER_MOUNTS_MAX);
+	tc->nmounts = o->mounts >= 2 ? o->mounts : o->mount ? 1 : 0;
+	tc->mount = tc->nmounts > 0;
 	snprintf(tc->mnt, sizeof(tc->mnt), "%s/mnt", tc->dir);
-	cr_assert(!o->mount || o->mds, "opts.mount needs opts.mds >= 1");
+	/* all of them, used or not: the watchdog looks at every one */
+	for (unsigned i = 0; i < TCLUSTER_MOUNTS_MAX; i++)
+		snprintf(tc->mnts[i], sizeof(tc->mnts[i]), i ? "%s/mnt%u" : "%s/mnt",
+			 tc->dir, i + 1);
+	cr_assert(!tc->mount || o->mds, "opts.mount(s) needs opts.mds >= 1");
 	watchdog_start(tc);
 
 	snprintf(nb, sizeof(nb), "%u", o->blockd);
@@ -429,8 +436,13 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	/* Always explicit: dev up's default starts two, and mounts. */
 	argv[argc++] = "--mds";
 	argv[argc++] = nm;
-	if (!o->mount)
+	if (!tc->mount) {
 		argv[argc++] = "--no-mount";
+	} else if (tc->nmounts > 1) {
+		snprintf(nn, sizeof(nn), "%u", tc->nmounts);
+		argv[argc++] = "--mounts";
+		argv[argc++] = nn;
+	}
 	if (zk && *zk) {
 		argv[argc++] = "--zk";
 		argv[argc++] = (char *)zk;
@@ -458,8 +470,8 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 			     o->mds, TCLUSTER_WAIT_MS, tc->dir);
 	cr_log_info("cluster %s: %u blockd, copies %u, out grace %u s, %u mds, %s, in %s "
 		    "(up in %" PRId64 " ms)", tc->name, o->blockd, o->copies, o->out_grace_s,
-		    o->mds, tc->mount ? "mounted at mnt/" : "no mount", tc->dir,
-		    tnow_ms() - t0);
+		    o->mds, tc->nmounts > 1 ? "several mounts (mnt/, mnt2/...)" :
+		    tc->mount ? "mounted at mnt/" : "no mount", tc->dir, tnow_ms() - t0);
 	return tc;
 }
 
@@ -540,11 +552,13 @@ void tcluster_stop(struct tcluster *tc)
 	sdfs_set_log(NULL, NULL, LOG_INFO);
 	if (tc->client_log)
 		fclose(tc->client_log);
-	dev(tc, "down", NULL);      /* unmounts DIR/mnt first */
-	if (is_mounted(tc->mnt)) {
+	dev(tc, "down", NULL);      /* unmounts DIR/mnt (and mnt2...) first */
+	for (unsigned i = 0; i < TCLUSTER_MOUNTS_MAX; i++) {
+		if (!is_mounted(tc->mnts[i]))
+			continue;
 		cr_log_error("%s still mounted after sdfs dev down: unmounting lazily",
-			     tc->mnt);
-		unmount_left_over(tc->mnt);
+			     tc->mnts[i]);
+		unmount_left_over(tc->mnts[i]);
 	}
 	if (keep && *keep)
 		cr_log_info("SDFS_TEST_KEEP: kept %s", tc->dir);
@@ -572,6 +586,11 @@ const char *tcluster_dir(struct tcluster *tc)
 const char *tcluster_mnt(struct tcluster *tc)
 {
 	return tc->mount ? tc->mnt : NULL;
+}
+
+const char *tcluster_mnt_n(struct tcluster *tc, unsigned i)
+{
+	return i < tc->nmounts ? tc->mnts[i] : NULL;
 }
 
 unsigned tcluster_nblockd(struct tcluster *tc)
@@ -820,7 +839,7 @@ int tcluster_restart(struct tcluster *tc, const char *name)
 
 	if (ret)
 		return ret;
-	if (!strcmp(name, "mnt"))
+	if (!strncmp(name, "mnt", 3))
 		return 0;       /* dev start waited until the mount answers */
 	if (!strncmp(name, "mds.", 4)) {
 		for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end;

@@ -17,7 +17,11 @@
  * once mount.sdfs serves the filesystem at DIR/mnt (dev name "mnt":
  * tcluster_kill SIGKILLs it and lazily unmounts, tcluster_restart
  * mounts again). Teardown unmounts before it stops any daemon, the
- * watchdog too; without opts.mount dev up runs with --no-mount.
+ * watchdog too; without opts.mount dev up runs with --no-mount. With
+ * opts.mounts >= 2, that many mounts of the same cluster, each its own
+ * mount.sdfs (dev up --mounts N): DIR/mnt, DIR/mnt2 ... (dev names mnt,
+ * mnt2 ...; tcluster_mnt_n), all serving when tcluster_start returns,
+ * all unmounted at teardown and by the watchdog.
  *
  * The dir (logs in DIR/log/, libsdfs's in DIR/client.log, data) is
  * removed after a test that passed and kept after one that failed;
@@ -41,7 +45,11 @@ struct tcluster_opts {
 	unsigned mds;           /* sdfs-mds daemons mds.0, mds.1...; 0: none */
 	unsigned mount;         /* 1: mount.sdfs at DIR/mnt (dev name "mnt";
 				   needs mds >= 1); 0: none (--no-mount) */
+	unsigned mounts;        /* 2..TCLUSTER_MOUNTS_MAX: that many mounts
+				   (needs mds >= 1; mount is then ignored);
+				   0 or 1: as opts.mount says */
 };
+#define TCLUSTER_MOUNTS_MAX 4
 
 struct tcluster;
 
@@ -55,8 +63,12 @@ const char *tcluster_conf(struct tcluster *tc);  /* DIR/sdfs.conf */
 const char *tcluster_dir(struct tcluster *tc);
 unsigned tcluster_nblockd(struct tcluster *tc);
 unsigned tcluster_nmds(struct tcluster *tc);     /* opts.mds */
-/* The FUSE mount point (DIR/mnt) when opts.mount; NULL otherwise. */
+/* The FUSE mount point (DIR/mnt) when opts.mount or opts.mounts; NULL
+ * otherwise. */
 const char *tcluster_mnt(struct tcluster *tc);
+/* Mount point @i: 0 is DIR/mnt (dev name "mnt"), 1 DIR/mnt2 ("mnt2")...;
+ * NULL if the cluster has no mount @i. */
+const char *tcluster_mnt_n(struct tcluster *tc, unsigned i);
 
 /* `sdfs dev kill` (SIGKILL, waits until gone); returns its exit status. */
 int tcluster_kill(struct tcluster *tc, const char *name);

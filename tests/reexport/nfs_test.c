@@ -1,0 +1,302 @@
+/*
+ * nfs_test.c - re-exporting an sdfs mount over NFSv4 with nfs-ganesha
+ * (FSAL_VFS), checked with libnfs-utils (nfs-ls, nfs-cat, nfs-cp) and
+ * rx-nfs (rx_nfs.c: handles, rename, unlink, mkdir). docs/reexport.md
+ * has the configuration and why. Skipped when ganesha.nfsd or nfs-ls
+ * is missing.
+ */
+#include "tests/reexport/rx.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static struct tcluster *tc;
+static struct rx_gw gw;
+
+static void setup(void)
+{
+	if (!rx_have("ganesha.nfsd") || !rx_have("nfs-ls") || !rx_have("nfs-cat") ||
+	    !rx_have("nfs-cp"))
+		cr_skip_test("needs ganesha.nfsd (nfs-ganesha, nfs-ganesha-vfs) and "
+			     "nfs-ls/nfs-cat/nfs-cp (libnfs-utils)");
+	tc = rx_start();
+	rx_nfs_start(tc, &gw);
+}
+
+static void teardown(void)
+{
+	rx_gw_stop(&gw);
+	tcluster_stop(tc);
+	tc = NULL;
+}
+
+TestSuite(nfs, .init = setup, .fini = teardown, .timeout = 900);
+
+static const char *rx_nfs_bin(void)
+{
+	const char *b = getenv("RX_NFS");
+
+	cr_assert(b && *b, "RX_NFS is not set (run through meson test)");
+	return b;
+}
+
+/* rx-nfs @op URL(@path) [@arg]; its exit status, output into *@out. */
+static int rx_nfs(const char *op, const char *path, const char *arg, char **out)
+{
+	char url[PATH_MAX + 128];
+
+	rx_nfs_url(&gw, path, url);
+	return rx_run(out, rx_nfs_bin(), op, url, arg, NULL);
+}
+
+/* nfs-ls of @dir: its output (malloc'd); fails unless it succeeded. */
+static char *nfs_ls(const char *dir)
+{
+	char url[PATH_MAX + 128], *out;
+	int st = rx_run(&out, "nfs-ls", rx_nfs_url(&gw, dir, url), NULL);
+
+	cr_assert_eq(st, 0, "nfs-ls %s: status %d: %s", url, st, out);
+	return out;
+}
+
+/* Does the nfs-ls listing @ls show the name @name (last word of a line)? */
+static int ls_has(const char *ls, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = ls; (p = strstr(p, name)); p += n)
+		if (p > ls && p[-1] == ' ' && (p[n] == '\n' || p[n] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* Poll nfs-ls of @dir until @name is (@want 1) or is not (0) listed. */
+static void wait_listed(const char *dir, const char *name, int want)
+{
+	for (int64_t end = tnow_ms() + VT_WAIT_MS;;) {
+		char *ls = nfs_ls(dir);
+		int has = ls_has(ls, name);
+
+		if (has == want) {
+			free(ls);
+			return;
+		}
+		cr_assert(tnow_ms() < end, "nfs-ls %s %s %s after %d ms:\n%s", dir,
+			  want ? "does not show" : "still shows", name, VT_WAIT_MS, ls);
+		free(ls);
+		tsleep_ms(200);
+	}
+}
+
+Test(nfs, put_get)
+{
+	char local[PATH_MAX], back[PATH_MAX], url[PATH_MAX + 128], mnt[PATH_MAX + 64];
+	uint64_t seed = tseed("nfs put_get");
+	size_t len = (3u << 20) + 12345;
+	char *out;
+	int st;
+
+	/* nfs-cp in, nfs-cat back, and the mount sees the same bytes */
+	snprintf(local, sizeof(local), "%s/local.in", tcluster_dir(tc));
+	snprintf(back, sizeof(back), "%s/local.back", tcluster_dir(tc));
+	rx_write_file(local, len, seed);
+	st = rx_run(&out, "nfs-cp", local, rx_nfs_url(&gw, "viaNFS", url), NULL);
+	cr_assert_eq(st, 0, "nfs-cp %s %s: status %d: %s", local, url, st, out);
+	free(out);
+	st = rx_run(&out, "nfs-cp", rx_nfs_url(&gw, "viaNFS", url), back, NULL);
+	cr_assert_eq(st, 0, "nfs-cp %s %s: status %d: %s", url, back, st, out);
+	free(out);
+	rx_check_file(back, len, seed, "nfs-cp in, nfs-cp out");
+	rx_check_file(vt_path(tc, "viaNFS", mnt), len, seed, "nfs-cp in, read on the mount");
+
+	/* written on the mount, read through NFS */
+	rx_write_file(vt_path(tc, "viaMount", mnt), len - 777, seed + 1);
+	unlink(back);
+	st = rx_run(&out, "nfs-cp", rx_nfs_url(&gw, "viaMount", url), back, NULL);
+	cr_assert_eq(st, 0, "nfs-cp %s %s: status %d: %s", url, back, st, out);
+	free(out);
+	rx_check_file(back, len - 777, seed + 1, "written on the mount, nfs-cp out");
+
+	/* nfs-cat of a small file prints it */
+	FILE *f = fopen(vt_path(tc, "small", mnt), "we");
+	cr_assert(f);
+	fputs("hello through ganesha\n", f);
+	cr_assert_eq(fclose(f), 0);
+	st = rx_run(&out, "nfs-cat", rx_nfs_url(&gw, "small", url), NULL);
+	cr_assert_eq(st, 0, "nfs-cat %s: status %d: %s", url, st, out);
+	cr_assert_str_eq(out, "hello through ganesha\n");
+	free(out);
+}
+
+Test(nfs, namespace)
+{
+	char mnt[PATH_MAX + 64], mnt2[PATH_MAX + 64], *out;
+	struct stat st;
+	int ret;
+
+	/* through NFS: mkdir, rename, unlink; seen on the mount */
+	rx_write_file(vt_path(tc, "a", mnt), 4096, 1);
+	ret = rx_nfs("mkdir", "dir1", NULL, &out);
+	cr_assert_eq(ret, 0, "rx-nfs mkdir dir1: %s", out);
+	free(out);
+	ret = rx_nfs("rename", "a", "/dir1/b", &out);
+	cr_assert_eq(ret, 0, "rx-nfs rename a /dir1/b: %s", out);
+	free(out);
+	rx_check_file(vt_path(tc, "dir1/b", mnt), 4096, 1, "renamed through NFS");
+	cr_assert(stat(vt_path(tc, "a", mnt), &st) < 0 && errno == ENOENT,
+		  "a still on the mount after the rename through NFS");
+	ret = rx_nfs("unlink", "dir1/b", NULL, &out);
+	cr_assert_eq(ret, 0, "rx-nfs unlink dir1/b: %s", out);
+	free(out);
+	cr_assert(stat(vt_path(tc, "dir1/b", mnt), &st) < 0 && errno == ENOENT,
+		  "dir1/b still on the mount after unlink through NFS");
+	ret = rx_nfs("rmdir", "dir1", NULL, &out);
+	cr_assert_eq(ret, 0, "rx-nfs rmdir dir1: %s", out);
+	free(out);
+
+	/* on the mount: create, rename, unlink; seen through NFS */
+	rx_write_file(vt_path(tc, "c", mnt), 100, 2);
+	wait_listed("", "c", 1);
+	cr_assert_eq(rename(vt_path(tc, "c", mnt), vt_path(tc, "d", mnt2)), 0, "rename: %s",
+		     strerror(errno));
+	wait_listed("", "d", 1);
+	wait_listed("", "c", 0);
+	cr_assert_eq(unlink(vt_path(tc, "d", mnt)), 0);
+	wait_listed("", "d", 0);
+}
+
+Test(nfs, big_dir)
+{
+	char *ls;
+	int64_t t0;
+	size_t n = 0;
+
+	t0 = tnow_ms();
+	rx_make_files(tc, "big", RX_BIG_DIR);
+	cr_log_info("created %d files on the mount in %" PRId64 " ms", RX_BIG_DIR,
+		    tnow_ms() - t0);
+	t0 = tnow_ms();
+	ls = nfs_ls("big");
+	cr_log_info("nfs-ls of %d entries through ganesha: %" PRId64 " ms", RX_BIG_DIR,
+		    tnow_ms() - t0);
+	/* every name exactly once: lines end in f%05u */
+	char *seen = calloc(RX_BIG_DIR, 1);
+	cr_assert(seen);
+	for (char *line = strtok(ls, "\n"); line; line = strtok(NULL, "\n")) {
+		char *name = strrchr(line, ' ');
+		unsigned i;
+		char end;
+
+		name = name ? name + 1 : line;
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		cr_assert(sscanf(name, "f%5u%c", &i, &end) == 1 && i < RX_BIG_DIR,
+			  "unexpected entry '%s'", line);
+		cr_assert(!seen[i], "%s listed twice", name);
+		seen[i] = 1;
+		n++;
+	}
+	cr_assert_eq(n, RX_BIG_DIR, "nfs-ls listed %zu names, want %d", n, RX_BIG_DIR);
+	free(seen);
+	free(ls);
+}
+
+/* The handle of @path through the gateway (hex, malloc'd). */
+static char *handle_of(const char *path)
+{
+	char *out;
+	int st = rx_nfs("fh", path, NULL, &out);
+
+	cr_assert_eq(st, 0, "rx-nfs fh %s: status %d: %s", path, st, out);
+	if (strchr(out, '\n'))
+		*strchr(out, '\n') = '\0';
+	cr_assert(strlen(out) > 8, "rx-nfs fh %s printed '%s'", path, out);
+	return out;
+}
+
+static void check_content(const char *path, const char *want)
+{
+	char url[PATH_MAX + 128], *out;
+	int st = rx_run(&out, "nfs-cat", rx_nfs_url(&gw, path, url), NULL);
+
+	cr_assert_eq(st, 0, "nfs-cat %s: status %d: %s", url, st, out);
+	cr_assert_str_eq(out, want, "nfs-cat %s", url);
+	free(out);
+}
+
+/*
+ * The handles a gateway gives for a file and a directory are the same
+ * after a restart of the gateway, and after a restart of the mount
+ * under it. libnfs-utils prints no handles, so rx-nfs reads them
+ * (nfs_get_fh). ganesha's VFS handle holds the fsid of the local file
+ * system, which for a FUSE mount is its anonymous st_dev (FUSE reports
+ * no f_fsid): when the remount gets another st_dev, only the FUSE part
+ * of the handle (nodeid + generation) can stay, and the test checks
+ * that part and says so (docs/reexport.md, "Limits").
+ */
+Test(nfs, handles_stable)
+{
+	char mnt[PATH_MAX + 64], *f0, *d0, *f1, *d1;
+	struct stat st0, st1;
+	FILE *f;
+
+	cr_assert_eq(mkdir(vt_path(tc, "hd", mnt), 0755), 0);
+	f = fopen(vt_path(tc, "hd/file", mnt), "we");
+	cr_assert(f);
+	fputs("stable\n", f);
+	cr_assert_eq(fclose(f), 0);
+	f0 = handle_of("hd/file");
+	d0 = handle_of("hd");
+	cr_log_info("handles: hd/file %s, hd %s", f0, d0);
+	cr_assert_eq(stat(tcluster_mnt(tc), &st0), 0);
+
+	/* gateway restart */
+	rx_gw_stop(&gw);
+	rx_nfs_start(tc, &gw);
+	f1 = handle_of("hd/file");
+	d1 = handle_of("hd");
+	cr_assert_str_eq(f1, f0, "hd/file's handle changed across a gateway restart");
+	cr_assert_str_eq(d1, d0, "hd's handle changed across a gateway restart");
+	check_content("hd/file", "stable\n");
+	free(f1);
+	free(d1);
+
+	/* mount restart (SIGKILL, mount again), then the gateway on it */
+	rx_gw_stop(&gw);
+	cr_assert_eq(tcluster_kill(tc, "mnt"), 0);
+	cr_assert_eq(tcluster_restart(tc, "mnt"), 0);
+	cr_assert_eq(stat(tcluster_mnt(tc), &st1), 0);
+	rx_nfs_start(tc, &gw);
+	f1 = handle_of("hd/file");
+	d1 = handle_of("hd");
+	if (st1.st_dev == st0.st_dev) {
+		cr_assert_str_eq(f1, f0, "hd/file's handle changed across a mount restart");
+		cr_assert_str_eq(d1, d0, "hd's handle changed across a mount restart");
+	} else {
+		/* the FUSE handle is the last 12 bytes (fuse_encode_fh:
+		 * nodeid hi, lo, generation) */
+		cr_log_warn("the remount got st_dev %u:%u (was %u:%u): ganesha's handles "
+			    "change with it; comparing the FUSE part only",
+			    major(st1.st_dev), minor(st1.st_dev), major(st0.st_dev),
+			    minor(st0.st_dev));
+		cr_assert_eq(strlen(f1), strlen(f0));
+		cr_assert_str_eq(f1 + strlen(f1) - 24, f0 + strlen(f0) - 24,
+				 "hd/file's nodeid+generation changed across a mount restart");
+		cr_assert_str_eq(d1 + strlen(d1) - 24, d0 + strlen(d0) - 24,
+				 "hd's nodeid+generation changed across a mount restart");
+	}
+	check_content("hd/file", "stable\n");
+	free(f0);
+	free(d0);
+	free(f1);
+	free(d1);
+}

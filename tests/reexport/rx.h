@@ -1,0 +1,62 @@
+/*
+ * rx.h - what the re-export tests share (docs/reexport.md): a cluster
+ * with a mount, an NFS gateway (nfs-ganesha, FSAL_VFS) or an SMB server
+ * (smbd) on that mount as this process's child, with a private config
+ * in the cluster's temp dir, listening on 127.0.0.1 at a free port.
+ *
+ * A gateway is stopped by its pid (SIGTERM, then SIGKILL) and waited
+ * for; a watchdog process does the same if the test process dies first
+ * (a criterion timeout). Every helper fails the test on anything
+ * unexpected unless it documents a return value.
+ */
+#ifndef SDFS_TESTS_REEXPORT_RX_H
+#define SDFS_TESTS_REEXPORT_RX_H
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tests/vol/vt.h"
+
+#define RX_BIG_DIR 20000        /* entries of the big directory tests */
+
+/* The cluster every re-export test uses: 3 blockd, 2 mds, a mount. */
+struct tcluster *rx_start(void);
+
+/* The mount's source "sdfs:<uuid>" -> "<uuid>" into @buf (64 bytes). */
+const char *rx_cluster_uuid(struct tcluster *tc, char *buf);
+
+struct rx_gw {
+	char dir[4096];         /* DIR/ganesha or DIR/samba */
+	char conf[4200];
+	char log[4200];
+	int port;
+	pid_t pid, watchdog;
+	int watchdog_fd;
+	int smb;                /* 1: smbd, 0: ganesha.nfsd */
+};
+
+/* Is @prog an executable on $PATH (/usr/bin, /usr/sbin, /bin, /sbin)? */
+int rx_have(const char *prog);
+
+/* ganesha.nfsd -F exporting the mount as /sdfs (NFSv4 only, no
+ * rpcbind); the same port as before if @gw->port is already set (a
+ * restart). Returns once the port accepts connections. */
+void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw);
+/* smbd --foreground sharing the mount as [sdfs]. */
+void rx_smb_start(struct tcluster *tc, struct rx_gw *gw);
+/* Stop by pid (bounded), reap, end the watchdog. Safe to call twice. */
+void rx_gw_stop(struct rx_gw *gw);
+
+/* "nfs://127.0.0.1/sdfs/@path?version=4&nfsport=PORT" into @buf (PATH_MAX+128). */
+const char *rx_nfs_url(const struct rx_gw *gw, const char *path, char *buf);
+
+/* Run @argv with a deadline (vt_run); output into *@out (NULL ok). */
+int rx_run(char **out, const char *arg0, ...);
+
+/* @n files f00000..f(n-1) in the mount's directory @dir (made). */
+void rx_make_files(struct tcluster *tc, const char *dir, unsigned n);
+/* Write @len bytes of seed @seed into @path (a local or mount path). */
+void rx_write_file(const char *path, size_t len, uint64_t seed);
+/* Fail unless @path holds exactly @len bytes of seed @seed. */
+void rx_check_file(const char *path, size_t len, uint64_t seed, const char *what);
+#endif

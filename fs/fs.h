@@ -8,6 +8,7 @@
  *   ops_dir.c   opendir, readdir(plus), releasedir, fsyncdir
  *   volfile.c   volume files: their opens, I/O, truncate, punch, seek
  *   snapdir.c   DIR/.snap/FILE@SNAP: snapshots as read-only files
+ *   ops_lock.c  getlk, setlk, flock (served by the mds), unlock at close
  *
  * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
  * both sides), generations the low 32 bits of the inode's gen. The mds
@@ -103,6 +104,8 @@ void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_sta
 void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 		      struct sdfs_stat *out);
 uint64_t fnode_ver(struct fnode *n);
+/* Wait until no relatime atime update of @n is in flight. */
+void fnode_wait_atime(struct fnode *n);
 /* Note a write of [off, off+len): pending size, dirty chunk. */
 void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len);
 /* Push a pending size and mtime to the mds (flush, fsync, before a
@@ -198,4 +201,14 @@ void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi);
 void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+
+void fs_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock);
+void fs_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+		 struct flock *lock, int sleep);
+void fs_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+/* flush and release with the locks of the closing owner dropped first
+ * (then fs_op_flush / fs_op_release). */
+void fs_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 #endif

@@ -133,6 +133,14 @@ void fnode_close(struct fs *fs, struct fnode *n)
 		sdfs_ns_unlink(fs->s, hdir, hidden);
 }
 
+void fnode_wait_atime(struct fnode *n)
+{
+	pthread_mutex_lock(&n->lock);
+	while (n->atime_busy)
+		pthread_cond_wait(&n->atime_done, &n->lock);
+	pthread_mutex_unlock(&n->lock);
+}
+
 int fnode_is_open(struct fs *fs, uint64_t ino)
 {
 	struct fnode *n;

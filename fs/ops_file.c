@@ -45,7 +45,10 @@ static void view_of(struct fnode *n, struct sdfs_stat *st)
 
 /* relatime: a read moves atime when it is not newer than mtime, or a
  * day old (the kernel leaves atime to FUSE servers). Not compared with
- * ctime: setting atime moves ctime in the mds. */
+ * ctime: setting atime moves ctime in the mds. When due, the update is
+ * claimed (atime_busy) before the caller replies, so a setattr or
+ * getattr the application makes next waits for it (fnode_wait_atime)
+ * instead of racing it to the mds; the caller must then touch_atime. */
 static int atime_due(struct fnode *n)
 {
 	struct timespec now;
@@ -57,24 +60,18 @@ static int atime_due(struct fnode *n)
 	pthread_mutex_lock(&n->lock);
 	due = !n->atime_busy && (n->st.atime_ns <= n->st.mtime_ns ||
 	      (int64_t)now.tv_sec * 1000000000 - n->st.atime_ns > 86400ll * 1000000000);
+	if (due)
+		n->atime_busy = 1;
 	pthread_mutex_unlock(&n->lock);
 	return due;
 }
 
-/* The caller holds an open reference on @n (the kernel's release may
- * come as soon as it has replied). */
+/* After atime_due said so. The caller holds an open reference on @n
+ * (the kernel's release may come as soon as it has replied). */
 static void touch_atime(struct fnode *n)
 {
 	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_ATIME_NOW };
 	struct sdfs_stat st;
-
-	pthread_mutex_lock(&n->lock);
-	if (n->atime_busy) {
-		pthread_mutex_unlock(&n->lock);
-		return;
-	}
-	n->atime_busy = 1;
-	pthread_mutex_unlock(&n->lock);
 	int ok = sdfs_ns_setattr(the_fs->s, n->ino, &sa, &st) == 0;
 	pthread_mutex_lock(&n->lock);
 	if (ok)         /* only the atime: the rest may be newer here */

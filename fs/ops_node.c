@@ -77,11 +77,8 @@ int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st)
 	uint64_t ver = 0;
 
 	if (n) {        /* see our own atime update (ops_file.c) */
-		pthread_mutex_lock(&n->lock);
-		while (n->atime_busy)
-			pthread_cond_wait(&n->atime_done, &n->lock);
-		ver = n->attr_ver;
-		pthread_mutex_unlock(&n->lock);
+		fnode_wait_atime(n);
+		ver = fnode_ver(n);
 	}
 	ret = sdfs_ns_getattr(fs->s, ino, &mds);
 	if (ret)
@@ -189,6 +186,9 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	struct stat kst;
 	int ret;
 	(void)fi;
+
+	if (n)          /* after our own atime update, not racing it */
+		fnode_wait_atime(n);
 
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		sa.mask |= SDFS_SETATTR_MODE;

@@ -287,6 +287,8 @@ struct sdfs_ns_req {
 #define SDFS_SET_ATIME_NOW 0x40u
 #define SDFS_SET_MTIME_NOW 0x80u
 #define SDFS_SET_CTIME     0x100u
+#define SDFS_SET_EXTEND    0x200u /* with SIZE: only if it grows the file (a
+				    client's pushed size; never frees data) (1.3) */
 #define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
 /* RENAME: a replaced non-directory with one link is not dropped but
  * moved to SDFS_HIDDEN_FMT (its ino) in the new directory: the client

@@ -258,7 +258,8 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
 	uint64_t ver = n->attr_ver;
 	size = n->pending_size;
 	if (size > n->st.size) {
-		sa.mask |= SDFS_SETATTR_SIZE;
+		/* extend only: another client may have grown it further */
+		sa.mask |= SDFS_SETATTR_SIZE | SDFS_SETATTR_EXTEND;
 		sa.size = size;
 	}
 	if (n->mtime_dirty && with_mtime) {

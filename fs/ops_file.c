@@ -141,6 +141,12 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 	n->open_mtime = view.mtime_ns;
 	n->open_size = view.size;
 	pthread_mutex_unlock(&n->lock);
+	/* Changed elsewhere since we last looked: the kernel drops the
+	 * pages (no keep_cache) but keeps its cached size until the attribute
+	 * timeout, and a read stops there. Drop the attributes too (offset
+	 * -1: no page work, nothing this open waits on). */
+	if (!fi->keep_cache && the_fs->se)
+		fuse_lowlevel_notify_inval_inode(the_fs->se, ino, -1, 0);
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
 	fi->fh = (uint64_t)(uintptr_t)n;

@@ -236,6 +236,8 @@ struct sdfs_stat {
 #define SDFS_SETATTR_MTIME_NOW 0x80u
 #define SDFS_SETATTR_CTIME     0x100u  /* move ctime; any change but an
 					   atime alone moves it anyway */
+#define SDFS_SETATTR_EXTEND    0x200u  /* with SIZE: only grow (a size a
+					   writer pushes; never truncates) */
 struct sdfs_setattr {
 	unsigned mask;                  /* SDFS_SETATTR_* */
 	uint32_t mode, uid, gid;

@@ -320,12 +320,17 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 	int64_t now = ns_now();
 	int ret;
 
-	if (m & ~0x1ffu)
+	if (m & ~0x3ffu)
 		return -EINVAL;
 	ns_lock(ns, &ls, &r->ino, 1);
 	ret = inode_get(ns, r->ino, &in);
 	if (ret)
 		goto out;
+	/* A size a writer pushes (close, fsync) only grows the file: another
+	 * client may have made it longer meanwhile, and an absolute size
+	 * would truncate, freeing that client's data. */
+	if ((m & SDFS_SET_EXTEND) && (m & SDFS_SET_SIZE) && r->arg <= in.a.size)
+		m &= ~(uint32_t)(SDFS_SET_SIZE | SDFS_SET_EXTEND);
 	if (m & SDFS_SET_SIZE) {
 		if (S_ISDIR(in.a.mode)) {
 			ret = -EISDIR;

@@ -330,6 +330,20 @@ static int range_apply(struct sdfs_vol *v, const char *data, uint64_t len, uint6
 	return ret;
 }
 
+/* The mds's size of the volume becomes @sa->size, then ours (size_lock
+ * held). */
+static int size_set(struct sdfs_vol *v, const struct sdfs_setattr *sa)
+{
+	int ret = sdfs_ns_setattr(v->s, v->ino, sa, NULL);
+
+	if (!ret) {
+		pthread_rwlock_wrlock(&v->state);
+		v->vi.size = sa->size;
+		pthread_rwlock_unlock(&v->state);
+	}
+	return ret;
+}
+
 /* Tell the mds a size of @size if it grows the volume. */
 static int size_grow(struct sdfs_vol *v, uint64_t size)
 {
@@ -342,12 +356,7 @@ static int size_grow(struct sdfs_vol *v, uint64_t size)
 		ret = vol_grow_cap(v, (size + v->vi.obj_size - 1) / v->vi.obj_size);
 		pthread_rwlock_unlock(&v->state);
 		if (!ret)
-			ret = sdfs_ns_setattr(v->s, v->ino, &sa, NULL);
-		if (!ret) {
-			pthread_rwlock_wrlock(&v->state);
-			v->vi.size = size;
-			pthread_rwlock_unlock(&v->state);
-		}
+			ret = size_set(v, &sa);
 	}
 	pthread_mutex_unlock(&v->size_lock);
 	return ret;
@@ -470,12 +479,7 @@ int sdfs_vol_resize(struct sdfs_vol *v, uint64_t size)
 	if (ret)
 		return ret;
 	pthread_mutex_lock(&v->size_lock);
-	ret = sdfs_ns_setattr(v->s, v->ino, &sa, NULL);
-	if (!ret) {
-		pthread_rwlock_wrlock(&v->state);
-		v->vi.size = size;
-		pthread_rwlock_unlock(&v->state);
-	}
+	ret = size_set(v, &sa);
 	pthread_mutex_unlock(&v->size_lock);
 	return ret;
 }

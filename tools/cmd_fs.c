@@ -665,23 +665,6 @@ static int fs_ln(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	return ret ? fs_fail2(s, a->flag[0] ? "ln -s" : "ln", src, path, ret) : 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 static int64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -862,7 +845,7 @@ static int fs_cat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 			free(buf);
 			return n ? fs_fail(s, "cat", path, (int)n) : 0;
 		}
-		ret = write_all(1, buf, (size_t)n);
+		ret = cli_write_all(1, buf, (size_t)n);
 		if (ret) {
 			free(buf);
 			return cli_fail("fs cat %s: write output: %s", path, strerror(-ret));

@@ -129,6 +129,18 @@ void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
 #define ORPHAN_REC_SIZE 20
 #define ORPHAN_GRACE_MS 5000
 void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in);
+/* Making a child of a directory (mknod, mkdir, symlink, volume create
+ * and clone): check: 0 with @dir read if @dirino is a live directory
+ * without @name (-ENOTDIR, -ENOENT, -EEXIST); init: a new inode's common
+ * fields (generation, mode, owner — a setgid directory's group —, links,
+ * times; its number is the caller's); link: its dentry, the directory's
+ * times, both records into @b. The caller holds the directory's lock. */
+int child_check(struct ns *ns, uint64_t dirino, const char *name, size_t nlen,
+		struct inode *dir);
+void child_init(struct ns *ns, const struct inode *dir, uint32_t mode, uint32_t uid,
+		uint32_t gid, int64_t now, struct inode *in);
+void child_link(struct kvbatch *b, struct inode *dir, const char *name, size_t nlen,
+		const struct inode *in, int64_t now);
 /* A new inode number (never reused). */
 int ino_alloc(struct ns *ns, uint64_t *ino);
 /* Does directory @ino have any entry? 1, 0 or -errno. */

@@ -69,7 +69,6 @@ int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char
 {
 	struct inode dir, in = { 0 };
 	struct lockset ls;
-	struct dent d;
 	uint32_t mode = r->mode;
 	int64_t now;
 	int ret;
@@ -94,38 +93,18 @@ int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char
 		mode = S_IFLNK | 0777;
 	}
 	ns_lock(ns, &ls, &r->ino, 1);
-	ret = inode_get(ns, r->ino, &dir);
-	if (ret)
-		goto out;
-	if (!S_ISDIR(dir.a.mode)) {
-		ret = -ENOTDIR;
-		goto out;
-	}
-	if (dir.a.nlink == 0) {
-		ret = -ENOENT;  /* being removed */
-		goto out;
-	}
-	ret = dent_get(ns, r->ino, name, r->name_len, &d);
-	if (ret != -ENOENT) {
-		ret = ret ? ret : -EEXIST;
-		goto out;
-	}
-	ret = ino_alloc(ns, &in.a.ino);
+	ret = child_check(ns, r->ino, name, r->name_len, &dir);
+	if (!ret)
+		ret = ino_alloc(ns, &in.a.ino);
 	if (ret)
 		goto out;
 	now = ns_now();
-	in.a.gen = ns->epoch;
-	in.a.mode = mode;
-	in.a.uid = r->uid;
-	in.a.gid = r->gid;
-	in.a.atime_ns = in.a.mtime_ns = in.a.ctime_ns = now;
+	child_init(ns, &dir, mode, r->uid, r->gid, now, &in);
 	if (S_ISDIR(mode)) {
-		in.a.nlink = 2;
 		in.a.parent = dir.a.ino;
 		in.next_seq = NS_FIRST_COOKIE;
 		dir.a.nlink++;
 	} else {
-		in.a.nlink = 1;
 		if (S_ISCHR(mode) || S_ISBLK(mode))
 			in.a.rdev = r->rdev;
 		if (S_ISREG(mode)) {
@@ -139,16 +118,7 @@ int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char
 			kvbatch_put(b, k, key_link(k, in.a.ino), data, r->data_len);
 		}
 	}
-	/* setgid directories pass their group on (and the bit to subdirs) */
-	if (dir.a.mode & S_ISGID) {
-		in.a.gid = dir.a.gid;
-		if (S_ISDIR(mode))
-			in.a.mode |= S_ISGID;
-	}
-	dent_add(b, &dir, name, r->name_len, in.a.ino, mode & S_IFMT);
-	dir.a.mtime_ns = dir.a.ctime_ns = now;
-	inode_put(b, &dir);
-	inode_put(b, &in);
+	child_link(b, &dir, name, r->name_len, &in, now);
 	ret = reply_attr(rep, &in);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
@@ -397,3 +367,48 @@ out:
 	ns_unlock(ns, &ls);
 	return ret;
 }
+
+int child_check(struct ns *ns, uint64_t dirino, const char *name, size_t nlen,
+		struct inode *dir)
+{
+	struct dent d;
+	int ret = inode_get(ns, dirino, dir);
+
+	if (ret)
+		return ret;
+	if (!S_ISDIR(dir->a.mode))
+		return -ENOTDIR;
+	if (dir->a.nlink == 0)
+		return -ENOENT;         /* being removed */
+	ret = dent_get(ns, dirino, name, nlen, &d);
+	if (ret != -ENOENT)
+		return ret ? ret : -EEXIST;
+	return 0;
+}
+
+void child_init(struct ns *ns, const struct inode *dir, uint32_t mode, uint32_t uid,
+		uint32_t gid, int64_t now, struct inode *in)
+{
+	in->a.gen = ns->epoch;
+	in->a.mode = mode;
+	in->a.uid = uid;
+	in->a.gid = gid;
+	in->a.nlink = S_ISDIR(mode) ? 2 : 1;
+	in->a.atime_ns = in->a.mtime_ns = in->a.ctime_ns = now;
+	/* setgid directories pass their group on (and the bit to subdirs) */
+	if (dir->a.mode & S_ISGID) {
+		in->a.gid = dir->a.gid;
+		if (S_ISDIR(mode))
+			in->a.mode |= S_ISGID;
+	}
+}
+
+void child_link(struct kvbatch *b, struct inode *dir, const char *name, size_t nlen,
+		const struct inode *in, int64_t now)
+{
+	dent_add(b, dir, name, nlen, in->a.ino, in->a.mode & S_IFMT);
+	dir->a.mtime_ns = dir->a.ctime_ns = now;
+	inode_put(b, dir);
+	inode_put(b, in);
+}
+

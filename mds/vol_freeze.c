@@ -169,35 +169,18 @@ static int clone_inode(struct ns *ns, const struct vol_pending *p,
 		       const struct vol_rec *nw, struct kvbatch *b, struct inode *out)
 {
 	struct inode dir, in = { 0 };
-	struct dent d;
 	int64_t now = ns_now();
-	int ret;
+	int ret = child_check(ns, p->dir, p->name2, p->name2_len, &dir);
 
-	ret = inode_get(ns, p->dir, &dir);
 	if (ret)
 		return ret;
-	if (!S_ISDIR(dir.a.mode))
-		return -ENOTDIR;
-	if (dir.a.nlink == 0)
-		return -ENOENT;
-	ret = dent_get(ns, p->dir, p->name2, p->name2_len, &d);
-	if (ret != -ENOENT)
-		return ret ? ret : -EEXIST;
 	in.a.ino = p->ino;
-	in.a.gen = ns->epoch;
-	in.a.mode = S_IFREG | (p->mode & 07777);
-	in.a.uid = p->uid;
-	in.a.gid = (dir.a.mode & S_ISGID) ? dir.a.gid : p->gid;
-	in.a.nlink = 1;
-	in.a.atime_ns = in.a.mtime_ns = in.a.ctime_ns = now;
+	child_init(ns, &dir, S_IFREG | (p->mode & 07777), p->uid, p->gid, now, &in);
 	in.a.size = nw->size;
 	in.a.layout = SDFS_LAYOUT_VOL;
 	in.a.obj_size = nw->obj_size;
 	in.a.copies = nw->copies;
-	dent_add(b, &dir, p->name2, p->name2_len, in.a.ino, S_IFREG);
-	dir.a.mtime_ns = dir.a.ctime_ns = now;
-	inode_put(b, &dir);
-	inode_put(b, &in);
+	child_link(b, &dir, p->name2, p->name2_len, &in, now);
 	*out = in;
 	return 0;
 }

@@ -115,7 +115,6 @@ static int op_vol_create(struct ns *ns, const struct sdfs_ns_req *r, const char 
 	struct vol_rec v = { 0 };
 	struct lockset ls;
 	struct kvbatch *b;
-	struct dent d;
 	uint8_t k[32];
 	uint32_t obj_size = r->max ? r->max : ns->obj_size;
 	int ret;
@@ -132,19 +131,9 @@ static int op_vol_create(struct ns *ns, const struct sdfs_ns_req *r, const char 
 	if (!b)
 		return -ENOMEM;
 	ns_lock(ns, &ls, &r->ino, 1);
-	ret = inode_get(ns, r->ino, &dir);
-	if (ret)
-		goto out;
-	if (!S_ISDIR(dir.a.mode) || dir.a.nlink == 0) {
-		ret = S_ISDIR(dir.a.mode) ? -ENOENT : -ENOTDIR;
-		goto out;
-	}
-	ret = dent_get(ns, r->ino, name, r->name_len, &d);
-	if (ret != -ENOENT) {
-		ret = ret ? ret : -EEXIST;
-		goto out;
-	}
-	ret = ino_alloc(ns, &in.a.ino);
+	ret = child_check(ns, r->ino, name, r->name_len, &dir);
+	if (!ret)
+		ret = ino_alloc(ns, &in.a.ino);
 	if (!ret)
 		ret = vol_vid_alloc(ns, &v.vid);
 	if (ret)
@@ -159,20 +148,12 @@ static int op_vol_create(struct ns *ns, const struct sdfs_ns_req *r, const char 
 	ret = vol_index_write(ns, &v, NULL, 0);
 	if (ret)
 		goto out;
-	in.a.gen = ns->epoch;
-	in.a.mode = S_IFREG | (r->mode & 07777);
-	in.a.uid = r->uid;
-	in.a.gid = (dir.a.mode & S_ISGID) ? dir.a.gid : r->gid;
-	in.a.nlink = 1;
-	in.a.atime_ns = in.a.mtime_ns = in.a.ctime_ns = v.ctime_ns;
+	child_init(ns, &dir, S_IFREG | (r->mode & 07777), r->uid, r->gid, v.ctime_ns, &in);
 	in.a.size = r->arg;
 	in.a.layout = SDFS_LAYOUT_VOL;
 	in.a.obj_size = obj_size;
 	in.a.copies = v.copies;
-	dent_add(b, &dir, name, r->name_len, in.a.ino, S_IFREG);
-	dir.a.mtime_ns = dir.a.ctime_ns = v.ctime_ns;
-	inode_put(b, &dir);
-	inode_put(b, &in);
+	child_link(b, &dir, name, r->name_len, &in, v.ctime_ns);
 	vol_rec_put(b, &v);
 	kvbatch_put(b, k, vol_key_member(k, v.family, v.vid), "", 0);
 	vol_u64_put(b, k, vol_key_live(k, in.a.ino), v.vid);
@@ -300,7 +281,6 @@ static int op_vol_make(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 	struct vol_pending p = { .client_id = r->client_id, .seq = r->seq };
 	struct vol_rec live, snap, nw;
 	struct inode in, dir;
-	struct dent d;
 	uint64_t fam, vid, *snaps = NULL;
 	size_t nsnaps = 0;
 	int ret;
@@ -369,19 +349,9 @@ static int op_vol_make(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 		break;
 	}
 	default:        /* CLONE */
-		ret = inode_get(ns, r->ino2, &dir);
-		if (ret)
-			goto out;
-		if (!S_ISDIR(dir.a.mode)) {
-			ret = -ENOTDIR;
-			goto out;
-		}
-		ret = dent_get(ns, r->ino2, name2, r->name2_len, &d);
-		if (ret != -ENOENT) {
-			ret = ret ? ret : -EEXIST;
-			goto out;
-		}
-		ret = ino_alloc(ns, &p.ino);
+		ret = child_check(ns, r->ino2, name2, r->name2_len, &dir);
+		if (!ret)
+			ret = ino_alloc(ns, &p.ino);
 		if (ret)
 			goto out;
 		p.kind = VOL_P_CLONE;

@@ -144,6 +144,9 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_NS_VOL_ROLLBACK] = "NS_VOL_ROLLBACK",
 	[SDFS_OP_NS_VOL_CLONE] = "NS_VOL_CLONE", [SDFS_OP_NS_VOL_TREE] = "NS_VOL_TREE",
 	[SDFS_OP_NS_VOL_RECLAIM] = "NS_VOL_RECLAIM",
+	[SDFS_OP_NS_LOCK_SET] = "NS_LOCK_SET", [SDFS_OP_NS_LOCK_GET] = "NS_LOCK_GET",
+	[SDFS_OP_NS_LOCK_UNLOCK] = "NS_LOCK_UNLOCK",
+	[SDFS_OP_NS_LOCK_RELEASE] = "NS_LOCK_RELEASE",
 };
 
 const char *proto_op_name(unsigned op)
@@ -520,5 +523,38 @@ int proto_ns_reclaim_decode(const uint8_t *in, size_t len, struct sdfs_ns_reclai
 	r->objects_freed = get64(in + 24);
 	r->bytes_freed = get64(in + 32);
 	r->sweeps = get64(in + 40);
+	return 0;
+}
+
+/* ---- locks (1.4) ---- */
+
+void proto_ns_lock_encode(const struct sdfs_ns_lock *l, uint8_t *out)
+{
+	put64(out + 0, l->client);
+	put64(out + 8, l->owner);
+	put64(out + 16, l->start);
+	put64(out + 24, l->end);
+	put32(out + 32, l->pid);
+	out[36] = l->type;
+	out[37] = l->kind;
+	out[38] = (uint8_t)l->flags;
+	out[39] = (uint8_t)(l->flags >> 8);
+}
+
+int proto_ns_lock_decode(const uint8_t *in, size_t len, struct sdfs_ns_lock *l)
+{
+	if (len != SDFS_NS_LOCK_SIZE)
+		return -EPROTO;
+	l->client = get64(in + 0);
+	l->owner = get64(in + 8);
+	l->start = get64(in + 16);
+	l->end = get64(in + 24);
+	l->pid = get32(in + 32);
+	l->type = in[36];
+	l->kind = in[37];
+	l->flags = (uint16_t)(in[38] | in[39] << 8);
+	if (l->type > SDFS_LOCK_WR || (l->kind != SDFS_LOCK_POSIX &&
+	    l->kind != SDFS_LOCK_FLOCK) || l->start > l->end)
+		return -EPROTO;
 	return 0;
 }

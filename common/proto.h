@@ -84,4 +84,8 @@ void proto_ns_vol_encode(const struct sdfs_ns_vol *v, uint8_t *out);
 int proto_ns_vol_decode(const uint8_t *in, size_t len, struct sdfs_ns_vol *v);
 void proto_ns_reclaim_encode(const struct sdfs_ns_reclaim *r, uint8_t *out);
 int proto_ns_reclaim_decode(const uint8_t *in, size_t len, struct sdfs_ns_reclaim *r);
+/* Locks (1.4). decode: -EPROTO unless @len is SDFS_NS_LOCK_SIZE, type
+ * and kind are known and start <= end. */
+void proto_ns_lock_encode(const struct sdfs_ns_lock *l, uint8_t *out);
+int proto_ns_lock_decode(const uint8_t *in, size_t len, struct sdfs_ns_lock *l);
 #endif

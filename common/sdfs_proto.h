@@ -19,6 +19,8 @@
  *   1.3  volumes: VOL_FENCE, SDFS_RES_READONLY, volume kinds of oids
  *        (common/oid.h), the NS_VOL_* ops and sdfs_ns_vol /
  *        sdfs_ns_reclaim payloads, SDFS_LAYOUT_VOL.
+ *   1.4  cluster-wide locks (docs/locks.md): NS_LOCK_SET, NS_LOCK_GET,
+ *        NS_LOCK_UNLOCK, NS_LOCK_RELEASE and the sdfs_ns_lock payload.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -28,7 +30,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 3              /* bump = additions only */
+#define SDFS_PROTO_MINOR 4              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -76,6 +78,11 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_NS_VOL_CLONE    = 0x38,
 	SDFS_OP_NS_VOL_TREE     = 0x39,
 	SDFS_OP_NS_VOL_RECLAIM  = 0x3a,
+	/* 1.4: locks (docs/locks.md), client -> sdfs-mds; data = sdfs_ns_lock */
+	SDFS_OP_NS_LOCK_SET     = 0x3b,
+	SDFS_OP_NS_LOCK_GET     = 0x3c,
+	SDFS_OP_NS_LOCK_UNLOCK  = 0x3d,
+	SDFS_OP_NS_LOCK_RELEASE = 0x3e,
 	SDFS_OP_MAX         = 0x100,
 };
 
@@ -367,6 +374,40 @@ struct sdfs_ns_reclaim {
 	uint64_t sweeps;        /* family sweeps since this mds became active */
 };
 #define SDFS_NS_RECLAIM_SIZE 48u
+
+/* ---- locks (1.4, docs/locks.md) ----
+ * NS_LOCK_* requests: sdfs_ns_req with ino = the file, data = one
+ * sdfs_ns_lock (data_len = SDFS_NS_LOCK_SIZE), nothing else.
+ *   LOCK_SET     take or change a lock (type RD/WR; POSIX: a byte range,
+ *                split and merged with the owner's others; FLOCK: the
+ *                whole file). Never waits: EAGAIN on a conflict; with
+ *                SDFS_LOCK_WAIT the caller will retry (a blocking wait):
+ *                the mds records it as a waiter and answers EDEADLK when
+ *                waiting would close a cycle of POSIX owners.  -> nothing
+ *   LOCK_GET     POSIX: the first lock conflicting with the one
+ *                described.  -> sdfs_ns_lock (type UN: none; pid 0 unless
+ *                the holder is the asking client)
+ *   LOCK_UNLOCK  POSIX: unlock the range; FLOCK: drop the owner's lock.
+ *                -> nothing
+ *   LOCK_RELEASE every lock of (client, owner) of that kind on the file
+ *                (close: POSIX at flush, FLOCK at release). -> nothing
+ * client is the locker's identity (its ZooKeeper node clients/<id>):
+ * the mds drops every lock of a client whose node is gone. */
+enum sdfs_lock_type { SDFS_LOCK_UN = 0, SDFS_LOCK_RD = 1, SDFS_LOCK_WR = 2 };
+enum sdfs_lock_kind { SDFS_LOCK_POSIX = 1, SDFS_LOCK_FLOCK = 2 };
+#define SDFS_LOCK_WAIT  0x1u            /* LOCK_SET: part of a blocking wait */
+#define SDFS_LOCK_EOF   UINT64_MAX      /* end of a range "to the end of file" */
+struct sdfs_ns_lock {
+	uint64_t client;        /* locker identity, nonzero */
+	uint64_t owner;         /* POSIX: the lock owner (FUSE lock_owner);
+				   FLOCK: the open file's owner */
+	uint64_t start, end;    /* inclusive; end SDFS_LOCK_EOF: to EOF */
+	uint32_t pid;           /* the locking process (GETLK answers) */
+	uint8_t type;           /* enum sdfs_lock_type */
+	uint8_t kind;           /* enum sdfs_lock_kind */
+	uint16_t flags;         /* SDFS_LOCK_WAIT */
+};
+#define SDFS_NS_LOCK_SIZE 40u
 
 struct sdfs_attr {
 	uint64_t ino;

@@ -207,8 +207,8 @@ void fs_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void fs_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock, int sleep);
 void fs_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
-/* flush and release with the locks of the closing owner dropped first
- * (then fs_op_flush / fs_op_release). */
-void fs_op_lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_op_lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* Install getlk, setlk, flock in @ops, and wrap its flush and release
+ * so they first drop the closing owner's locks (call it last: after
+ * snapdir_ops, so every release goes through it). */
+void fs_lock_ops(struct fuse_lowlevel_ops *ops);
 #endif

@@ -253,6 +253,12 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	/* the kernel clears setuid/setgid on write and chown itself */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* locks are the mds's (ops_lock.c); libfuse wants these already
+	 * because getlk/setlk and flock exist: say so explicitly */
+	if (conn->capable & FUSE_CAP_POSIX_LOCKS)
+		conn->want |= FUSE_CAP_POSIX_LOCKS;
+	if (conn->capable & FUSE_CAP_FLOCK_LOCKS)
+		conn->want |= FUSE_CAP_FLOCK_LOCKS;
 }
 
 /* The mount's bdi: read_ahead_kb from our own line in mountinfo (a
@@ -322,7 +328,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.copy_file_range = fs_op_copy_file_range,
 };
 
-static struct fuse_lowlevel_ops fs_ops_all;    /* fs_ops + snapdir.c's */
+static struct fuse_lowlevel_ops fs_ops_all;    /* fs_ops + snapdir.c's + locks */
 
 int main(int argc, char **argv)
 {
@@ -366,6 +372,7 @@ int main(int argc, char **argv)
 	}
 	fs_ops_all = fs_ops;
 	snapdir_ops(&fs_ops_all);
+	fs_lock_ops(&fs_ops_all);       /* locks (ops_lock.c): after snapdir's */
 	fs.se = fuse_session_new(&fargs, &fs_ops_all, sizeof(fs_ops_all), &fs);
 	if (!fs.se)
 		return 1;       /* libfuse said why */

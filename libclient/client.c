@@ -43,8 +43,10 @@ static void on_coord_event(enum coord_event ev, void *arg)
 {
 	struct sdfs *s = arg;
 
-	if (ev == COORD_EV_EXPIRED)
+	if (ev == COORD_EV_EXPIRED) {
 		atomic_store(&s->expired, 1);
+		atomic_fetch_add(&s->session_gen, 1);   /* lock identity lost */
+	}
 	if (ev == COORD_EV_MAP || ev == COORD_EV_CONNECTED || ev == COORD_EV_EXPIRED)
 		atomic_store(&s->map_stale, 1);
 }
@@ -154,6 +156,7 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	snprintf(s->cluster, sizeof(s->cluster), "%s", cluster);
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->lock_mu, NULL);
 	atomic_init(&s->next_req_id, ((uint64_t)getpid() << 32) | 1);
 	atomic_init(&s->map_stale, 1);
 	ret = pool_new(&s->pool);

@@ -7,6 +7,7 @@
  *   nsclient.c requests to the active mds: finding it, retrying
  *   ns.c       the namespace calls and sdfs_mds_status
  *   fileio.c   regular files' data in objects
+ *   lock.c     cluster-wide locks; the handle's lock identity
  */
 #ifndef SDFS_LIBCLIENT_CLIENT_H
 #define SDFS_LIBCLIENT_CLIENT_H
@@ -43,6 +44,14 @@ struct sdfs {
 
 	struct pool *pool;
 	struct nsclient *ns;            /* nsclient.c; made on first use */
+
+	/* lock.c: the lock identity, a node clients/<lock_id> made in the
+	 * ZooKeeper session numbered lock_gen (session_gen counts the
+	 * expiries seen); 0: none yet. */
+	atomic_uint session_gen;
+	pthread_mutex_t lock_mu;
+	uint64_t lock_id;
+	unsigned lock_gen;
 };
 
 /* The current map with a reference (drop with client_map_put), reading

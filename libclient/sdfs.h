@@ -455,6 +455,47 @@ struct sdfs_mds_status {
 };
 int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st);
 
+/* ---- cluster-wide locks (docs/locks.md) ----
+ * POSIX byte-range locks (fcntl) and flock locks on a file, served by
+ * the active mds and exclusive across every client of the cluster.
+ * A lock belongs to (this handle's lock identity, @owner): the
+ * identity is an ephemeral ZooKeeper node made at the first lock call;
+ * when the handle's ZooKeeper session expires (or the process dies) the
+ * mds drops all its locks, and this handle takes a new identity: locks
+ * taken before are lost (unlocking them later just succeeds). POSIX
+ * locks of one owner are split and merged like fcntl's; a flock lock
+ * covers the file and converting it never waits. flock and POSIX locks
+ * do not conflict with each other (as on Linux). Locks survive an mds
+ * failover. Thread-safe like every call. */
+enum sdfs_lk_kind { SDFS_LK_POSIX = 1, SDFS_LK_FLOCK = 2 };
+enum sdfs_lk_type { SDFS_LK_UN = 0, SDFS_LK_RD = 1, SDFS_LK_WR = 2 };
+#define SDFS_LK_EOF UINT64_MAX          /* end: "to the end of the file" */
+struct sdfs_lock {
+	int kind;                       /* enum sdfs_lk_kind */
+	int type;                       /* enum sdfs_lk_type */
+	uint64_t owner;                 /* POSIX: the lock owner; FLOCK: the open file */
+	uint64_t start, end;            /* bytes, inclusive (FLOCK: ignored) */
+	uint32_t pid;                   /* the locking process (informative) */
+};
+/* Take or change @l on @ino without waiting: 0, -EAGAIN (another owner
+ * holds a conflicting lock), -ENOLCK (no lock identity: ZooKeeper
+ * unreachable), or -errno. */
+int sdfs_lock_set(struct sdfs *s, uint64_t ino, const struct sdfs_lock *l);
+/* The same, waiting until granted: retries every 10..100 ms. Stops with
+ * -EINTR when @cancel (may be NULL) returns nonzero, and with -EDEADLK
+ * (POSIX only) when waiting would close a cycle of owners waiting for
+ * each other. */
+int sdfs_lock_wait(struct sdfs *s, uint64_t ino, const struct sdfs_lock *l,
+		   int (*cancel)(void *arg), void *arg);
+/* F_GETLK: the first lock of another owner conflicting with @l is
+ * written over @l (its pid is 0 unless the holder is this handle);
+ * none: l->type = SDFS_LK_UN. */
+int sdfs_lock_get(struct sdfs *s, uint64_t ino, struct sdfs_lock *l);
+/* Unlock @l's range (POSIX) or the owner's flock lock. */
+int sdfs_lock_unlock(struct sdfs *s, uint64_t ino, const struct sdfs_lock *l);
+/* Drop every lock of @kind that @owner holds on @ino (close). */
+int sdfs_lock_release(struct sdfs *s, uint64_t ino, int kind, uint64_t owner);
+
 #ifdef __cplusplus
 }
 #endif

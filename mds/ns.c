@@ -15,6 +15,7 @@
 #include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
+#include "mds/lock.h"
 #include "mds/ns_int.h"
 #include "mds/store.h"
 #include "mds/vol.h"
@@ -462,6 +463,11 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 		snprintf(err, errlen, "cannot load the volume catalog: %s", strerror(-ret));
 		goto fail;
 	}
+	ret = lock_open(ns, coord);
+	if (ret) {
+		snprintf(err, errlen, "cannot load the lock table: %s", strerror(-ret));
+		goto fail;
+	}
 	ret = purge_start(ns);
 	if (!ret)
 		ret = vol_start(ns);
@@ -481,6 +487,7 @@ void ns_close(struct ns *ns)
 	if (!ns)
 		return;
 	purge_stop(ns);
+	lock_close(ns);
 	vol_close(ns);
 	kvdb_close(ns->db);
 	replycache_free(ns);
@@ -496,7 +503,7 @@ static int is_mutation(unsigned op)
 	case SDFS_OP_NS_RMXATTR:
 		return 1;
 	}
-	return vol_is_mutation(op);
+	return vol_is_mutation(op) || lock_is_mutation(op);
 }
 
 static int exec_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
@@ -517,6 +524,8 @@ static int exec_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r
 	}
 	if (vol_is_op(op))
 		return vol_exec(ns, op, r, name, name2, b, rep);
+	if (lock_is_op(op))
+		return lock_exec(ns, op, r, data, b, rep);
 	return -EOPNOTSUPP;
 }
 
@@ -542,6 +551,8 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 		}
 		if (vol_is_op(op))
 			return vol_exec(ns, op, req, name, name2, NULL, rep);
+		if (op == SDFS_OP_NS_LOCK_GET)
+			return lock_exec(ns, op, req, data, NULL, rep);
 		return -EOPNOTSUPP;
 	}
 	if (ns_failed(ns))

@@ -19,6 +19,8 @@
  *                            when its last link went (inode kept, nlink 0)
  *   'R' client seq           reply record (replycache.c)
  *   'M' "ino_next"           le64: inode numbers below it may be in use
+ *   'K' ino client owner kind start   a lock (mds/lock.c): le64 end,
+ *                            le32 pid, u8 type
  * Volumes (mds/vol.h has their values):
  *   'V' vid                  volume state record
  *   'W' ino                  le64: a volume file's live vid
@@ -45,6 +47,7 @@
 
 struct inflight;
 struct vol;
+struct locktab;
 struct coord;
 
 struct ns {
@@ -66,6 +69,7 @@ struct ns {
 
 	struct inflight *inflight;      /* replycache.c */
 	struct vol *vol;                /* vol*.c */
+	struct locktab *lt;             /* lock.c */
 
 	/* statfs cache */
 	pthread_mutex_t statfs_lock;

@@ -437,9 +437,9 @@ Test(mds_fuzz, bad_names_get_errno_replies_and_create_nothing)
 
 Test(mds_fuzz, unknown_ops_get_unknown_op)
 {
-	static const unsigned ops[] = { 0x3f, 0x7f, SDFS_OP_OBJ_READ, SDFS_OP_OBJ_WRITE,
+	static const unsigned ops[] = { 0x40, 0x7f, SDFS_OP_OBJ_READ, SDFS_OP_OBJ_WRITE,
 					SDFS_OP_NODE_INFO, SDFS_OP_MDS_FENCE, 0x00,
-					SDFS_OP_NS_VOL_RECLAIM + 1, 0x80, 0xff };
+					SDFS_OP_NS_LOCK_RELEASE + 1, 0x80, 0xff };
 	struct frame *f = malloc(sizeof(*f));
 	struct ns_view before;
 	struct sdfs_hdr r;
@@ -501,7 +501,7 @@ static void framed(struct frame *f, unsigned op, const uint8_t *payload, size_t 
 
 static int is_ns_op(unsigned op)
 {
-	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_VOL_RECLAIM;
+	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_LOCK_RELEASE;
 }
 
 static int is_mutation(unsigned op)
@@ -512,6 +512,7 @@ static int is_mutation(unsigned op)
 	case SDFS_OP_NS_LINK: case SDFS_OP_NS_SYMLINK: case SDFS_OP_NS_SETXATTR:
 	case SDFS_OP_NS_RMXATTR: case SDFS_OP_NS_VOL_CREATE: case SDFS_OP_NS_VOL_SNAP:
 	case SDFS_OP_NS_VOL_SNAPDEL: case SDFS_OP_NS_VOL_ROLLBACK: case SDFS_OP_NS_VOL_CLONE:
+	case SDFS_OP_NS_LOCK_SET: case SDFS_OP_NS_LOCK_UNLOCK: case SDFS_OP_NS_LOCK_RELEASE:
 		return 1;
 	}
 	return 0;
@@ -574,7 +575,7 @@ static enum expect random_frame(struct frame *f, uint64_t *rng, enum fuzz_kind k
 		size_t dl = (size_t)(trand(rng) % 3) ? (size_t)(trand(rng) % 300)
 						      : (size_t)(trand(rng) % (SDFS_XATTR_SIZE_MAX + 2));
 
-		op = SDFS_OP_NS_LOOKUP + (unsigned)(trand(rng) % (SDFS_OP_NS_VOL_RECLAIM -
+		op = SDFS_OP_NS_LOOKUP + (unsigned)(trand(rng) % (SDFS_OP_NS_LOCK_RELEASE -
 							       SDFS_OP_NS_LOOKUP + 1));
 		tfill_random(&q, sizeof(q), trand(rng));
 		/* Mutations never name an inode that exists, so nothing can

@@ -1,0 +1,440 @@
+/*
+ * locks_test.c - cluster-wide locks (docs/locks.md) through two mounts of
+ * one cluster: the fixture's at DIR/mnt ("A") and a second mount.sdfs
+ * started here at DIR/mnt2 ("B"). Lockers are forked children that talk
+ * to the test over pipes; nothing asserts a duration.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/cluster/fixture.h"
+#include "tests/vol/vt.h"
+
+#define WAIT_MS 30000
+
+static struct tcluster *tc;
+static struct vt_mount2 m2;
+static char pa[PATH_MAX + 16], pb[PATH_MAX + 16];        /* one file, seen on A and B */
+
+static void up(void)
+{
+	char mnt2[PATH_MAX];
+	int fd;
+
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 2, .copies = 2, .mds = 2,
+						      .mount = 1 });
+	snprintf(mnt2, sizeof(mnt2), "%s/mnt2", tcluster_dir(tc));
+	vt_mount2_start(tc, &m2, mnt2, NULL);
+	snprintf(pa, sizeof(pa), "%s/lockfile", tcluster_mnt(tc));
+	snprintf(pb, sizeof(pb), "%s/lockfile", mnt2);
+	fd = open(pa, O_RDWR | O_CREAT, 0644);
+	cr_assert(fd >= 0, "create %s: %s", pa, strerror(errno));
+	cr_assert_eq(write(fd, "0123456789", 10), 10);
+	close(fd);
+}
+
+static void down(void)
+{
+	vt_mount2_stop(&m2);
+	tcluster_stop(tc);
+}
+
+TestSuite(locks, .init = up, .fini = down, .timeout = 240);
+
+/* ---- a locker: a child process holding or waiting for a lock ---- */
+
+enum lk_how { LK_POSIX, LK_POSIX_WAIT, LK_FLOCK, LK_FLOCK_WAIT };
+
+struct locker {
+	pid_t pid;
+	int to_child, from_child;
+};
+
+struct lk_step {
+	enum lk_how how;
+	short type;             /* F_RDLCK/F_WRLCK; flock: LOCK_SH/LOCK_EX */
+	off_t start, len;
+};
+
+static int do_lock(int fd, const struct lk_step *s)
+{
+	struct flock fl = { .l_type = s->type, .l_whence = SEEK_SET,
+			    .l_start = s->start, .l_len = s->len };
+
+	switch (s->how) {
+	case LK_POSIX: return fcntl(fd, F_SETLK, &fl) ? -errno : 0;
+	case LK_POSIX_WAIT: return fcntl(fd, F_SETLKW, &fl) ? -errno : 0;
+	case LK_FLOCK: return flock(fd, s->type | LOCK_NB) ? -errno : 0;
+	case LK_FLOCK_WAIT: return flock(fd, s->type) ? -errno : 0;
+	}
+	return -EINVAL;
+}
+
+/*
+ * Fork a child that opens @path and runs @n lock steps; after each it
+ * writes its result (an int: 0 or -errno) to the pipe, and before each
+ * step after the first it waits for a byte from the test. After the
+ * last it waits for a byte (or EOF), then exits (closing: unlock).
+ */
+static void locker_start(struct locker *l, const char *path, const struct lk_step *steps,
+			 int n)
+{
+	int down[2], upp[2];
+
+	cr_assert(pipe(down) == 0 && pipe(upp) == 0);
+	l->pid = fork();
+	cr_assert(l->pid >= 0);
+	if (l->pid == 0) {
+		char c;
+		int fd;
+
+		/* only our own pipe ends: another locker's, inherited, would
+		 * keep its pipe open after the test closes it */
+		for (int i = 3; i < 1024; i++)
+			if (i != down[0] && i != upp[1])
+				close(i);
+		fd = open(path, O_RDWR);
+		for (int i = 0; i < n; i++) {
+			int r = fd < 0 ? -errno : do_lock(fd, &steps[i]);
+
+			if (write(upp[1], &r, sizeof(r)) != sizeof(r))
+				_exit(2);
+			if (read(down[0], &c, 1) != 1)
+				break;
+		}
+		_exit(0);
+	}
+	close(down[0]);
+	close(upp[1]);
+	l->to_child = down[1];
+	l->from_child = upp[0];
+}
+
+/* The child's next result; -ETIME if none within @ms. */
+static int locker_result(struct locker *l, int ms)
+{
+	struct pollfd p = { .fd = l->from_child, .events = POLLIN };
+	int r;
+
+	if (poll(&p, 1, ms) != 1)
+		return -ETIME;
+	cr_assert_eq(read(l->from_child, &r, sizeof(r)), (ssize_t)sizeof(r),
+		     "locker %d died", (int)l->pid);
+	return r;
+}
+
+static void locker_next(struct locker *l)
+{
+	cr_assert_eq(write(l->to_child, "x", 1), 1);
+}
+
+/* Let the child exit (its close drops its locks) and reap it. */
+static void locker_end(struct locker *l)
+{
+	int st;
+
+	close(l->to_child);
+	close(l->from_child);
+	cr_assert_eq(waitpid(l->pid, &st, 0), l->pid);
+}
+
+static int try_posix(const char *path, short type, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = start,
+			    .l_len = len };
+	int fd = open(path, O_RDWR), r;
+
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	r = fcntl(fd, F_SETLK, &fl) ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+Test(locks, posix_excludes_across_mounts)
+{
+	struct locker a, b;
+	struct lk_step hold = { LK_POSIX, F_WRLCK, 0, 100 };
+	struct lk_step wait = { LK_POSIX_WAIT, F_WRLCK, 0, 10 };
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 5,
+			    .l_len = 10 };
+	int fd;
+
+	locker_start(&a, pa, &hold, 1);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0, "A could not lock");
+	/* B: a conflicting lock is refused, a disjoint one is not */
+	cr_assert_eq(try_posix(pb, F_WRLCK, 0, 10), -EAGAIN);
+	cr_assert_eq(try_posix(pb, F_RDLCK, 99, 1), -EAGAIN);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 100, 100), 0);
+	/* F_GETLK on B names A's lock */
+	fd = open(pb, O_RDWR);
+	cr_assert(fd >= 0);
+	cr_assert_eq(fcntl(fd, F_GETLK, &fl), 0, "F_GETLK: %s", strerror(errno));
+	cr_assert_eq(fl.l_type, F_WRLCK);
+	cr_assert_eq(fl.l_start, 0);
+	cr_assert_eq(fl.l_len, 100);
+	cr_assert(fl.l_pid == 0 || fl.l_pid == a.pid, "l_pid %d", (int)fl.l_pid);
+	fl = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 100,
+			     .l_len = 5 };
+	cr_assert_eq(fcntl(fd, F_GETLK, &fl), 0);
+	cr_assert_eq(fl.l_type, F_UNLCK);
+	close(fd);
+	/* F_SETLKW on B waits until A lets go */
+	locker_start(&b, pb, &wait, 1);
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got a lock A holds");
+	locker_end(&a);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0, "B never got the lock");
+	cr_assert_eq(try_posix(pa, F_WRLCK, 0, 1), -EAGAIN, "B's lock not seen on A");
+	locker_end(&b);
+	cr_assert_eq(try_posix(pa, F_WRLCK, 0, 0), 0, "B's close did not unlock");
+}
+
+Test(locks, read_locks_share)
+{
+	struct locker a;
+	struct lk_step hold = { LK_POSIX, F_RDLCK, 0, 0 };
+
+	locker_start(&a, pa, &hold, 1);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	cr_assert_eq(try_posix(pb, F_RDLCK, 0, 0), 0);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 50, 1), -EAGAIN);
+	locker_end(&a);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 50, 1), 0);
+}
+
+Test(locks, posix_split_and_upgrade)
+{
+	struct locker a;
+	/* A: write-lock [0, 100), unlock [40, 60), then downgrade [0, 10) */
+	struct lk_step steps[] = { { LK_POSIX, F_WRLCK, 0, 100 },
+				   { LK_POSIX, F_UNLCK, 40, 20 },
+				   { LK_POSIX, F_RDLCK, 0, 10 } };
+
+	locker_start(&a, pa, steps, 3);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	locker_next(&a);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 45, 10), 0, "the hole is free");
+	cr_assert_eq(try_posix(pb, F_WRLCK, 30, 20), -EAGAIN);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 55, 10), -EAGAIN);
+	locker_next(&a);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	cr_assert_eq(try_posix(pb, F_RDLCK, 0, 10), 0, "downgraded part shares");
+	cr_assert_eq(try_posix(pb, F_RDLCK, 10, 10), -EAGAIN);
+	locker_end(&a);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 0, 0), 0);
+}
+
+Test(locks, flock_excludes_across_mounts)
+{
+	struct locker a, b;
+	struct lk_step hold = { LK_FLOCK, LOCK_EX, 0, 0 };
+	struct lk_step wait = { LK_FLOCK_WAIT, LOCK_EX, 0, 0 };
+	int fd;
+
+	locker_start(&a, pa, &hold, 1);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	fd = open(pb, O_RDONLY);
+	cr_assert(fd >= 0);
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), -1);
+	cr_assert_eq(errno, EWOULDBLOCK);
+	cr_assert_eq(flock(fd, LOCK_SH | LOCK_NB), -1);
+	close(fd);
+	/* a POSIX lock does not conflict with a flock one (as on Linux) */
+	cr_assert_eq(try_posix(pb, F_WRLCK, 0, 0), 0);
+	locker_start(&b, pb, &wait, 1);
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got a flock A holds");
+	locker_end(&a);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0, "B never got the flock");
+	locker_end(&b);
+
+	/* shared flocks share */
+	struct lk_step sh = { LK_FLOCK_WAIT, LOCK_SH, 0, 0 };
+	locker_start(&a, pa, &sh, 1);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	fd = open(pb, O_RDONLY);
+	cr_assert_eq(flock(fd, LOCK_SH | LOCK_NB), 0);
+	close(fd);
+	locker_end(&a);
+}
+
+Test(locks, deadlock_is_refused)
+{
+	struct locker a, b;
+	/* A holds byte 0 then waits for byte 1; B holds byte 1 then waits
+	 * for byte 0: one of the two waits closes the cycle */
+	struct lk_step sa[] = { { LK_POSIX, F_WRLCK, 0, 1 }, { LK_POSIX_WAIT, F_WRLCK, 1, 1 } };
+	struct lk_step sb[] = { { LK_POSIX, F_WRLCK, 1, 1 }, { LK_POSIX_WAIT, F_WRLCK, 0, 1 } };
+	int ra, rb;
+
+	locker_start(&a, pa, sa, 2);
+	locker_start(&b, pb, sb, 2);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0);
+	locker_next(&a);
+	cr_assert_eq(locker_result(&a, 300), -ETIME, "A got byte 1 that B holds");
+	locker_next(&b);
+	rb = locker_result(&b, WAIT_MS);
+	if (rb == -EDEADLK) {
+		locker_end(&b);         /* B gives up: A gets byte 1 */
+		cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+		locker_end(&a);
+		return;
+	}
+	/* B got in first as a waiter and A's retry saw the cycle */
+	ra = rb == -ETIME ? locker_result(&a, WAIT_MS) : rb;
+	cr_assert_eq(ra, -EDEADLK, "no EDEADLK (A %d, B %d)", ra, rb);
+	locker_end(&a);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0);
+	locker_end(&b);
+}
+
+Test(locks, killed_mount_loses_its_locks)
+{
+	struct locker b, a;
+	struct lk_step hold = { LK_POSIX, F_WRLCK, 0, 0 };
+	struct lk_step wait = { LK_POSIX_WAIT, F_WRLCK, 0, 0 };
+	struct lk_step fhold = { LK_FLOCK, LOCK_EX, 0, 0 };
+	struct lk_step fwait = { LK_FLOCK_WAIT, LOCK_EX, 0, 0 };
+	struct locker fb, fa;
+
+	locker_start(&b, pb, &hold, 1);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0);
+	locker_start(&fb, pb, &fhold, 1);
+	cr_assert_eq(locker_result(&fb, WAIT_MS), 0);
+	locker_start(&a, pa, &wait, 1);
+	locker_start(&fa, pa, &fwait, 1);
+	cr_assert_eq(locker_result(&a, 300), -ETIME);
+	cr_assert_eq(locker_result(&fa, 10), -ETIME);
+	cr_assert_eq(kill(m2.pid, SIGKILL), 0);
+	/* ZooKeeper expires its session (~2 s), the mds drops its locks */
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0, "the dead mount's lock stayed");
+	cr_assert_eq(locker_result(&fa, WAIT_MS), 0, "the dead mount's flock stayed");
+	locker_end(&a);
+	locker_end(&fa);
+	kill(b.pid, SIGKILL);
+	kill(fb.pid, SIGKILL);
+	locker_end(&b);
+	locker_end(&fb);
+}
+
+Test(locks, survive_mds_failover)
+{
+	struct locker a;
+	struct lk_step steps[] = { { LK_POSIX, F_WRLCK, 0, 50 }, { LK_FLOCK, LOCK_EX, 0, 0 } };
+	char active[64], next[64];
+	int fd;
+
+	locker_start(&a, pa, steps, 2);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	locker_next(&a);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	cr_assert_eq(tcluster_active_mds(tc, active, sizeof(active)), 0);
+	cr_assert_eq(tcluster_kill(tc, active), 0);
+	cr_assert_eq(tcluster_wait_active_mds(tc, active, next, sizeof(next),
+					      WAIT_MS), 0);
+	/* still held after the takeover */
+	cr_assert_eq(try_posix(pb, F_WRLCK, 10, 1), -EAGAIN);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 50, 1), 0);
+	fd = open(pb, O_RDONLY);
+	cr_assert(fd >= 0);
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), -1);
+	cr_assert_eq(errno, EWOULDBLOCK);
+	close(fd);
+	/* and released by the new active (flock: at release, which the
+	 * kernel may send after the holder's exit) */
+	locker_end(&a);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 0, 0), 0);
+	fd = open(pb, O_RDONLY);
+	int r = -1;
+	for (int64_t end = tnow_ms() + WAIT_MS; r && tnow_ms() < end; tsleep_ms(20))
+		r = flock(fd, LOCK_EX | LOCK_NB);
+	cr_assert_eq(r, 0, "the flock was not released");
+	close(fd);
+}
+
+/* ---- SQLite from both mounts at once ---- */
+
+#define SQL_TX 200
+
+static pid_t sqlite_writer(const char *db, const char *tag, const char *script_path)
+{
+	FILE *f = fopen(script_path, "w");
+	pid_t pid;
+
+	cr_assert(f);
+	fprintf(f, ".timeout 120000\nPRAGMA locking_mode=NORMAL;\nPRAGMA journal_mode=DELETE;\n");
+	for (int i = 0; i < SQL_TX; i++)
+		fprintf(f, "BEGIN IMMEDIATE;\nINSERT INTO t(who, n, pad) VALUES('%s', %d, "
+			"randomblob(300));\nCOMMIT;\n", tag, i);
+	cr_assert_eq(fclose(f), 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int in = open(script_path, O_RDONLY);
+		int out = open("/dev/null", O_WRONLY);
+
+		dup2(in, 0);
+		dup2(out, 1);
+		execl("/usr/bin/sqlite3", "sqlite3", "-bail", db, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+static char *sqlite_query(const char *db, const char *sql)
+{
+	char *argv[] = { "/usr/bin/sqlite3", (char *)db, (char *)sql, NULL };
+	char *out = NULL;
+	int ret = vt_run(argv, &out, WAIT_MS);
+
+	cr_assert_eq(ret, 0, "sqlite3 %s '%s' failed (%d): %s", db, sql, ret, out ? out : "");
+	return out;
+}
+
+/* Disabled: SQLite from two mounts still ends with "disk I/O error"
+ * (see docs/locks.md, Limits): the lock handoff works, but the journal
+ * file's name, deleted by one mount, stays cached in the other's
+ * dentries for the entry timeout; it needs the pushed dentry
+ * invalidations of the coherence work (docs/consistency.md). */
+Test(locks, sqlite_from_two_mounts, .disabled = true)
+{
+	char da[PATH_MAX + 16], db[PATH_MAX + 16], sa[PATH_MAX + 32], sb[PATH_MAX + 32];
+	pid_t wa, wb;
+	int st;
+	char *out;
+
+	if (access("/usr/bin/sqlite3", X_OK))
+		cr_skip_test("no /usr/bin/sqlite3");
+	snprintf(da, sizeof(da), "%s/test.db", tcluster_mnt(tc));
+	snprintf(db, sizeof(db), "%s/test.db", m2.path);
+	snprintf(sa, sizeof(sa), "%s/sql-a.txt", tcluster_dir(tc));
+	snprintf(sb, sizeof(sb), "%s/sql-b.txt", tcluster_dir(tc));
+	free(sqlite_query(da, "PRAGMA journal_mode=DELETE; CREATE TABLE t(id INTEGER "
+			  "PRIMARY KEY, who TEXT, n INTEGER, pad BLOB);"));
+	wa = sqlite_writer(da, "a", sa);
+	wb = sqlite_writer(db, "b", sb);
+	cr_assert_eq(waitpid(wa, &st, 0), wa);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer on A failed: %d", st);
+	cr_assert_eq(waitpid(wb, &st, 0), wb);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "writer on B failed: %d", st);
+	out = sqlite_query(db, "PRAGMA integrity_check;");
+	cr_assert_str_eq(out, "ok\n");
+	free(out);
+	out = sqlite_query(da, "SELECT count(*), count(DISTINCT who || n) FROM t;");
+	cr_assert_str_eq(out, "400|400\n");
+	free(out);
+	out = sqlite_query(da, "PRAGMA integrity_check;");
+	cr_assert_str_eq(out, "ok\n");
+	free(out);
+}

@@ -402,22 +402,17 @@ static char *sqlite_query(const char *db, const char *sql)
 	return out;
 }
 
-/* Disabled: SQLite from two mounts still ends with "disk I/O error"
- * (see docs/locks.md, Limits): the lock handoff works, but the journal
- * file's name, deleted by one mount, stays cached in the other's
- * dentries for the entry timeout; it needs the pushed dentry
- * invalidations of the coherence work (docs/consistency.md). */
-Test(locks, sqlite_from_two_mounts, .disabled = true)
+/* Writers on @da and @db (one database seen through two mounts) at
+ * once, then the database must be intact with every row. */
+static void sqlite_two_writers(const char *da, const char *db)
 {
-	char da[PATH_MAX + 16], db[PATH_MAX + 16], sa[PATH_MAX + 32], sb[PATH_MAX + 32];
+	char sa[PATH_MAX + 32], sb[PATH_MAX + 32];
 	pid_t wa, wb;
 	int st;
 	char *out;
 
 	if (access("/usr/bin/sqlite3", X_OK))
 		cr_skip_test("no /usr/bin/sqlite3");
-	snprintf(da, sizeof(da), "%s/test.db", tcluster_mnt(tc));
-	snprintf(db, sizeof(db), "%s/test.db", m2.path);
 	snprintf(sa, sizeof(sa), "%s/sql-a.txt", tcluster_dir(tc));
 	snprintf(sb, sizeof(sb), "%s/sql-b.txt", tcluster_dir(tc));
 	free(sqlite_query(da, "PRAGMA journal_mode=DELETE; CREATE TABLE t(id INTEGER "
@@ -437,4 +432,38 @@ Test(locks, sqlite_from_two_mounts, .disabled = true)
 	out = sqlite_query(da, "PRAGMA integrity_check;");
 	cr_assert_str_eq(out, "ok\n");
 	free(out);
+}
+
+/* Two more mounts without name and attribute caching: SQLite's journal
+ * file is created and deleted by either side, and each must see the
+ * other's at once (docs/locks.md, Limits). The lock handoff and the
+ * cache drop at each grant do the rest. */
+Test(locks, sqlite_from_two_mounts)
+{
+	struct vt_mount2 m3, m4;
+	char p3[PATH_MAX], p4[PATH_MAX], da[PATH_MAX + 16], db[PATH_MAX + 16];
+
+	snprintf(p3, sizeof(p3), "%s/mnt3", tcluster_dir(tc));
+	snprintf(p4, sizeof(p4), "%s/mnt4", tcluster_dir(tc));
+	vt_mount2_start(tc, &m3, p3, "entry_timeout=0,attr_timeout=0");
+	vt_mount2_start(tc, &m4, p4, "entry_timeout=0,attr_timeout=0");
+	snprintf(da, sizeof(da), "%s/test.db", m3.path);
+	snprintf(db, sizeof(db), "%s/test.db", m4.path);
+	sqlite_two_writers(da, db);
+	vt_mount2_stop(&m3);
+	vt_mount2_stop(&m4);
+}
+
+/* Disabled: with the default 1 s name cache, SQLite from two mounts ends
+ * with "disk I/O error": one mount deletes the rollback journal and the
+ * other still sees its name, takes it for a hot journal. Needs the
+ * pushed dentry invalidations of the coherence work
+ * (docs/consistency.md); enable it then. */
+Test(locks, sqlite_from_two_default_mounts, .disabled = true)
+{
+	char da[PATH_MAX + 16], db[PATH_MAX + 16];
+
+	snprintf(da, sizeof(da), "%s/test.db", tcluster_mnt(tc));
+	snprintf(db, sizeof(db), "%s/test.db", m2.path);
+	sqlite_two_writers(da, db);
 }

@@ -83,6 +83,17 @@ static int used_has(uint64_t ino)
 	return found;
 }
 
+/* Snapshot files and .snap directories (snapdir.c numbers them with bit
+ * 62 or 63 set) are not inodes at the mds and never change: their locks
+ * are granted here without asking anyone (qemu-img locks the images it
+ * opens, snapshots too), and F_GETLK finds none. */
+#define LOCK_VIRTUAL_BITS ((1ull << 62) | (1ull << 63))
+
+static int is_virtual(fuse_ino_t ino)
+{
+	return ((uint64_t)ino & LOCK_VIRTUAL_BITS) != 0;
+}
+
 static int interrupted(void *arg)
 {
 	return fuse_req_interrupted((fuse_req_t)arg);
@@ -127,7 +138,9 @@ void fs_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct sdfs_lock l;
 	int ret = from_flock(lock, fi->lock_owner, &l);
 
-	if (!ret)
+	if (!ret && is_virtual(ino))
+		l.type = SDFS_LK_UN;
+	else if (!ret)
 		ret = sdfs_lock_get(the_fs->s, ino, &l);
 	if (ret) {
 		fs_reply_err(req, ret);
@@ -151,6 +164,10 @@ void fs_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	struct sdfs_lock l;
 	int ret = from_flock(lock, fi->lock_owner, &l);
 
+	if (!ret && is_virtual(ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	if (!ret) {
 		if (l.type != SDFS_LK_UN)
 			used_add(ino);
@@ -171,6 +188,10 @@ void fs_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 			       .end = SDFS_LK_EOF };
 	int ret;
 
+	if (is_virtual(ino)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	switch (op & ~LOCK_NB) {
 	case LOCK_SH: l.type = SDFS_LK_RD; break;
 	case LOCK_EX: l.type = SDFS_LK_WR; break;

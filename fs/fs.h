@@ -62,8 +62,10 @@ struct fnode {
 	int64_t nocaps_until;           /* monotonic ns: "no security.capability"
 					   known until then (the kernel asks on
 					   every write) */
-	int atime_busy;                 /* a relatime update is in flight... */
-	pthread_cond_t atime_done;      /* ...and getattr waits for it */
+	int atime_busy;                 /* a relatime update is claimed or in
+					   flight: setattr waits for it... */
+	pthread_cond_t atime_done;
+	int64_t atime_claim_ns;         /* ...getattr shows this atime meanwhile */
 	int64_t wrote_ns;               /* time of the last write here (mtime
 					   shown until pushed) */
 	uint64_t hidden_dir;            /* unlinked while open: kept under */
@@ -104,7 +106,8 @@ void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_sta
 void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 		      struct sdfs_stat *out);
 uint64_t fnode_ver(struct fnode *n);
-/* Wait until no relatime atime update of @n is in flight. */
+/* Wait until no relatime atime update of @n is in flight (setattr: an
+ * explicit time must not lose to it). */
 void fnode_wait_atime(struct fnode *n);
 /* Note a write of [off, off+len): pending size, dirty chunk. */
 void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len);

@@ -46,9 +46,11 @@ static void view_of(struct fnode *n, struct sdfs_stat *st)
 /* relatime: a read moves atime when it is not newer than mtime, or a
  * day old (the kernel leaves atime to FUSE servers). Not compared with
  * ctime: setting atime moves ctime in the mds. When due, the update is
- * claimed (atime_busy) before the caller replies, so a setattr or
- * getattr the application makes next waits for it (fnode_wait_atime)
- * instead of racing it to the mds; the caller must then touch_atime. */
+ * claimed (atime_busy) before the caller replies, so a setattr the
+ * application makes next waits for it (fnode_wait_atime) instead of
+ * racing it to the mds, and a getattr meanwhile shows the claim's time
+ * without waiting (a cluster that does not answer would hold it up to
+ * the timeout); the caller must then touch_atime. */
 static int atime_due(struct fnode *n)
 {
 	struct timespec now;
@@ -60,8 +62,10 @@ static int atime_due(struct fnode *n)
 	pthread_mutex_lock(&n->lock);
 	due = !n->atime_busy && (n->st.atime_ns <= n->st.mtime_ns ||
 	      (int64_t)now.tv_sec * 1000000000 - n->st.atime_ns > 86400ll * 1000000000);
-	if (due)
+	if (due) {
 		n->atime_busy = 1;
+		n->atime_claim_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	}
 	pthread_mutex_unlock(&n->lock);
 	return due;
 }

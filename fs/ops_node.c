@@ -76,17 +76,22 @@ int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st)
 
 	uint64_t ver = 0;
 
-	if (n) {        /* see our own atime update (ops_file.c) */
-		fnode_wait_atime(n);
+	if (n)
 		ver = fnode_ver(n);
-	}
 	ret = sdfs_ns_getattr(fs->s, ino, &mds);
 	if (ret)
 		return ret;
-	if (n)
-		fnode_set_stat_v(n, &mds, ver, st);
-	else
+	if (!n) {
 		*st = mds;
+		return 0;
+	}
+	fnode_set_stat_v(n, &mds, ver, st);
+	/* Our relatime update claimed or in flight (ops_file.c): show the
+	 * atime it sets, not an older one the mds still has. */
+	pthread_mutex_lock(&n->lock);
+	if (n->atime_busy && st->atime_ns < n->atime_claim_ns)
+		st->atime_ns = n->atime_claim_ns;
+	pthread_mutex_unlock(&n->lock);
 	return 0;
 }
 

@@ -152,6 +152,8 @@ extern int volf_lazy;
 /* snapdir.c: the hidden .snap directories (snapshots as read-only
  * files): wraps the ops of @ops that can meet their nodes. */
 void snapdir_ops(struct fuse_lowlevel_ops *ops);
+/* Is @ino one of its nodes (not an inode of the mds)? */
+int snapdir_is_virtual(uint64_t ino);
 
 extern const struct fuse_lowlevel_ops fs_ops;
 /* The handlers, by file. */

@@ -83,15 +83,13 @@ static int used_has(uint64_t ino)
 	return found;
 }
 
-/* Snapshot files and .snap directories (snapdir.c numbers them with bit
- * 62 or 63 set) are not inodes at the mds and never change: their locks
- * are granted here without asking anyone (qemu-img locks the images it
- * opens, snapshots too), and F_GETLK finds none. */
-#define LOCK_VIRTUAL_BITS ((1ull << 62) | (1ull << 63))
-
+/* Snapshot files and .snap directories (snapdir_is_virtual) are not
+ * inodes at the mds and never change: their locks are granted here
+ * without asking anyone (qemu-img locks the images it opens, snapshots
+ * too), and F_GETLK finds none. */
 static int is_virtual(fuse_ino_t ino)
 {
-	return ((uint64_t)ino & LOCK_VIRTUAL_BITS) != 0;
+	return snapdir_is_virtual((uint64_t)ino);
 }
 
 static int interrupted(void *arg)

@@ -27,9 +27,14 @@
 #define SNAPFILE_BIT (1ull << 63)
 #define SNAPDIR_NAME ".snap"
 
-static int is_virtual(uint64_t ino)
+int snapdir_is_virtual(uint64_t ino)
 {
 	return (ino & (SNAPDIR_BIT | SNAPFILE_BIT)) != 0;
+}
+
+static int is_virtual(uint64_t ino)
+{
+	return snapdir_is_virtual(ino);
 }
 
 /* Snapshots looked up here: vid -> what getattr and open need. */

@@ -120,36 +120,6 @@ static int port_answers(int port)
 	return ok;
 }
 
-/* On EOF of its pipe (the test process died) it stops @pid, only it. */
-static void watchdog(struct rx_gw *gw)
-{
-	int p[2];
-
-	cr_assert(pipe2(p, O_CLOEXEC) == 0);
-	gw->watchdog = fork();
-	cr_assert(gw->watchdog >= 0, "fork: %s", strerror(errno));
-	if (gw->watchdog == 0) {
-		char c;
-		ssize_t n;
-
-		setsid();
-		if (dup2(p[0], 3) < 0)
-			_exit(1);
-		close_range(4, ~0u, 0);
-		while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
-			;
-		if (n == 1)
-			_exit(0);
-		kill(gw->pid, SIGTERM);
-		for (int i = 0; i < 200 && kill(gw->pid, 0) == 0; i++)
-			usleep(50000);
-		kill(gw->pid, SIGKILL);
-		_exit(0);
-	}
-	close(p[0]);
-	gw->watchdog_fd = p[1];
-}
-
 static char *log_tail(const char *path)
 {
 	static char buf[4096];
@@ -194,7 +164,7 @@ static pid_t spawn_session(char *const argv[], const char *log_path)
 static void gw_spawn(struct rx_gw *gw, char *const argv[], const char *what)
 {
 	gw->pid = spawn_session(argv, gw->log);
-	watchdog(gw);
+	vt_watchdog_start(&gw->wd, gw->pid, NULL);
 	for (int64_t end = tnow_ms() + RX_GW_WAIT_MS;;) {
 		if (port_answers(gw->port))
 			break;
@@ -401,15 +371,7 @@ void rx_gw_stop(struct rx_gw *gw)
 		}
 		gw->pid = 0;
 	}
-	if (gw->watchdog > 0) {
-		char c = 1;
-
-		if (write(gw->watchdog_fd, &c, 1) != 1)
-			kill(gw->watchdog, SIGKILL);
-		close(gw->watchdog_fd);
-		waitpid(gw->watchdog, NULL, 0);
-		gw->watchdog = 0;
-	}
+	vt_watchdog_stop(&gw->wd);
 }
 
 const char *rx_nfs_url(const struct rx_gw *gw, const char *path, char *buf)

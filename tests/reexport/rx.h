@@ -30,8 +30,8 @@ struct rx_gw {
 	char conf[4200];
 	char log[4200];
 	int port;
-	pid_t pid, watchdog;
-	int watchdog_fd;
+	pid_t pid;
+	struct vt_watchdog wd;
 	int smb;                /* 1: smbd, 0: ganesha.nfsd */
 };
 

@@ -438,16 +438,14 @@ static void lazy_unmount(const char *path)
 		waitpid(pid, NULL, 0);
 }
 
-/* Outlives a test process killed by a timeout: on EOF of its pipe it
- * unmounts @m->path and stops @m->pid (only that pid). */
-static void mount2_watchdog(struct vt_mount2 *m)
+void vt_watchdog_start(struct vt_watchdog *w, pid_t pid, const char *unmount)
 {
 	int p[2];
 
 	cr_assert(pipe2(p, O_CLOEXEC) == 0);
-	m->watchdog = fork();
-	cr_assert(m->watchdog >= 0, "fork: %s", strerror(errno));
-	if (m->watchdog == 0) {
+	w->pid = fork();
+	cr_assert(w->pid >= 0, "fork: %s", strerror(errno));
+	if (w->pid == 0) {
 		char c;
 		ssize_t n;
 
@@ -459,16 +457,30 @@ static void mount2_watchdog(struct vt_mount2 *m)
 			;
 		if (n == 1)
 			_exit(0);
-		lazy_unmount(m->path);
-		kill(m->pid, SIGCONT);
-		kill(m->pid, SIGTERM);
-		for (int i = 0; i < 100 && kill(m->pid, 0) == 0; i++)
+		if (unmount)
+			lazy_unmount(unmount);
+		kill(pid, SIGCONT);
+		kill(pid, SIGTERM);
+		for (int i = 0; i < 200 && kill(pid, 0) == 0; i++)
 			usleep(50000);
-		kill(m->pid, SIGKILL);
+		kill(pid, SIGKILL);
 		_exit(0);
 	}
 	close(p[0]);
-	m->watchdog_fd = p[1];
+	w->fd = p[1];
+}
+
+void vt_watchdog_stop(struct vt_watchdog *w)
+{
+	if (w->pid <= 0)
+		return;
+	if (write(w->fd, "x", 1) != 1) {
+		cr_log_warn("watchdog %d: %s", (int)w->pid, strerror(errno));
+		kill(w->pid, SIGKILL);
+	}
+	close(w->fd);
+	waitpid(w->pid, NULL, 0);
+	w->pid = 0;
 }
 
 void vt_mount2_start(struct tcluster *tc, struct vt_mount2 *m, const char *path,
@@ -489,7 +501,7 @@ void vt_mount2_start(struct tcluster *tc, struct vt_mount2 *m, const char *path,
 	snprintf(log, sizeof(log), "%s/log/mnt2.log", tcluster_dir(tc));
 	argv[0] = (char *)bin;
 	m->pid = vt_spawn(argv, log);
-	mount2_watchdog(m);
+	vt_watchdog_start(&m->wd, m->pid, m->path);
 	for (int64_t end = tnow_ms() + VT_WAIT_MS;;) {
 		struct stat st;
 
@@ -531,11 +543,5 @@ void vt_mount2_stop(struct vt_mount2 *m)
 	}
 	if (m->path[0] && vt_is_mounted(m->path))
 		lazy_unmount(m->path);
-	if (m->watchdog > 0) {
-		if (write(m->watchdog_fd, "x", 1) != 1)
-			cr_log_warn("mount2 watchdog: %s", strerror(errno));
-		close(m->watchdog_fd);
-		waitpid(m->watchdog, NULL, 0);
-		m->watchdog = 0;
-	}
+	vt_watchdog_stop(&m->wd);
 }

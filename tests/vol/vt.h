@@ -96,14 +96,26 @@ int vt_sdfs_to_file(struct tcluster *tc, const char *out_path, char **err,
 /* The whole file @path into *@buf (malloc'd); its length. */
 size_t vt_slurp(const char *path, uint8_t **buf);
 
+/* ---- a process that outlives a test killed by a timeout ----
+ * On EOF of its pipe (the test process died) it unmounts @unmount (NULL:
+ * nothing) and stops @pid (SIGCONT, SIGTERM, then SIGKILL after ~10 s),
+ * only that pid. vt_watchdog_stop: the test ended normally; the watchdog
+ * exits doing nothing. */
+struct vt_watchdog {
+	pid_t pid;
+	int fd;
+};
+void vt_watchdog_start(struct vt_watchdog *w, pid_t pid, const char *unmount);
+void vt_watchdog_stop(struct vt_watchdog *w);
+
 /* ---- a second mount of the test's cluster ----
  * mount.sdfs -f ($MOUNT_SDFS) at @path (made if missing), as this
  * process's child. A watchdog process unmounts it and kills that pid if
  * the test process dies before vt_mount2_stop (a criterion timeout). */
 struct vt_mount2 {
 	char path[4096];
-	pid_t pid, watchdog;
-	int watchdog_fd;
+	pid_t pid;
+	struct vt_watchdog wd;
 };
 /* Mounted and answering when this returns. @extra: more -o options or NULL. */
 void vt_mount2_start(struct tcluster *tc, struct vt_mount2 *m, const char *path,

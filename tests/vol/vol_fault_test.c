@@ -48,8 +48,9 @@ TestSuite(vol_fault, .init = up, .fini = down, .timeout = 600);
 struct writer {
 	int fd;
 	uint8_t *model;         /* what every acknowledged write left */
-	uint64_t seed, writes, failed_at;
-	int err;
+	uint64_t seed, failed_at;
+	_Atomic uint64_t writes;        /* acknowledged so far */
+	_Atomic int err;
 	atomic_int stop;
 	pthread_t th;
 };
@@ -80,11 +81,20 @@ static void *write_loop(void *arg)
 	return NULL;
 }
 
-static void settle(int ms, struct writer *w)
+/* Wait until @n more writes are acknowledged (deadline @ms): the
+ * writer goes on through whatever the test just did. */
+static void progress(struct writer *w, uint64_t n, int ms, const char *during)
 {
-	tsleep_ms(ms);
-	cr_assert_eq(w->err, 0, "write %" PRIu64 " failed: %s", w->failed_at,
-		     strerror(w->err));
+	uint64_t from = atomic_load(&w->writes);
+	int64_t end = tnow_ms() + ms;
+
+	while (atomic_load(&w->writes) < from + n && !atomic_load(&w->err) &&
+	       tnow_ms() < end)
+		tsleep_ms(10);
+	cr_assert_eq(atomic_load(&w->err), 0, "write %" PRIu64 " failed %s: %s",
+		     w->failed_at, during, strerror(atomic_load(&w->err)));
+	cr_assert_geq(atomic_load(&w->writes), from + n, "fewer than %" PRIu64
+		      " writes in %d ms %s", n, ms, during);
 }
 
 Test(vol_fault, writes_go_on_through_a_blockd_kill_and_an_mds_failover)
@@ -101,31 +111,32 @@ Test(vol_fault, writes_go_on_through_a_blockd_kill_and_an_mds_failover)
 	w.fd = vt_xopen(tc, "vm", O_RDWR | O_DIRECT);
 	cr_assert_eq(pthread_create(&w.th, NULL, write_loop, &w), 0);
 
-	settle(800, &w);
-	before = w.writes;
+	progress(&w, 200, 30000, "at the start");
+	before = atomic_load(&w.writes);
 	cr_assert_eq(tcluster_kill(tc, "blockd.1"), 0);
 	cr_log_info("blockd.1 killed after %" PRIu64 " writes", before);
-	settle(1500, &w);
+	progress(&w, 200, 30000, "with blockd.1 dead");
 	cr_assert_eq(tcluster_restart(tc, "blockd.1"), 0);
-	settle(800, &w);
+	progress(&w, 200, 30000, "after blockd.1 came back");
 
 	cr_assert_eq(tcluster_active_mds(tc, mds, sizeof(mds)), 0);
-	before = w.writes;
+	before = atomic_load(&w.writes);
 	cr_assert_eq(tcluster_kill(tc, mds), 0);
 	cr_log_info("%s (active) killed after %" PRIu64 " writes", mds, before);
-	settle(1000, &w);
-	cr_assert_gt(w.writes, before, "writes stopped while the mds failed over");
+	/* well inside the ~2 s before a standby takes over: no mds at all */
+	progress(&w, 50, 1500, "while no mds was active");
 	cr_assert_eq(tcluster_wait_active_mds(tc, mds, NULL, 0, 30000), 0);
 	struct sdfs_vol_info vi;
 	ret = sdfs_vol_snap_create(tcluster_client(tc), ino, "during", &vi);
 	cr_assert_eq(ret, 0, "snapshot under writes after the failover: %s", strerror(-ret));
-	settle(800, &w);
+	progress(&w, 200, 30000, "after the snapshot");
 
 	atomic_store(&w.stop, 1);
 	pthread_join(w.th, NULL);
-	cr_assert_eq(w.err, 0, "write %" PRIu64 " failed: %s", w.failed_at, strerror(w.err));
+	cr_assert_eq(atomic_load(&w.err), 0, "write %" PRIu64 " failed: %s", w.failed_at,
+		     strerror(atomic_load(&w.err)));
 	vt_fsync(w.fd, "vm after the faults");
-	cr_log_info("%" PRIu64 " writes, none failed", w.writes);
+	cr_log_info("%" PRIu64 " writes, none failed", atomic_load(&w.writes));
 
 	vt_pread(w.fd, got, SIZE, 0, "vm, same descriptor");
 	vt_assert_same(got, w.model, SIZE, 0, OBJ, "vm, same descriptor");

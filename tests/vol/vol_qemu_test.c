@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -246,8 +247,16 @@ Test(vol_qemu, snapshots_of_a_qcow2_image_under_writes)
 
 	/* snapshots while it writes (crash consistent) */
 	int st = -1;    /* qemu-io's exit status once reaped */
+	struct stat sb0, sb;
 
-	tsleep_ms(500);
+	/* until qemu-io has allocated clusters (the image grew) */
+	cr_assert_eq(stat(path, &sb0), 0);
+	for (int64_t end = tnow_ms() + VT_CMD_MS;; tsleep_ms(20)) {
+		cr_assert_eq(stat(path, &sb), 0);
+		if (sb.st_size > sb0.st_size || (st = vt_wait_child(bg, 0)) >= 0)
+			break;
+		cr_assert(tnow_ms() < end, "qemu-io wrote nothing in %d ms", VT_CMD_MS);
+	}
 	for (; taken < NSNAPS; taken++) {
 		struct sdfs_vol_info vi;
 

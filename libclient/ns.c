@@ -234,20 +234,12 @@ int sdfs_ns_readdir(struct sdfs *s, uint64_t dir, uint64_t cookie, int plus,
 	}
 }
 
-int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st)
+static int dec_statfs(const uint8_t *in, uint32_t len, void *out)
 {
-	struct sdfs_ns_req r = { 0 };
+	struct sdfs_statfs *st = out;
 	struct sdfs_ns_statfs sf;
-	struct sdfs_hdr reply;
-	uint8_t *rep = NULL;
-	uint32_t len = 0;
-	int ret;
+	int ret = proto_ns_statfs_decode(in, len, &sf);
 
-	ret = nsclient_call(s, SDFS_OP_NS_STATFS, &r, NULL, NULL, NULL, &reply, &rep, &len, 0);
-	if (ret)
-		return ret;
-	ret = proto_ns_statfs_decode(rep, len, &sf);
-	free(rep);
 	if (ret)
 		return ret;
 	st->bytes_total = sf.bytes_total;
@@ -257,6 +249,13 @@ int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st)
 	st->bsize = sf.bsize;
 	st->name_max = sf.name_max;
 	return 0;
+}
+
+int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st)
+{
+	struct sdfs_ns_req r = { 0 };
+
+	return ns_call_one(s, SDFS_OP_NS_STATFS, &r, NULL, NULL, NULL, dec_statfs, st);
 }
 
 static int xname_len(const char *name, uint16_t *len)

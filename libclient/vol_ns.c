@@ -179,21 +179,12 @@ int sdfs_vol_tree(struct sdfs *s, uint64_t ino, struct sdfs_vol_info **out, size
 	return call_vols(s, SDFS_OP_NS_VOL_TREE, ino, out, n);
 }
 
-int sdfs_vol_reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs)
+static int dec_reclaim(const uint8_t *in, uint32_t len, void *out)
 {
-	struct sdfs_ns_req r = { 0 };
+	struct sdfs_reclaim_status *rs = out;
 	struct sdfs_ns_reclaim st;
-	struct sdfs_hdr reply;
-	uint8_t *rep = NULL;
-	uint32_t len = 0;
-	int ret;
+	int ret = proto_ns_reclaim_decode(in, len, &st);
 
-	ret = nsclient_call(s, SDFS_OP_NS_VOL_RECLAIM, &r, NULL, NULL, NULL, &reply,
-			    &rep, &len, 0);
-	if (ret)
-		return ret;
-	ret = proto_ns_reclaim_decode(rep, len, &st);
-	free(rep);
 	if (ret)
 		return ret;
 	rs->vids_pending = st.vids_pending;
@@ -203,4 +194,11 @@ int sdfs_vol_reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs)
 	rs->bytes_freed = st.bytes_freed;
 	rs->sweeps = st.sweeps;
 	return 0;
+}
+
+int sdfs_vol_reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs)
+{
+	struct sdfs_ns_req r = { 0 };
+
+	return ns_call_one(s, SDFS_OP_NS_VOL_RECLAIM, &r, NULL, NULL, NULL, dec_reclaim, rs);
 }

@@ -12,6 +12,8 @@
  *   fence.c        the MDS fence (fence.h)
  *   vfence.c       the volume fences, per vid (vfence.h)
  *   recover*.c     keeping copies current across epochs (recover.h)
+ *   order.c        shared objects' mutations, ordered by their primary
+ *                  (order.h)
  *   main.c         options and start-up
  */
 #ifndef SDFS_BLOCKD_BLOCKD_H
@@ -43,6 +45,7 @@ struct blockd {
 	struct loop *loop;
 	struct workq *io_q;             /* disk I/O */
 	struct workq *coord_q;          /* ZooKeeper calls (one thread) */
+	struct order *order;            /* primary-ordered mutations (order.h) */
 	struct objstore *store;
 	struct recover *recover;
 	struct fence *fence;            /* the MDS fence (fence.h) */

@@ -19,7 +19,12 @@
 
 #include "blockd/blockd.h"
 #include "blockd/fence.h"
+#include "blockd/order.h"
 #include "blockd/vfence.h"
+
+/* Ordered mutations in flight at once on this node as primary; each
+ * thread mostly waits for the replicas' answers. */
+#define ORDER_THREADS 32
 #include "common/log.h"
 #include "common/net.h"
 
@@ -265,6 +270,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = workq_new(bd.loop, "coord", 1, &bd.coord_q);
 	if (!ret)
+		ret = order_new(&bd, ORDER_THREADS, &bd.order);
+	if (!ret)
 		ret = recover_new(&bd, &bd.rec_opts, &bd.recover);
 	if (!ret)
 		ret = client_conn_start(&bd);
@@ -285,6 +292,7 @@ out_workq:
 	main_loop = NULL;
 	/* In order of who uses what: requests use recovery, recovery and the
 	 * map updates use ZooKeeper. */
+	order_free(bd.order);
 	workq_free(bd.io_q);
 	recover_free(bd.recover);
 	workq_free(bd.coord_q);

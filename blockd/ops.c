@@ -14,7 +14,9 @@
  * (fence.h): an MDS_FENCE that was answered has waited for every older
  * mutation past its check, and the ones still queued are refused.
  * Mutations of volume objects (oid_is_vol) are checked the same way
- * against their vid's fence (vfence.h, VOL_FENCE). Recovery's copies
+ * against their vid's fence (vfence.h, VOL_FENCE). A client's mutation
+ * of a shared object goes to order.c instead, which sends it back here
+ * as a REPL_* op to every replica. Recovery's copies
  * between nodes do not come through here and are never fenced.
  */
 #include <errno.h>
@@ -24,6 +26,7 @@
 
 #include "blockd/blockd.h"
 #include "blockd/fence.h"
+#include "blockd/order.h"
 #include "blockd/vfence.h"
 #include "common/log.h"
 #include "common/oid.h"
@@ -373,6 +376,11 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_NODE_INFO]   = { "NODE_INFO",   op_node_info, 0 },
 	[SDFS_OP_MDS_FENCE]   = { "MDS_FENCE",   op_mds_fence, 0 },
 	[SDFS_OP_VOL_FENCE]   = { "VOL_FENCE",   op_vol_fence, 0 },
+	/* applied as the object's primary ordered them (order.h) */
+	[SDFS_OP_REPL_WRITE]   = { "REPL_WRITE",   op_write,   1 },
+	[SDFS_OP_REPL_CREATE]  = { "REPL_CREATE",  op_create,  1 },
+	[SDFS_OP_REPL_REMOVE]  = { "REPL_REMOVE",  op_remove,  1 },
+	[SDFS_OP_REPL_REPLACE] = { "REPL_REPLACE", op_replace, 1 },
 };
 
 static void reply_now(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
@@ -477,6 +485,10 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	if (res != SDFS_RES_OK) {
 		free(payload);
 		reply_now(bd, c, h, res);
+		return;
+	}
+	if (order_wanted(h)) {
+		order_dispatch(bd, c, h, payload);
 		return;
 	}
 

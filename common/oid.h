@@ -81,6 +81,19 @@ static inline int oid_is_vdata(uint64_t oid)
 	return (oid_kind(oid) & 0xf0u) == OID_KIND_VDATA;
 }
 
+/*
+ * Are mutations of @oid ordered through its primary replica (the first
+ * up holder)? Yes for objects any client may write at once: file data
+ * and raw objects; two clients' writes then reach every replica in one
+ * order, so replicas never diverge (docs/consistency.md). No for volume
+ * and MDS-database objects: they have one fenced writer at a time, which
+ * writes every replica directly (one hop less).
+ */
+static inline int oid_is_ordered(uint64_t oid)
+{
+	return !oid_is_vol(oid) && oid_kind(oid) != OID_KIND_MDS;
+}
+
 /* How many copies @oid has in a cluster of @cluster_copies. */
 static inline unsigned oid_copies(uint64_t oid, unsigned cluster_copies)
 {

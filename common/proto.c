@@ -129,6 +129,9 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_STAT] = "OBJ_STAT", [SDFS_OP_OBJ_REPLACE] = "OBJ_REPLACE",
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
 	[SDFS_OP_VOL_FENCE] = "VOL_FENCE",
+	[SDFS_OP_NS_SUBSCRIBE] = "NS_SUBSCRIBE", [SDFS_OP_NS_NOTIFY] = "NS_NOTIFY",
+	[SDFS_OP_REPL_WRITE] = "REPL_WRITE", [SDFS_OP_REPL_CREATE] = "REPL_CREATE",
+	[SDFS_OP_REPL_REMOVE] = "REPL_REMOVE", [SDFS_OP_REPL_REPLACE] = "REPL_REPLACE",
 	[SDFS_OP_NS_LOOKUP] = "NS_LOOKUP", [SDFS_OP_NS_GETATTR] = "NS_GETATTR",
 	[SDFS_OP_NS_SETATTR] = "NS_SETATTR", [SDFS_OP_NS_MKNOD] = "NS_MKNOD",
 	[SDFS_OP_NS_MKDIR] = "NS_MKDIR", [SDFS_OP_NS_UNLINK] = "NS_UNLINK",
@@ -527,6 +530,36 @@ int proto_ns_reclaim_decode(const uint8_t *in, size_t len, struct sdfs_ns_reclai
 }
 
 /* ---- locks (1.4) ---- */
+
+size_t proto_inval_encode(const struct sdfs_inval *iv, uint8_t *out)
+{
+	out[0] = iv->kind;
+	out[1] = 0;
+	out[2] = (uint8_t)iv->name_len;
+	out[3] = (uint8_t)(iv->name_len >> 8);
+	put32(out + 4, 0);
+	put64(out + 8, iv->ino);
+	if (iv->name_len)
+		memcpy(out + SDFS_INVAL_HDR_SIZE, iv->name, iv->name_len);
+	return SDFS_INVAL_HDR_SIZE + iv->name_len;
+}
+
+ssize_t proto_inval_decode(const uint8_t *in, size_t len, struct sdfs_inval *iv)
+{
+	if (len < SDFS_INVAL_HDR_SIZE)
+		return -EPROTO;
+	iv->kind = in[0];
+	iv->name_len = (uint16_t)(in[2] | in[3] << 8);
+	iv->ino = get64(in + 8);
+	iv->name = (const char *)in + SDFS_INVAL_HDR_SIZE;
+	if (iv->kind == SDFS_INVAL_INODE ? iv->name_len != 0
+	    : iv->kind != SDFS_INVAL_ENTRY || iv->name_len == 0 ||
+	      iv->name_len > SDFS_NAME_MAX)
+		return -EPROTO;
+	if (len - SDFS_INVAL_HDR_SIZE < iv->name_len)
+		return -EPROTO;
+	return (ssize_t)(SDFS_INVAL_HDR_SIZE + iv->name_len);
+}
 
 void proto_ns_lock_encode(const struct sdfs_ns_lock *l, uint8_t *out)
 {

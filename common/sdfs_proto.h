@@ -21,6 +21,11 @@
  *        sdfs_ns_reclaim payloads, SDFS_LAYOUT_VOL.
  *   1.4  cluster-wide locks (docs/locks.md): NS_LOCK_SET, NS_LOCK_GET,
  *        NS_LOCK_UNLOCK, NS_LOCK_RELEASE and the sdfs_ns_lock payload.
+ *   1.5  primary-ordered mutations of shared objects (common/oid.h
+ *        oid_is_ordered): a client sends them to the object's primary
+ *        only, which forwards them as the peer-only REPL_* ops; the
+ *        reply's `length` counts the replicas that applied it. Pushed
+ *        invalidations: NS_SUBSCRIBE, NS_NOTIFY and sdfs_inval records.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -30,7 +35,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 4              /* bump = additions only */
+#define SDFS_PROTO_MINOR 5              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -83,6 +88,16 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_NS_LOCK_GET     = 0x3c,
 	SDFS_OP_NS_LOCK_UNLOCK  = 0x3d,
 	SDFS_OP_NS_LOCK_RELEASE = 0x3e,
+	/* 1.5: pushed invalidations (docs/consistency.md) */
+	SDFS_OP_NS_SUBSCRIBE    = 0x3f,
+	SDFS_OP_NS_NOTIFY       = 0x40,
+	/* 1.5: peer-only, primary -> every up holder (itself included):
+	 * apply this mutation of a shared object, as ordered by the primary.
+	 * Same header and payload as the client op they carry (0x80 | op). */
+	SDFS_OP_REPL_WRITE   = 0x82,
+	SDFS_OP_REPL_CREATE  = 0x83,
+	SDFS_OP_REPL_REMOVE  = 0x84,
+	SDFS_OP_REPL_REPLACE = 0x88,
 	SDFS_OP_MAX         = 0x100,
 };
 
@@ -394,6 +409,36 @@ struct sdfs_ns_reclaim {
  * client is the locker's identity (its ZooKeeper node clients/<id>):
  * the mds drops every lock of a client whose node is gone. */
 enum sdfs_lock_type { SDFS_LOCK_UN = 0, SDFS_LOCK_RD = 1, SDFS_LOCK_WR = 2 };
+
+/*
+ * Pushed invalidations (1.5, docs/consistency.md):
+ *   NS_SUBSCRIBE  client -> mds, on a connection of its own:
+ *                 sdfs_ns_req(client_id: the handle's, as in its other
+ *                 requests; arg: how long it caches what it is told, in
+ *                 ms)  -> hdr. From then on the connection carries
+ *                 notifications, mds -> client:
+ *   NS_NOTIFY     hdr(req_id = a number increasing per subscription),
+ *                 sdfs_inval records filling the payload; the client
+ *                 answers each with hdr(SDFS_F_REPLY, same req_id) once it
+ *                 dropped what they name. The mds acknowledges the change
+ *                 that made them stale only after that answer (or once
+ *                 the client's cache time since it last got that state
+ *                 has passed).
+ * A record on the wire: u8 kind, u8 0, le16 name_len, le32 0, le64 ino,
+ * then name_len bytes of name (SDFS_INVAL_ENTRY only).
+ */
+enum sdfs_inval_kind {
+	SDFS_INVAL_INODE = 1,   /* the attributes of inode `ino` */
+	SDFS_INVAL_ENTRY = 2,   /* the name `name` in directory `ino`, whether
+				   cached as present or as missing */
+};
+struct sdfs_inval {
+	uint8_t kind;
+	uint16_t name_len;
+	uint64_t ino;
+	const char *name;       /* name_len bytes, not NUL-terminated */
+};
+#define SDFS_INVAL_HDR_SIZE 16u
 enum sdfs_lock_kind { SDFS_LOCK_POSIX = 1, SDFS_LOCK_FLOCK = 2 };
 #define SDFS_LOCK_WAIT  0x1u            /* LOCK_SET: part of a blocking wait */
 #define SDFS_LOCK_EOF   UINT64_MAX      /* end of a range "to the end of file" */

@@ -1,6 +1,9 @@
 /*
  * objio.c - replicated objects: writes to every up replica in
- * parallel, reads from one with failover, repair of a corrupt replica.
+ * parallel (a volume's or the mds's objects: one fenced writer) or
+ * through the object's primary (shared objects: file data, raw;
+ * blockd/order.h), reads from one with failover, repair of a corrupt
+ * replica.
  *
  * Every request carries the epoch of the map it was placed with. A
  * daemon that knows a newer map answers OLD_EPOCH, and the call re-reads
@@ -166,8 +169,12 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			backoff(attempt);
 			continue;
 		}
+		/* A shared object's primary sends it on to every replica in
+		 * its order (blockd/order.h): one call, one sum of answers. */
+		size_t ncalls = oid_is_ordered(oid) ? 1 : p.nup;
+
 		memset(calls, 0, sizeof(calls));
-		for (size_t i = 0; i < p.nup; i++) {
+		for (size_t i = 0; i < ncalls; i++) {
 			calls[i].node = p.up[i];
 			calls[i].req = *tmpl;
 			calls[i].req.oid = oid;
@@ -175,12 +182,17 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			calls[i].req.token = token;
 			calls[i].payload = payload;
 		}
-		rpc_run(s->pool, calls, p.nup, (int)left, next_req_id, s);
+		rpc_run(s->pool, calls, ncalls, (int)left, next_req_id, s);
 
 		int ok = 0, noent = 0, retry = 0, fatal = 0, fenced = 0, nperm = 0;
 		size_t rofs[RING_MAX_COPIES], nrofs = 0;
-		for (size_t i = 0; i < p.nup; i++) {
+		for (size_t i = 0; i < ncalls; i++) {
 			int r = rpc_result(&calls[i]);
+
+			/* The primary's try applied it somewhere: a retried
+			 * removal that then finds nothing still removed it. */
+			if (ncalls == 1 && calls[i].ret == 0 && r && calls[i].reply.length)
+				done_before = 1;
 
 			if ((r == -EPERM || r == -EROFS) && calls[i].ret == 0) {
 				fenced = fenced == -EROFS ? fenced : r;  /* FENCED, READONLY */
@@ -203,7 +215,7 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		}
 		if (nrofs && !nperm && ok + noent > 0)
 			complete_split(s, calls, rofs, nrofs, oid, (int)left);
-		rpc_calls_free(calls, p.nup);
+		rpc_calls_free(calls, ncalls);
 		placement_done(&p);
 		if (fenced == -EPERM)
 			log_info("oid=%016" PRIx64 " token=%" PRIu32 ": fenced: a newer "
@@ -327,7 +339,10 @@ static void repair(struct sdfs *s, struct placement *p, uint64_t oid,
 	memset(wr, 0, sizeof(wr));
 	for (size_t i = 0; i < nbad; i++) {
 		wr[i].node = bad[i];
-		wr[i].req.opcode = SDFS_OP_OBJ_REPLACE;
+		/* Only the bad copies: for a shared object that is the
+		 * primary's REPL_ op, which a node applies as it is. */
+		wr[i].req.opcode = oid_is_ordered(oid) ? SDFS_OP_REPL_REPLACE
+						       : SDFS_OP_OBJ_REPLACE;
 		wr[i].req.oid = oid;
 		wr[i].req.epoch = (uint32_t)p->m->map->epoch;
 		/* A repair is a write too: a deposed writer must not put back

@@ -1,0 +1,248 @@
+/*
+ * order.c - the primary's side of ordered mutations (order.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "blockd/blockd.h"
+#include "blockd/order.h"
+#include "common/log.h"
+#include "common/oid.h"
+#include "common/proto.h"
+#include "common/ring.h"
+#include "common/rpc.h"
+
+#define ORDER_STRIPES 1024      /* order locks; objects share one rarely */
+
+struct order {
+	struct workq *q;
+	struct pool *pool;
+	int timeout_ms;                 /* for the replicas' answers */
+	atomic_uint_fast64_t req_id;
+	pthread_mutex_t stripe[ORDER_STRIPES];
+};
+
+struct ordreq {
+	struct work work;
+	struct blockd *bd;
+	struct conn *conn;
+	struct sdfs_hdr h;
+	uint8_t *payload;
+	int proxy;                      /* not the primary: pass it on */
+	size_t n;                       /* up holders (proxy: the primary) */
+	struct cmap_node node[RING_MAX_COPIES];
+	enum sdfs_res res;
+	uint32_t applied;
+};
+
+static const uint8_t repl_of[SDFS_OP_MAX] = {
+	[SDFS_OP_OBJ_WRITE] = SDFS_OP_REPL_WRITE,
+	[SDFS_OP_OBJ_CREATE] = SDFS_OP_REPL_CREATE,
+	[SDFS_OP_OBJ_REMOVE] = SDFS_OP_REPL_REMOVE,
+	[SDFS_OP_OBJ_REPLACE] = SDFS_OP_REPL_REPLACE,
+};
+
+unsigned order_repl_op(unsigned op)
+{
+	return op < SDFS_OP_MAX ? repl_of[op] : 0;
+}
+
+int order_wanted(const struct sdfs_hdr *h)
+{
+	return order_repl_op(h->opcode) && !(h->flags & SDFS_F_RAW) &&
+	       oid_is_ordered(h->oid);
+}
+
+static uint64_t next_req_id(void *arg)
+{
+	struct order *o = arg;
+
+	return atomic_fetch_add(&o->req_id, 1) + 1;
+}
+
+static pthread_mutex_t *stripe_of(struct order *o, uint64_t oid)
+{
+	return &o->stripe[(oid * 0x9e3779b97f4a7c15ull) >> 54];
+}
+
+static int is_transport(int err)
+{
+	return err == -ETIMEDOUT || err == -ECONNREFUSED || err == -ECONNRESET ||
+	       err == -EPIPE || err == -EPROTO || err == -EHOSTUNREACH ||
+	       err == -ENETUNREACH || err == -ESHUTDOWN || err == -EINPROGRESS;
+}
+
+/*
+ * One answer for the client from the replicas' answers, most telling
+ * first: a fence or freeze (never retried), a lasting error, then "try
+ * again" (a replica on another epoch, unreachable or unable to vouch for
+ * its copy: the client re-reads the map and redoes the whole mutation,
+ * which is idempotent); else done. A removal all replicas found missing
+ * is NO_OBJ.
+ */
+static enum sdfs_res combine(struct ordreq *q, const struct rpc_call *c)
+{
+	int fenced = 0, fatal = 0, stale = 0, retry = 0, noent = 0;
+
+	for (size_t i = 0; i < q->n; i++) {
+		int r = rpc_result(&c[i]);
+
+		if (r == 0)
+			q->applied++;
+		else if ((r == -EPERM || r == -EROFS) && c[i].ret == 0)
+			fenced = fenced ? fenced : r;
+		else if (r == -ENOENT && q->h.opcode == SDFS_OP_OBJ_REMOVE)
+			noent++;
+		else if (r == -ESTALE)
+			stale = 1;
+		else if (r == -EAGAIN || r == -ENODATA || is_transport(r)) {
+			if (is_transport(r))
+				log_warn("node=%" PRIu32 " oid=%016" PRIx64 " op=%s: %s; the "
+					 "client will retry", q->node[i].node_id, q->h.oid,
+					 proto_op_name(q->h.opcode), strerror(-r));
+			retry = 1;
+		} else if (!fatal)
+			fatal = r;
+	}
+	if (fenced)
+		return proto_res_from_errno(fenced);
+	if (fatal)
+		return proto_res_from_errno(fatal);
+	if (stale)
+		return SDFS_RES_OLD_EPOCH;
+	if (retry)
+		return SDFS_RES_UNAVAIL;
+	return noent && !q->applied ? SDFS_RES_NO_OBJ : SDFS_RES_OK;
+}
+
+static void ordreq_fn(struct work *w)
+{
+	struct ordreq *q = (struct ordreq *)w;
+	struct order *o = q->bd->order;
+	struct rpc_call c[RING_MAX_COPIES];
+	pthread_mutex_t *mu = q->proxy ? NULL : stripe_of(o, q->h.oid);
+
+	memset(c, 0, sizeof(c));
+	for (size_t i = 0; i < q->n; i++) {
+		c[i].node = &q->node[i];
+		c[i].req = q->h;
+		if (!q->proxy)
+			c[i].req.opcode = (uint8_t)order_repl_op(q->h.opcode);
+		c[i].payload = q->payload;
+	}
+	if (mu)
+		pthread_mutex_lock(mu);
+	rpc_run(o->pool, c, q->n, o->timeout_ms, next_req_id, o);
+	if (mu)
+		pthread_mutex_unlock(mu);
+	if (q->proxy) {
+		int r = rpc_result(&c[0]);
+
+		q->res = c[0].ret ? SDFS_RES_UNAVAIL : (enum sdfs_res)c[0].reply.result;
+		q->applied = c[0].ret ? 0 : c[0].reply.length;
+		if (c[0].ret)
+			log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": primary unreachable: %s",
+				 q->node[0].node_id, q->h.oid, strerror(-r));
+	} else
+		q->res = combine(q, c);
+	rpc_calls_free(c, q->n);
+}
+
+static void ordreq_done(struct work *w)
+{
+	struct ordreq *q = (struct ordreq *)w;
+	struct sdfs_hdr reply;
+
+	proto_reply_init(&reply, &q->h, q->res);
+	reply.length = q->applied;
+	client_conn_reply(q->conn, &reply, NULL);
+	client_conn_put(q->conn);
+	free(q->payload);
+	free(q);
+}
+
+static void reply_now(struct conn *c, const struct sdfs_hdr *h, enum sdfs_res res)
+{
+	struct sdfs_hdr reply;
+
+	proto_reply_init(&reply, h, res);
+	client_conn_reply(c, &reply, NULL);
+}
+
+void order_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
+		    uint8_t *payload)
+{
+	uint32_t ids[RING_MAX_COPIES];
+	struct ordreq *q = calloc(1, sizeof(*q));
+	int n = q ? ring_place(bd->map->ring, h->oid, oid_copies(h->oid, bd->cfg.copies),
+			       ids) : -ENOMEM;
+
+	if (n <= 0) {
+		free(q);
+		free(payload);
+		reply_now(c, h, n == -ENOMEM ? SDFS_RES_NO_MEM : SDFS_RES_NO_SPACE);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct cmap_node *nd = cmap_find(bd->map, ids[i]);
+
+		if (nd && nd->state == CMAP_UP)
+			q->node[q->n++] = *nd;
+	}
+	if (q->n && q->node[0].node_id != bd->node_id) {
+		q->proxy = 1;
+		q->n = 1;
+	}
+	if (q->n == 0) {
+		/* Every holder down: the map will move them out. */
+		free(q);
+		free(payload);
+		reply_now(c, h, SDFS_RES_UNAVAIL);
+		return;
+	}
+	q->bd = bd;
+	q->conn = c;
+	q->h = *h;
+	q->payload = payload;
+	q->work.fn = ordreq_fn;
+	q->work.done = ordreq_done;
+	client_conn_get(c);
+	workq_push(bd->order->q, &q->work);
+}
+
+int order_new(struct blockd *bd, int nthreads, struct order **out)
+{
+	struct order *o = calloc(1, sizeof(*o));
+	int ret;
+
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; i < ORDER_STRIPES; i++)
+		pthread_mutex_init(&o->stripe[i], NULL);
+	o->timeout_ms = bd->conf.session_ms > 1000 ? 2 * bd->conf.session_ms : 2000;
+	ret = pool_new(&o->pool);
+	if (!ret)
+		ret = workq_new(bd->loop, "order", nthreads, &o->q);
+	if (ret) {
+		pool_free(o->pool);
+		free(o);
+		return ret;
+	}
+	*out = o;
+	return 0;
+}
+
+void order_free(struct order *o)
+{
+	if (!o)
+		return;
+	workq_free(o->q);
+	pool_free(o->pool);
+	for (size_t i = 0; i < ORDER_STRIPES; i++)
+		pthread_mutex_destroy(&o->stripe[i]);
+	free(o);
+}

@@ -15,6 +15,7 @@
 #include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
+#include "mds/lease.h"
 #include "mds/lock.h"
 #include "mds/ns_int.h"
 #include "mds/store.h"
@@ -136,6 +137,7 @@ void inode_put(struct kvbatch *b, const struct inode *in)
 	proto_attr_encode(&a, v);
 	le64_put(v + SDFS_ATTR_SIZE, in->next_seq);
 	kvbatch_put(b, k, key_inode(k, in->a.ino), v, sizeof(v));
+	lease_note_inode(in->a.ino);
 }
 
 int dent_get(struct ns *ns, uint64_t parent, const char *name, size_t nlen,
@@ -175,6 +177,7 @@ void dent_add(struct kvbatch *b, struct inode *dir, const char *name, size_t nle
 	le32_put(lv + 8, type);
 	memcpy(lv + 12, name, nlen);
 	kvbatch_put(b, k, key_list(k, dir->a.ino, cookie), lv, 12 + nlen);
+	lease_note_entry(dir->a.ino, name, nlen);
 }
 
 void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
@@ -184,6 +187,7 @@ void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
 
 	kvbatch_del(b, k, key_dent(k, parent, name, nlen));
 	kvbatch_del(b, k, key_list(k, parent, d->cookie));
+	lease_note_entry(parent, name, nlen);
 }
 
 void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in)
@@ -432,6 +436,8 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 	pthread_mutex_init(&ns->purge_lock, NULL);
 	pthread_cond_init(&ns->purge_cond, NULL);
 	ret = replycache_init(ns);
+	if (!ret)
+		ret = leases_new(&ns->leases);
 	if (ret)
 		goto fail;
 
@@ -491,6 +497,7 @@ void ns_close(struct ns *ns)
 	vol_close(ns);
 	kvdb_close(ns->db);
 	replycache_free(ns);
+	leases_free(ns->leases);
 	free(ns);
 }
 
@@ -527,6 +534,46 @@ static int exec_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r
 	if (lock_is_op(op))
 		return lock_exec(ns, op, r, data, b, rep);
 	return -EOPNOTSUPP;
+}
+
+/*
+ * The leases a mutation's reply gives its client (lease.h): before it
+ * runs, on what the request names (@rep NULL); after, on the inode a
+ * create made (its attributes are in @rep).
+ */
+static void grant_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
+			   const char *name, const char *name2, const struct ns_reply *rep)
+{
+	struct leases *l = ns->leases;
+	struct sdfs_attr a;
+
+	switch (op) {
+	case SDFS_OP_NS_MKNOD: case SDFS_OP_NS_MKDIR: case SDFS_OP_NS_SYMLINK:
+		if (!rep)
+			lease_grant_entry(l, r->client_id, r->ino, name, r->name_len);
+		else if (rep->data && proto_attr_decode(rep->data, rep->len, &a) == 0)
+			lease_grant_inode(l, r->client_id, a.ino);
+		break;
+	case SDFS_OP_NS_LINK:
+		if (!rep) {
+			lease_grant_entry(l, r->client_id, r->ino2, name2, r->name2_len);
+			lease_grant_inode(l, r->client_id, r->ino);
+		}
+		break;
+	case SDFS_OP_NS_SETATTR:
+		if (!rep)
+			lease_grant_inode(l, r->client_id, r->ino);
+		break;
+	case SDFS_OP_NS_RENAME:
+		if (!rep)
+			lease_grant_entry(l, r->client_id, r->ino2, name2, r->name2_len);
+		break;
+	}
+}
+
+struct leases *ns_leases(struct ns *ns)
+{
+	return ns->leases;
 }
 
 int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
@@ -566,8 +613,15 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 		return -ENOMEM;
 	}
 	/* The op commits the batch itself, under its locks, after adding
-	 * the reply record (replycache_record) to it. */
+	 * the reply record (replycache_record) to it. What it changed is
+	 * noted on the way (inode_put, dent_add, dent_del) and pushed to
+	 * the clients caching it once it is durable, before the reply. */
+	grant_mutation(ns, op, req, name, name2, NULL);
+	lease_collect_begin();
 	ret = exec_mutation(ns, op, req, name, name2, data, b, rep);
+	lease_collect_end(ns->leases, req->client_id, ret == 0);
+	if (ret == 0)
+		grant_mutation(ns, op, req, name, name2, rep);
 	kvbatch_free(b);
 	replycache_end(ns, req);
 	if (ret) {

@@ -53,6 +53,10 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 	    const char *name, const char *name2, const uint8_t *data,
 	    struct ns_reply *rep);
 
+/* The leases of this term's clients (mds/lease.h): server.c hands it
+ * their subscriptions. */
+struct leases *ns_leases(struct ns *ns);
+
 /* The database failed (fenced, or I/O): nothing more can be written. */
 int ns_failed(struct ns *ns);
 #endif

@@ -13,6 +13,7 @@
 #include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
+#include "mds/lease.h"
 #include "mds/ns_int.h"
 
 #define READDIR_MAX (64u << 10)
@@ -40,6 +41,9 @@ int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 		kviter_free(it);
 		return -ENOMEM;
 	}
+	/* readdirplus: the kernel caches every name and inode it returns */
+	if (plus)
+		lease_grant_listing(ns->leases, r->client_id, r->ino);
 	key_list(pfx, r->ino, r->arg < NS_FIRST_COOKIE ? NS_FIRST_COOKIE : r->arg);
 	for (kviter_seek(it, pfx, 17); kviter_valid(it); kviter_next(it)) {
 		size_t klen, vlen;
@@ -65,6 +69,7 @@ int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 			break;
 		}
 		if (plus) {
+			lease_grant_inode(ns->leases, r->client_id, d.ino);
 			ret = inode_get(ns, d.ino, &in);
 			if (ret)
 				continue;       /* removed meanwhile */

@@ -7,6 +7,7 @@
  *   ns_dir.c      readdir, readlink, statfs, xattrs, info
  *   replycache.c  the (client_id, seq) -> reply records
  *   purge.c       background: data of unlinked files, old reply records
+ *   lease.c       clients' leases, pushed invalidations (mds/lease.h)
  *   vol*.c        volume files' catalog, snapshots, reclaim (mds/vol.h)
  *
  * Keys (big-endian numbers, so LevelDB orders them):
@@ -70,6 +71,7 @@ struct ns {
 	struct inflight *inflight;      /* replycache.c */
 	struct vol *vol;                /* vol*.c */
 	struct locktab *lt;             /* lock.c */
+	struct leases *leases;          /* lease.c: what clients cache */
 
 	/* statfs cache */
 	pthread_mutex_t statfs_lock;

@@ -14,14 +14,19 @@
 
 #include "common/log.h"
 #include "common/oid.h"
+#include "mds/lease.h"
 #include "mds/ns_int.h"
 #include "mds/vol.h"
 
+/* Leases (lease.h) are granted before the state is read: a change
+ * committed after the read then finds them and is pushed. */
 int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 {
 	struct inode in;
-	int ret = inode_get(ns, r->ino, &in);
+	int ret;
 
+	lease_grant_inode(ns->leases, r->client_id, r->ino);
+	ret = inode_get(ns, r->ino, &in);
 	return ret ? ret : reply_attr(rep, &in);
 }
 
@@ -46,9 +51,12 @@ int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		ret = inode_get(ns, dir.a.parent, &in);
 		return ret ? ret : reply_attr(rep, &in);
 	}
+	/* a missing name is cached too (a negative entry) */
+	lease_grant_entry(ns->leases, r->client_id, r->ino, name, r->name_len);
 	ret = dent_get(ns, r->ino, name, r->name_len, &d);
 	if (ret)
 		return ret;
+	lease_grant_inode(ns->leases, r->client_id, d.ino);
 	ret = inode_get(ns, d.ino, &in);
 	if (ret == -ENOENT)
 		ret = -ENOENT;  /* removed between the two reads */

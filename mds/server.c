@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
+#include "mds/lease.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
 
@@ -63,7 +64,7 @@ static int write_full(int fd, const void *buf, size_t len)
 
 static int is_ns_op(unsigned op)
 {
-	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_LOCK_RELEASE;
+	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE;
 }
 
 static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
@@ -108,6 +109,48 @@ static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
 	return write_full(c->fd, rep->data + n, h.payload_len - (size_t)n);
 }
 
+/*
+ * NS_SUBSCRIBE (lease.h): answer, then the connection is the client's
+ * invalidation channel: the mds sends NS_NOTIFY on it from the threads
+ * of the operations that need it, and this thread reads the answers
+ * until the connection ends. Returns < 0 (close it).
+ */
+static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
+			      const struct sdfs_ns_req *req)
+{
+	struct leases *l = ns_leases(c->m->ns);
+	struct lease_sub *sub;
+	uint8_t hb[SDFS_HDR_SIZE];
+	struct sdfs_hdr a;
+	int ret;
+
+	if (req->client_id == 0 || req->arg > UINT32_MAX)
+		return send_reply(c, h, -EINVAL, NULL);
+	/* The answer goes first: nothing may be sent before it. */
+	ret = send_reply(c, h, 0, NULL);
+	if (ret)
+		return ret;
+	sub = lease_subscribe(l, req->client_id, (uint32_t)req->arg, c->fd);
+	if (!sub)
+		return -ENOMEM;
+	for (;;) {
+		ret = read_full(c->fd, hb, sizeof(hb));
+		if (ret)
+			break;
+		ret = proto_hdr_decode(hb, 0, &a);
+		if (!ret && (!(a.flags & SDFS_F_REPLY) || a.opcode != SDFS_OP_NS_NOTIFY))
+			ret = -EPROTO;
+		if (ret) {
+			log_warn("client=%016" PRIx64 ": bad message on its invalidation "
+				 "channel; closing it", req->client_id);
+			break;
+		}
+		lease_acked(sub, c->fd, a.req_id);
+	}
+	lease_unsubscribe(sub, c->fd);
+	return ret ? ret : -ECONNRESET;
+}
+
 /* One request; returns < 0 to close the connection. */
 static int serve_one(struct conn *c, uint8_t *payload_buf)
 {
@@ -149,6 +192,8 @@ static int serve_one(struct conn *c, uint8_t *payload_buf)
 		return send_reply(c, &h, -ESHUTDOWN, NULL);
 	if (proto_ns_req_decode(payload_buf, h.payload_len, &req))
 		return send_reply(c, &h, -EPROTO, NULL);
+	if (h.opcode == SDFS_OP_NS_SUBSCRIBE)
+		return serve_subscription(c, &h, &req);
 	const char *name = (const char *)payload_buf + SDFS_NS_REQ_SIZE;
 	const char *name2 = name + req.name_len;
 	const uint8_t *data = (const uint8_t *)name2 + req.name2_len;

@@ -433,13 +433,59 @@ Test(mds_fuzz, bad_names_get_errno_replies_and_create_nothing)
 	free(f);
 }
 
+/* ---- the invalidation channel ---- */
+
+/* A subscription with no client id is refused; a good one is answered
+ * and turns the connection into the client's channel, on which anything
+ * but an answer to a notification closes it — and nothing else. */
+Test(mds_fuzz, garbage_on_an_invalidation_channel_closes_only_it)
+{
+	struct frame *f = malloc(sizeof(*f));
+	struct sdfs_ns_req q = { .client_id = 0, .seq = 1, .arg = 1000 };
+	struct ns_view before;
+	struct sdfs_hdr r;
+	uint8_t junk[200];
+	int fd = wire_connect(addr);
+
+	cr_assert(f);
+	take_view(&before);
+	ns_frame(f, SDFS_OP_NS_SUBSCRIBE, &q, NULL, 0, NULL, 0, NULL, 0);
+	exchange(fd, f, &r, "subscribe without a client id");
+	cr_assert_eq(reply_errno(&r), EINVAL, "client id 0: result %u", r.result);
+	q.client_id = 0xfeed;
+	q.arg = 1ull << 40;
+	ns_frame(f, SDFS_OP_NS_SUBSCRIBE, &q, NULL, 0, NULL, 0, NULL, 0);
+	exchange(fd, f, &r, "subscribe with a cache time over 2^32 ms");
+	cr_assert_eq(reply_errno(&r), EINVAL, "huge cache time: result %u", r.result);
+	q.arg = 1000;
+	ns_frame(f, SDFS_OP_NS_SUBSCRIBE, &q, NULL, 0, NULL, 0, NULL, 0);
+	exchange(fd, f, &r, "subscribe");
+	cr_assert_eq(r.result, SDFS_RES_OK, "subscribe: result %u", r.result);
+	tfill_random(junk, sizeof(junk), 77);
+	cr_assert_eq(wire_send(fd, junk, sizeof(junk)), 0);
+	cr_assert_eq(wire_wait_closed(fd, WAIT_MS), 0, "garbage left the channel open");
+	close(fd);
+
+	/* a request on the channel instead of an answer: closed too */
+	fd = wire_connect(addr);
+	exchange(fd, f, &r, "subscribe again");
+	cr_assert_eq(r.result, SDFS_RES_OK);
+	ns_req(f, SDFS_OP_NS_GETATTR, ROOT, 0, NULL, 0, NULL, 0, NULL, 0);
+	cr_assert_eq(wire_send(fd, f->buf, f->len), 0);
+	cr_assert_eq(wire_wait_closed(fd, WAIT_MS), 0, "a request on the channel was "
+		     "taken");
+	close(fd);
+	assert_unharmed(&before, "invalidation channel");
+	free(f);
+}
+
 /* ---- unknown ops ---- */
 
 Test(mds_fuzz, unknown_ops_get_unknown_op)
 {
 	static const unsigned ops[] = { 0x40, 0x7f, SDFS_OP_OBJ_READ, SDFS_OP_OBJ_WRITE,
 					SDFS_OP_NODE_INFO, SDFS_OP_MDS_FENCE, 0x00,
-					SDFS_OP_NS_LOCK_RELEASE + 1, 0x80, 0xff };
+					SDFS_OP_NS_SUBSCRIBE + 2, 0x80, 0xff };
 	struct frame *f = malloc(sizeof(*f));
 	struct ns_view before;
 	struct sdfs_hdr r;
@@ -499,9 +545,11 @@ static void framed(struct frame *f, unsigned op, const uint8_t *payload, size_t 
 	f->req_id = h.req_id;
 }
 
+/* NS_SUBSCRIBE too: random frames never pick it (a subscription turns
+ * the connection into a channel; its own test is below). */
 static int is_ns_op(unsigned op)
 {
-	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_LOCK_RELEASE;
+	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE;
 }
 
 static int is_mutation(unsigned op)

@@ -9,6 +9,7 @@
  *   volfile.c   volume files: their opens, I/O, truncate, punch, seek
  *   snapdir.c   DIR/.snap/FILE@SNAP: snapshots as read-only files
  *   ops_lock.c  getlk, setlk, flock (served by the mds), unlock at close
+ *   inval.c     invalidations pushed by the mds, applied to the kernel
  *
  * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
  * both sides), generations the low 32 bits of the inode's gen. The mds
@@ -119,7 +120,8 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime);
  * only, with @datasync). */
 int fnode_sync(struct fs *fs, struct fnode *n, int datasync);
 
-/* Attributes for the kernel. */
+/* Attributes for the kernel. fs_entry's timeouts are judged against
+ * the thread's mark (inval_begin). */
 void fs_stat_to_kernel(const struct sdfs_stat *st, struct stat *out);
 void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e);
 /* Reply with an error; libsdfs errors that mean "cannot reach" become EIO. */
@@ -148,6 +150,35 @@ int volf_pwrite(struct fnode *n, const void *buf, size_t size, uint64_t off);
 extern int volf_wait;
 /* ...or take the lock only at the first write (waiting for it)? */
 extern int volf_lazy;
+
+/*
+ * inval.c: invalidations pushed by the mds (the kernel drops what other
+ * clients changed at once, not after its timeouts).
+ * inval_start: after mounting, before the session loop: subscribes
+ * (unless both timeouts are 0); 0 or -errno (the mount then works on
+ * timeouts alone). inval_quiesce: after the loop, before
+ * fuse_session_unmount: nothing is applied any more (waits up to 1 s
+ * for a notify call in flight). inval_stop: after unmounting, before
+ * fuse_session_destroy: joins the applier.
+ */
+int inval_start(struct fs *fs);
+void inval_quiesce(struct fs *fs);
+void inval_stop(struct fs *fs);
+/*
+ * The guard for replies racing an invalidation: take a mark before
+ * asking the mds; replying, inval_*_timeout(mark) is the mount's
+ * timeout, or 0 if an invalidation came meanwhile. Any thread.
+ * inval_begin (at the top of a handler) keeps the mark in a
+ * thread-local that fs_entry uses; inval_begin_at sets it to an older
+ * mark (a readdirplus page fetched earlier). A handler that did not
+ * call it gets its thread's last mark: at worst timeout 0.
+ */
+uint64_t inval_mark(void);
+double inval_attr_timeout(uint64_t mark);
+double inval_entry_timeout(uint64_t mark);
+void inval_begin(void);
+void inval_begin_at(uint64_t mark);
+uint64_t inval_thread_mark(void);
 
 /* snapdir.c: the hidden .snap directories (snapshots as read-only
  * files): wraps the ops of @ops that can meet their nodes. */

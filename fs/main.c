@@ -398,13 +398,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	log_info("mounted cluster %s at %s", a.cluster, a.mnt);
+	if ((ret = inval_start(&fs)) != 0)
+		log_warn("no pushed invalidations (%s): caches expire by their "
+			 "timeouts only", strerror(-ret));
 	mnt_point = a.mnt;
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 1);
 	fuse_loop_cfg_set_max_threads(lc, fs.o.threads);
 	ret = fuse_session_loop_mt(fs.se, lc);
 	fuse_loop_cfg_destroy(lc);
+	/* No notify call may start once unmounting closes the device fd;
+	 * one blocked in the kernel ends when it does (then join). The
+	 * subscription itself ends in sdfs_close: its callback is a no-op
+	 * from here on. */
+	inval_quiesce(&fs);
 	fuse_session_unmount(fs.se);
+	inval_stop(&fs);
 	fuse_remove_signal_handlers(fs.se);
 	fuse_session_destroy(fs.se);
 	log_info("unmounted %s", a.mnt);

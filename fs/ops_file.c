@@ -192,6 +192,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	struct fnode *n;
 	int ret;
 
+	inval_begin();
 	ret = sdfs_ns_mknod(the_fs->s, parent, name, (mode & ~S_IFMT) | S_IFREG, 0,
 			    ctx->uid, ctx->gid, &st);
 	if (ret) {

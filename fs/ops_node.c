@@ -49,8 +49,8 @@ void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e)
 	e->ino = st->ino;
 	e->generation = st->gen & 0xffffffffu;
 	fs_stat_to_kernel(st, &e->attr);
-	e->attr_timeout = the_fs->o.attr_timeout;
-	e->entry_timeout = the_fs->o.entry_timeout;
+	e->attr_timeout = inval_attr_timeout(inval_thread_mark());
+	e->entry_timeout = inval_entry_timeout(inval_thread_mark());
 }
 
 void fs_reply_err(fuse_req_t req, int neg_errno)
@@ -125,6 +125,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	uint64_t ver = UINT64_MAX;
 	int ret;
 
+	inval_begin();
 	if (strcmp(name, ".") == 0) {
 		/* NFS: any inode; its node may hold newer state than the reply */
 		n = fnode_find(the_fs, parent);
@@ -144,7 +145,7 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		/* a negative entry, cached like positive ones (the kernel
 		 * drops it when this client creates the name) */
 		struct fuse_entry_param e = { .ino = 0,
-					      .entry_timeout = the_fs->o.entry_timeout };
+			.entry_timeout = inval_entry_timeout(inval_thread_mark()) };
 		fuse_reply_entry(req, &e);
 		return;
 	}
@@ -171,15 +172,17 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct sdfs_stat st;
 	struct stat kst;
-	int ret = fs_getattr(the_fs, ino, &st);
+	int ret;
 	(void)fi;
 
+	inval_begin();
+	ret = fs_getattr(the_fs, ino, &st);
 	if (ret) {
 		fs_reply_err(req, ret);
 		return;
 	}
 	fs_stat_to_kernel(&st, &kst);
-	fuse_reply_attr(req, &kst, the_fs->o.attr_timeout);
+	fuse_reply_attr(req, &kst, inval_attr_timeout(inval_thread_mark()));
 }
 
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -192,6 +195,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	int ret;
 	(void)fi;
 
+	inval_begin();
 	if (n)          /* after our own atime update, not racing it */
 		fnode_wait_atime(n);
 
@@ -255,7 +259,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		view = st;
 	}
 	fs_stat_to_kernel(&view, &kst);
-	fuse_reply_attr(req, &kst, the_fs->o.attr_timeout);
+	fuse_reply_attr(req, &kst, inval_attr_timeout(inval_thread_mark()));
 }
 
 void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -278,6 +282,7 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct sdfs_stat st;
 	int ret;
 
+	inval_begin();
 	if (dir)
 		ret = sdfs_ns_mkdir(the_fs->s, parent, name, mode, ctx->uid, ctx->gid, &st);
 	else
@@ -380,7 +385,10 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct sdfs_stat st;
-	int ret = sdfs_ns_symlink(the_fs->s, parent, name, link, ctx->uid, ctx->gid, &st);
+	int ret;
+
+	inval_begin();
+	ret = sdfs_ns_symlink(the_fs->s, parent, name, link, ctx->uid, ctx->gid, &st);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -411,7 +419,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct sdfs_stat st;
-	int ret = sdfs_ns_link(the_fs->s, ino, newparent, newname, &st);
+	int ret;
+
+	inval_begin();
+	ret = sdfs_ns_link(the_fs->s, ino, newparent, newname, &st);
 
 	if (ret)
 		fs_reply_err(req, ret);

@@ -49,6 +49,8 @@ static void on_coord_event(enum coord_event ev, void *arg)
 	}
 	if (ev == COORD_EV_MAP || ev == COORD_EV_CONNECTED || ev == COORD_EV_EXPIRED)
 		atomic_store(&s->map_stale, 1);
+	if (ev == COORD_EV_MDS_ACTIVE || ev == COORD_EV_CONNECTED || ev == COORD_EV_EXPIRED)
+		atomic_store(&s->mds_changed, 1);
 }
 
 uint64_t client_req_id(struct sdfs *s)
@@ -201,6 +203,7 @@ void sdfs_close(struct sdfs *s)
 {
 	if (!s)
 		return;
+	notify_stop(s);         /* its thread uses coord and the client id */
 	nsclient_free(s->ns);
 	coord_close(s->coord);
 	client_map_put(s->map);

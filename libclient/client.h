@@ -8,6 +8,7 @@
  *   ns.c       the namespace calls and sdfs_mds_status
  *   fileio.c   regular files' data in objects
  *   lock.c     cluster-wide locks; the handle's lock identity
+ *   notify.c   pushed invalidations: the subscription and its thread
  */
 #ifndef SDFS_LIBCLIENT_CLIENT_H
 #define SDFS_LIBCLIENT_CLIENT_H
@@ -44,6 +45,9 @@ struct sdfs {
 
 	struct pool *pool;
 	struct nsclient *ns;            /* nsclient.c; made on first use */
+	struct notify *notify;          /* notify.c; sdfs_ns_subscribe (under lock) */
+	atomic_int mds_changed;         /* ZooKeeper: mds/active may have moved
+					   (notify.c re-reads it) */
 
 	/* lock.c: the lock identity, a node clients/<lock_id> made in the
 	 * ZooKeeper session numbered lock_gen (session_gen counts the
@@ -76,4 +80,14 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len,
 		  int timeout_ms);
 void nsclient_free(struct nsclient *nc);
+/* The client id of the handle's namespace requests (making its
+ * nsclient if needed), and with @seq a fresh seq of them; 0 on ENOMEM.
+ * A subscription must carry this id: the mds matches by it what its
+ * replies told the handle. */
+uint64_t nsclient_client_id(struct sdfs *s, uint64_t *seq);
+
+/* notify.c: end the handle's subscription, if any: stops and joins its
+ * thread (its callback is not running any more on return). sdfs_close
+ * calls it before freeing what the thread uses. */
+void notify_stop(struct sdfs *s);
 #endif

@@ -79,6 +79,21 @@ static struct nsclient *get_nc(struct sdfs *s)
 	return nc;
 }
 
+uint64_t nsclient_client_id(struct sdfs *s, uint64_t *seq)
+{
+	struct nsclient *nc = get_nc(s);
+	uint64_t id;
+
+	if (!nc)
+		return 0;
+	pthread_mutex_lock(&nc->lock);
+	id = nc->client_id;
+	if (seq)
+		*seq = ++nc->seq;
+	pthread_mutex_unlock(&nc->lock);
+	return id;
+}
+
 void nsclient_free(struct nsclient *nc)
 {
 	if (!nc)

@@ -309,6 +309,23 @@ int sdfs_ns_removexattr(struct sdfs *s, uint64_t ino, const char *name);
  * symlinks; "/" is the root, ".." of the root is the root. */
 int sdfs_ns_resolve(struct sdfs *s, const char *path, int follow, struct sdfs_stat *st);
 
+/*
+ * Pushed invalidations (docs/consistency.md). From now on the active
+ * mds remembers which inode attributes and names its replies gave this
+ * handle within the last @cache_ms (how long the caller caches them),
+ * and before it acknowledges a change another client makes to one of
+ * them it calls @fn with what became stale: records of
+ * SDFS_INVAL_INODE (ino) and SDFS_INVAL_ENTRY (parent ino, name; not
+ * NUL-terminated, valid during the call). @fn runs on a thread of
+ * libsdfs, one message at a time, and the other client waits until it
+ * returned: it should drop the items and return, never wait for calls
+ * of this handle. The subscription follows mds failovers. Once per
+ * handle: 0, -EEXIST, -ENOMEM. sdfs_close ends it.
+ */
+struct sdfs_inval;
+typedef void (*sdfs_inval_fn)(void *arg, const struct sdfs_inval *iv, size_t n);
+int sdfs_ns_subscribe(struct sdfs *s, uint32_t cache_ms, sdfs_inval_fn fn, void *arg);
+
 /* A regular file's data (layout 1): read and write through its objects.
  * Reads past @st->size return 0 bytes, holes read as zeros. A write does
  * not change the size kept by the mds: follow it with sdfs_ns_setattr

@@ -1,0 +1,509 @@
+/*
+ * notify.c - pushed invalidations: a handle's subscription to the
+ * active mds (sdfs_ns_subscribe) and the thread that serves it.
+ *
+ * One thread per subscribed handle. It finds the active in ZooKeeper,
+ * opens a connection of its own, sends NS_SUBSCRIBE with the handle's
+ * client id (the mds knows by that id what its replies told the handle)
+ * and then, for each NS_NOTIFY, calls the caller's function and answers
+ * once it returned: the mds holds the change that made the items stale
+ * until that answer.
+ *
+ * The subscription follows the active: a lost connection, a "not
+ * active" (SHUTDOWN) answer, or ZooKeeper showing another active (a
+ * watch on mds/active, and a re-read every few seconds while idle, as a
+ * hung active keeps its connection open) makes the thread subscribe
+ * again, to whichever mds is active then. An mds without the op
+ * (UNKNOWN_OP) is asked again every 2 s; meanwhile the handle works as
+ * without a subscription: its caches expire by their timeouts.
+ *
+ * Stopping: notify_stop (from sdfs_close) sets a flag and joins. The
+ * thread waits on its socket in slices of 200 ms and sleeps on a
+ * condition variable, so it ends within a slice, a connect (500 ms) or
+ * a ZooKeeper read.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/coord_mds.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/proto.h"
+#include "libclient/client.h"
+
+#define NOTIFY_MSG_MAX      (1u << 20)  /* payload cap of one NS_NOTIFY */
+#define NOTIFY_SLICE_MS     200         /* longest wait between stop checks */
+#define NOTIFY_CONNECT_MS   500
+#define NOTIFY_IO_MS        5000        /* a reply, a message's rest, an answer */
+#define NOTIFY_RECHECK_MS   5000        /* re-read the active while idle */
+#define NOTIFY_ZK_RETRY_MS  1000        /* ...sooner after a ZooKeeper error */
+#define NOTIFY_SHUTDOWN_MS  150         /* a standby answered: failover under way */
+#define NOTIFY_UNSUPP_MS    2000        /* the mds has no NS_SUBSCRIBE */
+#define NOTIFY_RETRY_MIN_MS 100
+#define NOTIFY_RETRY_MAX_MS 2000
+#define NOTIFY_LOG_MS       60000       /* the same error is logged again after */
+
+struct notify {
+	struct sdfs *s;
+	uint32_t cache_ms;
+	sdfs_inval_fn fn;
+	void *arg;
+	pthread_t thread;
+	atomic_int stop;
+	pthread_mutex_t mu;             /* with cond: naps end at stop */
+	pthread_cond_t cond;
+
+	/* the thread's own */
+	struct coord_mds_doc mds;       /* the active subscribed to (or tried) */
+	uint8_t *buf;                   /* a message's payload */
+	size_t buf_cap;
+	struct sdfs_inval *iv;
+	size_t iv_cap;
+	int64_t recheck_ms;             /* when to re-read the active (idle) */
+	int last_err;                   /* the last error logged; 0: none since
+					   the last subscription */
+	int64_t last_log_ms;
+};
+
+static int stopped(struct notify *nt)
+{
+	return atomic_load(&nt->stop);
+}
+
+/* Sleep @ms, or less if stopped meanwhile. */
+static void nap(struct notify *nt, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&nt->mu);
+	while (!stopped(nt) && pthread_cond_timedwait(&nt->cond, &nt->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&nt->mu);
+}
+
+/* Log @err unless it is the one logged last, less than a minute ago
+ * (an mds without the op: only once). */
+static int log_due(struct notify *nt, int err)
+{
+	int64_t now = net_now_ms();
+
+	if (err == nt->last_err &&
+	    (err == -EOPNOTSUPP || now - nt->last_log_ms < NOTIFY_LOG_MS))
+		return 0;
+	nt->last_err = err;
+	nt->last_log_ms = now;
+	return 1;
+}
+
+/* Read mds/active (arming the watch that sets s->mds_changed). */
+static int active_read(struct notify *nt, struct coord_mds_doc *d)
+{
+	return coord_mds_active_get(nt->s->coord, 1, d);
+}
+
+/* Is the mds we are subscribed to no longer the active? A ZooKeeper
+ * error is not an answer: *@retry_ms tells when to ask again. */
+static int active_moved(struct notify *nt, int *retry_ms)
+{
+	struct coord_mds_doc d;
+	int ret;
+
+	*retry_ms = NOTIFY_RECHECK_MS;
+	ret = active_read(nt, &d);
+	if (ret == -ENOENT)
+		return 1;       /* ours lost its lease, none took over yet */
+	if (ret) {
+		*retry_ms = NOTIFY_ZK_RETRY_MS;
+		return 0;
+	}
+	return strcmp(d.addr, nt->mds.addr) || d.epoch != nt->mds.epoch;
+}
+
+/*
+ * Wait until @fd is ready for @events, up to @deadline (monotonic ms).
+ * -ECANCELED when stopped. With @idle (no message under way) there is
+ * no deadline, and -ESTALE when the active moved.
+ */
+static int wait_fd(struct notify *nt, int fd, short events, int64_t deadline, int idle)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int64_t now = net_now_ms();
+		int ms = NOTIFY_SLICE_MS, retry_ms;
+
+		if (stopped(nt))
+			return -ECANCELED;
+		if (!idle && now >= deadline)
+			return -ETIMEDOUT;
+		if (!idle && deadline - now < ms)
+			ms = (int)(deadline - now);
+		int n = poll(&p, 1, ms);
+		if (n > 0)
+			return 0;       /* ready, or an error the I/O will tell */
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (!idle)
+			continue;
+		now = net_now_ms();
+		if (atomic_exchange(&nt->s->mds_changed, 0) || now >= nt->recheck_ms) {
+			if (active_moved(nt, &retry_ms))
+				return -ESTALE;
+			nt->recheck_ms = net_now_ms() + retry_ms;
+		}
+	}
+}
+
+/* All @len bytes; the wait for the first one is @idle (see wait_fd),
+ * and then @deadline counts from that first byte. */
+static int io_full(struct notify *nt, int fd, void *buf, size_t len, int writing,
+		   int64_t deadline, int idle)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = writing ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
+				    : recv(fd, (char *)buf + done, len - done, 0);
+		int ret;
+
+		if (n > 0) {
+			done += (size_t)n;
+			if (idle)
+				deadline = net_now_ms() + NOTIFY_IO_MS;
+			idle = 0;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return -errno;
+		ret = wait_fd(nt, fd, writing ? POLLOUT : POLLIN, deadline, idle);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Room for a payload of @len bytes in nt->buf. */
+static int buf_reserve(struct notify *nt, size_t len)
+{
+	if (len <= nt->buf_cap)
+		return 0;
+	uint8_t *b = realloc(nt->buf, len);
+	if (!b)
+		return -ENOMEM;
+	nt->buf = b;
+	nt->buf_cap = len;
+	return 0;
+}
+
+/* A message's payload into nt->buf, checked against its checksum. */
+static int read_payload(struct notify *nt, int fd, const struct sdfs_hdr *h,
+			int64_t deadline)
+{
+	int ret;
+
+	if (!h->payload_len)
+		return 0;
+	ret = buf_reserve(nt, h->payload_len);
+	if (!ret)
+		ret = io_full(nt, fd, nt->buf, h->payload_len, 0, deadline, 0);
+	if (!ret)
+		ret = proto_payload_check(h, nt->buf);
+	return ret;
+}
+
+/* Find the active, connect, subscribe. 0 with *@fdp, or -errno:
+ * -ENOENT (none active), -ESHUTDOWN (not the active), -EOPNOTSUPP. */
+static int subscribe(struct notify *nt, int *fdp)
+{
+	struct sdfs_ns_req req = { .ino = 0, .arg = nt->cache_ms };
+	uint8_t msg[SDFS_HDR_SIZE + SDFS_NS_REQ_SIZE], raw[SDFS_HDR_SIZE];
+	struct sdfs_hdr h = { 0 }, reply;
+	char host[64];
+	uint16_t port;
+	int64_t deadline;
+	int fd, ret;
+
+	/* cleared before the read: a move after it sets it again */
+	atomic_store(&nt->s->mds_changed, 0);
+	ret = active_read(nt, &nt->mds);
+	if (ret) {
+		nt->mds.addr[0] = '\0';
+		return ret;
+	}
+	if (net_parse_addr(nt->mds.addr, host, sizeof(host), &port))
+		return -EBADMSG;
+	fd = net_connect(host, port, NOTIFY_CONNECT_MS);
+	if (fd < 0)
+		return fd;
+	req.client_id = nsclient_client_id(nt->s, &req.seq);
+	if (!req.client_id) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	proto_ns_req_encode(&req, msg + SDFS_HDR_SIZE);
+	h.opcode = SDFS_OP_NS_SUBSCRIBE;
+	h.req_id = client_req_id(nt->s);
+	h.oid = req.ino;
+	h.payload_len = SDFS_NS_REQ_SIZE;
+	proto_hdr_encode(&h, msg + SDFS_HDR_SIZE, msg);
+
+	deadline = net_now_ms() + NOTIFY_IO_MS;
+	ret = io_full(nt, fd, msg, sizeof(msg), 1, deadline, 0);
+	if (!ret)
+		ret = io_full(nt, fd, raw, sizeof(raw), 0, deadline, 0);
+	if (ret)
+		goto out_close;
+	if (proto_hdr_decode(raw, NOTIFY_MSG_MAX, &reply) ||
+	    !(reply.flags & SDFS_F_REPLY) || reply.req_id != h.req_id) {
+		ret = -EPROTO;
+		goto out_close;
+	}
+	ret = read_payload(nt, fd, &reply, deadline);   /* none expected */
+	if (ret)
+		goto out_close;
+	if (reply.result == SDFS_RES_SHUTDOWN)
+		ret = -ESHUTDOWN;
+	else
+		ret = proto_ns_result(&reply);
+	if (ret)
+		goto out_close;
+	nt->recheck_ms = net_now_ms() + NOTIFY_RECHECK_MS;
+	*fdp = fd;
+	return 0;
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* One NS_NOTIFY whose header is @h: its records to the caller, then
+ * the answer. */
+static int handle_notify(struct notify *nt, int fd, const struct sdfs_hdr *h)
+{
+	int64_t deadline = net_now_ms() + NOTIFY_IO_MS;
+	uint8_t raw[SDFS_HDR_SIZE];
+	struct sdfs_hdr reply;
+	size_t n = 0, off = 0;
+	int ret;
+
+	if (h->opcode != SDFS_OP_NS_NOTIFY || (h->flags & SDFS_F_REPLY))
+		return -EPROTO;
+	ret = read_payload(nt, fd, h, deadline);
+	if (ret)
+		return ret;
+	/* records are 16 bytes at least */
+	size_t cap = h->payload_len / SDFS_INVAL_HDR_SIZE;
+	if (cap > nt->iv_cap) {
+		struct sdfs_inval *iv = realloc(nt->iv, cap * sizeof(*iv));
+
+		if (!iv)
+			return -ENOMEM;
+		nt->iv = iv;
+		nt->iv_cap = cap;
+	}
+	while (off < h->payload_len) {
+		ssize_t used = proto_inval_decode(nt->buf + off, h->payload_len - off,
+						  &nt->iv[n]);
+
+		if (used < 0)
+			return -EBADMSG;
+		off += (size_t)used;
+		n++;
+	}
+	if (n)
+		nt->fn(nt->arg, nt->iv, n);
+	proto_reply_init(&reply, h, SDFS_RES_OK);
+	proto_hdr_encode(&reply, NULL, raw);
+	return io_full(nt, fd, raw, sizeof(raw), 1, net_now_ms() + NOTIFY_IO_MS, 0);
+}
+
+/* Serve the subscription on @fd until it breaks: the reason. */
+static int serve(struct notify *nt, int fd)
+{
+	for (;;) {
+		uint8_t raw[SDFS_HDR_SIZE];
+		struct sdfs_hdr h;
+		int ret;
+
+		ret = io_full(nt, fd, raw, sizeof(raw), 0, net_now_ms() + NOTIFY_IO_MS, 1);
+		if (ret)
+			return ret;
+		if (proto_hdr_decode(raw, NOTIFY_MSG_MAX, &h))
+			return -EBADMSG;
+		ret = handle_notify(nt, fd, &h);
+		if (ret)
+			return ret;
+	}
+}
+
+static void log_lost(struct notify *nt, int ret)
+{
+	if (ret == -ESTALE)
+		log_info("mds %s at %s is no longer the active: resubscribing",
+			 nt->mds.name, nt->mds.addr);
+	else if (ret == -ECONNRESET)
+		log_info("mds %s at %s closed the subscription: resubscribing",
+			 nt->mds.name, nt->mds.addr);
+	else
+		log_warn("mds %s at %s: subscription lost: %s; resubscribing",
+			 nt->mds.name, nt->mds.addr,
+			 ret == -EBADMSG ? "malformed message" : strerror(-ret));
+}
+
+/* Log a failed subscribe; returns how long to wait before the next. */
+static int subscribe_failed(struct notify *nt, int ret, int *backoff)
+{
+	int wait_ms = *backoff;
+
+	switch (ret) {
+	case -ESHUTDOWN:        /* a standby, or an active losing its lease */
+		log_debug("mds %s at %s is not active", nt->mds.name, nt->mds.addr);
+		return NOTIFY_SHUTDOWN_MS;
+	case -EOPNOTSUPP:
+		if (log_due(nt, ret))
+			log_info("mds %s at %s does not push invalidations: asking "
+				 "again every %d s", nt->mds.name, nt->mds.addr,
+				 NOTIFY_UNSUPP_MS / 1000);
+		return NOTIFY_UNSUPP_MS;
+	case -ENOENT:
+		if (log_due(nt, ret))
+			log_warn("no active mds to subscribe to; retrying");
+		break;
+	default:
+		if (log_due(nt, ret))
+			log_warn("subscribing to mds %s at %s: %s; retrying",
+				 nt->mds.addr[0] ? nt->mds.name : "?",
+				 nt->mds.addr[0] ? nt->mds.addr : "?", strerror(-ret));
+		break;
+	}
+	*backoff = *backoff * 2 < NOTIFY_RETRY_MAX_MS ? *backoff * 2 : NOTIFY_RETRY_MAX_MS;
+	return wait_ms;
+}
+
+static void *notify_main(void *arg)
+{
+	struct notify *nt = arg;
+	int backoff = NOTIFY_RETRY_MIN_MS;
+
+	while (!stopped(nt)) {
+		int fd = -1, wait_ms;
+		int ret = subscribe(nt, &fd);
+
+		if (ret == -ECANCELED)
+			break;
+		if (ret) {
+			nap(nt, subscribe_failed(nt, ret, &backoff));
+			continue;
+		}
+		log_info("subscribed to invalidations from mds %s at %s (epoch %" PRIu64
+			 ", cache %" PRIu32 " ms)", nt->mds.name, nt->mds.addr,
+			 nt->mds.epoch, nt->cache_ms);
+		nt->last_err = 0;
+		int64_t since = net_now_ms();
+		ret = serve(nt, fd);
+		close(fd);
+		if (ret == -ECANCELED)
+			break;
+		log_lost(nt, ret);
+		/* one that lasted is a failover: be quick; one that breaks at
+		 * once again and again backs off */
+		if (net_now_ms() - since >= NOTIFY_RETRY_MAX_MS)
+			backoff = NOTIFY_RETRY_MIN_MS;
+		wait_ms = backoff;
+		backoff = backoff * 2 < NOTIFY_RETRY_MAX_MS ? backoff * 2 : NOTIFY_RETRY_MAX_MS;
+		nap(nt, wait_ms);
+	}
+	return NULL;
+}
+
+static void notify_free(struct notify *nt)
+{
+	pthread_cond_destroy(&nt->cond);
+	pthread_mutex_destroy(&nt->mu);
+	free(nt->buf);
+	free(nt->iv);
+	free(nt);
+}
+
+int sdfs_ns_subscribe(struct sdfs *s, uint32_t cache_ms, sdfs_inval_fn fn, void *arg)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	struct notify *nt;
+	int ret;
+
+	if (!fn)
+		return -EINVAL;
+	if (!nsclient_client_id(s, NULL))       /* the id it will subscribe with */
+		return -ENOMEM;
+	nt = calloc(1, sizeof(*nt));
+	if (!nt)
+		return -ENOMEM;
+	nt->s = s;
+	nt->cache_ms = cache_ms;
+	nt->fn = fn;
+	nt->arg = arg;
+	atomic_init(&nt->stop, 0);
+	pthread_mutex_init(&nt->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&nt->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	pthread_mutex_lock(&s->lock);
+	if (s->notify) {
+		pthread_mutex_unlock(&s->lock);
+		notify_free(nt);
+		return -EEXIST;
+	}
+	s->notify = nt;
+	pthread_mutex_unlock(&s->lock);
+
+	/* Signals are for the program's threads, not this one. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&nt->thread, NULL, notify_main, nt);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		pthread_mutex_lock(&s->lock);
+		s->notify = NULL;
+		pthread_mutex_unlock(&s->lock);
+		notify_free(nt);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void notify_stop(struct sdfs *s)
+{
+	struct notify *nt;
+
+	pthread_mutex_lock(&s->lock);
+	nt = s->notify;
+	s->notify = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (!nt)
+		return;
+	pthread_mutex_lock(&nt->mu);
+	atomic_store(&nt->stop, 1);
+	pthread_cond_broadcast(&nt->cond);
+	pthread_mutex_unlock(&nt->mu);
+	pthread_join(nt->thread, NULL);
+	notify_free(nt);
+}

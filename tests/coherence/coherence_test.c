@@ -7,7 +7,9 @@
  *   symlink or truncate on A is seen by B within the entry/attribute
  *   timeout (1 s). B looks first, so that it holds the old state in its
  *   caches (negative entries too); then it polls with a deadline of a
- *   few seconds. The delays seen are logged, never asserted.
+ *   few seconds. The delays seen are logged, never asserted. And the
+ *   same at once: the mds pushed B an invalidation before it
+ *   acknowledged A's change, so B's first look must see it.
  * - Close-to-open: A writes and closes (or fsyncs), B opens afterwards
  *   and reads exactly that, at once, no polling; also when B had the
  *   file open and in its page cache before A overwrote, appended to or
@@ -28,6 +30,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +198,7 @@ struct delays {
 	const char *what[32];
 	int64_t max_ms[32];
 	unsigned n;
+	int immediate;          /* B must see each change on its first look */
 };
 
 /* Poll until B sees @x; the delay since the change (made at @t0) goes
@@ -206,6 +210,9 @@ static void wait_seen(struct delays *d, const char *what, const struct expect *x
 
 	while (!holds(x)) {
 		now = tnow_ms();
+		cr_assert(!d->immediate, "B still saw the old state %" PRId64 " ms after "
+			  "A's %s returned (%s): the mds acknowledged it without "
+			  "invalidating B's cache", now - t0, what, x->path);
 		cr_assert(now - t0 < SEEN_WAIT_MS, "B did not see %s within %d ms (%s)",
 			  what, SEEN_WAIT_MS, x->path);
 		tsleep_ms(POLL_MS);
@@ -313,11 +320,45 @@ Test(coherence, names_and_attributes_seen_within_the_timeout)
 			    d.what[i], d.max_ms[i]);
 }
 
+/* The same changes, but B must see each on its very first look after
+ * A's call returned: B's kernel caches the old state for a second, so
+ * only the invalidation the mds pushed before acknowledging A's change
+ * can have dropped it (lease.h). */
 Test(coherence, pushed_invalidation_is_immediate)
 {
-	cr_skip("not implemented yet: the mds does not push invalidations to "
-		"mounts (issue 7), so B sees A's changes only after its "
-		"attr_timeout/entry_timeout (docs/consistency.md)");
+	struct delays d = { .n = 0, .immediate = 1 };
+
+	for (unsigned round = 10; round < 15; round++)
+		names_round(&d, round);
+}
+
+/*
+ * A mount that cached a file and then stops answering (SIGSTOP: its
+ * channel to the mds stays open, nothing reads it) cannot hold A's change
+ * up for longer than its lease: the mds waits for its answer until B's
+ * cache time has passed, then acknowledges. Once B runs again it sees
+ * the change.
+ */
+Test(coherence, a_stopped_mount_delays_a_change_only_until_its_lease_ends)
+{
+	struct stat st;
+	int64_t t0, took;
+
+	put_file(on(0, "stopped"), "x", 1, O_EXCL);
+	cr_assert_eq(chmod(on(0, "stopped"), 0644), 0);
+	prime(EX(S_MODE, on(1, "stopped"), .mode = 0644), "chmod");
+	cr_assert_eq(tcluster_signal(tc, "mnt2", SIGSTOP), 0);
+	t0 = tnow_ms();
+	cr_assert_eq(chmod(on(0, "stopped"), 0600), 0, "chmod on A: %s", strerror(errno));
+	took = tnow_ms() - t0;
+	cr_assert_eq(tcluster_signal(tc, "mnt2", SIGCONT), 0);
+	cr_log_info("A's chmod took %" PRId64 " ms while B was stopped (B caches 1 s)",
+		    took);
+	cr_assert(took < SEEN_WAIT_MS, "A's chmod took %" PRId64 " ms: held up by a "
+		  "mount that does not answer", took);
+	cr_assert_eq(stat(on(1, "stopped"), &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0600, "B, running again, sees mode %o",
+		     st.st_mode & 07777);
 }
 
 /* ---- close-to-open ---- */

@@ -454,12 +454,12 @@ Test(locks, sqlite_from_two_mounts)
 	vt_mount2_stop(&m4);
 }
 
-/* Disabled: with the default 1 s name cache, SQLite from two mounts ends
- * with "disk I/O error": one mount deletes the rollback journal and the
- * other still sees its name, takes it for a hot journal. Needs the
- * pushed dentry invalidations of the coherence work
- * (docs/consistency.md); enable it then. */
-Test(locks, sqlite_from_two_default_mounts, .disabled = true)
+/* The two mounts of the cluster, with the default 1 s name and
+ * attribute caches: one mount deletes the rollback journal and the other
+ * must not go on seeing its name (it would take it for a hot journal:
+ * "disk I/O error"). The mds's pushed invalidations see to it
+ * (docs/consistency.md). */
+Test(locks, sqlite_from_two_default_mounts)
 {
 	char da[PATH_MAX + 16], db[PATH_MAX + 16];
 

@@ -69,13 +69,6 @@ static pthread_mutex_t *stripe_of(struct order *o, uint64_t oid)
 	return &o->stripe[(oid * 0x9e3779b97f4a7c15ull) >> 54];
 }
 
-static int is_transport(int err)
-{
-	return err == -ETIMEDOUT || err == -ECONNREFUSED || err == -ECONNRESET ||
-	       err == -EPIPE || err == -EPROTO || err == -EHOSTUNREACH ||
-	       err == -ENETUNREACH || err == -ESHUTDOWN || err == -EINPROGRESS;
-}
-
 /*
  * One answer for the client from the replicas' answers, most telling
  * first: a fence or freeze (never retried), a lasting error, then "try
@@ -99,8 +92,8 @@ static enum sdfs_res combine(struct ordreq *q, const struct rpc_call *c)
 			noent++;
 		else if (r == -ESTALE)
 			stale = 1;
-		else if (r == -EAGAIN || r == -ENODATA || is_transport(r)) {
-			if (is_transport(r))
+		else if (r == -EAGAIN || r == -ENODATA || rpc_is_transport(r)) {
+			if (rpc_is_transport(r))
 				log_warn("node=%" PRIu32 " oid=%016" PRIx64 " op=%s: %s; the "
 					 "client will retry", q->node[i].node_id, q->h.oid,
 					 proto_op_name(q->h.opcode), strerror(-r));

@@ -342,3 +342,10 @@ int rpc_result(const struct rpc_call *c)
 {
 	return c->ret ? c->ret : proto_res_to_errno(c->reply.result);
 }
+
+int rpc_is_transport(int err)
+{
+	return err == -ETIMEDOUT || err == -ECONNREFUSED || err == -ECONNRESET ||
+	       err == -EPIPE || err == -EPROTO || err == -EHOSTUNREACH ||
+	       err == -ENETUNREACH || err == -ESHUTDOWN || err == -EINPROGRESS;
+}

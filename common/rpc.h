@@ -54,4 +54,7 @@ void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
 void rpc_calls_free(struct rpc_call *calls, size_t n);
 /* The call's outcome as one errno: transport error or reply result. */
 int rpc_result(const struct rpc_call *c);
+/* Does @err (an rpc_result) say the node could not be reached or
+ * answered nothing usable — worth retrying on a fresh map? */
+int rpc_is_transport(int err);
 #endif

@@ -98,13 +98,6 @@ void sdfs_set_fence_token(struct sdfs *s, uint32_t token)
 	atomic_store(&s->fence_token, token);
 }
 
-static int is_transport(int err)
-{
-	return err == -ETIMEDOUT || err == -ECONNREFUSED || err == -ECONNRESET ||
-	       err == -EPIPE || err == -EPROTO || err == -EHOSTUNREACH ||
-	       err == -ENETUNREACH || err == -ESHUTDOWN || err == -EINPROGRESS;
-}
-
 enum mut_kind { MUT_ALL_OK, MUT_NOENT_OK };
 
 /*
@@ -204,12 +197,12 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 				ok++;
 			else if (r == -ENOENT && kind == MUT_NOENT_OK)
 				noent++;
-			else if (is_epoch_miss(r) || is_transport(r) || r == -ENODATA) {
-				if (is_transport(r))
+			else if (is_epoch_miss(r) || rpc_is_transport(r) || r == -ENODATA) {
+				if (rpc_is_transport(r))
 					log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": %s; "
 						 "retrying", p.up[i]->node_id, oid, strerror(-r));
 				retry = 1;
-				last = is_transport(r) || r == -ENODATA ? -EIO : last;
+				last = rpc_is_transport(r) || r == -ENODATA ? -EIO : last;
 			} else if (!fatal)
 				fatal = r;
 		}
@@ -420,7 +413,7 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 				nodata++;
 			} else if (is_epoch_miss(ret)) {
 				stale = 1;
-			} else if (!is_transport(ret)) {
+			} else if (!rpc_is_transport(ret)) {
 				placement_done(&p);
 				return ret;     /* EINVAL and the like: no replica helps */
 			} else {

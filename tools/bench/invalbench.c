@@ -199,16 +199,22 @@ static int change_mkdir(const struct inval_ctx *c, unsigned long i, int64_t want
 	return mkdirat(c->fd[0], name, 0755) < 0 ? -errno : 0;
 }
 
-static int setup_unlink(struct inval_ctx *c)
+/* The files "PREFIX.I" of every iteration, made through A beforehand. */
+static int make_files(struct inval_ctx *c, const char *prefix)
 {
 	char name[64];
 	int ret = 0;
 
 	for (unsigned long i = 0; i < c->n && !ret; i++) {
-		snprintf(name, sizeof(name), "u.%lu", i);
+		snprintf(name, sizeof(name), "%s.%lu", prefix, i);
 		ret = make_file(c->fd[0], name);
 	}
 	return ret;
+}
+
+static int setup_unlink(struct inval_ctx *c)
+{
+	return make_files(c, "u");
 }
 
 static int obs_unlink(const struct inval_ctx *c, int v, unsigned long i, int64_t *val,
@@ -235,14 +241,7 @@ static int change_unlink(const struct inval_ctx *c, unsigned long i, int64_t wan
 
 static int setup_rename(struct inval_ctx *c)
 {
-	char name[64];
-	int ret = 0;
-
-	for (unsigned long i = 0; i < c->n && !ret; i++) {
-		snprintf(name, sizeof(name), "r.%lu", i);
-		ret = make_file(c->fd[0], name);
-	}
-	return ret;
+	return make_files(c, "r");
 }
 
 /* 1: only the old name, 2: only the new one (0, 3: in between) */

@@ -552,7 +552,7 @@ ssize_t proto_inval_decode(const uint8_t *in, size_t len, struct sdfs_inval *iv)
 	iv->name_len = (uint16_t)(in[2] | in[3] << 8);
 	iv->ino = get64(in + 8);
 	iv->name = (const char *)in + SDFS_INVAL_HDR_SIZE;
-	if (iv->kind == SDFS_INVAL_INODE ? iv->name_len != 0
+	if (iv->kind == SDFS_INVAL_INODE || iv->kind == SDFS_INVAL_LOCK ? iv->name_len != 0
 	    : iv->kind != SDFS_INVAL_ENTRY || iv->name_len == 0 ||
 	      iv->name_len > SDFS_NAME_MAX)
 		return -EPROTO;

@@ -76,8 +76,8 @@ ssize_t proto_dirent_decode(const uint8_t *in, size_t len, int plus,
 			    struct sdfs_attr *attr);
 /* sdfs_inval records: encode returns the bytes written (16 +
  * name_len); decode the bytes used, or -EPROTO (unknown kind, an entry
- * without a name or longer than SDFS_NAME_MAX, an inode with one, bytes
- * missing); *@iv's name points into @in. */
+ * without a name or longer than SDFS_NAME_MAX, an inode or lock record
+ * with one, bytes missing); *@iv's name points into @in. */
 size_t proto_inval_encode(const struct sdfs_inval *iv, uint8_t *out);
 ssize_t proto_inval_decode(const uint8_t *in, size_t len, struct sdfs_inval *iv);
 void proto_ns_statfs_encode(const struct sdfs_ns_statfs *s, uint8_t *out);

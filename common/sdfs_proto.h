@@ -431,6 +431,10 @@ enum sdfs_inval_kind {
 	SDFS_INVAL_INODE = 1,   /* the attributes of inode `ino` */
 	SDFS_INVAL_ENTRY = 2,   /* the name `name` in directory `ino`, whether
 				   cached as present or as missing */
+	SDFS_INVAL_LOCK = 3,    /* locks on inode `ino` were dropped or changed:
+				   a blocking lock request of this client there
+				   retries now (a wake-up: nothing is cached, and
+				   the mds does not wait for the answer) */
 };
 struct sdfs_inval {
 	uint8_t kind;

@@ -240,10 +240,9 @@ int inval_start(struct fs *fs)
 
 	if ((double)cache_ms < t * 1000)
 		cache_ms++;     /* rounded up */
-	if (cache_ms == 0) {
-		log_info("attr_timeout and entry_timeout are 0: no invalidations needed");
-		return 0;
-	}
+	/* With both timeouts 0 the kernel caches nothing and the mds grants
+	 * no leases; the subscription still brings lock wake-ups (libsdfs
+	 * handles those itself). */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&q.done, &ca);

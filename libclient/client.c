@@ -159,6 +159,15 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 	snprintf(s->cluster, sizeof(s->cluster), "%s", cluster);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->lock_mu, NULL);
+	pthread_mutex_init(&s->wake_mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->wake_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	atomic_init(&s->next_req_id, ((uint64_t)getpid() << 32) | 1);
 	atomic_init(&s->map_stale, 1);
 	ret = pool_new(&s->pool);
@@ -179,6 +188,9 @@ out_pool:
 	pool_free(s->pool);
 out_free:
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->lock_mu);
+	pthread_mutex_destroy(&s->wake_mu);
+	pthread_cond_destroy(&s->wake_cond);
 	free(s);
 	return ret;
 }
@@ -209,6 +221,9 @@ void sdfs_close(struct sdfs *s)
 	client_map_put(s->map);
 	pool_free(s->pool);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->lock_mu);
+	pthread_mutex_destroy(&s->wake_mu);
+	pthread_cond_destroy(&s->wake_cond);
 	free(s);
 }
 

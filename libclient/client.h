@@ -56,6 +56,10 @@ struct sdfs {
 	pthread_mutex_t lock_mu;
 	uint64_t lock_id;
 	unsigned lock_gen;
+	/* lock.c: wake-ups of blocking lock waits (SDFS_INVAL_LOCK) */
+	pthread_mutex_t wake_mu;
+	pthread_cond_t wake_cond;       /* CLOCK_MONOTONIC */
+	uint64_t lock_wakes;
 };
 
 /* The current map with a reference (drop with client_map_put), reading
@@ -68,6 +72,9 @@ int client_map_refresh(struct sdfs *s);
 /* Copies and object size; -ENOENT if not formatted. */
 int client_config(struct sdfs *s, struct cluster_config *cfg);
 uint64_t client_req_id(struct sdfs *s);
+/* lock.c: the mds says locks on @ino changed (notify.c): blocking waits
+ * of this handle retry now. */
+void lock_wake(struct sdfs *s, uint64_t ino);
 
 /* nsclient.c: one namespace request to the active mds, retried (same
  * client id and seq) across connection losses and failovers until

@@ -129,6 +129,52 @@ int sdfs_lock_set(struct sdfs *s, uint64_t ino, const struct sdfs_lock *l)
 	return lock_call(s, SDFS_OP_NS_LOCK_SET, ino, l, 0, NULL);
 }
 
+void lock_wake(struct sdfs *s, uint64_t ino)
+{
+	(void)ino;              /* any of them: a spurious retry is cheap */
+	pthread_mutex_lock(&s->wake_mu);
+	s->lock_wakes++;
+	pthread_cond_broadcast(&s->wake_cond);
+	pthread_mutex_unlock(&s->wake_mu);
+}
+
+static uint64_t wakes_now(struct sdfs *s)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&s->wake_mu);
+	n = s->lock_wakes;
+	pthread_mutex_unlock(&s->wake_mu);
+	return n;
+}
+
+/* Sleep @ms, or less if a wake-up came after @seen (sampled before the
+ * refused request, so one arriving in between is not missed). */
+static void nap(struct sdfs *s, uint64_t seen, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&s->wake_mu);
+	while (s->lock_wakes == seen &&
+	       pthread_cond_timedwait(&s->wake_cond, &s->wake_mu, &ts) == 0)
+		;
+	pthread_mutex_unlock(&s->wake_mu);
+}
+
+/*
+ * A blocking wait: SET with SDFS_LOCK_WAIT until granted. Between tries
+ * it sleeps 10 ms doubling to 100 ms, and less when the mds wakes it
+ * (the locks on some inode changed: SDFS_INVAL_LOCK on the handle's
+ * invalidation channel, when it has one): the hand-off then costs a
+ * round trip, not a poll interval.
+ */
 int sdfs_lock_wait(struct sdfs *s, uint64_t ino, const struct sdfs_lock *l,
 		   int (*cancel)(void *arg), void *arg)
 {
@@ -137,13 +183,14 @@ int sdfs_lock_wait(struct sdfs *s, uint64_t ino, const struct sdfs_lock *l,
 	if (l->type == SDFS_LK_UN)
 		return sdfs_lock_unlock(s, ino, l);
 	for (;;) {
+		uint64_t seen = wakes_now(s);
 		int ret = lock_call(s, SDFS_OP_NS_LOCK_SET, ino, l, SDFS_LOCK_WAIT, NULL);
 
 		if (ret != -EAGAIN)
 			return ret;
 		if (cancel && cancel(arg))
 			return -EINTR;
-		usleep((useconds_t)backoff * 1000);
+		nap(s, seen, backoff);
 		if (cancel && cancel(arg))
 			return -EINTR;
 		backoff = backoff * 2 < LOCK_BACKOFF_MAX_MS ? backoff * 2 : LOCK_BACKOFF_MAX_MS;

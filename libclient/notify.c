@@ -326,8 +326,16 @@ static int handle_notify(struct notify *nt, int fd, const struct sdfs_hdr *h)
 		off += (size_t)used;
 		n++;
 	}
-	if (n)
-		nt->fn(nt->arg, nt->iv, n);
+	/* Lock wake-ups are libsdfs's own; the rest go to the caller. */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (nt->iv[i].kind == SDFS_INVAL_LOCK)
+			lock_wake(nt->s, nt->iv[i].ino);
+		else
+			nt->iv[k++] = nt->iv[i];
+	}
+	if (k)
+		nt->fn(nt->arg, nt->iv, k);
 	proto_reply_init(&reply, h, SDFS_RES_OK);
 	proto_hdr_encode(&reply, NULL, raw);
 	return io_full(nt, fd, raw, sizeof(raw), 1, net_now_ms() + NOTIFY_IO_MS, 0);

@@ -246,7 +246,7 @@ static void grant(struct leases *l, uint64_t client, uint64_t a, uint64_t h)
 	s = sub_find(l, client);
 	cache_ms = s ? s->cache_ms : 0;
 	pthread_mutex_unlock(&l->mu);
-	if (!s)
+	if (!s || cache_ms == 0)        /* subscribed for lock wake-ups only */
 		return;
 	now = mono_ms();
 	until = now + cache_ms + LEASE_MARGIN_MS;
@@ -525,6 +525,16 @@ void lease_collect_end(struct leases *l, uint64_t requester, int committed)
 	pthread_mutex_unlock(&l->mu);
 	free(w);
 	free(tl.t);
+}
+
+void lease_hint(struct leases *l, uint64_t client, const struct sdfs_inval *iv)
+{
+	struct target t = { .client = client, .iv = *iv };
+	struct lease_sub *sub;
+	uint64_t seq, chan;
+
+	if (atomic_load(&l->nsubs))
+		push(l, client, &t, 1, &sub, &seq, &chan);
 }
 
 void lease_stats(struct leases *l, struct lease_stats *st)

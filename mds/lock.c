@@ -3,7 +3,11 @@
  *
  * Key 'K' ino client owner kind start (big-endian), value le64 end,
  * le32 pid, u8 type. In memory: a hash of per-inode chains of every
- * lock, plus the waiters of blocking POSIX requests (never stored).
+ * lock, plus the waiters of blocking POSIX requests (never stored), and
+ * which clients wait on which inode: when locks there are dropped or
+ * changed, those clients get a wake-up on their invalidation channel
+ * (SDFS_INVAL_LOCK, mds/lease.h) and retry at once instead of at their
+ * next poll.
  */
 #include "mds/lock.h"
 
@@ -18,6 +22,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
+#include "mds/lease.h"
 #include "mds/ns_int.h"
 
 #define LOCK_BUCKETS 4096
@@ -41,12 +46,26 @@ struct waiter {
 	int nby;
 };
 
+/* A client with a blocking request refused on an inode (any kind). */
+struct interest {
+	uint64_t ino, client;
+	int64_t until_ms;
+};
+
+/* Wake-ups to send once the table's lock is released. */
+struct wakes {
+	struct interest *w;
+	size_t n, cap;
+};
+
 struct locktab {
 	pthread_mutex_t mu;
 	struct lk *b[LOCK_BUCKETS];
 	size_t count;
 	struct waiter *w;
 	size_t nw, capw;
+	struct interest *in;            /* who waits where, for wake-ups */
+	size_t nin, capin;
 	struct coord *coord;
 	pthread_t thr;
 	pthread_mutex_t stop_mu;
@@ -219,6 +238,70 @@ static int refuse_waiter(struct locktab *t, uint64_t ino, const struct sdfs_ns_l
 	return -EAGAIN;
 }
 
+/* @client waits for a lock on @ino (renewed by each retry). mu held. */
+static void interest_note(struct locktab *t, uint64_t ino, uint64_t client)
+{
+	int64_t until = net_now_ms() + LOCK_WAITER_TTL_MS;
+
+	for (size_t i = 0; i < t->nin; i++)
+		if (t->in[i].ino == ino && t->in[i].client == client) {
+			t->in[i].until_ms = until;
+			return;
+		}
+	if (t->nin == t->capin) {
+		size_t cap = t->capin ? 2 * t->capin : 16;
+		struct interest *in = realloc(t->in, cap * sizeof(*in));
+
+		if (!in)
+			return;         /* it polls anyway */
+		t->in = in;
+		t->capin = cap;
+	}
+	t->in[t->nin++] = (struct interest){ ino, client, until };
+}
+
+/* Move the clients waiting on @ino into @wk (expired ones just go). mu
+ * held. */
+static void interest_take(struct locktab *t, uint64_t ino, struct wakes *wk)
+{
+	int64_t now = net_now_ms();
+
+	for (size_t i = 0; i < t->nin;) {
+		struct interest *x = &t->in[i];
+
+		if (x->until_ms > now && x->ino != ino) {
+			i++;
+			continue;
+		}
+		if (x->until_ms > now) {
+			if (wk->n == wk->cap) {
+				size_t cap = wk->cap ? 2 * wk->cap : 8;
+				struct interest *w = realloc(wk->w, cap * sizeof(*w));
+
+				if (!w) {
+					i++;    /* it polls anyway */
+					continue;
+				}
+				wk->w = w;
+				wk->cap = cap;
+			}
+			wk->w[wk->n++] = *x;
+		}
+		*x = t->in[--t->nin];
+	}
+}
+
+/* Send the wake-ups (mu not held: a send may take a moment). */
+static void wakes_send(struct ns *ns, struct wakes *wk)
+{
+	for (size_t i = 0; i < wk->n; i++) {
+		struct sdfs_inval iv = { .kind = SDFS_INVAL_LOCK, .ino = wk->w[i].ino };
+
+		lease_hint(ns->leases, wk->w[i].client, &iv);
+	}
+	free(wk->w);
+}
+
 static int cmp_start(const void *a, const void *b)
 {
 	const struct lk *x = a, *y = b;
@@ -378,6 +461,7 @@ static int op_set(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 	struct lk *have = NULL, *want = NULL;
 	size_t nhave = 0, nwant = 0;
 	struct sdfs_ns_lock eff = *q;
+	struct wakes wk = { 0 };
 	int ret;
 
 	if (op == SDFS_OP_NS_LOCK_RELEASE || (op == SDFS_OP_NS_LOCK_UNLOCK &&
@@ -407,6 +491,8 @@ static int op_set(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 		ret = -EAGAIN;
 		if ((q->flags & SDFS_LOCK_WAIT) && q->kind == SDFS_LOCK_POSIX)
 			ret = refuse_waiter(t, r->ino, &eff);
+		if (ret == -EAGAIN && (q->flags & SDFS_LOCK_WAIT))
+			interest_note(t, r->ino, q->client);
 		goto out;
 	}
 	struct waiter *w = waiter_find(t, q->client, q->owner);
@@ -434,8 +520,13 @@ static int op_set(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 		nwant = 1;
 	}
 	ret = owner_replace(ns, r, r->ino, &eff, have, nhave, want, nwant, b);
+	/* What the owner had there changed: whoever waits there may now
+	 * get it. */
+	if (ret == 0 && nhave)
+		interest_take(t, r->ino, &wk);
 out:
 	pthread_mutex_unlock(&t->mu);
+	wakes_send(ns, &wk);
 	free(have);
 	free(want);
 	return ret;
@@ -521,8 +612,9 @@ static int has_id(const uint64_t *ids, size_t n, uint64_t id)
 	return 0;
 }
 
-/* Drop every lock of @client (durably). mu held. */
-static int drop_client(struct ns *ns, uint64_t client)
+/* Drop every lock of @client (durably); the clients waiting where it
+ * held them go into @wk. mu held. */
+static int drop_client(struct ns *ns, uint64_t client, struct wakes *wk)
 {
 	struct locktab *t = ns->lt;
 	struct kvbatch *b = kvbatch_new();
@@ -547,6 +639,7 @@ static int drop_client(struct ns *ns, uint64_t client)
 
 			if (l->client == client) {
 				*pp = l->next;
+				interest_take(t, l->ino, wk);
 				free(l);
 				t->count--;
 			} else {
@@ -569,6 +662,7 @@ static void sweep(struct ns *ns)
 	struct locktab *t = ns->lt;
 	int64_t listed = net_now_ms();
 	uint64_t *ids = NULL;
+	struct wakes wk = { 0 };
 	size_t n = 0;
 
 	if (coord_client_list(t->coord, &ids, &n))
@@ -580,11 +674,12 @@ static void sweep(struct ns *ns)
 		for (size_t i = 0; i < LOCK_BUCKETS && !again; i++)
 			for (struct lk *l = t->b[i]; l; l = l->next)
 				if (l->since_ms < listed && !has_id(ids, n, l->client)) {
-					again = drop_client(ns, l->client) == 0;
+					again = drop_client(ns, l->client, &wk) == 0;
 					break;
 				}
 	}
 	pthread_mutex_unlock(&t->mu);
+	wakes_send(ns, &wk);
 	free(ids);
 }
 
@@ -697,6 +792,7 @@ void lock_close(struct ns *ns)
 			free(l);
 		}
 	free(t->w);
+	free(t->in);
 	free(t);
 	ns->lt = NULL;
 }

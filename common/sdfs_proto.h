@@ -498,7 +498,14 @@ struct sdfs_mds_info {
 	uint64_t ops;           /* served since it became active */
 	uint64_t active_ms;     /* unix ms when it became active */
 	char name[32];          /* "mds.0", NUL-padded */
+	/* 1.5: pushed invalidations (mds/lease.h); a 1.4 mds sends the 80
+	 * bytes above only, read as zeros */
+	uint64_t subs;          /* clients subscribed */
+	uint64_t leases;        /* leases held now */
+	uint64_t pushes;        /* notifications sent for changes */
+	uint64_t push_timeouts; /* ...that ended by the lease, not an answer */
 };
-#define SDFS_MDS_INFO_SIZE 80u
+#define SDFS_MDS_INFO_SIZE 112u
+#define SDFS_MDS_INFO_SIZE_1_4 80u
 static_assert(sizeof(struct sdfs_node_info) == 128, "node_info is 128 bytes");
 #endif

@@ -464,6 +464,10 @@ int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st)
 			st->inodes = mi.inodes;
 			st->ops = mi.ops;
 			st->active_ms = mi.active_ms;
+			st->subs = mi.subs;
+			st->leases = mi.leases;
+			st->pushes = mi.pushes;
+			st->push_timeouts = mi.push_timeouts;
 		}
 		free(rep);
 	}

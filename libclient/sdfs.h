@@ -467,6 +467,10 @@ struct sdfs_mds_status {
 	int reachable;                  /* the active answered just now */
 	uint64_t db_bytes, db_files, inodes, ops;
 	uint64_t active_ms;             /* unix ms when it became active */
+	/* pushed invalidations (docs/consistency.md): subscribed clients,
+	 * leases held, notifications sent for changes, and how many of
+	 * those ended by the lease running out instead of an answer */
+	uint64_t subs, leases, pushes, push_timeouts;
 	size_t n;                       /* running mds, election order */
 	struct sdfs_mds_entry *list;    /* free with free() */
 };

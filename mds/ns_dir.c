@@ -341,6 +341,12 @@ int op_info(struct ns *ns, struct ns_reply *rep)
 	mi.ops = atomic_load(&ns->ops);
 	mi.active_ms = (uint64_t)ns->active_ms;
 	snprintf(mi.name, sizeof(mi.name), "%s", ns->name);
+	struct lease_stats ls;
+	lease_stats(ns->leases, &ls);
+	mi.subs = ls.subs;
+	mi.leases = ls.leases;
+	mi.pushes = ls.pushes;
+	mi.push_timeouts = ls.push_timeouts;
 	rep->data = malloc(SDFS_MDS_INFO_SIZE);
 	if (!rep->data)
 		return -ENOMEM;

@@ -48,9 +48,11 @@ static void status_json(const struct sdfs_mds_status *st)
 		printf("null");
 	printf(", \"epoch\": %" PRIu64 ", \"reachable\": %s, \"db_bytes\": %" PRIu64
 	       ", \"db_files\": %" PRIu64 ", \"inodes\": %" PRIu64 ", \"ops\": %" PRIu64
-	       ", \"active_ms\": %" PRIu64 ", \"mds\": [", st->epoch,
+	       ", \"active_ms\": %" PRIu64 ", \"subscribers\": %" PRIu64 ", \"leases\": %"
+	       PRIu64 ", \"pushes\": %" PRIu64 ", \"push_timeouts\": %" PRIu64
+	       ", \"mds\": [", st->epoch,
 	       st->reachable ? "true" : "false", st->db_bytes, st->db_files, st->inodes,
-	       st->ops, st->active_ms);
+	       st->ops, st->active_ms, st->subs, st->leases, st->pushes, st->push_timeouts);
 	for (size_t i = 0; i < st->n; i++) {
 		printf("%s{\"name\": ", i ? ", " : "");
 		cli_json_str(stdout, st->list[i].name);
@@ -77,6 +79,9 @@ static void status_text(const struct sdfs_mds_status *st)
 		printf("database  %s in %" PRIu64 " files, %" PRIu64 " inodes, %" PRIu64
 		       " ops served\n", cli_human(st->db_bytes, db, sizeof(db)),
 		       st->db_files, st->inodes, st->ops);
+		printf("caches    %" PRIu64 " clients subscribed, %" PRIu64 " leases, %" PRIu64
+		       " invalidations pushed (%" PRIu64 " waited out)\n", st->subs,
+		       st->leases, st->pushes, st->push_timeouts);
 	} else {
 		printf("active    %s at %s, MDS epoch %" PRIu64 " (not answering)\n",
 		       st->active, st->addr, st->epoch);

@@ -46,7 +46,9 @@ struct waiter {
 	int nby;
 };
 
-/* A client with a blocking request refused on an inode (any kind). */
+/* A client with a blocking request refused on an inode (any kind):
+ * its namespace client id (the request's, which its invalidation
+ * channel is subscribed with), not its lock identity. */
 struct interest {
 	uint64_t ino, client;
 	int64_t until_ms;
@@ -492,7 +494,7 @@ static int op_set(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 		if ((q->flags & SDFS_LOCK_WAIT) && q->kind == SDFS_LOCK_POSIX)
 			ret = refuse_waiter(t, r->ino, &eff);
 		if (ret == -EAGAIN && (q->flags & SDFS_LOCK_WAIT))
-			interest_note(t, r->ino, q->client);
+			interest_note(t, r->ino, r->client_id);
 		goto out;
 	}
 	struct waiter *w = waiter_find(t, q->client, q->owner);

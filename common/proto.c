@@ -447,18 +447,20 @@ void proto_mds_info_encode(const struct sdfs_mds_info *m, uint8_t *out)
 	put64(out + 88, m->leases);
 	put64(out + 96, m->pushes);
 	put64(out + 104, m->push_timeouts);
+	put64(out + 112, m->wakes);
 }
 
 int proto_mds_info_decode(const uint8_t *in, size_t len, struct sdfs_mds_info *m)
 {
 	if (len != SDFS_MDS_INFO_SIZE && len != SDFS_MDS_INFO_SIZE_1_4)
 		return -EPROTO;
-	m->subs = m->leases = m->pushes = m->push_timeouts = 0;
+	m->subs = m->leases = m->pushes = m->push_timeouts = m->wakes = 0;
 	if (len == SDFS_MDS_INFO_SIZE) {
 		m->subs = get64(in + 80);
 		m->leases = get64(in + 88);
 		m->pushes = get64(in + 96);
 		m->push_timeouts = get64(in + 104);
+		m->wakes = get64(in + 112);
 	}
 	m->epoch = get64(in + 0);
 	m->db_bytes = get64(in + 8);

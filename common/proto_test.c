@@ -1085,7 +1085,7 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 	struct sdfs_mds_info in = { .epoch = 5, .db_bytes = 6, .db_files = 7,
 		.inodes = 8, .ops = 9, .active_ms = 0x0102030405060708ull,
 		.name = "mds.0", .subs = 10, .leases = 11, .pushes = 12,
-		.push_timeouts = 13 }, out;
+		.push_timeouts = 13, .wakes = 14 }, out;
 	uint8_t buf[SDFS_MDS_INFO_SIZE + 8];
 
 	memset(buf, 0xee, sizeof(buf));
@@ -1113,6 +1113,7 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 	cr_assert_eq(out.leases, 11);
 	cr_assert_eq(out.pushes, 12);
 	cr_assert_eq(out.push_timeouts, 13);
+	cr_assert_eq(out.wakes, 14);
 	cr_assert_eq(out.epoch, 5);
 	cr_assert_eq(out.db_bytes, 6);
 	cr_assert_eq(out.db_files, 7);

@@ -504,8 +504,9 @@ struct sdfs_mds_info {
 	uint64_t leases;        /* leases held now */
 	uint64_t pushes;        /* notifications sent for changes */
 	uint64_t push_timeouts; /* ...that ended by the lease, not an answer */
+	uint64_t wakes;         /* lock wake-ups sent (SDFS_INVAL_LOCK) */
 };
-#define SDFS_MDS_INFO_SIZE 112u
+#define SDFS_MDS_INFO_SIZE 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
 static_assert(sizeof(struct sdfs_node_info) == 128, "node_info is 128 bytes");
 #endif

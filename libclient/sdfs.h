@@ -471,6 +471,7 @@ struct sdfs_mds_status {
 	 * leases held, notifications sent for changes, and how many of
 	 * those ended by the lease running out instead of an answer */
 	uint64_t subs, leases, pushes, push_timeouts;
+	uint64_t lock_wakes;            /* lock wake-ups sent (docs/locks.md) */
 	size_t n;                       /* running mds, election order */
 	struct sdfs_mds_entry *list;    /* free with free() */
 };

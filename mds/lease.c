@@ -55,7 +55,7 @@ struct leases {
 	pthread_mutex_t stripe[LEASE_STRIPES];
 	struct lease *bucket[LEASE_BUCKETS];
 	atomic_uint sweep;
-	atomic_uint_fast64_t nleases, pushes, push_items, push_timeouts;
+	atomic_uint_fast64_t nleases, pushes, push_items, push_timeouts, hints;
 };
 
 struct note_ent {
@@ -533,8 +533,8 @@ void lease_hint(struct leases *l, uint64_t client, const struct sdfs_inval *iv)
 	struct lease_sub *sub;
 	uint64_t seq, chan;
 
-	if (atomic_load(&l->nsubs))
-		push(l, client, &t, 1, &sub, &seq, &chan);
+	if (atomic_load(&l->nsubs) && push(l, client, &t, 1, &sub, &seq, &chan) == 0)
+		atomic_fetch_add(&l->hints, 1);
 }
 
 void lease_stats(struct leases *l, struct lease_stats *st)
@@ -544,4 +544,5 @@ void lease_stats(struct leases *l, struct lease_stats *st)
 	st->pushes = atomic_load(&l->pushes);
 	st->push_items = atomic_load(&l->push_items);
 	st->push_timeouts = atomic_load(&l->push_timeouts);
+	st->hints = atomic_load(&l->hints);
 }

@@ -75,7 +75,7 @@ void lease_hint(struct leases *l, uint64_t client, const struct sdfs_inval *iv);
 
 /* Counters for mds info / logs. */
 struct lease_stats {
-	uint64_t subs, leases, pushes, push_items, push_timeouts;
+	uint64_t subs, leases, pushes, push_items, push_timeouts, hints;
 };
 void lease_stats(struct leases *l, struct lease_stats *st);
 #endif

@@ -347,6 +347,7 @@ int op_info(struct ns *ns, struct ns_reply *rep)
 	mi.leases = ls.leases;
 	mi.pushes = ls.pushes;
 	mi.push_timeouts = ls.push_timeouts;
+	mi.wakes = ls.hints;
 	rep->data = malloc(SDFS_MDS_INFO_SIZE);
 	if (!rep->data)
 		return -ENOMEM;

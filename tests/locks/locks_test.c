@@ -161,6 +161,17 @@ static int try_posix(const char *path, short type, off_t start, off_t len)
 	return r;
 }
 
+/* Lock wake-ups the active mds has sent (sdfs mds status). */
+static uint64_t lock_wakes(void)
+{
+	struct sdfs_mds_status st;
+
+	cr_assert_eq(sdfs_mds_status(tcluster_client(tc), &st), 0);
+	cr_assert(st.reachable, "the active mds did not answer");
+	free(st.list);
+	return st.lock_wakes;
+}
+
 Test(locks, posix_excludes_across_mounts)
 {
 	struct locker a, b;
@@ -189,11 +200,14 @@ Test(locks, posix_excludes_across_mounts)
 	cr_assert_eq(fcntl(fd, F_GETLK, &fl), 0);
 	cr_assert_eq(fl.l_type, F_UNLCK);
 	close(fd);
-	/* F_SETLKW on B waits until A lets go */
+	/* F_SETLKW on B waits until A lets go; the mds wakes B's wait when
+	 * A's lock goes (docs/locks.md), not just B's next poll */
+	uint64_t wakes = lock_wakes();
 	locker_start(&b, pb, &wait, 1);
 	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got a lock A holds");
 	locker_end(&a);
 	cr_assert_eq(locker_result(&b, WAIT_MS), 0, "B never got the lock");
+	cr_assert_gt(lock_wakes(), wakes, "the mds sent B no wake-up when A's lock went");
 	cr_assert_eq(try_posix(pa, F_WRLCK, 0, 1), -EAGAIN, "B's lock not seen on A");
 	locker_end(&b);
 	cr_assert_eq(try_posix(pa, F_WRLCK, 0, 0), 0, "B's close did not unlock");

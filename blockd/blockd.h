@@ -81,6 +81,11 @@ struct req;
 /* Handle one checked request; takes ownership of @payload (free()). */
 void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 		  uint8_t *payload);
+/* Apply the REPL_* mutation @h (@payload) on the calling thread, as an
+ * I/O worker would (order.c, for the primary's own copy); the request's
+ * epoch was checked at dispatch and is checked again under the object's
+ * lock. 0 or -errno. */
+int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payload);
 /* Queue a reply on @c; takes ownership of @payload (free(), may be NULL). */
 void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload);
 void client_conn_put(struct conn *c);   /* drop a reference taken by ops */

@@ -458,6 +458,23 @@ static void req_done(struct work *w)
 	free(r);
 }
 
+int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payload)
+{
+	const struct op_desc *op = &ops[h->opcode];
+	struct req r = { .bd = bd, .h = *h, .payload = (uint8_t *)payload,
+			 .epoch = h->epoch };
+
+	if (!op->fn || !op->mutates || !h->epoch)
+		return -EINVAL;
+	/* as ops_dispatch: a node cut off from ZooKeeper changes nothing */
+	if (__atomic_load_n(&bd->stopping, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&bd->zk_connected, __ATOMIC_RELAXED))
+		return -ESHUTDOWN;
+	op->fn(&r.work);
+	free(r.out);
+	return r.ret;
+}
+
 void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 		  uint8_t *payload)
 {

@@ -77,16 +77,16 @@ static pthread_mutex_t *stripe_of(struct order *o, uint64_t oid)
  * which is idempotent); else done. A removal all replicas found missing
  * is NO_OBJ.
  */
-static enum sdfs_res combine(struct ordreq *q, const struct rpc_call *c)
+static enum sdfs_res combine(struct ordreq *q, const int *res)
 {
 	int fenced = 0, fatal = 0, stale = 0, retry = 0, noent = 0;
 
 	for (size_t i = 0; i < q->n; i++) {
-		int r = rpc_result(&c[i]);
+		int r = res[i];
 
 		if (r == 0)
 			q->applied++;
-		else if ((r == -EPERM || r == -EROFS) && c[i].ret == 0)
+		else if (r == -EPERM || r == -EROFS)
 			fenced = fenced ? fenced : r;
 		else if (r == -ENOENT && q->h.opcode == SDFS_OP_OBJ_REMOVE)
 			noent++;
@@ -112,26 +112,54 @@ static enum sdfs_res combine(struct ordreq *q, const struct rpc_call *c)
 	return noent && !q->applied ? SDFS_RES_NO_OBJ : SDFS_RES_OK;
 }
 
+/*
+ * Our own copy: applied right here when that is quick (a page-cache
+ * write, then the others in one round trip), else (SDFS_F_SYNC: an
+ * fdatasync) sent to ourselves like the others, so the syncs run in
+ * parallel. Returns the index of our copy in q->node, or q->n if it
+ * goes out with the rest.
+ */
+static size_t local_copy(const struct ordreq *q)
+{
+	if (q->proxy || (q->h.flags & SDFS_F_SYNC))
+		return q->n;
+	for (size_t i = 0; i < q->n; i++)
+		if (q->node[i].node_id == q->bd->node_id)
+			return i;
+	return q->n;
+}
+
 static void ordreq_fn(struct work *w)
 {
 	struct ordreq *q = (struct ordreq *)w;
 	struct order *o = q->bd->order;
 	struct rpc_call c[RING_MAX_COPIES];
+	int res[RING_MAX_COPIES];
+	size_t self = local_copy(q), nc = 0, at[RING_MAX_COPIES];
+	struct sdfs_hdr h = q->h;
 	pthread_mutex_t *mu = q->proxy ? NULL : stripe_of(o, q->h.oid);
 
+	if (!q->proxy)
+		h.opcode = (uint8_t)order_repl_op(q->h.opcode);
 	memset(c, 0, sizeof(c));
 	for (size_t i = 0; i < q->n; i++) {
-		c[i].node = &q->node[i];
-		c[i].req = q->h;
-		if (!q->proxy)
-			c[i].req.opcode = (uint8_t)order_repl_op(q->h.opcode);
-		c[i].payload = q->payload;
+		if (i == self)
+			continue;
+		c[nc].node = &q->node[i];
+		c[nc].req = h;
+		c[nc].payload = q->payload;
+		at[nc++] = i;
 	}
 	if (mu)
 		pthread_mutex_lock(mu);
-	rpc_run(o->pool, c, q->n, o->timeout_ms, next_req_id, o);
+	if (self < q->n)        /* same answer as over the wire */
+		res[self] = proto_res_to_errno(proto_res_from_errno(
+			ops_apply(q->bd, &h, q->payload)));
+	rpc_run(o->pool, c, nc, o->timeout_ms, next_req_id, o);
 	if (mu)
 		pthread_mutex_unlock(mu);
+	for (size_t k = 0; k < nc; k++)
+		res[at[k]] = rpc_result(&c[k]);
 	if (q->proxy) {
 		int r = rpc_result(&c[0]);
 
@@ -141,8 +169,8 @@ static void ordreq_fn(struct work *w)
 			log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": primary unreachable: %s",
 				 q->node[0].node_id, q->h.oid, strerror(-r));
 	} else
-		q->res = combine(q, c);
-	rpc_calls_free(c, q->n);
+		q->res = combine(q, res);
+	rpc_calls_free(c, nc);
 }
 
 static void ordreq_done(struct work *w)

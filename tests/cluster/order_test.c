@@ -157,15 +157,26 @@ static void check_replicas(void)
 
 	for (unsigned o = 0; o < NOBJ; o++) {
 		struct sdfs_replica rep[NBLOCKD];
-		size_t n = 0;
+		size_t n = 0, nup = 0;
 
-		cr_assert_eq(sdfs_obj_locate(s, obj(o), rep, NBLOCKD, &n), 0);
-		cr_assert_eq(n, NBLOCKD, "object %u placed on %zu nodes", o, n);
-		/* the up ones, first to the front */
-		size_t nup = 0;
-		for (size_t i = 0; i < n; i++)
-			if (!strcmp(rep[i].state, "up"))
-				rep[nup++] = rep[i];
+		/* A node that just came back may still be catching up with the
+		 * map ("not yet": EAGAIN, ESTALE, ENODATA): ask again. */
+		for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS;; tsleep_ms(50)) {
+			int busy = 0;
+
+			cr_assert_eq(sdfs_obj_locate(s, obj(o), rep, NBLOCKD, &n), 0);
+			cr_assert_eq(n, NBLOCKD, "object %u placed on %zu nodes", o, n);
+			nup = 0;        /* the up ones, to the front */
+			for (size_t i = 0; i < n; i++)
+				if (!strcmp(rep[i].state, "up")) {
+					rep[nup++] = rep[i];
+					busy |= rep[i].result == -EAGAIN ||
+						rep[i].result == -ESTALE ||
+						rep[i].result == -ENODATA;
+				}
+			if (!busy || tnow_ms() > end)
+				break;
+		}
 		cr_assert(nup >= 2, "object %u: %zu replicas up", o, nup);
 		for (size_t i = 0; i < nup; i++) {
 			cr_assert(rep[i].result == 0 || rep[i].result == -ENOENT,

@@ -132,10 +132,34 @@ static struct inval_batch *batch_new(const struct sdfs_inval *iv, size_t n)
 	return b;
 }
 
+/* A (re)subscription: the attributes of every inode the kernel holds
+ * (names cannot be listed: those cached while there was no subscription
+ * run out by entry_timeout). */
+static void apply_all(struct fs *fs)
+{
+	uint64_t *inos = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	inos = malloc((fs->count ? fs->count : 1) * sizeof(*inos));
+	for (size_t b = 0; inos && b < fs->tab_size; b++)
+		for (struct fnode *x = fs->tab[b]; x && n < fs->count; x = x->next)
+			inos[n++] = x->ino;
+	pthread_mutex_unlock(&fs->lock);
+	for (size_t i = 0; i < n; i++)
+		if (!snapdir_is_virtual(inos[i]))
+			fuse_lowlevel_notify_inval_inode(fs->se, inos[i], -1, 0);
+	free(inos);
+}
+
 static void apply(struct fs *fs, const struct sdfs_inval *iv)
 {
 	int ret;
 
+	if (iv->kind == SDFS_INVAL_ALL) {
+		apply_all(fs);
+		return;
+	}
 	if (iv->kind == SDFS_INVAL_INODE)
 		ret = fuse_lowlevel_notify_inval_inode(fs->se, iv->ino, -1, 0);
 	else

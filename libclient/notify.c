@@ -423,6 +423,8 @@ static void *notify_main(void *arg)
 			 ", cache %" PRIu32 " ms)", nt->mds.name, nt->mds.addr,
 			 nt->mds.epoch, nt->cache_ms);
 		nt->last_err = 0;
+		struct sdfs_inval all = { .kind = SDFS_INVAL_ALL };
+		nt->fn(nt->arg, &all, 1);
 		int64_t since = net_now_ms();
 		ret = serve(nt, fd);
 		close(fd);

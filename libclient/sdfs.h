@@ -324,6 +324,11 @@ int sdfs_ns_resolve(struct sdfs *s, const char *path, int follow, struct sdfs_st
  */
 struct sdfs_inval;
 typedef void (*sdfs_inval_fn)(void *arg, const struct sdfs_inval *iv, size_t n);
+/* Also passed to @fn, alone, right after each (re)subscription: what
+ * the mds may have pushed while there was no subscription (at start, or
+ * after a lost connection or a failover) is lost, so drop whatever can
+ * be dropped. Never on the wire. */
+#define SDFS_INVAL_ALL 0x80
 int sdfs_ns_subscribe(struct sdfs *s, uint32_t cache_ms, sdfs_inval_fn fn, void *arg);
 
 /* A regular file's data (layout 1): read and write through its objects.

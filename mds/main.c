@@ -227,6 +227,13 @@ static int take_over(struct mds *m)
 		log_err("cannot open the namespace database: %s", err);
 		return ret;
 	}
+	/* The old active answered nothing since its lease (session/2)
+	 * lapsed, at least session - lease before we were elected. */
+	ret = ns_handover(m->ns, m->conf.session_ms - m->lease_ms);
+	if (ret) {
+		log_err("cannot record the handover: %s", strerror(-ret));
+		return ret;
+	}
 	int64_t t2 = net_now_ms();
 	struct coord_mds_doc self = { .epoch = m->epoch };
 	snprintf(self.name, sizeof(self.name), "%s", m->name);

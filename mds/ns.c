@@ -433,6 +433,7 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 	pthread_mutex_init(&ns->rename_lock, NULL);
 	pthread_mutex_init(&ns->ino_lock, NULL);
 	pthread_mutex_init(&ns->statfs_lock, NULL);
+	pthread_mutex_init(&ns->cache_lock, NULL);
 	pthread_mutex_init(&ns->purge_lock, NULL);
 	pthread_cond_init(&ns->purge_cond, NULL);
 	ret = replycache_init(ns);
@@ -616,6 +617,7 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 	 * the reply record (replycache_record) to it. What it changed is
 	 * noted on the way (inode_put, dent_add, dent_del) and pushed to
 	 * the clients caching it once it is durable, before the reply. */
+	ns_handover_wait(ns);
 	grant_mutation(ns, op, req, name, name2, NULL);
 	lease_collect_begin();
 	ret = exec_mutation(ns, op, req, name, name2, data, b, rep);

@@ -53,6 +53,17 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 	    const char *name, const char *name2, const uint8_t *data,
 	    struct ns_reply *rep);
 
+/*
+ * Right after ns_open, as the new active: read the longest cache time
+ * the previous active's clients subscribed with, and hold mutations back
+ * until that long after the previous active could last have answered
+ * (at least @quiet_ms before now); start this term's record. 0 or -errno.
+ */
+int ns_handover(struct ns *ns, int64_t quiet_ms);
+/* A client subscribes caching @cache_ms: record it durably if it is the
+ * longest this term (before the subscription is answered). 0 or -errno. */
+int ns_note_cache_ms(struct ns *ns, uint32_t cache_ms);
+
 /* The leases of this term's clients (mds/lease.h): server.c hands it
  * their subscriptions. */
 struct leases *ns_leases(struct ns *ns);

@@ -8,6 +8,7 @@
  *   replycache.c  the (client_id, seq) -> reply records
  *   purge.c       background: data of unlinked files, old reply records
  *   lease.c       clients' leases, pushed invalidations (mds/lease.h)
+ *   handover.c    caches of the previous active's clients (ns_handover)
  *   vol*.c        volume files' catalog, snapshots, reclaim (mds/vol.h)
  *
  * Keys (big-endian numbers, so LevelDB orders them):
@@ -72,6 +73,11 @@ struct ns {
 	struct vol *vol;                /* vol*.c */
 	struct locktab *lt;             /* lock.c */
 	struct leases *leases;          /* lease.c: what clients cache */
+	/* handover.c: the longest cache time subscribed this term, and
+	 * when mutations may start (monotonic ms; 0: at once) */
+	pthread_mutex_t cache_lock;
+	uint64_t cache_max;
+	int64_t mut_gate_ms;
 
 	/* statfs cache */
 	pthread_mutex_t statfs_lock;
@@ -209,6 +215,10 @@ int replycache_lookup(struct ns *ns, uint64_t client_id, uint64_t seq,
 		      struct ns_reply *rep);
 /* Delete reply records older than @max_age_ms. */
 void replycache_sweep(struct ns *ns, int64_t max_age_ms);
+
+/* handover.c: mutations wait until the previous active's clients'
+ * caches ran out (ns.h ns_handover). */
+void ns_handover_wait(struct ns *ns);
 
 /* purge.c */
 int purge_start(struct ns *ns);

@@ -126,6 +126,10 @@ static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
 
 	if (req->client_id == 0 || req->arg > UINT32_MAX)
 		return send_reply(c, h, -EINVAL, NULL);
+	/* durably, before the first lease: the next active must know */
+	ret = ns_note_cache_ms(c->m->ns, (uint32_t)req->arg);
+	if (ret)
+		return send_reply(c, h, ret == -EPERM ? -ESHUTDOWN : ret, NULL);
 	/* The answer goes first: nothing may be sent before it. */
 	ret = send_reply(c, h, 0, NULL);
 	if (ret)

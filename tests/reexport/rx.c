@@ -266,11 +266,11 @@ void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw)
 		 "\tSquash = No_Root_Squash;\n"
 		 "\tSecType = sys;\n"
 		 "\tFilesystem_id = %lu.%lu;\n"
-		 "\tAttr_Expiration_Time = 0;\n"
+		 "\tAttr_Expiration_Time = %d;\n"
 		 "\tFSAL { Name = VFS; }\n"
 		 "}\n"
 		 "LOG { Default_Log_Level = EVENT; Components { FSAL = INFO; } }\n",
-		 gw->port, gw->dir, tcluster_mnt(tc), fsid_major, fsid_minor);
+		 gw->port, gw->dir, tcluster_mnt(tc), fsid_major, fsid_minor, RX_GW_ATTR_S);
 	write_conf(gw->conf, conf);
 	argv[0] = (char *)which("ganesha.nfsd", bin);
 	gw->smb = 0;

@@ -68,7 +68,9 @@ struct blockd {
 					   epoch or a volume fence */
 
 	/* counters */
-	uint64_t requests, errors;
+	uint64_t requests;              /* loop thread */
+	atomic_uint_fast64_t errors;    /* replies not OK, from any thread */
+	atomic_uint_fast64_t map_epoch; /* map->epoch, for any thread */
 	unsigned conns;
 };
 
@@ -86,7 +88,8 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
  * epoch was checked at dispatch and is checked again under the object's
  * lock. 0 or -errno. */
 int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payload);
-/* Queue a reply on @c; takes ownership of @payload (free(), may be NULL). */
+/* Queue a reply on @c, from any thread; takes ownership of @payload
+ * (free(), may be NULL). */
 void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload);
 void client_conn_put(struct conn *c);   /* drop a reference taken by ops */
 void client_conn_get(struct conn *c);
@@ -95,5 +98,5 @@ void client_conn_get(struct conn *c);
 int member_node_id_load(struct blockd *bd);     /* read or allocate */
 int member_join(struct blockd *bd);             /* ephemeral + first map */
 void member_on_event(enum coord_event ev, void *arg);  /* coord callback */
-uint64_t member_epoch(const struct blockd *bd);
+uint64_t member_epoch(const struct blockd *bd);        /* any thread */
 #endif

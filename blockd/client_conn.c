@@ -2,15 +2,25 @@
  * client_conn.c - connections from libclient (and tools) to blockd:
  * reading frames, checking them, and writing replies.
  *
- * Loop thread only. A frame that fails its checks (magic, header or
- * payload checksum, version, lengths) is logged and its connection
- * dropped; other connections are unaffected. Requests on one connection
- * run concurrently and may be answered out of order (req_id matches
- * them up). A connection holds one reference for the loop and one per
- * request in flight, so a reply for a connection closed meanwhile is
- * dropped safely.
+ * Reading, accepting and closing run on the loop thread only. A frame
+ * that fails its checks (magic, header or payload checksum, version,
+ * lengths) is logged and its connection dropped; other connections are
+ * unaffected. Requests on one connection run concurrently and may be
+ * answered out of order (req_id matches them up). A connection holds
+ * one reference for the loop and one per request in flight, so a reply
+ * for a connection closed meanwhile is dropped safely.
+ *
+ * Replies may be queued from any thread: an I/O worker answers its own
+ * request (workq's finish), writing to the socket itself when nothing
+ * is queued before it, which saves a wake-up of the loop thread per
+ * request. conn.lock orders the writers; a worker never closes a
+ * connection (a failed write stays queued with EPOLLOUT armed, and the
+ * loop thread finds the error and closes it).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,31 +49,35 @@ struct out_msg {
 struct conn {
 	struct blockd *bd;
 	int fd;
-	int refs;
-	int closed;
+	atomic_int refs;
 	char peer[64];
-	unsigned inflight;
-	uint32_t events;
 
+	atomic_uint inflight;   /* requests not yet answered */
+	pthread_mutex_t lock;   /* the fields below it up to the read state */
+	int closed;             /* fd closed: no more writes or epoll changes;
+				   set on the loop thread only */
+	int put_loop_ref;       /* closed: conn_unlock drops the loop's ref */
+	uint32_t events;        /* as last given to epoll */
+	struct out_msg *out_head, **out_tail;
+
+	/* read state: loop thread only */
 	uint8_t hdr_buf[SDFS_HDR_SIZE];
 	size_t hdr_got;
 	struct sdfs_hdr hdr;    /* decoded, valid while payload arrives */
 	uint8_t *payload;
 	size_t payload_got;
-
-	struct out_msg *out_head, **out_tail;
 };
 
 static void conn_io(int fd, uint32_t events, void *arg);
 
 void client_conn_get(struct conn *c)
 {
-	c->refs++;
+	atomic_fetch_add(&c->refs, 1);
 }
 
 void client_conn_put(struct conn *c)
 {
-	if (--c->refs == 0) {
+	if (atomic_fetch_sub(&c->refs, 1) == 1) {
 		while (c->out_head) {
 			struct out_msg *m = c->out_head;
 
@@ -72,11 +86,13 @@ void client_conn_put(struct conn *c)
 			free(m);
 		}
 		free(c->payload);
+		pthread_mutex_destroy(&c->lock);
 		free(c);
 	}
 }
 
-static void conn_close(struct conn *c, const char *why)
+/* Loop thread, c->lock held; conn_unlock drops the loop's reference. */
+static void conn_close_locked(struct conn *c, const char *why)
 {
 	if (c->closed)
 		return;
@@ -85,17 +101,38 @@ static void conn_close(struct conn *c, const char *why)
 	else
 		log_debug("peer=%s: closed", c->peer);
 	c->closed = 1;
+	c->put_loop_ref = 1;
 	c->bd->conns--;
 	loop_del_fd(c->bd->loop, c->fd);
 	close(c->fd);
-	client_conn_put(c);
 }
 
+/* Unlock; if the connection was closed meanwhile, drop the loop's
+ * reference (@c may be gone afterwards unless the caller holds one). */
+static void conn_unlock(struct conn *c)
+{
+	int put = c->put_loop_ref;
+
+	c->put_loop_ref = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (put)
+		client_conn_put(c);
+}
+
+/* Loop thread. */
+static void conn_close(struct conn *c, const char *why)
+{
+	pthread_mutex_lock(&c->lock);
+	conn_close_locked(c, why);
+	conn_unlock(c);
+}
+
+/* c->lock held. */
 static void conn_set_events(struct conn *c)
 {
 	uint32_t ev = 0;
 
-	if (c->inflight < CONN_MAX_INFLIGHT)
+	if (atomic_load(&c->inflight) < CONN_MAX_INFLIGHT)
 		ev |= EPOLLIN;
 	if (c->out_head)
 		ev |= EPOLLOUT;
@@ -105,10 +142,12 @@ static void conn_set_events(struct conn *c)
 	}
 }
 
-/* Write what we can; 0, or -1 if the connection was closed. */
-static int conn_flush(struct conn *c)
+/* Write what we can, c->lock held. A write error closes the connection
+ * on the loop thread (@on_loop; returns -1); elsewhere the message stays
+ * queued and EPOLLOUT brings the loop thread to find the error. */
+static int conn_flush(struct conn *c, bool on_loop)
 {
-	while (c->out_head) {
+	while (c->out_head && !c->closed) {
 		struct out_msg *m = c->out_head;
 		struct iovec iov[2];
 		int iovcnt = 0;
@@ -124,9 +163,9 @@ static int conn_flush(struct conn *c)
 		}
 		ssize_t n = writev(c->fd, iov, iovcnt);
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
+			if (errno == EAGAIN || errno == EINTR || !on_loop)
 				break;
-			conn_close(c, strerror(errno));
+			conn_close_locked(c, strerror(errno));
 			return -1;
 		}
 		m->sent += n;
@@ -145,30 +184,41 @@ static int conn_flush(struct conn *c)
 void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload)
 {
 	struct blockd *bd = c->bd;
+	bool on_loop = loop_is_loop_thread(bd->loop);
+	struct out_msg *m = NULL;
 
 	if (h->result != SDFS_RES_OK)
-		bd->errors++;
-	if (c->inflight)
-		c->inflight--;
-	if (c->closed) {
-		free(payload);
-		return;
-	}
-	struct out_msg *m = malloc(sizeof(*m));
-	if (!m) {
-		free(payload);
-		conn_close(c, "out of memory");
-		return;
-	}
+		atomic_fetch_add(&bd->errors, 1);
 	h->epoch = (uint32_t)member_epoch(bd);
-	proto_hdr_encode(h, payload, m->hdr);
-	m->next = NULL;
-	m->payload = payload;
-	m->len = SDFS_HDR_SIZE + h->payload_len;
-	m->sent = 0;
+	m = malloc(sizeof(*m));
+	if (m) {
+		proto_hdr_encode(h, payload, m->hdr);
+		m->next = NULL;
+		m->payload = payload;
+		m->len = SDFS_HDR_SIZE + h->payload_len;
+		m->sent = 0;
+	}
+	pthread_mutex_lock(&c->lock);
+	if (atomic_load(&c->inflight))
+		atomic_fetch_sub(&c->inflight, 1);
+	if (c->closed || !m) {
+		/* No memory for the reply: the peer's call times out and
+		 * retries on a new connection. */
+		if (!c->closed)
+			log_warn("peer=%s: out of memory for a reply", c->peer);
+		free(m);
+		free(payload);
+		conn_set_events(c);
+		conn_unlock(c);
+		return;
+	}
 	*c->out_tail = m;
 	c->out_tail = &m->next;
-	conn_flush(c);
+	if (c->out_head == m)
+		conn_flush(c, on_loop);
+	else
+		conn_set_events(c);
+	conn_unlock(c);
 }
 
 /* A frame is complete: check its payload and hand it on. */
@@ -191,7 +241,7 @@ static void conn_frame(struct conn *c)
 		return;
 	}
 	c->bd->requests++;
-	c->inflight++;
+	atomic_fetch_add(&c->inflight, 1);
 	ops_dispatch(c->bd, c, &h, payload);
 }
 
@@ -235,7 +285,7 @@ static int conn_read_header(struct conn *c)
 
 static void conn_read(struct conn *c)
 {
-	while (!c->closed && c->inflight < CONN_MAX_INFLIGHT) {
+	while (!c->closed && atomic_load(&c->inflight) < CONN_MAX_INFLIGHT) {
 		ssize_t n;
 
 		if (c->hdr_got < SDFS_HDR_SIZE) {
@@ -279,12 +329,18 @@ static void conn_io(int fd, uint32_t events, void *arg)
 	client_conn_get(c);
 	if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN))
 		conn_close(c, NULL);
-	if (!c->closed && (events & EPOLLOUT))
-		conn_flush(c);
+	if (!c->closed && (events & EPOLLOUT)) {
+		pthread_mutex_lock(&c->lock);
+		conn_flush(c, true);
+		conn_unlock(c);
+	}
 	if (!c->closed && (events & EPOLLIN))
 		conn_read(c);
-	if (!c->closed)
+	if (!c->closed) {
+		pthread_mutex_lock(&c->lock);
 		conn_set_events(c);
+		conn_unlock(c);
+	}
 	client_conn_put(c);
 }
 
@@ -311,7 +367,8 @@ static void on_accept(int lfd, uint32_t events, void *arg)
 		}
 		c->bd = bd;
 		c->fd = fd;
-		c->refs = 1;
+		atomic_init(&c->refs, 1);
+		pthread_mutex_init(&c->lock, NULL);
 		c->out_tail = &c->out_head;
 		c->events = EPOLLIN;
 		net_tune(fd);
@@ -326,6 +383,7 @@ static void on_accept(int lfd, uint32_t events, void *arg)
 		}
 		if (loop_add_fd(bd->loop, fd, EPOLLIN, conn_io, c) < 0) {
 			close(fd);
+			pthread_mutex_destroy(&c->lock);
 			free(c);
 			continue;
 		}

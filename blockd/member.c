@@ -45,7 +45,7 @@
 
 uint64_t member_epoch(const struct blockd *bd)
 {
-	return bd->map ? bd->map->epoch : 0;
+	return atomic_load(&((struct blockd *)bd)->map_epoch);
 }
 
 int member_node_id_load(struct blockd *bd)
@@ -281,6 +281,7 @@ static void reconcile_done(struct work *w)
 			cmap_free(bd->map);
 			bd->map = j->map;
 			j->map = NULL;
+			atomic_store(&bd->map_epoch, bd->map->epoch);
 			recover_map_changed(bd->recover, bd->map);
 		}
 	} else if (j->ret) {

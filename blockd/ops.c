@@ -6,8 +6,8 @@
  * ops_dispatch() runs on the loop thread: it checks the request against
  * the table and the node's epoch, then queues a job on the I/O workers.
  * A job's fn runs on a worker and touches only the job and the
- * (thread-safe) objstore and fence; its done runs on the loop thread
- * and replies.
+ * (thread-safe) objstore and fence; req_done then replies from the same
+ * worker (NODE_INFO's from the loop thread, whose counters it reads).
  *
  * Client mutations of MDS-database objects are checked against the MDS
  * fence on the worker, holding it shared until the change is made
@@ -432,7 +432,7 @@ static void req_done(struct work *w)
 		ni.node_id = r->bd->node_id;
 		ni.epoch = (uint32_t)member_epoch(r->bd);
 		ni.requests = r->bd->requests;
-		ni.errors = r->bd->errors;
+		ni.errors = atomic_load(&r->bd->errors);
 		ni.max_obj_size = r->bd->cfg.obj_size;
 		recover_fill_info(r->bd->recover, &ni);
 		proto_node_info_encode(&ni, r->out);
@@ -521,7 +521,12 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	r->epoch = h->epoch ? h->epoch : epoch;
 	r->payload = payload;
 	r->work.fn = op->fn;
-	r->work.done = req_done;
+	/* NODE_INFO reads the loop's counters: answered from the loop. The
+	 * rest answer from the worker (client_conn_reply is thread-safe). */
+	if (h->opcode == SDFS_OP_NODE_INFO)
+		r->work.done = req_done;
+	else
+		r->work.finish = req_done;
 	client_conn_get(c);
 	workq_push(bd->io_q, &r->work);
 }

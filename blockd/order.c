@@ -230,7 +230,7 @@ void order_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	q->h = *h;
 	q->payload = payload;
 	q->work.fn = ordreq_fn;
-	q->work.done = ordreq_done;
+	q->work.finish = ordreq_done;   /* replies from the order worker */
 	client_conn_get(c);
 	workq_push(bd->order->q, &q->work);
 }

@@ -47,7 +47,9 @@ static void *worker(void *arg)
 
 		w->fn(w);
 		atomic_fetch_sub(&q->depth, 1);
-		if (w->done) {
+		if (w->finish) {
+			w->finish(w);   /* may free w */
+		} else if (w->done) {
 			w->call.fn = work_complete;
 			w->call.arg = w;
 			loop_post(q->loop, &w->call);

@@ -4,7 +4,10 @@
  *
  * A job embeds struct work: fn runs on a worker and touches only its
  * job; done runs on the loop thread afterwards and may touch shared
- * state. workq_push() may be called from the loop thread only.
+ * state. A job whose completion is thread-safe sets finish instead:
+ * it runs on the worker right after fn (no hand-off back to the loop)
+ * and may free the job. workq_push() may be called from the loop thread
+ * only.
  */
 #ifndef SDFS_COMMON_WORKQ_H
 #define SDFS_COMMON_WORKQ_H
@@ -16,6 +19,7 @@ typedef void (*work_fn)(struct work *w);
 struct work {
 	work_fn fn;                     /* on a worker thread */
 	work_fn done;                   /* on the loop thread, after fn */
+	work_fn finish;                 /* or: on the worker, after fn */
 	struct work *next;              /* workq's own */
 	struct loop_call call;          /* workq's own */
 };

@@ -25,7 +25,8 @@
  *        oid_is_ordered): a client sends them to the object's primary
  *        only, which forwards them as the peer-only REPL_* ops; the
  *        reply's `length` counts the replicas that applied it. Pushed
- *        invalidations: NS_SUBSCRIBE, NS_NOTIFY and sdfs_inval records.
+ *        invalidations: NS_SUBSCRIBE, NS_NOTIFY and sdfs_inval records;
+ *        SDFS_ATTR_F_LEASED in sdfs_attr.flags (was reserved, 0).
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -466,12 +467,17 @@ struct sdfs_attr {
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	uint64_t parent;        /* directories: the parent (root: itself) */
 	uint32_t mode, nlink, uid, gid, rdev;
-	uint32_t flags;         /* reserved, 0 */
+	uint32_t flags;         /* SDFS_ATTR_F_*; stored as 0 */
 	uint32_t obj_size;      /* layout: bytes per data object */
 	uint16_t copies;        /* layout: replicas (0: the cluster's) */
 	uint16_t layout;        /* enum sdfs_layout_kind */
 };
 #define SDFS_ATTR_SIZE 96u
+/* 1.5, in replies of GETATTR, LOOKUP and READDIR(PLUS) only: the mds
+ * recorded a lease on this inode for the asking client before it read
+ * it (docs/consistency.md), so a change to it will be pushed to that
+ * client (or wait for the lease to end) before it is acknowledged. */
+#define SDFS_ATTR_F_LEASED 0x1u
 
 /* READDIR entry: then name[name_len], zero padding to 8, then with
  * SDFS_NS_PLUS an sdfs_attr. */

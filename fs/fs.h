@@ -71,6 +71,10 @@ struct fnode {
 					   shown until pushed) */
 	uint64_t hidden_dir;            /* unlinked while open: kept under */
 	char hidden[40];                /* ...this name, removed at last close */
+	int64_t leased_until;           /* monotonic ns: until then st is what the
+					   mds would answer (it holds a lease for
+					   us; inval.c clears this before any
+					   change to the inode is acknowledged) */
 	int64_t open_mtime;             /* mtime/size at the last open: keep_cache */
 	uint64_t open_size;
 	/* A volume file (volfile.c): one writer handle shared by the opens
@@ -102,11 +106,19 @@ int fnode_is_open(struct fs *fs, uint64_t ino);
 /* Record @st from the mds, merging a pending size/mtime; fills @out
  * with what the kernel should see. set_stat applies it always (the
  * reply of a change made here); set_stat_v only if nothing replaced
- * n->st since @ver (fnode_ver before the request was sent). */
+ * n->st since @ver (fnode_ver before the request was sent). A reply
+ * marked SDFS_STAT_LEASED also sets leased_until (inval_lease_end). */
 void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out);
 void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 		      struct sdfs_stat *out);
 uint64_t fnode_ver(struct fnode *n);
+/* n->st, if a lease still covers it (without SDFS_STAT_LEASED): 1;
+ * else 0 and the caller asks the mds. */
+int fnode_leased_stat(struct fnode *n, struct sdfs_stat *st);
+/* The mds is about to acknowledge a change to @ino (or, for all, this
+ * mount resubscribed): forget that st is leased. fs->lock not held. */
+void fnode_unlease(struct fs *fs, uint64_t ino);
+void fnode_unlease_all(struct fs *fs);
 /* Wait until no relatime atime update of @n is in flight (setattr: an
  * explicit time must not lose to it). */
 void fnode_wait_atime(struct fnode *n);
@@ -168,17 +180,24 @@ void inval_stop(struct fs *fs);
  * The guard for replies racing an invalidation: take a mark before
  * asking the mds; replying, inval_*_timeout(mark) is the mount's
  * timeout, or 0 if an invalidation came meanwhile. Any thread.
- * inval_begin (at the top of a handler) keeps the mark in a
- * thread-local that fs_entry uses; inval_begin_at sets it to an older
- * mark (a readdirplus page fetched earlier). A handler that did not
- * call it gets its thread's last mark: at worst timeout 0.
+ * inval_begin (at the top of a handler) keeps the mark and the time it
+ * was taken (monotonic ns) in thread-locals that fs_entry and
+ * fnode_set_stat_v use; inval_begin_at sets them to an older mark (a
+ * readdirplus page fetched earlier). A handler that did not call it
+ * gets its thread's last mark: at worst timeout 0 and no lease.
+ * inval_lease_end: for a leased reply applied now on this thread, the
+ * time until which it stays what the mds would answer: the mark's time
+ * + attr_timeout (the mds leases for at least that long from a moment
+ * after the mark), or 0 if an invalidation came since the mark.
  */
 uint64_t inval_mark(void);
+int64_t inval_now_ns(void);
 double inval_attr_timeout(uint64_t mark);
 double inval_entry_timeout(uint64_t mark);
 void inval_begin(void);
-void inval_begin_at(uint64_t mark);
+void inval_begin_at(uint64_t mark, int64_t mark_ns);
 uint64_t inval_thread_mark(void);
+int64_t inval_lease_end(void);
 
 /* snapdir.c: the hidden .snap directories (snapshots as read-only
  * files): wraps the ops of @ops that can meet their nodes. */

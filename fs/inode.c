@@ -166,6 +166,47 @@ uint64_t fnode_ver(struct fnode *n)
 	return v;
 }
 
+int fnode_leased_stat(struct fnode *n, struct sdfs_stat *st)
+{
+	int64_t now = inval_now_ns();
+	int ok;
+
+	pthread_mutex_lock(&n->lock);
+	ok = n->leased_until > now;
+	if (ok) {
+		*st = n->st;
+		st->flags &= ~SDFS_STAT_LEASED;
+	}
+	pthread_mutex_unlock(&n->lock);
+	return ok;
+}
+
+void fnode_unlease(struct fs *fs, uint64_t ino)
+{
+	struct fnode *n;
+
+	pthread_mutex_lock(&fs->lock);
+	n = fnode_find_locked(fs, ino);
+	if (n) {
+		pthread_mutex_lock(&n->lock);
+		n->leased_until = 0;
+		pthread_mutex_unlock(&n->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fnode_unlease_all(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	for (size_t b = 0; b < fs->tab_size; b++)
+		for (struct fnode *n = fs->tab[b]; n; n = n->next) {
+			pthread_mutex_lock(&n->lock);
+			n->leased_until = 0;
+			pthread_mutex_unlock(&n->lock);
+		}
+	pthread_mutex_unlock(&fs->lock);
+}
+
 void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_stat *out)
 {
 	fnode_set_stat_v(n, st, UINT64_MAX, out);
@@ -178,6 +219,15 @@ void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 	if (ver == UINT64_MAX || ver == n->attr_ver) {
 		n->st = *st;
 		n->attr_ver++;
+		/* Under n->lock: an invalidation bumps the mark before it
+		 * unleases (fnode_unlease takes this lock), so either it
+		 * sees this lease or inval_lease_end sees it. */
+		if (st->flags & SDFS_STAT_LEASED) {
+			int64_t end = inval_lease_end();
+
+			if (end > n->leased_until)
+				n->leased_until = end;
+		}
 		if (n->pending_size && n->pending_size <= st->size)
 			n->pending_size = 0;
 	}

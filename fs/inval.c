@@ -76,10 +76,19 @@ static struct {
 
 static atomic_uint_fast64_t inval_seq;
 static _Thread_local uint64_t thread_mark;
+static _Thread_local int64_t thread_mark_ns;
 
 uint64_t inval_mark(void)
 {
 	return atomic_load(&inval_seq);
+}
+
+int64_t inval_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 double inval_attr_timeout(uint64_t mark)
@@ -94,17 +103,26 @@ double inval_entry_timeout(uint64_t mark)
 
 void inval_begin(void)
 {
+	thread_mark_ns = inval_now_ns();        /* before the mark: older */
 	thread_mark = inval_mark();
 }
 
-void inval_begin_at(uint64_t mark)
+void inval_begin_at(uint64_t mark, int64_t mark_ns)
 {
 	thread_mark = mark;
+	thread_mark_ns = mark_ns;
 }
 
 uint64_t inval_thread_mark(void)
 {
 	return thread_mark;
+}
+
+int64_t inval_lease_end(void)
+{
+	if (!thread_mark_ns || atomic_load(&inval_seq) != thread_mark)
+		return 0;
+	return thread_mark_ns + (int64_t)(the_fs->o.attr_timeout * 1e9);
 }
 
 static struct inval_batch *batch_new(const struct sdfs_inval *iv, size_t n)
@@ -224,9 +242,15 @@ static void on_inval(void *arg, const struct sdfs_inval *iv, size_t n)
 	struct inval_batch *b;
 	struct timespec ts;
 	uint64_t id;
-	(void)arg;
 
 	atomic_fetch_add(&inval_seq, 1);        /* before any item is applied */
+	/* Now, not on the applier: answering says we no longer rely on what
+	 * they name (an open would take a leased size as current). */
+	for (size_t i = 0; i < n; i++)
+		if (iv[i].kind == SDFS_INVAL_ALL)
+			fnode_unlease_all(arg);
+		else if (iv[i].kind == SDFS_INVAL_INODE)
+			fnode_unlease(arg, iv[i].ino);
 	b = batch_new(iv, n);
 	pthread_mutex_lock(&q.mu);
 	if (q.stopping) {

@@ -30,6 +30,7 @@ struct dirh {
 	size_t n;
 	uint64_t from;          /* the cookie the page was fetched from */
 	uint64_t mark;          /* inval_mark() before it was fetched */
+	int64_t mark_ns;        /* and when (inval_now_ns) */
 	int plus, end;          /* end: nothing after the page */
 };
 
@@ -72,6 +73,7 @@ static int page_fetch(struct dirh *d, uint64_t from, int plus)
 	page_clear(d);
 	d->from = from;
 	d->plus = plus;
+	d->mark_ns = inval_now_ns();
 	d->mark = inval_mark();
 	ret = sdfs_ns_readdir(the_fs->s, d->ino, from, plus, collect_one, &c);
 	if (!ret)
@@ -187,7 +189,7 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				goto out;
 			i = 0;
 		}
-		inval_begin_at(d->mark);        /* the page's age, for fs_entry */
+		inval_begin_at(d->mark, d->mark_ns);    /* the page's age */
 		for (; i < d->n; i++) {
 			struct dent_c *e = &d->ents[i];
 			size_t n = add(req, buf + used, size - used, e->name, e->ino, e->type,

@@ -94,9 +94,18 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 	if (!n)
 		return -ENOMEM;
 	fnode_open(the_fs, n);
-	/* close-to-open: what the mds says now */
+	inval_begin();
+	/* close-to-open: what the mds says now — known without asking while
+	 * it leases us the inode (docs/consistency.md), except where the open
+	 * itself changes it or a volume's open asks the mds anyway */
 	uint64_t ver = fnode_ver(n);
-	ret = sdfs_ns_getattr(the_fs->s, ino, &st);
+	int trunc = (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY;
+
+	if (!trunc && fnode_leased_stat(n, &st) && S_ISREG(st.mode) &&
+	    st.layout != SDFS_LAYOUT_VOLUME)
+		ret = 0;
+	else
+		ret = sdfs_ns_getattr(the_fs->s, ino, &st);
 	if (!ret && st.layout == SDFS_LAYOUT_VOLUME) {
 		ret = volf_open(n, fi->flags);
 		if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -121,8 +130,7 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 		*out = n;
 		return 0;
 	}
-	if (!ret && (fi->flags & O_TRUNC) && (fi->flags & O_ACCMODE) != O_RDONLY &&
-	    S_ISREG(st.mode)) {
+	if (!ret && trunc && S_ISREG(st.mode)) {
 		struct sdfs_setattr sa = { .mask = SDFS_SETATTR_SIZE | SDFS_SETATTR_MTIME_NOW };
 
 		ret = fnode_push(the_fs, n);

@@ -222,7 +222,14 @@ struct sdfs_stat {
 	uint32_t obj_size;              /* regular files: bytes per data object */
 	uint16_t copies;                /* 0: the cluster's */
 	uint16_t layout;                /* SDFS_LAYOUT_FILE: data in objects (sdfs_file_*) */
+	uint32_t flags;                 /* SDFS_STAT_LEASED */
 };
+/* From sdfs_ns_getattr, sdfs_ns_lookup and readdirplus: this client is
+ * subscribed (sdfs_ns_subscribe) and the mds leased it the inode before
+ * reading it: until the lease ends (the subscribed cache time after the
+ * call was made), every change to the inode that the mds acknowledges is
+ * first notified to this client (SDFS_INVAL_INODE). */
+#define SDFS_STAT_LEASED 0x1u
 #define SDFS_LAYOUT_FILE 1
 #define SDFS_LAYOUT_VOLUME 2            /* a volume file: use sdfs_vol_* */
 

@@ -232,22 +232,24 @@ static void sweep_list(struct leases *l, size_t b, int64_t now)
 	}
 }
 
-static void grant(struct leases *l, uint64_t client, uint64_t a, uint64_t h)
+/* 1 if @client holds the lease afterwards. */
+static int grant(struct leases *l, uint64_t client, uint64_t a, uint64_t h)
 {
 	struct lease_sub *s;
 	uint32_t cache_ms;
 	int64_t now, until;
 	size_t b = bucket_of(a, h), other;
 	struct lease *x;
+	int held = 0;
 
 	if (!atomic_load(&l->nsubs))
-		return;
+		return 0;
 	pthread_mutex_lock(&l->mu);
 	s = sub_find(l, client);
 	cache_ms = s ? s->cache_ms : 0;
 	pthread_mutex_unlock(&l->mu);
 	if (!s || cache_ms == 0)        /* subscribed for lock wake-ups only */
-		return;
+		return 0;
 	now = mono_ms();
 	until = now + cache_ms + LEASE_MARGIN_MS;
 	pthread_mutex_lock(stripe_of(l, b));
@@ -258,21 +260,24 @@ static void grant(struct leases *l, uint64_t client, uint64_t a, uint64_t h)
 	if (x) {
 		if (until > x->until)
 			x->until = until;
+		held = 1;
 	} else if ((x = malloc(sizeof(*x)))) {
 		*x = (struct lease){ a, h, client, until, l->bucket[b] };
 		l->bucket[b] = x;
 		atomic_fetch_add(&l->nleases, 1);
+		held = 1;
 	}
 	pthread_mutex_unlock(stripe_of(l, b));
 	other = atomic_fetch_add(&l->sweep, 1) % LEASE_BUCKETS;
 	pthread_mutex_lock(stripe_of(l, other));
 	sweep_list(l, other, now);
 	pthread_mutex_unlock(stripe_of(l, other));
+	return held;
 }
 
-void lease_grant_inode(struct leases *l, uint64_t client, uint64_t ino)
+int lease_grant_inode(struct leases *l, uint64_t client, uint64_t ino)
 {
-	grant(l, client, ino, H_INODE);
+	return grant(l, client, ino, H_INODE);
 }
 
 void lease_grant_entry(struct leases *l, uint64_t client, uint64_t parent,

@@ -55,8 +55,10 @@ void lease_acked(struct lease_sub *sub, int fd, uint64_t seq);
  * client is left alone). The client's leases stay until they end. */
 void lease_unsubscribe(struct lease_sub *sub, int fd);
 
-/* Grants to @client (no-op unless it is subscribed). */
-void lease_grant_inode(struct leases *l, uint64_t client, uint64_t ino);
+/* Grants to @client (no-op unless it is subscribed). lease_grant_inode
+ * returns 1 if @client now holds a lease on @ino (SDFS_ATTR_F_LEASED),
+ * else 0. */
+int lease_grant_inode(struct leases *l, uint64_t client, uint64_t ino);
 void lease_grant_entry(struct leases *l, uint64_t client, uint64_t parent,
 		       const char *name, size_t nlen);
 void lease_grant_listing(struct leases *l, uint64_t client, uint64_t dir);

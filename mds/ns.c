@@ -342,10 +342,11 @@ int ns_failed(struct ns *ns)
 	return atomic_load(&ns->failed);
 }
 
-int reply_attr(struct ns_reply *rep, const struct inode *in)
+int reply_attr_f(struct ns_reply *rep, const struct inode *in, uint32_t flags)
 {
 	struct sdfs_attr a = in->a;
 
+	a.flags = flags;
 	if (S_ISREG(a.mode))
 		a.blocks = (a.size + 511) / 512;
 	rep->data = malloc(SDFS_ATTR_SIZE);
@@ -354,6 +355,11 @@ int reply_attr(struct ns_reply *rep, const struct inode *in)
 	proto_attr_encode(&a, rep->data);
 	rep->len = SDFS_ATTR_SIZE;
 	return 0;
+}
+
+int reply_attr(struct ns_reply *rep, const struct inode *in)
+{
+	return reply_attr_f(rep, in, 0);
 }
 
 static void kv_log(int level, const char *msg)

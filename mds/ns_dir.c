@@ -69,10 +69,13 @@ int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 			break;
 		}
 		if (plus) {
-			lease_grant_inode(ns->leases, r->client_id, d.ino);
+			uint32_t f = lease_grant_inode(ns->leases, r->client_id, d.ino) ?
+				     SDFS_ATTR_F_LEASED : 0;
+
 			ret = inode_get(ns, d.ino, &in);
 			if (ret)
 				continue;       /* removed meanwhile */
+			in.a.flags = f;
 		}
 		used += proto_dirent_encode(&d, (const char *)v + 12,
 					    plus ? &in.a : NULL, rep->data + used);

@@ -198,6 +198,8 @@ int op_info(struct ns *ns, struct ns_reply *rep);
 
 /* A reply carrying @in's attributes. */
 int reply_attr(struct ns_reply *rep, const struct inode *in);
+/* With SDFS_ATTR_F_* @flags (the stored flags are not sent). */
+int reply_attr_f(struct ns_reply *rep, const struct inode *in, uint32_t flags);
 
 /* replycache.c: an operation that mutates is bracketed by begin/end.
  * begin returns 1 with @rep filled when (client, seq) was answered

@@ -22,12 +22,12 @@
  * committed after the read then finds them and is pushed. */
 int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 {
+	uint32_t f = lease_grant_inode(ns->leases, r->client_id, r->ino) ?
+		     SDFS_ATTR_F_LEASED : 0;
 	struct inode in;
-	int ret;
+	int ret = inode_get(ns, r->ino, &in);
 
-	lease_grant_inode(ns->leases, r->client_id, r->ino);
-	ret = inode_get(ns, r->ino, &in);
-	return ret ? ret : reply_attr(rep, &in);
+	return ret ? ret : reply_attr_f(rep, &in, f);
 }
 
 int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
@@ -56,11 +56,13 @@ int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	ret = dent_get(ns, r->ino, name, r->name_len, &d);
 	if (ret)
 		return ret;
-	lease_grant_inode(ns->leases, r->client_id, d.ino);
+	uint32_t f = lease_grant_inode(ns->leases, r->client_id, d.ino) ?
+		     SDFS_ATTR_F_LEASED : 0;
+
 	ret = inode_get(ns, d.ino, &in);
 	if (ret == -ENOENT)
 		ret = -ENOENT;  /* removed between the two reads */
-	return ret ? ret : reply_attr(rep, &in);
+	return ret ? ret : reply_attr_f(rep, &in, f);
 }
 
 static int valid_type(uint32_t mode)

@@ -401,6 +401,51 @@ Test(coherence, close_to_open_data)
 	free(want);
 }
 
+static uint64_t mds_ops(void)
+{
+	struct sdfs_mds_status st;
+
+	cr_assert_eq(sdfs_mds_status(tcluster_client(tc), &st), 0);
+	free(st.list);
+	return st.ops;
+}
+
+/*
+ * An open under a lease: B looked at the file, so the mds leases B its
+ * attributes and would tell B before acknowledging any change to them;
+ * B's opens within the attribute timeout then take the size and mtime
+ * they check (close-to-open) from B's cache, with no mds request. The
+ * reopen test below checks that they still see every change of A's.
+ */
+Test(coherence, opens_under_a_lease_ask_the_mds_nothing)
+{
+	enum { OPENS = 40 };
+	struct stat st;
+	uint64_t before, asked;
+	char buf[8];
+
+	put_file(on(0, "leased"), "leased!", 7, O_EXCL);
+	/* first open and read on B: its relatime atime update goes now */
+	free(get_file(on(1, "leased"), &(size_t){ 0 }));
+	cr_assert_eq(stat(on(1, "leased"), &st), 0);
+	before = mds_ops();
+	for (int i = 0; i < OPENS; i++) {
+		int fd = open(on(1, "leased"), O_RDONLY);
+
+		cr_assert(fd >= 0, "open %d on B: %s", i, strerror(errno));
+		cr_assert_eq(pread(fd, buf, 7, 0), 7);
+		cr_assert_eq(memcmp(buf, "leased!", 7), 0);
+		cr_assert_eq(close(fd), 0);
+	}
+	asked = mds_ops() - before;     /* may count the status call itself */
+	cr_log_info("%d opens on B within its lease: %" PRIu64 " mds requests",
+		    OPENS, asked);
+	/* Without leases each open asks (a getattr); the kernel may
+	 * revalidate the name once if its entry timeout ran out meanwhile. */
+	cr_assert_lt(asked, OPENS / 4, "%" PRIu64 " mds requests for %d opens",
+		     asked, OPENS);
+}
+
 /*
  * B holds the file open with its data in B's page cache; A overwrites,
  * appends, truncates and rewrites it; after each of A's closes a new

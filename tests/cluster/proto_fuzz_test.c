@@ -305,6 +305,51 @@ Test(proto_fuzz, drops_random_bytes)
 	}
 }
 
+/*
+ * A peer that sends many reads and does not read the replies for a
+ * while: the replies (48 MiB, far more than the socket buffers hold)
+ * wait in the daemon — the I/O workers that meet a full socket leave
+ * them to the loop thread — other connections are served meanwhile, and
+ * then every reply arrives once, whole and in one piece.
+ */
+Test(proto_fuzz, replies_to_a_slow_reader_wait_and_arrive_whole)
+{
+	enum { READS = 48, LEN = 1 << 20 };
+	struct sdfs *s = tcluster_client(tc);
+	uint64_t oid = req_ids++, first = req_ids;
+	char *want = malloc(LEN), *got = malloc(LEN);
+	int seen[READS] = { 0 };
+	int fd = wire_connect(addr);
+
+	cr_assert(want && got);
+	tfill_random(want, LEN, oid);
+	cr_assert_eq(sdfs_obj_write(s, oid, want, LEN, 0), 0);
+	for (int i = 0; i < READS; i++) {
+		struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_READ, .oid = oid,
+				      .length = LEN, .req_id = req_ids++ };
+
+		cr_assert_eq(wire_send_req(fd, &h, NULL), 0, "read %d", i);
+	}
+	usleep(300 * 1000);     /* nothing read: the daemon's sends block */
+	assert_bystander_served();
+	for (int i = 0; i < READS; i++) {
+		struct sdfs_hdr r;
+		uint64_t k;
+
+		cr_assert_eq(wire_recv_hdr(fd, &r, CLOSE_WAIT_MS), 0, "reply %d", i);
+		k = r.req_id - first;
+		cr_assert(k < READS && !seen[k], "reply %d: req_id %" PRIu64, i, r.req_id);
+		seen[k] = 1;
+		cr_assert_eq(r.result, SDFS_RES_OK, "reply %d: result %u", i, r.result);
+		cr_assert_eq(r.payload_len, LEN, "reply %d: %u bytes", i, r.payload_len);
+		cr_assert_eq(wire_recv(fd, got, LEN, CLOSE_WAIT_MS), 0, "reply %d data", i);
+		cr_assert_eq(memcmp(got, want, LEN), 0, "reply %d: wrong bytes", i);
+	}
+	close(fd);
+	free(want);
+	free(got);
+}
+
 Test(proto_fuzz, answers_unknown_opcode_and_keeps_connection)
 {
 	struct sdfs_hdr h = { .opcode = 0x7e, .req_id = req_ids++ }, r;

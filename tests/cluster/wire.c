@@ -135,6 +135,11 @@ int wire_skip(int fd, size_t len, int timeout_ms)
 	return 0;
 }
 
+int wire_recv(int fd, void *buf, size_t len, int timeout_ms)
+{
+	return recv_full(fd, buf, len, net_now_ms() + timeout_ms);
+}
+
 int wire_wait_closed(int fd, int timeout_ms)
 {
 	int64_t deadline = net_now_ms() + timeout_ms;

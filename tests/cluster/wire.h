@@ -27,6 +27,8 @@ void wire_fix_hdr_csum(uint8_t wire[SDFS_HDR_SIZE]);
 int wire_recv_hdr(int fd, struct sdfs_hdr *h, int timeout_ms);
 /* Receive and drop @len payload bytes; 0 or -errno. */
 int wire_skip(int fd, size_t len, int timeout_ms);
+/* Receive exactly @len payload bytes into @buf; 0 or -errno. */
+int wire_recv(int fd, void *buf, size_t len, int timeout_ms);
 
 /*
  * Wait until the peer closes @fd (read returns 0 or ECONNRESET),

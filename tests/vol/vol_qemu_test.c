@@ -202,7 +202,7 @@ Test(vol_qemu, raw_volume_direct_native_aio)
 Test(vol_qemu, snapshots_of_a_qcow2_image_under_writes)
 {
 	enum { NWRITES = 1200, NSNAPS = 3 };
-	struct sdfs *s = tcluster_client(tc);
+	struct sdfs *s;
 	char path[PATH_MAX + 64], log[PATH_MAX + 64], name[32];
 	static char cmds[NWRITES + NWRITES / 20 + 1][48];
 	static char *argv[2 * (NWRITES + NWRITES / 20) + 16];
@@ -212,6 +212,7 @@ Test(vol_qemu, snapshots_of_a_qcow2_image_under_writes)
 	uint64_t ino;
 
 	need_qemu();
+	s = tcluster_client(tc);        /* tc is NULL without qemu */
 	ino = vt_create(tc, "vm.qcow2", GiB, 0, NULL);
 	vt_path(tc, "vm.qcow2", path);
 	qcow2_create(path, "1G");

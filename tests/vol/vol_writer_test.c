@@ -11,6 +11,10 @@
  *   to go; B takes the volume and writes; A resumed: its pending and
  *   later writes fail with EIO, and nothing A wrote after the takeover
  *   is in the volume.
+ * - Migration with vol_lazy: B opens while A writes, B's first write
+ *   waits until A closes.
+ * - vol_wait: B's open(O_RDWR) waits while A writes, and returns once A
+ *   closes.
  *
  * B is always unmounted at teardown (and by a watchdog if the test
  * process dies); the writer process on A is killed by its pid.
@@ -406,4 +410,85 @@ Test(vol_writer, migration_hands_the_lock_over_with_vol_lazy)
 	free(model);
 	free(got);
 	free(bbuf);
+}
+
+/* B's open in the background: its descriptor (or errno) once done. */
+struct bg_open {
+	char path[PATH_MAX + 64];
+	int flags;
+	_Atomic int done;
+	int fd, err;
+};
+
+static void *bg_open_run(void *arg)
+{
+	struct bg_open *o = arg;
+
+	o->fd = open(o->path, o->flags | O_CLOEXEC);
+	o->err = errno;
+	atomic_store(&o->done, 1);
+	return NULL;
+}
+
+/* Mount option vol_wait (docs/volumes.md "One writer"): B's
+ * open(O_RDWR) of a volume file A writes waits for A's lock instead of
+ * failing with EBUSY, and returns, writable, once A closed. */
+Test(vol_writer, vol_wait_open_waits_for_the_writer)
+{
+	char path[PATH_MAX + 16];
+	uint8_t *model = vt_alloc(SIZE), *got = vt_alloc(SIZE);
+	struct bg_open o = { .flags = O_RDWR | O_DIRECT };
+	pthread_t th;
+	int fa, fb;
+
+	vt_create(tc, "vf", SIZE, OBJ, NULL);
+	snprintf(path, sizeof(path), "%s/mnt2", tcluster_dir(tc));
+	/* a wait far longer than this test may take: B's open must end
+	 * because A closed, not because B gave up */
+	vt_mount2_start(tc, &m2, path, "vol_wait,timeout_ms=300000");
+
+	fa = vt_xopen(tc, "vf", O_RDWR | O_DIRECT);
+	put(fa, model, 0, 2 * MiB, 1, "A: vf");
+	vt_fsync(fa, "A: vf");
+
+	b_path("vf", o.path);
+	cr_assert_eq(pthread_create(&th, NULL, bg_open_run, &o), 0);
+	/* B is blocked while A holds the volume, and A keeps writing */
+	put(fa, model, 2 * MiB, MiB, 2, "A: vf while B waits");
+	vt_fsync(fa, "A: vf while B waits");
+	for (int64_t end = tnow_ms() + 1000; tnow_ms() < end;) {
+		cr_assert_not(atomic_load(&o.done), "B (vol_wait): open(O_RDWR) while A "
+			      "writes returned: fd %d, %s; expected it to wait", o.fd,
+			      o.fd < 0 ? strerror(o.err) : "opened");
+		tsleep_ms(50);
+	}
+	vt_read_vol(tc, vt_ino(tc, "vf"), NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "vf while B waits");
+
+	/* A closes: B's open returns with the volume */
+	close(fa);
+	for (int64_t end = tnow_ms() + VT_WAIT_MS; !atomic_load(&o.done);) {
+		cr_assert(tnow_ms() < end, "B (vol_wait): open(O_RDWR) still waiting %d ms "
+			  "after A closed", VT_WAIT_MS);
+		tsleep_ms(20);
+	}
+	pthread_join(th, NULL);
+	fb = o.fd;
+	cr_assert(fb >= 0, "B (vol_wait): open(O_RDWR) after A closed: %s", strerror(o.err));
+	vt_pread(fb, got, 3 * MiB, 0, "B: vf after the wait");
+	vt_assert_same(got, model, 3 * MiB, 0, OBJ, "vf through B after the wait");
+	put(fb, model, 5 * MiB, MiB, 3, "B: vf");
+	vt_fsync(fb, "B: vf");
+
+	/* now A is the one kept out (A's mount has no vol_wait) */
+	errno = 0;
+	fa = vt_open(tc, "vf", O_RDWR);
+	cr_assert(fa < 0 && errno == EBUSY, "A: open(O_RDWR) while B writes: fd %d, %s; "
+		  "expected EBUSY", fa, fa < 0 ? strerror(errno) : "opened");
+	close(fb);
+	vt_read_vol(tc, vt_ino(tc, "vf"), NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "vf after B wrote");
+	vt_mount2_stop(&m2);
+	free(model);
+	free(got);
 }

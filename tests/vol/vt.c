@@ -18,6 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/proto.h"
+#include "tests/cluster/wire.h"
+
 struct tcluster *vt_start(void)
 {
 	return tcluster_start(&(struct tcluster_opts){
@@ -384,6 +387,91 @@ size_t vt_slurp(const char *path, uint8_t **buf)
 	vt_pread(fd, *buf, (size_t)st.st_size, 0, path);
 	close(fd);
 	return (size_t)st.st_size;
+}
+
+/* ---- what the block daemons hold ---- */
+
+#define LIST_PAGE 4096u
+
+/* One node's live objects passing @want into @o, page by page. */
+static void list_node(const char *addr, int (*want)(uint64_t oid), struct vt_node_objs *o)
+{
+	uint8_t *page = malloc((size_t)LIST_PAGE * SDFS_LIST_ENT_SIZE);
+	struct sdfs_list_ent *ents = malloc(LIST_PAGE * sizeof(*ents));
+	int fd = wire_connect(addr), more = 1;
+	uint64_t after = 0, req = 1;
+	size_t cap = 0;
+
+	cr_assert(page && ents);
+	for (int first = 1; more; first = 0) {
+		struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_LIST, .req_id = req++,
+				      .flags = SDFS_F_EPOCHS | (first ? SDFS_F_FIRST : 0),
+				      .offset = after, .length = LIST_PAGE };
+		int ret = wire_send_req(fd, &h, NULL);
+
+		cr_assert_eq(ret, 0, "node %u (%s): OBJ_LIST: send: %s", o->node_id, addr,
+			     strerror(-ret));
+		ret = wire_recv_hdr(fd, &h, VT_WAIT_MS);
+		cr_assert_eq(ret, 0, "node %u (%s): OBJ_LIST: reply: %s", o->node_id, addr,
+			     strerror(-ret));
+		cr_assert_eq(h.result, SDFS_RES_OK, "node %u (%s): OBJ_LIST: %s", o->node_id,
+			     addr, strerror(-proto_res_to_errno(h.result)));
+		cr_assert(h.payload_len % SDFS_LIST_ENT_SIZE == 0 &&
+			  h.payload_len <= LIST_PAGE * SDFS_LIST_ENT_SIZE,
+			  "node %u (%s): OBJ_LIST: %u payload bytes", o->node_id, addr,
+			  h.payload_len);
+		ret = wire_recv(fd, page, h.payload_len, VT_WAIT_MS);
+		cr_assert_eq(ret, 0, "node %u (%s): OBJ_LIST: payload: %s", o->node_id, addr,
+			     strerror(-ret));
+		size_t k = h.payload_len / SDFS_LIST_ENT_SIZE;
+
+		proto_list_ent_decode(page, k, ents);
+		for (size_t i = 0; i < k; i++) {
+			if (ents[i].size == SDFS_SIZE_TOMBSTONE || (want && !want(ents[i].oid)))
+				continue;
+			if (o->n == cap) {
+				cap = cap ? 2 * cap : 256;
+				o->oids = realloc(o->oids, cap * sizeof(*o->oids));
+				cr_assert(o->oids);
+			}
+			o->oids[o->n++] = ents[i].oid;
+		}
+		more = (h.flags & SDFS_F_MORE) && k;
+		if (k)
+			after = ents[k - 1].oid;
+	}
+	close(fd);
+	free(page);
+	free(ents);
+}
+
+size_t vt_node_objects(struct tcluster *tc, int (*want)(uint64_t oid),
+		       struct vt_node_objs out[VT_MAX_NODES])
+{
+	struct sdfs_node_status *nodes = NULL;
+	size_t n = 0;
+	int ret = sdfs_node_list(tcluster_client(tc), &nodes, &n);
+
+	cr_assert_eq(ret, 0, "sdfs_node_list: %s", strerror(-ret));
+	cr_assert(n >= 1 && n <= VT_MAX_NODES, "%zu nodes in the map", n);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(!strcmp(nodes[i].state, "up"), "node %u (%s) is %s: its objects "
+			  "cannot be listed", nodes[i].node_id, nodes[i].addr, nodes[i].state);
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].node_id = nodes[i].node_id;
+		list_node(nodes[i].addr, want, &out[i]);
+	}
+	free(nodes);
+	return n;
+}
+
+void vt_node_objs_free(struct vt_node_objs *o, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(o[i].oids);
+		o[i].oids = NULL;
+		o[i].n = 0;
+	}
 }
 
 /* ---- a second mount ---- */

@@ -3,8 +3,9 @@
  * cluster they all run on (3 blockd, copies 3, 2 mds, a mount), making
  * a volume file, I/O through the mount with plain syscalls, patterns
  * that say where a byte came from, reading a volume or a snapshot
- * through libsdfs, running a command with a deadline, and a second
- * mount of the same cluster.
+ * through libsdfs, running a command with a deadline, listing the
+ * objects each block daemon holds, and a second mount of the same
+ * cluster.
  *
  * Every helper fails the test (cr_assert) on anything unexpected unless
  * it documents a return value. Waits are polled checks with deadlines.
@@ -95,6 +96,23 @@ int vt_sdfs_to_file(struct tcluster *tc, const char *out_path, char **err,
 		    const char *const args[]);
 /* The whole file @path into *@buf (malloc'd); its length. */
 size_t vt_slurp(const char *path, uint8_t **buf);
+
+/* ---- what the block daemons hold ----
+ * Every node of the cluster map, asked for its whole object list
+ * (OBJ_LIST with SDFS_F_EPOCHS, page by page, over its own connection):
+ * the oids of its live copies for which @want (NULL: all) is true,
+ * tombstones left out. Fails the test unless every node of the map is
+ * up and answers. */
+#define VT_MAX_NODES 16
+struct vt_node_objs {
+	uint32_t node_id;
+	size_t n;
+	uint64_t *oids;         /* ascending; malloc'd */
+};
+/* Fills @out[0..returned); free with vt_node_objs_free. */
+size_t vt_node_objects(struct tcluster *tc, int (*want)(uint64_t oid),
+		       struct vt_node_objs out[VT_MAX_NODES]);
+void vt_node_objs_free(struct vt_node_objs *o, size_t n);
 
 /* ---- a process that outlives a test killed by a timeout ----
  * On EOF of its pipe (the test process died) it unmounts @unmount (NULL:

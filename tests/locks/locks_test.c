@@ -54,7 +54,7 @@ TestSuite(locks, .init = up, .fini = down, .timeout = 240);
 
 /* ---- a locker: a child process holding or waiting for a lock ---- */
 
-enum lk_how { LK_POSIX, LK_POSIX_WAIT, LK_FLOCK, LK_FLOCK_WAIT };
+enum lk_how { LK_POSIX, LK_POSIX_WAIT, LK_FLOCK, LK_FLOCK_WAIT, LK_OFD, LK_OFD_WAIT };
 
 struct locker {
 	pid_t pid;
@@ -77,8 +77,15 @@ static int do_lock(int fd, const struct lk_step *s)
 	case LK_POSIX_WAIT: return fcntl(fd, F_SETLKW, &fl) ? -errno : 0;
 	case LK_FLOCK: return flock(fd, s->type | LOCK_NB) ? -errno : 0;
 	case LK_FLOCK_WAIT: return flock(fd, s->type) ? -errno : 0;
+	case LK_OFD: return fcntl(fd, F_OFD_SETLK, &fl) ? -errno : 0;
+	case LK_OFD_WAIT: return fcntl(fd, F_OFD_SETLKW, &fl) ? -errno : 0;
 	}
 	return -EINVAL;
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
 }
 
 /*
@@ -86,6 +93,8 @@ static int do_lock(int fd, const struct lk_step *s)
  * writes its result (an int: 0 or -errno) to the pipe, and before each
  * step after the first it waits for a byte from the test. After the
  * last it waits for a byte (or EOF), then exits (closing: unlock).
+ * SIGUSR1 runs a handler without SA_RESTART: it ends a blocked lock
+ * step with EINTR (locker_interrupt) and is ignored otherwise.
  */
 static void locker_start(struct locker *l, const char *path, const struct lk_step *steps,
 			 int n)
@@ -96,8 +105,11 @@ static void locker_start(struct locker *l, const char *path, const struct lk_ste
 	l->pid = fork();
 	cr_assert(l->pid >= 0);
 	if (l->pid == 0) {
+		struct sigaction sa = { .sa_handler = on_signal };
 		char c;
 		int fd;
+
+		sigaction(SIGUSR1, &sa, NULL);
 
 		/* only our own pipe ends: another locker's, inherited, would
 		 * keep its pipe open after the test closes it */
@@ -107,10 +119,13 @@ static void locker_start(struct locker *l, const char *path, const struct lk_ste
 		fd = open(path, O_RDWR);
 		for (int i = 0; i < n; i++) {
 			int r = fd < 0 ? -errno : do_lock(fd, &steps[i]);
+			ssize_t got;
 
 			if (write(upp[1], &r, sizeof(r)) != sizeof(r))
 				_exit(2);
-			if (read(down[0], &c, 1) != 1)
+			while ((got = read(down[0], &c, 1)) < 0 && errno == EINTR)
+				;
+			if (got != 1)
 				break;
 		}
 		_exit(0);
@@ -131,6 +146,20 @@ static int locker_result(struct locker *l, int ms)
 		return -ETIME;
 	cr_assert_eq(read(l->from_child, &r, sizeof(r)), (ssize_t)sizeof(r),
 		     "locker %d died", (int)l->pid);
+	return r;
+}
+
+/* Signal the locker until its blocked step returns, and that step's
+ * result. A signal that comes before the child is in its wait only
+ * runs the handler; the next one ends the wait. */
+static int locker_interrupt(struct locker *l)
+{
+	int r = -ETIME;
+
+	for (int64_t end = tnow_ms() + WAIT_MS; r == -ETIME && tnow_ms() < end;) {
+		cr_assert_eq(kill(l->pid, SIGUSR1), 0);
+		r = locker_result(l, 200);
+	}
 	return r;
 }
 
@@ -159,6 +188,20 @@ static int try_posix(const char *path, short type, off_t start, off_t len)
 	r = fcntl(fd, F_SETLK, &fl) ? -errno : 0;
 	close(fd);
 	return r;
+}
+
+/* What F_GETLK (@cmd; or F_OFD_GETLK) on @path says of a write lock on
+ * [start, start + len). */
+static struct flock get_lock(const char *path, int cmd, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = start,
+			    .l_len = len };
+	int fd = open(path, O_RDWR);
+
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fcntl(fd, cmd, &fl), 0, "F_GETLK: %s", strerror(errno));
+	close(fd);
+	return fl;
 }
 
 /* Lock wake-ups the active mds has sent (sdfs mds status). */
@@ -313,6 +356,86 @@ Test(locks, deadlock_is_refused)
 	locker_end(&b);
 }
 
+/* A signal ends B's F_SETLKW with EINTR, and the mds is left with no
+ * trace of it: once A lets go, a lock on A gets the range while B
+ * (alive) holds nothing, and B itself can lock it later. */
+Test(locks, interrupted_posix_wait_takes_nothing)
+{
+	struct locker a, b, c;
+	struct lk_step hold = { LK_POSIX, F_WRLCK, 0, 100 };
+	struct lk_step sb[] = { { LK_POSIX_WAIT, F_WRLCK, 0, 10 }, { LK_POSIX, F_WRLCK, 0, 10 } };
+	struct lk_step wait = { LK_POSIX_WAIT, F_WRLCK, 0, 0 };
+	struct flock fl;
+
+	locker_start(&a, pa, &hold, 1);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0, "A could not lock");
+	locker_start(&b, pb, sb, 2);
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got a lock A holds");
+	cr_assert_eq(locker_interrupt(&b), -EINTR, "B's wait was not interrupted");
+	fl = get_lock(pb, F_GETLK, 0, 0);
+	cr_assert_eq(fl.l_type, F_WRLCK);
+	cr_assert_eq(fl.l_start, 0);
+	cr_assert_eq(fl.l_len, 100, "not A's lock: l_start %lld l_len %lld",
+		     (long long)fl.l_start, (long long)fl.l_len);
+	locker_end(&a);
+	locker_start(&c, pa, &wait, 1);
+	cr_assert_eq(locker_result(&c, WAIT_MS), 0, "the interrupted wait on B took the lock");
+	fl = get_lock(pb, F_GETLK, 0, 0);
+	cr_assert_eq(fl.l_type, F_WRLCK);
+	cr_assert_eq(fl.l_len, 0, "not C's whole-file lock");
+	locker_end(&c);
+	/* free now, and nobody asks for a while: a wait still going on
+	 * somewhere for B would take it in that time */
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B did a step by itself");
+	fl = get_lock(pa, F_GETLK, 0, 0);
+	cr_assert_eq(fl.l_type, F_UNLCK, "B holds [%lld, +%lld) after its interrupted wait",
+		     (long long)fl.l_start, (long long)fl.l_len);
+	locker_next(&b);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0, "B cannot lock after its interrupted wait");
+	cr_assert_eq(try_posix(pa, F_WRLCK, 5, 1), -EAGAIN, "B's lock not seen on A");
+	locker_end(&b);
+	cr_assert_eq(try_posix(pa, F_WRLCK, 0, 0), 0);
+}
+
+/* The same for a blocking flock(LOCK_EX). */
+Test(locks, interrupted_flock_wait_takes_nothing)
+{
+	struct locker a, b, c;
+	struct lk_step hold = { LK_FLOCK, LOCK_EX, 0, 0 };
+	struct lk_step sb[] = { { LK_FLOCK_WAIT, LOCK_EX, 0, 0 }, { LK_FLOCK, LOCK_EX, 0, 0 } };
+	struct lk_step wait = { LK_FLOCK_WAIT, LOCK_EX, 0, 0 };
+	int fd, r = -1;
+
+	locker_start(&a, pa, &hold, 1);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0, "A could not flock");
+	locker_start(&b, pb, sb, 2);
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got a flock A holds");
+	cr_assert_eq(locker_interrupt(&b), -EINTR, "B's flock was not interrupted");
+	locker_end(&a);
+	locker_start(&c, pa, &wait, 1);
+	cr_assert_eq(locker_result(&c, WAIT_MS), 0, "the interrupted flock on B took the lock");
+	locker_end(&c);
+	/* B is alive and holds nothing (C's flock goes at release, which
+	 * the kernel may send after C's exit) */
+	fd = open(pa, O_RDONLY);
+	cr_assert(fd >= 0);
+	for (int64_t end = tnow_ms() + WAIT_MS; r && tnow_ms() < end; tsleep_ms(20))
+		r = flock(fd, LOCK_EX | LOCK_NB);
+	cr_assert_eq(r, 0, "B holds the flock after its interrupted wait");
+	cr_assert_eq(flock(fd, LOCK_UN), 0);
+	/* free now, and nobody asks for a while: a wait still going on
+	 * somewhere for B would take it in that time */
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B did a step by itself");
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0, "B took the flock after its interrupted wait");
+	cr_assert_eq(flock(fd, LOCK_UN), 0);
+	locker_next(&b);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0, "B cannot flock after its interrupted wait");
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), -1, "B's flock not seen on A");
+	cr_assert_eq(errno, EWOULDBLOCK);
+	close(fd);
+	locker_end(&b);
+}
+
 Test(locks, killed_mount_loses_its_locks)
 {
 	struct locker b, a;
@@ -375,6 +498,95 @@ Test(locks, survive_mds_failover)
 		r = flock(fd, LOCK_EX | LOCK_NB);
 	cr_assert_eq(r, 0, "the flock was not released");
 	close(fd);
+}
+
+/* ---- OFD locks (docs/locks.md, "OFD locks") ---- */
+
+static int ofd_lock(int fd, int cmd, short type, off_t start, off_t len)
+{
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET, .l_start = start,
+			    .l_len = len };
+
+	return fcntl(fd, cmd, &fl) ? -errno : 0;
+}
+
+/* An OFD lock's owner is its open file: it excludes OFD and POSIX locks
+ * on the other mount and other open files of its own process, is split
+ * like a POSIX lock, survives the close of another descriptor of its
+ * process, and goes with an explicit F_UNLCK. */
+Test(locks, ofd_locks_exclude_across_mounts)
+{
+	struct locker b;
+	struct lk_step sb[] = { { LK_OFD_WAIT, F_WRLCK, 0, 10 }, { LK_OFD, F_UNLCK, 0, 10 } };
+	int fa = open(pa, O_RDWR), fa2 = open(pa, O_RDWR), fb = open(pb, O_RDWR);
+	struct flock fl;
+
+	cr_assert(fa >= 0 && fa2 >= 0 && fb >= 0);
+	cr_assert_eq(ofd_lock(fa, F_OFD_SETLK, F_WRLCK, 0, 100), 0);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 50, 10), -EAGAIN);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_RDLCK, 99, 1), -EAGAIN);
+	cr_assert_eq(try_posix(pb, F_WRLCK, 0, 10), -EAGAIN, "a POSIX lock on B ignores it");
+	cr_assert_eq(try_posix(pb, F_RDLCK, 0, 10), -EAGAIN);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 100, 10), 0);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_UNLCK, 100, 10), 0);
+	cr_assert_eq(ofd_lock(fa2, F_OFD_SETLK, F_WRLCK, 0, 1), -EAGAIN,
+		     "another open file of the holder's process is another owner");
+	fl = get_lock(pb, F_OFD_GETLK, 0, 0);
+	cr_assert_eq(fl.l_type, F_WRLCK);
+	cr_assert_eq(fl.l_start, 0);
+	cr_assert_eq(fl.l_len, 100, "not A's lock: l_start %lld l_len %lld",
+		     (long long)fl.l_start, (long long)fl.l_len);
+	fl = get_lock(pb, F_OFD_GETLK, 100, 5);
+	cr_assert_eq(fl.l_type, F_UNLCK);
+	/* split: a hole in the middle is free, the rest is not */
+	cr_assert_eq(ofd_lock(fa, F_OFD_SETLK, F_UNLCK, 40, 20), 0);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 45, 10), 0, "the hole is free");
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_UNLCK, 45, 10), 0);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 30, 20), -EAGAIN);
+	/* closing a descriptor drops its process's POSIX locks, not this */
+	close(fa2);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 0, 10), -EAGAIN);
+	/* F_OFD_SETLKW on B waits for A's explicit unlock */
+	locker_start(&b, pb, sb, 2);
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got an OFD lock A holds");
+	cr_assert_eq(ofd_lock(fa, F_OFD_SETLK, F_UNLCK, 0, 0), 0);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0, "B never got the OFD lock");
+	cr_assert_eq(ofd_lock(fa, F_OFD_SETLK, F_WRLCK, 5, 1), -EAGAIN, "B's lock not seen on A");
+	locker_next(&b);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0);
+	cr_assert_eq(ofd_lock(fa, F_OFD_SETLK, F_WRLCK, 0, 0), 0, "B's F_UNLCK did not unlock");
+	cr_assert_eq(ofd_lock(fa, F_OFD_SETLK, F_UNLCK, 0, 0), 0);
+	locker_end(&b);
+	close(fa);
+	close(fb);
+}
+
+/* What docs/locks.md promises of an OFD lock nobody unlocks: closing
+ * its open file does not release it (the kernel sends no unlock), the
+ * end of its mount's session does. */
+Test(locks, ofd_lock_outlives_close_until_its_mount_goes)
+{
+	struct vt_mount2 m3;
+	char p3[PATH_MAX], f3[PATH_MAX + 16];
+	int fd, fb, r = -1;
+
+	snprintf(p3, sizeof(p3), "%s/mnt3", tcluster_dir(tc));
+	vt_mount2_start(tc, &m3, p3, NULL);
+	snprintf(f3, sizeof(f3), "%s/lockfile", m3.path);
+	fd = open(f3, O_RDWR);
+	cr_assert(fd >= 0, "%s: %s", f3, strerror(errno));
+	cr_assert_eq(ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, 0), 0);
+	close(fd);
+	fb = open(pb, O_RDWR);
+	cr_assert(fb >= 0);
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 0, 1), -EAGAIN,
+		     "closed: released after all (update docs/locks.md)");
+	vt_mount2_stop(&m3);
+	for (int64_t end = tnow_ms() + WAIT_MS; r && tnow_ms() < end; tsleep_ms(20))
+		r = ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 0, 1);
+	cr_assert_eq(r, 0, "the unmounted mount's OFD lock stayed");
+	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_UNLCK, 0, 0), 0);
+	close(fb);
 }
 
 /* ---- SQLite from both mounts at once ---- */

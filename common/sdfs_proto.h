@@ -399,7 +399,10 @@ struct sdfs_ns_reclaim {
  *                whole file). Never waits: EAGAIN on a conflict; with
  *                SDFS_LOCK_WAIT the caller will retry (a blocking wait):
  *                the mds records it as a waiter and answers EDEADLK when
- *                waiting would close a cycle of POSIX owners.  -> nothing
+ *                waiting would close a cycle of POSIX owners. With type
+ *                UN and SDFS_LOCK_CANCEL: that wait ended without the
+ *                lock (interrupted); the owner is no waiter any more and
+ *                no lock changes (an older mds answers EINVAL).  -> nothing
  *   LOCK_GET     POSIX: the first lock conflicting with the one
  *                described.  -> sdfs_ns_lock (type UN: none; pid 0 unless
  *                the holder is the asking client)
@@ -446,6 +449,7 @@ struct sdfs_inval {
 #define SDFS_INVAL_HDR_SIZE 16u
 enum sdfs_lock_kind { SDFS_LOCK_POSIX = 1, SDFS_LOCK_FLOCK = 2 };
 #define SDFS_LOCK_WAIT  0x1u            /* LOCK_SET: part of a blocking wait */
+#define SDFS_LOCK_CANCEL 0x2u           /* LOCK_SET, type UN: the wait ended */
 #define SDFS_LOCK_EOF   UINT64_MAX      /* end of a range "to the end of file" */
 struct sdfs_ns_lock {
 	uint64_t client;        /* locker identity, nonzero */
@@ -455,7 +459,7 @@ struct sdfs_ns_lock {
 	uint32_t pid;           /* the locking process (GETLK answers) */
 	uint8_t type;           /* enum sdfs_lock_type */
 	uint8_t kind;           /* enum sdfs_lock_kind */
-	uint16_t flags;         /* SDFS_LOCK_WAIT */
+	uint16_t flags;         /* SDFS_LOCK_WAIT, SDFS_LOCK_CANCEL */
 };
 #define SDFS_NS_LOCK_SIZE 40u
 

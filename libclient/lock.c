@@ -189,12 +189,20 @@ int sdfs_lock_wait(struct sdfs *s, uint64_t ino, const struct sdfs_lock *l,
 		if (ret != -EAGAIN)
 			return ret;
 		if (cancel && cancel(arg))
-			return -EINTR;
+			break;
 		nap(s, seen, backoff);
 		if (cancel && cancel(arg))
-			return -EINTR;
+			break;
 		backoff = backoff * 2 < LOCK_BACKOFF_MAX_MS ? backoff * 2 : LOCK_BACKOFF_MAX_MS;
 	}
+	/* Withdraw the wait before the caller hears of it: the mds would
+	 * otherwise count it in others' deadlock cycles for a while. A
+	 * failure only leaves it to expire (LOCK_WAITER_TTL_MS). */
+	struct sdfs_lock u = *l;
+
+	u.type = SDFS_LK_UN;
+	lock_call(s, SDFS_OP_NS_LOCK_SET, ino, &u, SDFS_LOCK_CANCEL, NULL);
+	return -EINTR;
 }
 
 int sdfs_lock_get(struct sdfs *s, uint64_t ino, struct sdfs_lock *l)

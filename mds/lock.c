@@ -454,6 +454,18 @@ static int owner_locks(struct locktab *t, uint64_t ino, const struct sdfs_ns_loc
 	return 0;
 }
 
+/* A blocking wait ended without its lock: forget the waiter, so that
+ * it closes no cycle for others' waits (idempotent: nothing durable). */
+static int waiter_cancel(struct locktab *t, const struct sdfs_ns_lock *q)
+{
+	pthread_mutex_lock(&t->mu);
+	struct waiter *w = waiter_find(t, q->client, q->owner);
+	if (w)
+		waiter_drop(t, w);
+	pthread_mutex_unlock(&t->mu);
+	return 0;
+}
+
 static int op_set(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 		  const struct sdfs_ns_lock *q, struct kvbatch *b)
 {
@@ -473,6 +485,8 @@ static int op_set(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 		eff.end = SDFS_LOCK_EOF;
 	} else if (op == SDFS_OP_NS_LOCK_UNLOCK) {
 		eff.type = SDFS_LOCK_UN;
+	} else if (q->type == SDFS_LOCK_UN && (q->flags & SDFS_LOCK_CANCEL)) {
+		return waiter_cancel(t, q);
 	} else if (q->type == SDFS_LOCK_UN) {
 		return -EINVAL;
 	}

@@ -356,6 +356,31 @@ Test(locks, deadlock_is_refused)
 	locker_end(&b);
 }
 
+/* An interrupted wait is no longer a waiter: A holds byte 1 and waits
+ * for byte 0, which B holds; A's wait is interrupted (A keeps byte 1),
+ * so B's wait for byte 1 closes no cycle and must wait, not fail
+ * EDEADLK (the mds forgets A's wait when A's client withdraws it). */
+Test(locks, interrupted_wait_leaves_no_false_deadlock)
+{
+	struct locker a, b;
+	struct lk_step sa[] = { { LK_POSIX, F_WRLCK, 1, 1 }, { LK_POSIX_WAIT, F_WRLCK, 0, 1 } };
+	struct lk_step sb[] = { { LK_POSIX, F_WRLCK, 0, 1 }, { LK_POSIX_WAIT, F_WRLCK, 1, 1 } };
+
+	locker_start(&a, pa, sa, 2);
+	locker_start(&b, pb, sb, 2);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0);
+	locker_next(&a);
+	cr_assert_eq(locker_result(&a, 300), -ETIME, "A got byte 0 that B holds");
+	cr_assert_eq(locker_interrupt(&a), -EINTR, "A's wait was not interrupted");
+	locker_next(&b);
+	cr_assert_eq(locker_result(&b, 300), -ETIME,
+		     "B's wait for byte 1 (A holds it, A waits for nothing) did not wait");
+	locker_end(&a);         /* A's close drops byte 1: B gets it */
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0);
+	locker_end(&b);
+}
+
 /* A signal ends B's F_SETLKW with EINTR, and the mds is left with no
  * trace of it: once A lets go, a lock on A gets the range while B
  * (alive) holds nothing, and B itself can lock it later. */

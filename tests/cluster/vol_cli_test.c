@@ -372,6 +372,40 @@ Test(vol_cli, import_export_round_trip_files_and_pipes)
 	free(img);
 }
 
+/* The progress line: drawn on a terminal (script(1) gives the command
+ * one) once a transfer runs longer than 100 ms, ended by a newline;
+ * nothing at all when stderr is not a terminal. */
+Test(vol_cli, progress_only_on_a_terminal)
+{
+	size_t len = 6 * MIB;
+	unsigned char *img = image(len, 0x2b, 4 * MIB, 0);
+	char *out, *err;
+	int st;
+
+	write_local("p.raw", img, len);
+	/* a producer that pauses: the import runs past the first redraw */
+	st = sh(&out, &err, "script -qec \"sh -c '(head -c 1000000 p.raw; sleep 0.5;"
+		" tail -c +1000001 p.raw) | $SDFS vol import /p --size 6M'\" /dev/null");
+	cr_assert_eq(st, 0, "import on a terminal: exit %d: %s%s", st, out, err);
+	cr_assert(strstr(out, "import [") && strstr(out, "%") && strstr(out, "MiB"),
+		  "no progress line on the terminal: '%s'", out);
+	cr_assert(strstr(out, "100%"), "the last state is not drawn: '%s'", out);
+	cr_assert(out[0] && out[strlen(out) - 1] == '\n', "the line is not ended: '%s'", out);
+	free(out);
+	free(err);
+	free(ok("$SDFS vol export /p > p.out"));
+	assert_local("p.out", img, len);
+
+	st = sh(&out, &err, "(head -c 1000000 p.raw; sleep 0.5; tail -c +1000001 p.raw) |"
+		" $SDFS vol import /p2 --size 6M");
+	cr_assert_eq(st, 0);
+	cr_assert_str_eq(err, "", "progress drawn without a terminal: '%s'", err);
+	cr_assert_str_eq(out, "");
+	free(out);
+	free(err);
+	free(img);
+}
+
 Test(vol_cli, export_of_a_snapshot)
 {
 	size_t len = 12 * MIB;

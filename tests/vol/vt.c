@@ -586,7 +586,9 @@ void vt_mount2_start(struct tcluster *tc, struct vt_mount2 *m, const char *path,
 	cluster_name(tc, cluster, sizeof(cluster));
 	snprintf(opts, sizeof(opts), "conf=%s%s%s", tcluster_conf(tc), extra ? "," : "",
 		 extra ? extra : "");
-	snprintf(log, sizeof(log), "%s/log/mnt2.log", tcluster_dir(tc));
+	/* log/<the mount point's name>.log: mnt2.log, mnt3.log... */
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	snprintf(log, sizeof(log), "%s/log/%s.log", tcluster_dir(tc), base);
 	argv[0] = (char *)bin;
 	m->pid = vt_spawn(argv, log);
 	vt_watchdog_start(&m->wd, m->pid, m->path);

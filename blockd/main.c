@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,6 +30,22 @@
 #include "common/net.h"
 
 static struct loop *main_loop;
+
+/*
+ * The object store keeps up to 512 objects open for writes, beside the
+ * connections: raise the soft fd limit to the hard one (systemd's
+ * default soft limit is 1024).
+ */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warn("cannot raise the open file limit: %s", strerror(errno));
+	}
+}
 
 static void usage(FILE *f)
 {
@@ -205,6 +222,7 @@ int main(int argc, char **argv)
 	snprintf(ident, sizeof(ident), "blockd[%d]", getpid());
 	log_set_ident(ident);
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 

@@ -12,7 +12,15 @@
  * data must match it, so a flip in either half is caught. The next
  * write to a dirty object settles its entries first (obj_settle).
  *
- * Not here: caching of fds or blocks, power-loss ordering beyond what
+ * Writers keep a few objects open per lock stripe (struct obj_slot):
+ * the fd and the checked header, so a small overwrite costs no open,
+ * header read or close. A slot belongs to its stripe's write lock;
+ * every other change of a file (replace, create over a tombstone,
+ * remove) drops the slot first, and a slot whose file lost its name
+ * (unlinked or renamed over behind the store's back) is not used.
+ * Readers open the file themselves and read the header from disk.
+ *
+ * Not here: caching of blocks, power-loss ordering beyond what
  * objstore_sync asks of the kernel, fault injection (struct disk_ops).
  *
  * Concurrency: a striped array of rwlocks keyed by the oid. Reads,
@@ -54,6 +62,7 @@
 #define OBJ_F_DELETED   0x2u            /* a tombstone: removed at `epoch` */
 #define OBJ_F_KNOWN     (OBJ_F_DIRTY | OBJ_F_DELETED)
 #define OBJ_STRIPES     256
+#define OBJ_SLOTS       2               /* open objects kept per stripe */
 #define OBJ_CHUNK       1024u           /* blocks per table chunk: 16 KiB */
 #define OBJ_SCAN_CHUNK  64u             /* blocks per scan read: 256 KiB */
 #define OBJ_PATH_MAX    32              /* "xx/0123456789abcdef.tmp" */
@@ -81,17 +90,6 @@ struct obj_ent {
 static_assert(sizeof(struct obj_ent) == 16, "table entry is 16 bytes");
 static_assert(BLK % sizeof(struct obj_ent) == 0, "entries never span pages");
 
-struct objstore {
-	int obj_fd;             /* <dir>/obj */
-	uint32_t max_obj_size;
-	char *dir;
-	pthread_rwlock_t locks[OBJ_STRIPES];
-	/* Per <xx> directory: names changed (link, rename, unlink) and the
-	 * count its last fsync covered. objstore_sync fsyncs a directory
-	 * only when they differ: an in-place write needs no directory flush. */
-	atomic_uint_fast64_t dir_gen[256], dir_synced[256];
-};
-
 /* An open object file; header fields in host order, already checked. */
 struct obj {
 	int fd;
@@ -103,6 +101,27 @@ struct obj {
 	uint64_t nblocks;       /* table entries: max_obj_size / BLK */
 	uint64_t data_off;
 };
+
+/* An object kept open for the next write; o.fd < 0: empty. */
+struct obj_slot {
+	struct obj o;
+	uint64_t used;          /* the stripe's write count at the last use */
+};
+
+struct objstore {
+	int obj_fd;             /* <dir>/obj */
+	uint32_t max_obj_size;
+	char *dir;
+	pthread_rwlock_t locks[OBJ_STRIPES];
+	/* Per <xx> directory: names changed (link, rename, unlink) and the
+	 * count its last fsync covered. objstore_sync fsyncs a directory
+	 * only when they differ: an in-place write needs no directory flush. */
+	atomic_uint_fast64_t dir_gen[256], dir_synced[256];
+	/* Under the stripe's write lock only (see the top of this file). */
+	struct obj_slot slots[OBJ_STRIPES][OBJ_SLOTS];
+	uint64_t writes[OBJ_STRIPES];
+};
+
 
 /*
  * The blocks of one I/O range [off, end). Blocks wholly inside the range
@@ -121,9 +140,14 @@ static uint64_t nblocks_of(uint64_t size)
 	return (size + BLK - 1) / BLK;
 }
 
+static unsigned stripe_of(uint64_t oid)
+{
+	return (unsigned)((oid * 0x9e3779b97f4a7c15ull) >> 56);
+}
+
 static pthread_rwlock_t *stripe(struct objstore *s, uint64_t oid)
 {
-	return &s->locks[(oid * 0x9e3779b97f4a7c15ull) >> 56];
+	return &s->locks[stripe_of(oid)];
 }
 
 /* The version after @old for a change in @epoch (objstore.h). */
@@ -319,6 +343,61 @@ static int obj_open_live(struct objstore *s, uint64_t oid, int mode, struct obj 
 		return -ENOENT;
 	}
 	return ret;
+}
+
+/*
+ * Take @oid's open object out of its stripe's slots into *@o: 1, or 0
+ * if none is kept. A kept file that lost its last name (removed or
+ * renamed over by someone else) is closed and not returned. Stripe
+ * held for writing.
+ */
+static int slot_take(struct objstore *s, uint64_t oid, struct obj *o)
+{
+	struct obj_slot *sl = s->slots[stripe_of(oid)];
+	struct stat st;
+
+	for (int i = 0; i < OBJ_SLOTS; i++) {
+		if (sl[i].o.fd < 0 || sl[i].o.oid != oid)
+			continue;
+		*o = sl[i].o;
+		sl[i].o.fd = -1;
+		if (fstat(o->fd, &st) == 0 && st.st_nlink > 0)
+			return 1;
+		obj_close(o);
+		return 0;
+	}
+	return 0;
+}
+
+/* Keep the open object @o for the next write, closing the least
+ * recently used one of its stripe if all slots are taken. */
+static void slot_keep(struct objstore *s, struct obj *o)
+{
+	unsigned k = stripe_of(o->oid);
+	struct obj_slot *sl = s->slots[k], *victim = &sl[0];
+
+	for (int i = 0; i < OBJ_SLOTS; i++) {
+		if (sl[i].o.fd < 0) {
+			victim = &sl[i];
+			break;
+		}
+		if (sl[i].used < victim->used)
+			victim = &sl[i];
+	}
+	obj_close(&victim->o);
+	victim->o = *o;
+	victim->used = ++s->writes[k];
+	o->fd = -1;
+}
+
+/* Forget @oid's open object before its file changes; stripe held for
+ * writing. */
+static void slot_drop(struct objstore *s, uint64_t oid)
+{
+	struct obj o;
+
+	if (slot_take(s, oid, &o))
+		obj_close(&o);
 }
 
 /* Entries [b0, b0 + n) in host order. The file always covers the whole
@@ -844,8 +923,11 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 	/* Writers must not starve behind a stream of reads of one object. */
 	pthread_rwlockattr_setkind_np(&attr,
 			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	for (i = 0; i < OBJ_STRIPES; i++)
+	for (i = 0; i < OBJ_STRIPES; i++) {
 		pthread_rwlock_init(&s->locks[i], &attr);
+		for (int j = 0; j < OBJ_SLOTS; j++)
+			s->slots[i][j].o.fd = -1;
+	}
 	pthread_rwlockattr_destroy(&attr);
 	*out = s;
 	return 0;
@@ -862,8 +944,11 @@ void objstore_close(struct objstore *s)
 {
 	if (!s)
 		return;
-	for (int i = 0; i < OBJ_STRIPES; i++)
+	for (int i = 0; i < OBJ_STRIPES; i++) {
 		pthread_rwlock_destroy(&s->locks[i]);
+		for (int j = 0; j < OBJ_SLOTS; j++)
+			obj_close(&s->slots[i][j].o);
+	}
 	close(s->obj_fd);
 	free(s->dir);
 	free(s);
@@ -878,6 +963,7 @@ int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch)
 
 	obj_name(oid, "", name);
 	pthread_rwlock_wrlock(stripe(s, oid));
+	slot_drop(s, oid);
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
 		bool buried = o.flags & OBJ_F_DELETED;
@@ -903,7 +989,7 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 	if (off > s->max_obj_size || len > s->max_obj_size - off)
 		return -EFBIG;
 	pthread_rwlock_wrlock(stripe(s, oid));
-	ret = obj_open(s, oid, O_RDWR, &o);
+	ret = slot_take(s, oid, &o) ? 0 : obj_open(s, oid, O_RDWR, &o);
 	bool buried = ret == 0 && o.flags & OBJ_F_DELETED;
 	uint64_t was = ret == 0 ? o.epoch : 0;
 	if (buried) {
@@ -922,6 +1008,8 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 		goto out_close;
 	}
 	ret = obj_write_blocks(&o, off, buf, len, version_next(o.epoch, epoch));
+	if (ret == 0)
+		slot_keep(s, &o);       /* header clean and as in o */
 out_close:
 	obj_close(&o);
 out_unlock:
@@ -937,6 +1025,7 @@ int objstore_replace(struct objstore *s, uint64_t oid, const void *buf,
 	if (len > s->max_obj_size)
 		return -EFBIG;
 	pthread_rwlock_wrlock(stripe(s, oid));
+	slot_drop(s, oid);
 	ret = obj_build(s, oid, 0, buf, len, version, true);
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
@@ -952,6 +1041,7 @@ int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
 	if (len > s->max_obj_size)
 		return -EFBIG;
 	pthread_rwlock_wrlock(stripe(s, oid));
+	slot_drop(s, oid);
 	if (obj_open(s, oid, O_RDONLY, &o) == 0) {
 		was = o.epoch;
 		obj_close(&o);
@@ -1030,6 +1120,7 @@ int objstore_remove(struct objstore *s, uint64_t oid)
 
 	obj_name(oid, "", name);
 	pthread_rwlock_wrlock(stripe(s, oid));
+	slot_drop(s, oid);
 	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (unlinkat(s->obj_fd, name, 0) < 0)
 		ret = -errno;
@@ -1296,7 +1387,10 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ve
 static int obj_entomb(struct objstore *s, uint64_t oid, uint64_t version)
 {
 	struct obj o;
-	int ret = obj_new_tmp(s, oid, version, &o);
+	int ret;
+
+	slot_drop(s, oid);
+	ret = obj_new_tmp(s, oid, version, &o);
 
 	if (ret)
 		return ret;

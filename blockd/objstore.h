@@ -15,6 +15,14 @@
  * same version; one that missed a change has a lower one. Recovery
  * compares them; version >> 32 is "the epoch of the last write".
  *
+ * Open files: the store keeps up to 512 object files open between
+ * writes (2 per lock stripe, least recently written closed first), so
+ * an overwrite costs no open or header read; a removed or replaced
+ * object's file is closed at once. Object files must not be changed
+ * by anyone else while the store is open (a file renamed or removed
+ * behind its back is noticed; one changed in place is not, until a
+ * read checks it).
+ *
  * Bytes on disk that fail their checks give -EBADMSG and a log line,
  * never bad data. Thread-safe: any number of threads may call any
  * function at once; writes to one object are serialized inside.

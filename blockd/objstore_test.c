@@ -1197,3 +1197,110 @@ Test(tombstone, listed_with_a_flag_and_removable)
 	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 4, &n), 0);
 	cr_assert_eq(n, 1);
 }
+
+/* ---- objects kept open between writes (struct obj_slot) ---- */
+
+TestSuite(slots, .init = setup, .fini = teardown, .timeout = 60);
+
+static int count_fds(void)
+{
+	char path[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n += access(path, F_OK) == 0;
+	}
+	return n;
+}
+
+/* Each change that does not go through objstore_write is seen by the
+ * next write: it never lands in a file that is no longer the object. */
+Test(slots, removal_replace_and_burial_are_seen_by_the_next_write)
+{
+	char buf[8] = { 0 };
+	size_t got;
+
+	cr_assert_eq(objstore_write(s, 0x51, 0, "aaaa", 4, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 0x51, 4, "bbbb", 4, 1, 0), 0);     /* kept now */
+	int fds = count_fds();
+
+	cr_assert_eq(objstore_remove(s, 0x51), 0);
+	cr_assert_eq(count_fds(), fds - 1, "a removed object's space is not held by a kept fd");
+	cr_assert_eq(objstore_write(s, 0x51, 0, "c", 1, 1, 0), -ENOENT);
+
+	cr_assert_eq(objstore_write(s, 0x51, 0, "dddd", 4, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 0x51, 4, "eeee", 4, 1, 0), 0);
+	cr_assert_eq(objstore_replace(s, 0x51, "ffffffff", 8, 1ull << 32 | 9), 0);
+	cr_assert_eq(objstore_write(s, 0x51, 2, "g", 1, 1, 0), 0);
+	cr_assert_eq(objstore_read(s, 0x51, 0, buf, 8, &got), 0);
+	cr_assert_eq(got, 8);
+	cr_assert_arr_eq(buf, "ffgfffff", 8, "the write went to the replaced object");
+
+	cr_assert_eq(objstore_remove_at(s, 0x51, 2), 0);
+	cr_assert_eq(objstore_write(s, 0x51, 0, "h", 1, 2, 0), -ENOENT);
+	cr_assert_eq(objstore_read(s, 0x51, 0, buf, 1, &got), -ENOENT);
+}
+
+/* A file unlinked or renamed over by someone else while the store keeps
+ * it open: the next write goes to what the name holds now. */
+Test(slots, a_file_changed_behind_the_store_is_not_written_through_the_old_fd)
+{
+	char path[256], tmp[300], buf[4];
+	size_t got;
+
+	cr_assert_eq(objstore_write(s, 0x52, 0, "abcd", 4, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 0x52, 0, "A", 1, 1, 0), 0);        /* kept */
+	obj_file(0x52, path, sizeof(path));
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(objstore_write(s, 0x52, 1, "B", 1, 1, 0), -ENOENT);
+	cr_assert_eq(objstore_write(s, 0x52, 1, "B", 1, 1, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 0x52, 2, "C", 1, 1, 0), 0);        /* kept */
+	cr_assert_eq(objstore_read(s, 0x52, 0, buf, 4, &got), 0);
+	cr_assert_eq(got, 3);
+	cr_assert_arr_eq(buf, ((char[]){ 0, 'B', 'C' }), 3);
+
+	/* A copy renamed over the object, its header then damaged: the
+	 * write must see the damage, not the kept copy's header. */
+	snprintf(tmp, sizeof(tmp), "%s.copy", path);
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", path, tmp);
+		cr_assert_eq(system(cmd), 0);
+	}
+	cr_assert_eq(rename(tmp, path), 0);
+	file_flip_bit(0x52, 3, 1);
+	cr_assert_eq(objstore_write(s, 0x52, 0, "D", 1, 1, 0), -EBADMSG);
+	file_flip_bit(0x52, 3, 1);
+	cr_assert_eq(objstore_write(s, 0x52, 0, "D", 1, 1, 0), 0);
+	cr_assert_eq(objstore_read(s, 0x52, 0, buf, 3, &got), 0);
+	cr_assert_arr_eq(buf, "DBC", 3);
+}
+
+/* Many objects written in turn: more than the slots, so objects are
+ * closed and reopened; every write lands and no fd is left behind. */
+Test(slots, more_objects_than_slots_keep_every_write_and_no_fd_leaks)
+{
+	enum { N = 1200, ROUNDS = 3 };
+	int fds0 = count_fds();
+	uint64_t v;
+	size_t got;
+
+	for (int r = 0; r < ROUNDS; r++)
+		for (uint64_t oid = 1; oid <= N; oid++) {
+			v = oid << 8 | (uint64_t)r;
+			cr_assert_eq(objstore_write(s, oid, (uint64_t)r * 8, &v, 8, 1,
+						    OBJSTORE_CREATE), 0);
+		}
+	cr_assert_leq(count_fds(), fds0 + 256 * 2, "at most OBJ_SLOTS per stripe open");
+	for (uint64_t oid = 1; oid <= N; oid++)
+		for (int r = 0; r < ROUNDS; r++) {
+			cr_assert_eq(objstore_read(s, oid, (uint64_t)r * 8, &v, 8, &got), 0);
+			cr_assert_eq(v, oid << 8 | (uint64_t)r, "oid %" PRIu64 " round %d", oid, r);
+		}
+	objstore_close(s);
+	s = NULL;
+	cr_assert_eq(count_fds(), fds0 - 1, "close closed every kept object (and the store dir)");
+	cr_assert_eq(objstore_open(dir, MAX_OBJ, &s), 0);
+}

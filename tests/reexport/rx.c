@@ -342,6 +342,10 @@ void rx_smb_start(struct tcluster *tc, struct rx_gw *gw)
 		 "\tkernel oplocks = no\n"
 		 "\tkernel share modes = no\n"
 		 "\tposix locking = yes\n"
+		 /* allow SMB1 (the default minimum is SMB2_02): smbclient's
+		  * `lock` needs SMB1 UNIX extensions; other clients still
+		  * negotiate SMB2/3 */
+		 "\tserver min protocol = NT1\n"
 		 "[sdfs]\n"
 		 "\tpath = %s\n"
 		 "\tread only = no\n"

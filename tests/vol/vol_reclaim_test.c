@@ -119,24 +119,34 @@ static struct member *find(const char *file, const char *snap)
 	return NULL;
 }
 
+/* The family's tree (sdfs_vol_tree) as seen from its first living
+ * file, malloc'd into *@t; 0 states (and *@t NULL) when none lives. */
+static size_t family_tree(struct sdfs_vol_info **t)
+{
+	size_t n = 0;
+
+	*t = NULL;
+	for (size_t i = 0; i < nmem; i++) {
+		if (!mem[i].alive || mem[i].snap[0])
+			continue;
+		int ret = sdfs_vol_tree(tcluster_client(tc), mem[i].ino, t, &n);
+		cr_assert_eq(ret, 0, "sdfs_vol_tree %s: %s", mem[i].file, strerror(-ret));
+		return n;
+	}
+	return 0;
+}
+
 /* Every vid sdfs_vol_tree lists for a living file of the family. */
 static void note_tree(void)
 {
-	for (size_t i = 0; i < nmem; i++) {
-		struct sdfs_vol_info *t = NULL;
-		size_t n = 0;
+	struct sdfs_vol_info *t;
+	size_t n = family_tree(&t);
 
-		if (!mem[i].alive || mem[i].snap[0])
-			continue;
-		int ret = sdfs_vol_tree(tcluster_client(tc), mem[i].ino, &t, &n);
-		cr_assert_eq(ret, 0, "sdfs_vol_tree %s: %s", mem[i].file, strerror(-ret));
-		for (size_t j = 0; j < n; j++) {
-			note_vid(t[j].vid);
-			note_vid(t[j].parent);
-		}
-		free(t);
-		return;
+	for (size_t j = 0; j < n; j++) {
+		note_vid(t[j].vid);
+		note_vid(t[j].parent);
 	}
+	free(t);
 }
 
 /* Through the mount: pattern @tag at [off, off+len) of live file @m. */
@@ -367,22 +377,15 @@ static size_t ref_oids(const struct oset *r, uint64_t *out)
  * living volume file. */
 static size_t tree_index_oids(uint64_t *out, size_t max)
 {
-	for (size_t i = 0; i < nmem; i++) {
-		struct sdfs_vol_info *t = NULL;
-		size_t n = 0;
+	struct sdfs_vol_info *t;
+	size_t n = family_tree(&t);
 
-		if (!mem[i].alive || mem[i].snap[0])
-			continue;
-		int ret = sdfs_vol_tree(tcluster_client(tc), mem[i].ino, &t, &n);
-		cr_assert_eq(ret, 0, "sdfs_vol_tree %s: %s", mem[i].file, strerror(-ret));
-		cr_assert(n <= max);
-		for (size_t j = 0; j < n; j++)
-			out[j] = oid_vindex(t[j].vid, t[j].copies);
-		free(t);
-		qsort(out, n, sizeof(*out), cmp_u64);
-		return n;
-	}
-	return 0;
+	cr_assert(n <= max);
+	for (size_t j = 0; j < n; j++)
+		out[j] = oid_vindex(t[j].vid, t[j].copies);
+	free(t);
+	qsort(out, n, sizeof(*out), cmp_u64);
+	return n;
 }
 
 /* "vid 7 chunk 3, ..." of the oids in @a (ascending) not in @b; their count. */

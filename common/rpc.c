@@ -19,7 +19,6 @@
 #include "common/proto.h"
 
 #define POOL_IDLE_PER_NODE 64     /* >= a mount's request threads */
-#define RPC_MAX_CALLS 64
 
 enum { ST_INIT, ST_CONNECTING, ST_SENDING, ST_RECV_HDR, ST_RECV_PAYLOAD, ST_DONE };
 

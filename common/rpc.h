@@ -43,9 +43,12 @@ struct rpc_call {
 	uint8_t *rdst;
 };
 
+#define RPC_MAX_CALLS 64    /* calls in one rpc_run; more get -E2BIG */
+
 /*
  * Run @n calls in parallel until each has a reply or failed, or
- * @timeout_ms passed (those still waiting get -ETIMEDOUT). @req_id
+ * @timeout_ms passed (those still waiting get -ETIMEDOUT). Each call
+ * has a connection of its own, also several to one node. @req_id
  * numbers the calls' requests. Each call's ret and reply say how it
  * went; free rpayload with free() (rpc_calls_free does it).
  */

@@ -346,10 +346,13 @@ int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 	n->dirty = NULL;
 	n->ndirty = n->cap_dirty = 0;
 	pthread_mutex_unlock(&n->lock);
-	for (size_t i = 0; i < cnt && !ret; i++) {
-		ret = sdfs_obj_flush(fs->s, oid_make(OID_KIND_FILE, n->ino, chunks[i]));
-		if (ret == -ENOENT)
-			ret = 0;        /* truncated or punched meanwhile */
+	if (cnt) {      /* absent objects: truncated or punched meanwhile */
+		uint64_t *oids = malloc(cnt * sizeof(*oids));
+
+		for (size_t i = 0; oids && i < cnt; i++)
+			oids[i] = oid_make(OID_KIND_FILE, n->ino, chunks[i]);
+		ret = oids ? sdfs_obj_flush_many(fs->s, oids, cnt) : -ENOMEM;
+		free(oids);
 	}
 	pthread_mutex_lock(&n->lock);
 	if (ret) {      /* keep them dirty for the next fsync */

@@ -162,9 +162,12 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			backoff(attempt);
 			continue;
 		}
-		/* A shared object's primary sends it on to every replica in
-		 * its order (blockd/order.h): one call, one sum of answers. */
-		size_t ncalls = oid_is_ordered(oid) ? 1 : p.nup;
+		/* A shared object's primary sends a mutation on to every
+		 * replica in its order (blockd/order.h): one call, one sum of
+		 * answers. A flush changes nothing and is not passed on: each
+		 * replica makes its own copy durable, so it goes to all. */
+		size_t ncalls = oid_is_ordered(oid) && tmpl->opcode != SDFS_OP_OBJ_FLUSH
+				? 1 : p.nup;
 
 		memset(calls, 0, sizeof(calls));
 		for (size_t i = 0; i < ncalls; i++) {
@@ -306,6 +309,95 @@ int sdfs_obj_flush(struct sdfs *s, uint64_t oid)
 	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_FLUSH };
 
 	return replicated(s, oid, &h, NULL, MUT_NOENT_OK);
+}
+
+/* sdfs_obj_flush where absent means nothing to make durable. */
+static int flush_one(struct sdfs *s, uint64_t oid)
+{
+	int ret = sdfs_obj_flush(s, oid);
+
+	return ret == -ENOENT ? 0 : ret;
+}
+
+/*
+ * One rpc_run for as many of @oids as their calls fit (*@used of
+ * them): each object's flush to every up replica, as sdfs_obj_flush's
+ * first try.
+ * An object whose every answer is a success or "absent" is done; any
+ * other outcome (a replica down or unreachable, a newer epoch) goes
+ * through flush_one, which retries as a single flush does. Returns the
+ * first error.
+ */
+static int flush_batch(struct sdfs *s, const uint64_t *oids, size_t n, size_t *used)
+{
+	struct rpc_call calls[RPC_MAX_CALLS];
+	struct placement p[RPC_MAX_CALLS];
+	size_t first[RPC_MAX_CALLS + 1], nobj = 0, ncalls = 0;
+	int bad[RPC_MAX_CALLS] = { 0 }, ret = 0;
+
+	memset(calls, 0, sizeof(calls));
+	while (nobj < n && nobj < RPC_MAX_CALLS) {
+		uint64_t oid = oids[nobj];
+		struct placement *pl = &p[nobj];
+
+		first[nobj] = ncalls;
+		if (placement_get(s, oid, pl)) {
+			pl->m = NULL;
+			bad[nobj++] = 1;
+			continue;
+		}
+		size_t k = pl->nup;
+
+		if (ncalls + k > RPC_MAX_CALLS) {
+			placement_done(pl);
+			break;
+		}
+		bad[nobj] = k == 0;
+		for (size_t i = 0; i < k; i++, ncalls++) {
+			calls[ncalls].node = pl->up[i];
+			calls[ncalls].req.opcode = SDFS_OP_OBJ_FLUSH;
+			calls[ncalls].req.oid = oid;
+			calls[ncalls].req.epoch = (uint32_t)pl->m->map->epoch;
+		}
+		nobj++;
+	}
+	first[nobj] = ncalls;
+	*used = nobj;
+	if (ncalls)
+		rpc_run(s->pool, calls, ncalls, s->timeout_ms, next_req_id, s);
+	for (size_t o = 0; o < nobj; o++) {
+		for (size_t c = first[o]; c < first[o + 1]; c++) {
+			int r = rpc_result(&calls[c]);
+
+			if (r && r != -ENOENT)
+				bad[o] = 1;
+		}
+		if (p[o].m)
+			placement_done(&p[o]);
+	}
+	rpc_calls_free(calls, ncalls);
+	for (size_t o = 0; o < nobj; o++) {
+		int r = bad[o] ? flush_one(s, oids[o]) : 0;
+
+		if (r && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n)
+{
+	int ret = 0;
+
+	for (size_t done = 0; done < n;) {
+		size_t used = 0;
+		int r = flush_batch(s, oids + done, n - done, &used);
+
+		if (r && !ret)
+			ret = r;
+		done += used;
+	}
+	return ret;
 }
 
 /* Rewrite the replicas on @bad from the good copy on @good. */

@@ -158,6 +158,14 @@ int sdfs_obj_put(struct sdfs *s, uint64_t oid, const void *buf, size_t len);
 int sdfs_obj_remove(struct sdfs *s, uint64_t oid);
 /* Make the object durable against power loss on every replica. */
 int sdfs_obj_flush(struct sdfs *s, uint64_t oid);
+/*
+ * sdfs_obj_flush of each of @oids[0..n), the replicas of many objects
+ * at once (a file's or a volume's fsync). An object absent from every
+ * replica counts as flushed (truncated or punched since it was
+ * written). 0, or the error of the first object that failed (the
+ * others were still tried).
+ */
+int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n);
 
 struct sdfs_obj_info {
 	uint64_t size;

@@ -449,11 +449,7 @@ int sdfs_vol_flush(struct sdfs_vol *v)
 	v->dirty = NULL;
 	v->ndirty = v->cap_dirty = 0;
 	pthread_mutex_unlock(&v->dmu);
-	for (size_t i = 0; i < n && !ret; i++) {
-		ret = sdfs_obj_flush(v->s, oids[i]);
-		if (ret == -ENOENT)
-			ret = 0;        /* punched since */
-	}
+	ret = sdfs_obj_flush_many(v->s, oids, n);     /* absent: punched since */
 	if (ret) {              /* keep them for the next try */
 		for (size_t i = 0; i < n; i++)
 			dirty_add(v, oids[i]);

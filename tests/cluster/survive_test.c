@@ -2,7 +2,8 @@
  * survive_test.c - a replicated object store survives a dead node:
  * with one of three blockd SIGKILLed, every object still reads back
  * byte for byte, new ones can be written and read, and all of them
- * still read right once the node is back.
+ * still read right once the node is back; sdfs_obj_flush_many makes
+ * them all durable, with the node up and just after it died.
  *
  * Object contents and sizes derive from one seed (logged): rerun with
  * SDFS_TEST_SEED=... to get the same objects and the same victim.
@@ -23,11 +24,13 @@
 
 static struct tcluster *tc;
 static uint32_t obj_size;
+static unsigned ncopies;        /* the suite's copies */
 static unsigned char *in, *out;
 
 static void up_with(unsigned copies)
 {
 	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = copies });
+	ncopies = copies;
 	obj_size = sdfs_obj_size(tcluster_client(tc));
 	cr_assert_gt(obj_size, 0);
 	in = malloc(obj_size);
@@ -90,6 +93,55 @@ static void check_object(struct sdfs *s, uint64_t seed, unsigned i, const char *
 		  "reads back different bytes", when, i, oid, size);
 }
 
+/* The block daemons' request counters, summed. */
+static uint64_t requests(struct sdfs *s)
+{
+	struct sdfs_node_status *ns;
+	uint64_t sum = 0;
+	size_t n;
+
+	cr_assert_eq(sdfs_node_list(s, &ns, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		sum += ns[i].requests;
+	free(ns);
+	return sum;
+}
+
+/* sdfs_obj_flush_many of objects #0..@n-1 and of 5 ids nobody wrote
+ * (absent: flushed); with every node up, each replica of each object
+ * gets its flush request (@copies of them: at least that many more
+ * requests counted). */
+static void flush_all(struct sdfs *s, uint64_t seed, unsigned n, unsigned copies,
+		      const char *when)
+{
+	uint64_t *oids = calloc(n + 5, sizeof(*oids)), before = copies ? requests(s) : 0;
+	size_t size;
+	int ret;
+
+	cr_assert(oids);
+	for (unsigned i = 0; i < n; i++)
+		oids[i] = object(seed, i, &size);
+	for (unsigned i = 0; i < 5; i++)
+		oids[n + i] = (seed ^ 0x7777) + i;      /* raw kind: never written */
+	ret = sdfs_obj_flush_many(s, oids, n + 5);
+	cr_assert_eq(ret, 0, "%s: flushing %u objects: %s", when, n, strerror(-ret));
+	if (copies) {
+		uint64_t got = requests(s) - before;
+
+		cr_assert_geq(got, (uint64_t)n * copies, "%s: %" PRIu64 " requests for the "
+			      "flush of %u objects x %u copies", when, got, n, copies);
+		/* one by one as well: a flush is no mutation the primary
+		 * passes on, every replica gets its own */
+		before = requests(s);
+		for (unsigned i = 0; i < 50 && i < n; i++)
+			cr_assert_eq(sdfs_obj_flush(s, oids[i]), 0);
+		got = requests(s) - before;
+		cr_assert_geq(got, 50ull * copies, "%s: %" PRIu64 " requests for 50 flushes "
+			      "x %u copies", when, got, copies);
+	}
+	free(oids);
+}
+
 static void survives_dead_blockd(void)
 {
 	struct sdfs *s = tcluster_client(tc);
@@ -101,8 +153,12 @@ static void survives_dead_blockd(void)
 	for (unsigned i = 0; i < NOBJ; i++)
 		write_object(s, seed, i);
 	cr_log_info("wrote %d objects in %" PRId64 " ms", NOBJ, tnow_ms() - t0);
+	flush_all(s, seed, NOBJ, ncopies, "all up");
 
 	cr_assert_eq(tcluster_kill(tc, victim), 0);
+	/* a replica gone: the batch's calls to it fail, and those objects
+	 * are flushed one by one, on the next map */
+	flush_all(s, seed, NOBJ, 0, "victim just killed");
 	for (unsigned i = 0; i < NOBJ; i++)
 		check_object(s, seed, i, "victim just killed");
 

@@ -816,4 +816,33 @@ Test(vol_cli, cluster_status_shows_reclaim)
 	out = ok("$SDFS help");
 	cr_assert(strstr(out, "vol import") && strstr(out, "snap rollback"), "%s", out);
 	free(out);
+
+	/* a volume of 3 written chunks removed: the status counts its 3
+	 * objects freed (the index is no data object), then none pending */
+	size_t len = 12 * MIB;
+	unsigned char *img = image(len, 0x3c, 4 * MIB, 0);
+	int64_t freed0, freed = 0, pending = -1;
+
+	write_local("gone.raw", img, len);
+	free(img);
+	free(ok("$SDFS vol import /gone < gone.raw"));
+	cr_assert_eq(vol_field("/gone", "objects"), 3);
+	out = ok("$SDFS --json cluster status");
+	freed0 = json_int(out, "objects_freed");
+	free(out);
+	free(ok("$SDFS fs rm /gone"));
+	for (int64_t end = tnow_ms() + 60000; tnow_ms() < end; tsleep_ms(100)) {
+		out = ok("$SDFS --json cluster status");
+		freed = json_int(out, "objects_freed");
+		pending = json_int(out, "objects_pending");
+		free(out);
+		if (freed >= freed0 + 3 && pending == 0)
+			break;
+	}
+	cr_assert_geq(freed, freed0 + 3, "status: %" PRId64 " objects freed since the "
+		      "removal, want 3 (pending %" PRId64 ")", freed - freed0, pending);
+	cr_assert_eq(pending, 0);
+	out = ok("$SDFS cluster status");
+	cr_assert(strstr(out, "\nreclaim   0 objects ("), "nothing left to free: %s", out);
+	free(out);
 }

@@ -2,11 +2,15 @@
  * volbench.c - sdfs-volbench: the libsdfs side of tools/bench/vol.
  *
  *   create PATH SIZE  a new thin volume file (sdfs_vol_create)
- *   snap COUNT PATH.. COUNT snapshots of each, round-robin, each timed alone
+ *   snap COUNT PATH.. COUNT snapshots of each, round-robin, each timed
+ *                     alone; with --clone-dir DIR then COUNT clones of
+ *                     each (sdfs_vol_clone of snapshot i into DIR), with
+ *                     --rollback then COUNT rollbacks of each
+ *                     (sdfs_vol_rollback to snapshot i), the same way
  *   info PATH         its live state: chunks written, chunks it owns
  *
  * PATH is an sdfs path ("/bench/v.img"), not a mount path. snap connects
- * once and times only sdfs_vol_snap_create: `sdfs snap create` would add
+ * once and times only the one library call: `sdfs snap create` would add
  * a process start and a ZooKeeper connection to every sample, more than
  * the 50 ms a snapshot may take. Output is key=value lines for the
  * script; the exit status is 1 with a one-line reason on failure, 3 when
@@ -30,15 +34,23 @@
 #define VB_MAX_SNAPS    1000
 #define VB_MAX_PATHS    8
 #define VB_EXIT_NOVOL   3
+#define VB_BUSY_TRIES   25      /* rollback -EBUSY retries, VB_BUSY_MS apart */
+#define VB_BUSY_MS      200
 
 static const char usage[] =
 	"usage: sdfs-volbench [--conf FILE] create PATH SIZE [--copies N]\n"
 	"       sdfs-volbench [--conf FILE] snap COUNT PATH... [--prefix NAME]\n"
+	"                     [--clone-dir DIR] [--rollback]\n"
 	"       sdfs-volbench [--conf FILE] info PATH\n"
 	"  PATH is an sdfs path (/dir/name), SIZE takes K/M/G/T suffixes.\n"
 	"  snap takes COUNT snapshots of each PATH, round-robin, named NAME-1..\n"
 	"  (default bench-N); it prints 'snap path=P i=N ms=T vid=V' for each,\n"
-	"  then 'snaps path=P count=N min_ms= median_ms= max_ms=' per PATH.\n";
+	"  then 'snaps path=P count=N min_ms= median_ms= max_ms=' per PATH.\n"
+	"  --clone-dir DIR: then clones snapshot NAME-i of each PATH into\n"
+	"  DIR/clone-i-BASENAME, round-robin ('clone path=P i=N ms=T ino=I',\n"
+	"  then 'clones path=P ...'); --rollback: then rolls each PATH back to\n"
+	"  NAME-i, round-robin ('rollback path=P i=N ms=T vid=V busy=B', then\n"
+	"  'rollbacks path=P ... busy=B'; B: -EBUSY answers retried, untimed).\n";
 
 static int is_novol(int err)
 {
@@ -129,20 +141,55 @@ static double median(const double *sorted, size_t n)
 	return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-/* COUNT rounds; each round snapshots every PATH once, in turn, so that
- * the volumes share whatever load the machine has meanwhile. */
+static void print_stats(const char *what, const char *path, double *ms,
+			uint64_t count, const char *extra)
+{
+	qsort(ms, count, sizeof(ms[0]), cmp_double);
+	printf("%s path=%s count=%" PRIu64 " min_ms=%.3f median_ms=%.3f max_ms=%.3f%s\n",
+	       what, path, count, ms[0], median(ms, count), ms[count - 1], extra);
+}
+
+/* Roll @ino back to @name. -EBUSY (a writer holds the volume; the mount
+ * lets go of a volume file's writer lock a little after the last close)
+ * is retried VB_BUSY_TRIES times, counted in *@busy and not timed: *@ms
+ * is the call that answered otherwise. */
+static int rollback_timed(struct sdfs *s, uint64_t ino, const char *name,
+			  struct sdfs_vol_info *vi, double *ms, unsigned *busy)
+{
+	const struct timespec pause = { 0, VB_BUSY_MS * 1000000L };
+	double t0;
+	int ret, tries = 0;
+
+	for (;;) {
+		t0 = now_ms();
+		ret = sdfs_vol_rollback(s, ino, name, vi);
+		*ms = now_ms() - t0;
+		if (ret != -EBUSY || ++tries > VB_BUSY_TRIES)
+			return ret;
+		++*busy;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* COUNT rounds of each operation; each round does it to every PATH once,
+ * in turn, so that the volumes share whatever load the machine has
+ * meanwhile. The operations run one after another (all snapshots, then
+ * the clones, then the rollbacks): the snapshot numbers stay comparable
+ * with runs that time snapshots only. */
 static int do_snap(struct sdfs *s, int argc, char **argv)
 {
-	const char *prefix = "bench";
+	const char *prefix = "bench", *clone_dir = NULL;
 	struct sdfs_vol_info vi;
-	struct sdfs_stat st[VB_MAX_PATHS];
-	const char *paths[VB_MAX_PATHS];
+	struct sdfs_stat st[VB_MAX_PATHS], dir, cst;
+	const char *paths[VB_MAX_PATHS], *base;
 	static double ms[VB_MAX_PATHS][VB_MAX_SNAPS];
+	unsigned busy[VB_MAX_PATHS] = { 0 };
+	char extra[32], cname[256];
 	uint64_t count;
 	size_t npaths = 0, p;
 	double t0;
 	char name[65];
-	int i, ret;
+	int i, ret, rollback = 0;
 
 	if (argc < 2 || cli_parse_u64(argv[0], &count) < 0 || count == 0 ||
 	    count > VB_MAX_SNAPS) {
@@ -151,6 +198,7 @@ static int do_snap(struct sdfs *s, int argc, char **argv)
 	}
 	for (i = 1; i < argc; i++) {
 		const char *v = cli_opt(argc, argv, &i, "--prefix");
+		const char *d = v ? NULL : cli_opt(argc, argv, &i, "--clone-dir");
 
 		if (v) {
 			if (strlen(v) > 40) {
@@ -158,7 +206,11 @@ static int do_snap(struct sdfs *s, int argc, char **argv)
 				return 2;
 			}
 			prefix = v;
-		} else if (npaths < VB_MAX_PATHS) {
+		} else if (d) {
+			clone_dir = d;
+		} else if (!strcmp(argv[i], "--rollback")) {
+			rollback = 1;
+		} else if (argv[i][0] != '-' && npaths < VB_MAX_PATHS) {
 			paths[npaths++] = argv[i];
 		} else {
 			fputs(usage, stderr);
@@ -174,6 +226,13 @@ static int do_snap(struct sdfs *s, int argc, char **argv)
 		if (ret < 0)
 			return fail("snap", paths[p], ret);
 	}
+	if (clone_dir) {
+		ret = sdfs_ns_resolve(s, clone_dir, 1, &dir);
+		if (!ret && !S_ISDIR(dir.mode))
+			ret = -ENOTDIR;
+		if (ret < 0)
+			return fail("clone into", clone_dir, ret);
+	}
 	for (i = 0; i < (int)count; i++) {
 		for (p = 0; p < npaths; p++) {
 			snprintf(name, sizeof(name), "%s-%d", prefix, i + 1);
@@ -187,10 +246,49 @@ static int do_snap(struct sdfs *s, int argc, char **argv)
 			fflush(stdout);
 		}
 	}
-	for (p = 0; p < npaths; p++) {
-		qsort(ms[p], count, sizeof(ms[p][0]), cmp_double);
-		printf("snaps path=%s count=%" PRIu64 " min_ms=%.3f median_ms=%.3f max_ms=%.3f\n",
-		       paths[p], count, ms[p][0], median(ms[p], count), ms[p][count - 1]);
+	for (p = 0; p < npaths; p++)
+		print_stats("snaps", paths[p], ms[p], count, "");
+	if (clone_dir) {
+		for (i = 0; i < (int)count; i++) {
+			for (p = 0; p < npaths; p++) {
+				base = strrchr(paths[p], '/');
+				base = base ? base + 1 : paths[p];
+				snprintf(name, sizeof(name), "%s-%d", prefix, i + 1);
+				snprintf(cname, sizeof(cname), "clone-%d-%.200s", i + 1, base);
+				t0 = now_ms();
+				ret = sdfs_vol_clone(s, st[p].ino, name, dir.ino, cname,
+						     st[p].mode & 07777, getuid(), getgid(),
+						     &cst);
+				ms[p][i] = now_ms() - t0;
+				if (ret < 0)
+					return fail("clone", paths[p], ret);
+				printf("clone path=%s i=%d ms=%.3f ino=%" PRIu64 " name=%s\n",
+				       paths[p], i + 1, ms[p][i], cst.ino, cname);
+				fflush(stdout);
+			}
+		}
+		for (p = 0; p < npaths; p++)
+			print_stats("clones", paths[p], ms[p], count, "");
+	}
+	if (rollback) {
+		for (i = 0; i < (int)count; i++) {
+			for (p = 0; p < npaths; p++) {
+				unsigned b0 = busy[p];
+
+				snprintf(name, sizeof(name), "%s-%d", prefix, i + 1);
+				ret = rollback_timed(s, st[p].ino, name, &vi, &ms[p][i],
+						     &busy[p]);
+				if (ret < 0)
+					return fail("rollback", paths[p], ret);
+				printf("rollback path=%s i=%d ms=%.3f vid=%" PRIu64 " busy=%u\n",
+				       paths[p], i + 1, ms[p][i], vi.vid, busy[p] - b0);
+				fflush(stdout);
+			}
+		}
+		for (p = 0; p < npaths; p++) {
+			snprintf(extra, sizeof(extra), " busy=%u", busy[p]);
+			print_stats("rollbacks", paths[p], ms[p], count, extra);
+		}
 	}
 	return 0;
 }

@@ -1,9 +1,12 @@
 /*
- * nfs_test.c - re-exporting an sdfs mount over NFSv4 with nfs-ganesha
- * (FSAL_VFS), checked with libnfs-utils (nfs-ls, nfs-cat, nfs-cp) and
- * rx-nfs (rx_nfs.c: handles, rename, unlink, mkdir). docs/reexport.md
- * has the configuration and why. Skipped when ganesha.nfsd or nfs-ls
- * is missing.
+ * nfs_test.c - re-exporting an sdfs mount over NFSv3 and NFSv4 with
+ * nfs-ganesha (FSAL_VFS), checked with libnfs-utils (nfs-ls, nfs-cat,
+ * nfs-cp) and rx-nfs (rx_nfs.c: handles, rename, unlink, mkdir, pwrite,
+ * truncate).
+ * Writes go over NFSv3 (libnfs 4.0 sends no NFSv4 WRITE), the rest over
+ * NFSv4. The gateway and its rpcbind run in namespaces of their own
+ * (rx.h). docs/reexport.md has the configuration and why. Skipped when
+ * ganesha.nfsd, rpcbind or nfs-ls is missing.
  */
 #include "tests/reexport/rx.h"
 
@@ -24,10 +27,10 @@ static struct rx_gw gw;
 
 static void setup(void)
 {
-	if (!rx_have("ganesha.nfsd") || !rx_have("nfs-ls") || !rx_have("nfs-cat") ||
-	    !rx_have("nfs-cp"))
-		cr_skip_test("needs ganesha.nfsd (nfs-ganesha, nfs-ganesha-vfs) and "
-			     "nfs-ls/nfs-cat/nfs-cp (libnfs-utils)");
+	if (!rx_have("ganesha.nfsd") || !rx_have("rpcbind") || !rx_have("nfs-ls") ||
+	    !rx_have("nfs-cat") || !rx_have("nfs-cp"))
+		cr_skip_test("needs ganesha.nfsd (nfs-ganesha, nfs-ganesha-vfs), rpcbind "
+			     "and nfs-ls/nfs-cat/nfs-cp (libnfs-utils)");
 	tc = rx_start();
 	rx_nfs_start(tc, &gw);
 }
@@ -55,14 +58,14 @@ static int rx_nfs(const char *op, const char *path, const char *arg, char **out)
 	char url[PATH_MAX + 128];
 
 	rx_nfs_url(&gw, path, url);
-	return rx_run(out, rx_nfs_bin(), op, url, arg, NULL);
+	return rx_nfs_run(&gw, out, rx_nfs_bin(), op, url, arg, NULL);
 }
 
 /* nfs-ls of @dir: its output (malloc'd); fails unless it succeeded. */
 static char *nfs_ls(const char *dir)
 {
 	char url[PATH_MAX + 128], *out;
-	int st = rx_run(&out, "nfs-ls", rx_nfs_url(&gw, dir, url), NULL);
+	int st = rx_nfs_run(&gw, &out, "nfs-ls", rx_nfs_url(&gw, dir, url), NULL);
 
 	cr_assert_eq(st, 0, "nfs-ls %s: status %d: %s", url, st, out);
 	return out;
@@ -97,12 +100,46 @@ static void wait_listed(const char *dir, const char *name, int want)
 	}
 }
 
-/* nfs-cp of @local into the export's @name; its status, output into *@out */
-static int nfs_cp_in(const char *local, const char *name, char **out)
+/* nfs-cp over NFSv3 of @local into the export's @name; fails unless
+ * it succeeded */
+static void nfs3_cp_in(const char *local, const char *name)
 {
-	char url[PATH_MAX + 128];
+	char url[PATH_MAX + 128], *out;
+	int st = rx_nfs_run(&gw, &out, "nfs-cp", local, rx_nfs3_url(&gw, name, url), NULL);
 
-	return rx_run(out, "nfs-cp", local, rx_nfs_url(&gw, name, url), NULL);
+	cr_assert_eq(st, 0, "nfs-cp %s %s: status %d: %s", local, url, st, out);
+	free(out);
+}
+
+/* nfs-cp of the export's @name to @local (replaced: nfs-cp does not
+ * open an existing local file), over NFSv3 (@v3) or NFSv4 */
+static void nfs_cp_out(const char *name, const char *local, int v3)
+{
+	char url[PATH_MAX + 128], *out;
+	int st;
+
+	cr_assert(unlink(local) == 0 || errno == ENOENT, "unlink %s: %s", local,
+		  strerror(errno));
+	st = rx_nfs_run(&gw, &out, "nfs-cp", v3 ? rx_nfs3_url(&gw, name, url) :
+			    rx_nfs_url(&gw, name, url), local, NULL);
+	cr_assert_eq(st, 0, "nfs-cp %s %s: status %d: %s", url, local, st, out);
+	free(out);
+}
+
+/* rx-nfs pwrite over NFSv3: @len bytes of seed @seed at @off of @name */
+static void nfs3_pwrite(const char *name, uint64_t off, size_t len, uint64_t seed)
+{
+	char url[PATH_MAX + 128], local[PATH_MAX], offs[24], *out;
+	int st;
+
+	snprintf(local, sizeof(local), "%s/local.patch", tcluster_dir(tc));
+	rx_write_file(local, len, seed);
+	snprintf(offs, sizeof(offs), "%" PRIu64, off);
+	st = rx_nfs_run(&gw, &out, rx_nfs_bin(), "pwrite", rx_nfs3_url(&gw, name, url),
+			offs, local, NULL);
+	cr_assert_eq(st, 0, "rx-nfs pwrite %s %s (%zu bytes): status %d: %s", url, offs,
+		     len, st, out);
+	free(out);
 }
 
 Test(nfs, read_through_nfs)
@@ -116,7 +153,7 @@ Test(nfs, read_through_nfs)
 	/* written on the mount, read through NFS byte-identical */
 	snprintf(back, sizeof(back), "%s/local.back", tcluster_dir(tc));
 	rx_write_file(vt_path(tc, "viaMount", mnt), len, seed);
-	st = rx_run(&out, "nfs-cp", rx_nfs_url(&gw, "viaMount", url), back, NULL);
+	st = rx_nfs_run(&gw, &out, "nfs-cp", rx_nfs_url(&gw, "viaMount", url), back, NULL);
 	cr_assert_eq(st, 0, "nfs-cp %s %s: status %d: %s", url, back, st, out);
 	free(out);
 	rx_check_file(back, len, seed, "written on the mount, nfs-cp out");
@@ -126,44 +163,66 @@ Test(nfs, read_through_nfs)
 	cr_assert(f);
 	fputs("hello through ganesha\n", f);
 	cr_assert_eq(fclose(f), 0);
-	st = rx_run(&out, "nfs-cat", rx_nfs_url(&gw, "small", url), NULL);
+	st = rx_nfs_run(&gw, &out, "nfs-cat", rx_nfs_url(&gw, "small", url), NULL);
 	cr_assert_eq(st, 0, "nfs-cat %s: status %d: %s", url, st, out);
 	cr_assert_str_eq(out, "hello through ganesha\n");
 	free(out);
 }
 
 /*
- * nfs-cp in, nfs-cp back out, byte-identical, and the mount has the
- * same bytes. libnfs 4.0 (Debian 12's libnfs-utils) fails every
- * NFSv4 write here with "Failed to write to dest file" without sending
- * a WRITE (ganesha's NFS4 debug log shows OPEN, OPEN_CONFIRM, SETATTR,
- * COMMIT, CLOSE and no WRITE): a client-side limit, so the test skips
- * itself, saying so, when nfs-cp fails that way.
+ * Writes through the gateway, over NFSv3 (libnfs 4.0 sends no NFSv4
+ * WRITE, docs/reexport.md): nfs-cp in, nfs-cp back out byte-identical
+ * (over NFSv3 and NFSv4), and the mount has the same bytes; then an
+ * unaligned overwrite inside the file, an append (rx-nfs pwrite: nfs-cp
+ * only creates new files) and a truncation (rx-nfs truncate), each
+ * checked on the mount and through NFS.
  */
 Test(nfs, write_through_nfs)
 {
-	char local[PATH_MAX], back[PATH_MAX], url[PATH_MAX + 128], mnt[PATH_MAX + 64];
-	uint64_t seed = tseed("nfs write");
-	size_t len = (3u << 20) + 12345;
-	char *out;
+	char local[PATH_MAX], back[PATH_MAX], mnt[PATH_MAX + 64];
+	size_t len = (3u << 20) + 12345, patch_off = 1000003, patch_len = 200001;
+	size_t add_len = 70001, short_len = 1100007;
+	uint64_t seed = tseed("nfs write"), patch_seed = tseed("nfs overwrite");
+	uint64_t add_seed = tseed("nfs append");
+	char *want = malloc(len + add_len), url[PATH_MAX + 128], lens[24], *out;
 	int st;
 
+	cr_assert(want);
 	snprintf(local, sizeof(local), "%s/local.in", tcluster_dir(tc));
 	snprintf(back, sizeof(back), "%s/local.back", tcluster_dir(tc));
 	rx_write_file(local, len, seed);
-	st = nfs_cp_in(local, "viaNFS", &out);
-	if (st != 0 && strstr(out, "Failed to write to dest file")) {
-		free(out);
-		cr_skip_test("nfs-cp (libnfs 4.0) sends no NFSv4 WRITE to ganesha "
-			     "(docs/reexport.md, \"Limits\")");
-	}
-	cr_assert_eq(st, 0, "nfs-cp %s viaNFS: status %d: %s", local, st, out);
-	free(out);
-	st = rx_run(&out, "nfs-cp", rx_nfs_url(&gw, "viaNFS", url), back, NULL);
-	cr_assert_eq(st, 0, "nfs-cp %s %s: status %d: %s", url, back, st, out);
-	free(out);
-	rx_check_file(back, len, seed, "nfs-cp in, nfs-cp out");
+	nfs3_cp_in(local, "viaNFS");
+	nfs_cp_out("viaNFS", back, 1);
+	rx_check_file(back, len, seed, "nfs-cp in, nfs-cp out (NFSv3)");
+	nfs_cp_out("viaNFS", back, 0);
+	rx_check_file(back, len, seed, "nfs-cp in (NFSv3), nfs-cp out (NFSv4)");
 	rx_check_file(vt_path(tc, "viaNFS", mnt), len, seed, "nfs-cp in, read on the mount");
+
+	/* overwrite in place, at an offset and length aligned to nothing */
+	tfill_random(want, len, seed);
+	tfill_random(want + patch_off, patch_len, patch_seed);
+	nfs3_pwrite("viaNFS", patch_off, patch_len, patch_seed);
+	rx_check_bytes(vt_path(tc, "viaNFS", mnt), want, len,
+		       "overwritten in place through NFS, read on the mount");
+	/* append: a write at the end */
+	tfill_random(want + len, add_len, add_seed);
+	nfs3_pwrite("viaNFS", len, add_len, add_seed);
+	rx_check_bytes(vt_path(tc, "viaNFS", mnt), want, len + add_len,
+		       "appended through NFS, read on the mount");
+	nfs_cp_out("viaNFS", back, 1);
+	rx_check_bytes(back, want, len + add_len, "overwritten and appended, nfs-cp out");
+
+	/* truncated through NFS (SETATTR size) inside the overwritten part */
+	snprintf(lens, sizeof(lens), "%zu", short_len);
+	st = rx_nfs_run(&gw, &out, rx_nfs_bin(), "truncate", rx_nfs3_url(&gw, "viaNFS", url),
+			lens, NULL);
+	cr_assert_eq(st, 0, "rx-nfs truncate %s %s: status %d: %s", url, lens, st, out);
+	free(out);
+	rx_check_bytes(vt_path(tc, "viaNFS", mnt), want, short_len,
+		       "truncated through NFS, read on the mount");
+	nfs_cp_out("viaNFS", back, 1);
+	rx_check_bytes(back, want, short_len, "truncated through NFS, nfs-cp out");
+	free(want);
 }
 
 Test(nfs, namespace)
@@ -318,7 +377,7 @@ static char *handle_of(const char *path)
 static void check_content(const char *path, const char *want)
 {
 	char url[PATH_MAX + 128], *out;
-	int st = rx_run(&out, "nfs-cat", rx_nfs_url(&gw, path, url), NULL);
+	int st = rx_nfs_run(&gw, &out, "nfs-cat", rx_nfs_url(&gw, path, url), NULL);
 
 	cr_assert_eq(st, 0, "nfs-cat %s: status %d: %s", url, st, out);
 	cr_assert_str_eq(out, want, "nfs-cat %s", url);

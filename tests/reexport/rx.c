@@ -10,12 +10,16 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <net/if.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -76,21 +80,48 @@ static const char *which(const char *prog, char *path)
 	return NULL;
 }
 
-int rx_run(char **out, const char *arg0, ...)
+/* vt_run of @pre (NULL-terminated, may be empty), then @arg0 and @ap */
+static int run_va(char **out, char *const pre[], const char *arg0, va_list ap)
 {
-	char *argv[32], path[256];
-	va_list ap;
+	char *argv[40], path[256];
 	int argc = 0;
 
+	for (; *pre; pre++)
+		argv[argc++] = *pre;
 	argv[argc++] = arg0[0] == '/' ? (char *)arg0 : (char *)which(arg0, path);
-	va_start(ap, arg0);
 	for (char *a; (a = va_arg(ap, char *));) {
-		cr_assert(argc < 31);
+		cr_assert(argc < 39);
 		argv[argc++] = a;
 	}
-	va_end(ap);
 	argv[argc] = NULL;
 	return vt_run(argv, out, VT_CMD_MS);
+}
+
+int rx_run(char **out, const char *arg0, ...)
+{
+	char *const none[] = { NULL };
+	va_list ap;
+	int st;
+
+	va_start(ap, arg0);
+	st = run_va(out, none, arg0, ap);
+	va_end(ap);
+	return st;
+}
+
+int rx_nfs_run(const struct rx_gw *gw, char **out, const char *arg0, ...)
+{
+	char bin[256], net[64];
+	char *const pre[] = { (char *)which("nsenter", bin), net, "--", NULL };
+	va_list ap;
+	int st;
+
+	cr_assert(gw->ns_pid > 0, "the NFS gateway is not running");
+	snprintf(net, sizeof(net), "--net=/proc/%d/ns/net", (int)gw->ns_pid);
+	va_start(ap, arg0);
+	st = run_va(out, pre, arg0, ap);
+	va_end(ap);
+	return st;
 }
 
 static int free_port(void)
@@ -109,11 +140,38 @@ static int free_port(void)
 	return port;
 }
 
-static int port_answers(int port)
+/* A TCP socket in the network namespace of @ns_pid (0: this one); -1 on
+ * failure. This thread enters that namespace only for the socket() call:
+ * a socket stays in the namespace it was made in. */
+static int socket_in(pid_t ns_pid)
+{
+	char path[64];
+	int ns, self, fd = -1;
+
+	if (!ns_pid)
+		return socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)ns_pid);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (ns >= 0 && self >= 0 && setns(ns, CLONE_NEWNET) == 0) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (setns(self, CLONE_NEWNET) != 0)
+			abort();        /* the rest of the test would run in there */
+	}
+	if (ns >= 0)
+		close(ns);
+	if (self >= 0)
+		close(self);
+	return fd;
+}
+
+static int port_answers(pid_t ns_pid, int port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+	int fd = socket_in(ns_pid), ok;
 
+	if (fd < 0)
+		return 0;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ok = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 	close(fd);
@@ -166,7 +224,7 @@ static void gw_spawn(struct rx_gw *gw, char *const argv[], const char *what)
 	gw->pid = spawn_session(argv, gw->log);
 	vt_watchdog_start(&gw->wd, gw->pid, NULL);
 	for (int64_t end = tnow_ms() + RX_GW_WAIT_MS;;) {
-		if (port_answers(gw->port))
+		if (port_answers(gw->ns_pid, gw->port))
 			break;
 		int st = vt_wait_child(gw->pid, 0);
 
@@ -210,18 +268,95 @@ static void mkdirs(const char *base, const char *const names[])
 	}
 }
 
+/* In a child about to exec rpcbind: new network and mount namespaces,
+ * lo up, and a private /run for rpcbind's socket and lock file (ganesha
+ * registers through that socket, which must not be a system rpcbind's).
+ * A failure is written to the log and ends the child. */
+static void ns_enter_new(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	const char *what;
+	int fd;
+
+	what = "unshare(CLONE_NEWNET | CLONE_NEWNS)";
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS) < 0)
+		goto fail;
+	/* nothing mounted in here may reach the test's namespace */
+	what = "make / a slave mount";
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		goto fail;
+	what = "mount a tmpfs on /run";
+	if (mount("rx-run", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		goto fail;
+	what = "bring lo up";
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		goto fail;
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		goto fail;
+	close(fd);
+	return;
+fail:
+	dprintf(2, "rx: %s: %s\n", what, strerror(errno));
+	_exit(126);
+}
+
+/* rpcbind -f in new namespaces (ns_enter_new) as gw->ns_pid; returns
+ * once it answers on port 111 in there. */
+static void ns_start(struct rx_gw *gw)
+{
+	char bin[256], log[4300];
+	char *argv[] = { (char *)which("rpcbind", bin), "-f", NULL };
+	int fd;
+
+	snprintf(log, sizeof(log), "%s/rpcbind.log", gw->dir);
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	cr_assert(fd >= 0, "%s: %s", log, strerror(errno));
+	gw->ns_pid = fork();
+	cr_assert(gw->ns_pid >= 0, "fork: %s", strerror(errno));
+	if (gw->ns_pid == 0) {
+		int nfd = open("/dev/null", O_RDONLY);
+
+		setsid();
+		if (nfd < 0 || dup2(nfd, 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		close_range(3, ~0u, 0);
+		ns_enter_new();
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fd);
+	vt_watchdog_start(&gw->ns_wd, gw->ns_pid, NULL);
+	for (int64_t end = tnow_ms() + RX_GW_WAIT_MS; !port_answers(gw->ns_pid, 111);) {
+		int st = vt_wait_child(gw->ns_pid, 0);
+
+		if (st >= 0 || tnow_ms() > end) {
+			if (st >= 0)
+				gw->ns_pid = 0;
+			rx_gw_stop(gw);
+			cr_assert_fail("rpcbind %s port 111 in its namespace (status %d); "
+				       "%s ends:\n%s", st >= 0 ? "exited before it listened on" :
+				       "does not listen on", st, log, log_tail(log));
+		}
+		tsleep_ms(20);
+	}
+	cr_log_info("rpcbind: pid %d, in new network and mount namespaces", (int)gw->ns_pid);
+}
+
 void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw)
 {
 	static const char *const sub[] = { "recovery", NULL };
-	char uuid[64], hex[40], conf[16384], pidf[4300], bin[256];
-	char *argv[] = { NULL, "-F", "-f", gw->conf, "-L", gw->log, "-p", pidf,
-			 "-N", "NIV_EVENT", NULL };
+	char uuid[64], hex[40], conf[16384], pidf[4300], bin[256], nsbin[256];
+	char net[64], mnt[64];
+	/* nsenter execs ganesha.nfsd: gw->pid is ganesha's */
+	char *argv[] = { (char *)which("nsenter", nsbin), net, mnt, "--",
+			 (char *)which("ganesha.nfsd", bin), "-F", "-f", gw->conf,
+			 "-L", gw->log, "-p", pidf, "-N", "NIV_EVENT", NULL };
 	size_t h = 0;
 
-	if (!gw->port) {
-		memset(gw, 0, sizeof(*gw));
-		gw->port = free_port();
-	}
+	memset(gw, 0, sizeof(*gw));
+	gw->port = RX_NFS_PORT;
 	snprintf(gw->dir, sizeof(gw->dir), "%s/ganesha", tcluster_dir(tc));
 	snprintf(gw->conf, sizeof(gw->conf), "%s/ganesha.conf", gw->dir);
 	snprintf(gw->log, sizeof(gw->log), "%s/ganesha.log", gw->dir);
@@ -239,12 +374,18 @@ void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw)
 
 	hex[8] = '\0';
 	fsid_major = strtoul(hex, NULL, 16);
+	/* No Bind_addr (in this namespace every address is on lo anyway):
+	 * with one, ganesha 4.3 exits here with "No IP address found for
+	 * 127.0.0.1 because:Name or service not known", getaddrinfo's answer
+	 * to an AF_INET6 lookup with AI_ADDRCONFIG when ::1 is the only IPv6
+	 * address (docs/reexport.md, "Bind_addr"). */
 	snprintf(conf, sizeof(conf),
 		 "# written by tests/reexport (docs/reexport.md)\n"
 		 "NFS_CORE_PARAM {\n"
 		 "\tNFS_Port = %d;\n"
-		 "\tBind_addr = 127.0.0.1;\n"
-		 "\tProtocols = 4;\n"
+		 "\tMNT_Port = %d;\n"
+		 "\tProtocols = 3, 4;\n"
+		 "\tMount_Path_Pseudo = true;\n"
 		 "\tEnable_NLM = false;\n"
 		 "\tEnable_RQUOTA = false;\n"
 		 "\tEnable_UDP = false;\n"
@@ -260,7 +401,7 @@ void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw)
 		 "\tExport_Id = 1;\n"
 		 "\tPath = %s;\n"
 		 "\tPseudo = /sdfs;\n"
-		 "\tProtocols = 4;\n"
+		 "\tProtocols = 3, 4;\n"
 		 "\tTransports = TCP;\n"
 		 "\tAccess_Type = RW;\n"
 		 "\tSquash = No_Root_Squash;\n"
@@ -270,16 +411,24 @@ void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw)
 		 "\tFSAL { Name = VFS; }\n"
 		 "}\n"
 		 "LOG { Default_Log_Level = EVENT; Components { FSAL = INFO; } }\n",
-		 gw->port, gw->dir, tcluster_mnt(tc), fsid_major, fsid_minor, RX_GW_ATTR_S);
+		 gw->port, RX_MNT_PORT, gw->dir, tcluster_mnt(tc), fsid_major, fsid_minor,
+		 RX_GW_ATTR_S);
 	write_conf(gw->conf, conf);
-	argv[0] = (char *)which("ganesha.nfsd", bin);
 	gw->smb = 0;
+	ns_start(gw);
+	snprintf(net, sizeof(net), "--net=/proc/%d/ns/net", (int)gw->ns_pid);
+	snprintf(mnt, sizeof(mnt), "--mount=/proc/%d/ns/mnt", (int)gw->ns_pid);
 	gw_spawn(gw, argv, "ganesha.nfsd");
-	/* the port answers before the exports do: poll nfs-ls of the root */
+	/* the port answers before the exports do: poll nfs-ls of the root,
+	 * over NFSv4 and NFSv3 */
 	for (int64_t t0 = tnow_ms(), end = t0 + RX_GW_WAIT_MS;;) {
 		char url[PATH_MAX + 128], *out;
-		int st = rx_run(&out, "nfs-ls", rx_nfs_url(gw, "", url), NULL);
+		int st = rx_nfs_run(gw, &out, "nfs-ls", rx_nfs_url(gw, "", url), NULL);
 
+		if (st == 0) {
+			free(out);
+			st = rx_nfs_run(gw, &out, "nfs-ls", rx_nfs3_url(gw, "", url), NULL);
+		}
 		if (st == 0) {
 			free(out);
 			cr_log_info("ganesha.nfsd serves the export %" PRId64 " ms after "
@@ -363,25 +512,40 @@ void rx_smb_start(struct tcluster *tc, struct rx_gw *gw)
 	gw_spawn(gw, argv, "smbd");
 }
 
+static void stop_child(pid_t *pid, struct vt_watchdog *wd, const char *what)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGTERM);
+		if (vt_wait_child(*pid, 20000) < 0) {
+			cr_log_warn("%s pid %d still runs 20 s after SIGTERM: SIGKILL", what,
+				    (int)*pid);
+			kill(*pid, SIGKILL);
+			waitpid(*pid, NULL, 0);
+		}
+		*pid = 0;
+	}
+	vt_watchdog_stop(wd);
+}
+
 void rx_gw_stop(struct rx_gw *gw)
 {
-	if (gw->pid > 0) {
-		kill(gw->pid, SIGTERM);
-		if (vt_wait_child(gw->pid, 20000) < 0) {
-			cr_log_warn("%s pid %d still runs 20 s after SIGTERM: SIGKILL",
-				    gw->smb ? "smbd" : "ganesha.nfsd", (int)gw->pid);
-			kill(gw->pid, SIGKILL);
-			waitpid(gw->pid, NULL, 0);
-		}
-		gw->pid = 0;
-	}
-	vt_watchdog_stop(&gw->wd);
+	stop_child(&gw->pid, &gw->wd, gw->smb ? "smbd" : "ganesha.nfsd");
+	/* after ganesha, which unregisters from it as it ends */
+	stop_child(&gw->ns_pid, &gw->ns_wd, "rpcbind");
 }
 
 const char *rx_nfs_url(const struct rx_gw *gw, const char *path, char *buf)
 {
 	snprintf(buf, PATH_MAX + 128, "nfs://127.0.0.1/sdfs/%s?version=4&nfsport=%d",
 		 path, gw->port);
+	return buf;
+}
+
+const char *rx_nfs3_url(const struct rx_gw *gw, const char *path, char *buf)
+{
+	snprintf(buf, PATH_MAX + 128,
+		 "nfs://127.0.0.1/sdfs/%s?version=3&nfsport=%d&mountport=%d", path,
+		 gw->port, RX_MNT_PORT);
 	return buf;
 }
 
@@ -421,14 +585,20 @@ void rx_write_file(const char *path, size_t len, uint64_t seed)
 
 void rx_check_file(const char *path, size_t len, uint64_t seed, const char *what)
 {
-	uint8_t *got;
 	char *want = malloc(len ? len : 1);
-	size_t n = vt_slurp(path, &got);
 
 	cr_assert(want);
-	cr_assert_eq(n, len, "%s: %s has %zu bytes, want %zu", what, path, n, len);
 	tfill_random(want, len, seed);
+	rx_check_bytes(path, want, len, what);
+	free(want);
+}
+
+void rx_check_bytes(const char *path, const void *want, size_t len, const char *what)
+{
+	uint8_t *got;
+	size_t n = vt_slurp(path, &got);
+
+	cr_assert_eq(n, len, "%s: %s has %zu bytes, want %zu", what, path, n, len);
 	vt_assert_same(got, want, len, 0, 4096, what);
 	free(got);
-	free(want);
 }

@@ -1,11 +1,16 @@
 /*
  * rx_nfs.c - the few NFS operations the re-export tests need that
  * libnfs-utils 4.0 (nfs-ls, nfs-cat, nfs-cp) has no command for: print
- * a file's NFS file handle, rename, unlink, mkdir, rmdir.
+ * a file's NFS file handle, rename, unlink, mkdir, rmdir, write into an
+ * existing file at an offset and truncate it (nfs-cp only creates new
+ * files).
  *
  *   rx-nfs fh URL            the handle of URL's file, in hex, one line
  *   rx-nfs rename URL NEW    NEW: a path inside the same export
  *   rx-nfs unlink URL | mkdir URL | rmdir URL
+ *   rx-nfs pwrite URL OFFSET FILE   the local FILE's bytes into URL's
+ *                            existing file at OFFSET (no truncation)
+ *   rx-nfs truncate URL LEN  set URL's file's size to LEN
  *
  * URL is a libnfs URL (nfs://127.0.0.1/sdfs/dir/file?version=4&nfsport=N).
  * libnfs comes from libnfs.so.13 (Debian libnfs13, which libnfs-utils
@@ -15,8 +20,11 @@
  * cannot be loaded.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct nfs_context;
@@ -40,10 +48,14 @@ static struct {
 	int (*open)(struct nfs_context *, const char *, int, struct nfsfh **);
 	int (*close)(struct nfs_context *, struct nfsfh *);
 	struct nfs_fh *(*get_fh)(struct nfsfh *);
+	/* bytes written or -errno; libnfs 5 swapped the arguments */
+	int (*pwrite)(struct nfs_context *, struct nfsfh *, uint64_t offset,
+		      uint64_t count, char *buf);
 	int (*rename)(struct nfs_context *, const char *, const char *);
 	int (*unlink)(struct nfs_context *, const char *);
 	int (*mkdir)(struct nfs_context *, const char *);
 	int (*rmdir)(struct nfs_context *, const char *);
+	int (*truncate)(struct nfs_context *, const char *, uint64_t len);
 	char *(*get_error)(struct nfs_context *);
 } nfs;
 
@@ -63,9 +75,43 @@ static int load(void)
 		} \
 	} while (0)
 	SYM(init_context); SYM(destroy_context); SYM(parse_url_full);
-	SYM(destroy_url); SYM(mount); SYM(open); SYM(close); SYM(get_fh);
-	SYM(rename); SYM(unlink); SYM(mkdir); SYM(rmdir); SYM(get_error);
+	SYM(destroy_url); SYM(mount); SYM(open); SYM(close); SYM(get_fh); SYM(pwrite);
+	SYM(rename); SYM(unlink); SYM(mkdir); SYM(rmdir); SYM(truncate); SYM(get_error);
 #undef SYM
+	return 0;
+}
+
+/* The local file @path into *@buf (malloc'd); its length, or -1. */
+static long slurp(const char *path, char **buf)
+{
+	FILE *f = fopen(path, "rb");
+	long len = -1;
+
+	*buf = NULL;
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (*buf = malloc(len ? len : 1)) &&
+	    fread(*buf, 1, len, f) == (size_t)len) {
+		fclose(f);
+		return len;
+	}
+	perror(path);
+	free(*buf);
+	if (f)
+		fclose(f);
+	return -1;
+}
+
+/* All @len bytes of @buf into @fh at @off; 0 or -errno. */
+static int pwrite_all(struct nfs_context *ctx, struct nfsfh *fh, uint64_t off,
+		      char *buf, long len)
+{
+	for (long done = 0; done < len;) {
+		int n = nfs.pwrite(ctx, fh, off + done, len - done, buf + done);
+
+		if (n <= 0)
+			return n < 0 ? n : -EIO;        /* no progress */
+		done += n;
+	}
 	return 0;
 }
 
@@ -77,8 +123,10 @@ int main(int argc, char **argv)
 	const char *op = argc > 2 ? argv[1] : "";
 	int ret = -1;
 
-	if (argc < 3 || (!strcmp(op, "rename") && argc != 4)) {
-		fprintf(stderr, "usage: rx-nfs fh|unlink|mkdir|rmdir URL | rename URL NEW\n");
+	if (argc < 3 || ((!strcmp(op, "rename") || !strcmp(op, "truncate")) && argc != 4) ||
+	    (!strcmp(op, "pwrite") && argc != 5)) {
+		fprintf(stderr, "usage: rx-nfs fh|unlink|mkdir|rmdir URL | rename URL NEW"
+			" | pwrite URL OFFSET FILE | truncate URL LEN\n");
 		return 2;
 	}
 	if (load() < 0)
@@ -108,6 +156,21 @@ int main(int argc, char **argv)
 			printf("\n");
 			nfs.close(ctx, fh);
 		}
+	} else if (!strcmp(op, "pwrite")) {
+		char *buf;
+		long len = slurp(argv[4], &buf);
+
+		if (len < 0)
+			goto out_url;
+		ret = nfs.open(ctx, url->file, O_WRONLY, &fh);
+		if (ret == 0) {
+			ret = pwrite_all(ctx, fh, strtoull(argv[3], NULL, 10), buf, len);
+			if (nfs.close(ctx, fh) != 0 && ret == 0)
+				ret = -1;
+		}
+		free(buf);
+	} else if (!strcmp(op, "truncate")) {
+		ret = nfs.truncate(ctx, url->file, strtoull(argv[3], NULL, 10));
 	} else if (!strcmp(op, "rename")) {
 		ret = nfs.rename(ctx, url->file, argv[3]);
 	} else if (!strcmp(op, "unlink")) {

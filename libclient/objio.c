@@ -325,15 +325,15 @@ static int flush_one(struct sdfs *s, uint64_t oid)
  * first try.
  * An object whose every answer is a success or "absent" is done; any
  * other outcome (a replica down or unreachable, a newer epoch) goes
- * through flush_one, which retries as a single flush does. Returns the
- * first error.
+ * through flush_one, which retries as a single flush does; the first
+ * that fails ends the batch with its error.
  */
 static int flush_batch(struct sdfs *s, const uint64_t *oids, size_t n, size_t *used)
 {
 	struct rpc_call calls[RPC_MAX_CALLS];
 	struct placement p[RPC_MAX_CALLS];
 	size_t first[RPC_MAX_CALLS + 1], nobj = 0, ncalls = 0;
-	int bad[RPC_MAX_CALLS] = { 0 }, ret = 0;
+	int bad[RPC_MAX_CALLS] = { 0 }, ret = 0, timed_out = 0;
 
 	memset(calls, 0, sizeof(calls));
 	while (nobj < n && nobj < RPC_MAX_CALLS) {
@@ -371,17 +371,19 @@ static int flush_batch(struct sdfs *s, const uint64_t *oids, size_t n, size_t *u
 
 			if (r && r != -ENOENT)
 				bad[o] = 1;
+			timed_out |= r == -ETIMEDOUT;
 		}
 		if (p[o].m)
 			placement_done(&p[o]);
 	}
 	rpc_calls_free(calls, ncalls);
-	for (size_t o = 0; o < nobj; o++) {
-		int r = bad[o] ? flush_one(s, oids[o]) : 0;
-
-		if (r && !ret)
-			ret = r;
-	}
+	if (timed_out)
+		return -ETIMEDOUT;      /* the handle's timeout is spent */
+	/* one by one, up to the first failure: each may take the whole
+	 * timeout, and the caller keeps them all for its next try */
+	for (size_t o = 0; o < nobj && !ret; o++)
+		if (bad[o])
+			ret = flush_one(s, oids[o]);
 	return ret;
 }
 
@@ -389,12 +391,10 @@ int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n)
 {
 	int ret = 0;
 
-	for (size_t done = 0; done < n;) {
+	for (size_t done = 0; done < n && !ret;) {
 		size_t used = 0;
-		int r = flush_batch(s, oids + done, n - done, &used);
 
-		if (r && !ret)
-			ret = r;
+		ret = flush_batch(s, oids + done, n - done, &used);
 		done += used;
 	}
 	return ret;

@@ -162,8 +162,9 @@ int sdfs_obj_flush(struct sdfs *s, uint64_t oid);
  * sdfs_obj_flush of each of @oids[0..n), the replicas of many objects
  * at once (a file's or a volume's fsync). An object absent from every
  * replica counts as flushed (truncated or punched since it was
- * written). 0, or the error of the first object that failed (the
- * others were still tried).
+ * written). 0, or the error of the first object that failed; objects
+ * after it may not have been flushed (a failure costs one timeout, not
+ * one per object).
  */
 int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n);
 

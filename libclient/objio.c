@@ -311,29 +311,25 @@ int sdfs_obj_flush(struct sdfs *s, uint64_t oid)
 	return replicated(s, oid, &h, NULL, MUT_NOENT_OK);
 }
 
-/* sdfs_obj_flush where absent means nothing to make durable. */
-static int flush_one(struct sdfs *s, uint64_t oid)
-{
-	int ret = sdfs_obj_flush(s, oid);
-
-	return ret == -ENOENT ? 0 : ret;
-}
-
 /*
  * One rpc_run for as many of @oids as their calls fit (*@used of
- * them): each object's flush to every up replica, as sdfs_obj_flush's
- * first try.
- * An object whose every answer is a success or "absent" is done; any
- * other outcome (a replica down or unreachable, a newer epoch) goes
- * through flush_one, which retries as a single flush does; the first
- * that fails ends the batch with its error.
+ * them), each object's @op (OBJ_FLUSH or OBJ_REMOVE, with @token) as
+ * the first try of its one-object call: a flush to every up replica
+ * (a replica syncs only its own copy), a removal like any mutation
+ * (through the primary of a shared object). An object whose every
+ * answer is a success or "absent" is done: @res gets 0, or -ENOENT if
+ * no replica had it. Any other outcome (a replica down or unreachable,
+ * a newer epoch, a fence) goes through the one-object call, which
+ * retries as it does alone. The first object that fails (not -ENOENT)
+ * ends the batch with its error, and those after it get the same.
  */
-static int flush_batch(struct sdfs *s, const uint64_t *oids, size_t n, size_t *used)
+static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_t *oids,
+		      size_t n, int *res, size_t *used)
 {
 	struct rpc_call calls[RPC_MAX_CALLS];
 	struct placement p[RPC_MAX_CALLS];
 	size_t first[RPC_MAX_CALLS + 1], nobj = 0, ncalls = 0;
-	int bad[RPC_MAX_CALLS] = { 0 }, ret = 0, timed_out = 0;
+	int bad[RPC_MAX_CALLS] = { 0 }, ok[RPC_MAX_CALLS] = { 0 }, ret = 0, timed_out = 0;
 
 	memset(calls, 0, sizeof(calls));
 	while (nobj < n && nobj < RPC_MAX_CALLS) {
@@ -346,7 +342,8 @@ static int flush_batch(struct sdfs *s, const uint64_t *oids, size_t n, size_t *u
 			bad[nobj++] = 1;
 			continue;
 		}
-		size_t k = pl->nup;
+		size_t k = oid_is_ordered(oid) && op != SDFS_OP_OBJ_FLUSH && pl->nup ? 1
+			   : pl->nup;
 
 		if (ncalls + k > RPC_MAX_CALLS) {
 			placement_done(pl);
@@ -355,9 +352,10 @@ static int flush_batch(struct sdfs *s, const uint64_t *oids, size_t n, size_t *u
 		bad[nobj] = k == 0;
 		for (size_t i = 0; i < k; i++, ncalls++) {
 			calls[ncalls].node = pl->up[i];
-			calls[ncalls].req.opcode = SDFS_OP_OBJ_FLUSH;
+			calls[ncalls].req.opcode = (uint8_t)op;
 			calls[ncalls].req.oid = oid;
 			calls[ncalls].req.epoch = (uint32_t)pl->m->map->epoch;
+			calls[ncalls].req.token = op == SDFS_OP_OBJ_FLUSH ? 0 : token;
 		}
 		nobj++;
 	}
@@ -371,33 +369,65 @@ static int flush_batch(struct sdfs *s, const uint64_t *oids, size_t n, size_t *u
 
 			if (r && r != -ENOENT)
 				bad[o] = 1;
+			ok[o] |= r == 0;
 			timed_out |= r == -ETIMEDOUT;
 		}
 		if (p[o].m)
 			placement_done(&p[o]);
 	}
 	rpc_calls_free(calls, ncalls);
-	if (timed_out)
-		return -ETIMEDOUT;      /* the handle's timeout is spent */
-	/* one by one, up to the first failure: each may take the whole
-	 * timeout, and the caller keeps them all for its next try */
-	for (size_t o = 0; o < nobj && !ret; o++)
-		if (bad[o])
-			ret = flush_one(s, oids[o]);
+	/* the handle's timeout is spent; otherwise one by one, up to the
+	 * first failure: each may take the whole timeout */
+	ret = timed_out ? -ETIMEDOUT : 0;
+	for (size_t o = 0; o < nobj; o++) {
+		if (ret)
+			res[o] = ret;
+		else if (!bad[o])
+			res[o] = ok[o] ? 0 : -ENOENT;
+		else if (op == SDFS_OP_OBJ_FLUSH)
+			res[o] = sdfs_obj_flush(s, oids[o]);
+		else if ((res[o] = sdfs_obj_remove_tok(s, oids[o], token)) == -ENOENT && ok[o])
+			res[o] = 0;     /* removed by the batch on some replica */
+		if (res[o] && res[o] != -ENOENT)
+			ret = res[o];
+	}
+	return ret;
+}
+
+static int many(struct sdfs *s, unsigned op, uint32_t token, const uint64_t *oids,
+		size_t n, int *res)
+{
+	int ret = 0;
+
+	for (size_t done = 0; done < n;) {
+		size_t used = 0;
+
+		if (ret) {
+			res[done++] = ret;
+			continue;
+		}
+		ret = many_batch(s, op, token, oids + done, n - done, res + done, &used);
+		done += used;
+	}
 	return ret;
 }
 
 int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n)
 {
-	int ret = 0;
+	int *res = malloc((n ? n : 1) * sizeof(*res));
+	int ret;
 
-	for (size_t done = 0; done < n && !ret;) {
-		size_t used = 0;
-
-		ret = flush_batch(s, oids + done, n - done, &used);
-		done += used;
-	}
+	if (!res)
+		return -ENOMEM;
+	ret = many(s, SDFS_OP_OBJ_FLUSH, 0, oids, n, res);
+	free(res);
 	return ret;
+}
+
+int sdfs_obj_remove_many_tok(struct sdfs *s, const uint64_t *oids, size_t n,
+			     uint32_t token, int *res)
+{
+	return many(s, SDFS_OP_OBJ_REMOVE, token, oids, n, res);
 }
 
 /* Rewrite the replicas on @bad from the good copy on @good. */

@@ -364,6 +364,16 @@ int sdfs_obj_write_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len
 int sdfs_obj_put_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
 		     uint32_t token);
 int sdfs_obj_remove_tok(struct sdfs *s, uint64_t oid, uint32_t token);
+/*
+ * sdfs_obj_remove_tok of each of @oids[0..n), the replicas of many
+ * objects at once (volume reclaim); @res[i] gets each one's result (0,
+ * -ENOENT if no replica had it, or an error). Returns 0, or the first
+ * error other than -ENOENT: the objects after it were not tried and
+ * have that error in @res (a failure costs one timeout, not one per
+ * object).
+ */
+int sdfs_obj_remove_many_tok(struct sdfs *s, const uint64_t *oids, size_t n,
+			     uint32_t token, int *res);
 /* Raise every up block daemon's fence of @vid to @token (VOL_FENCE).
  * Same contract as sdfs_mds_fence. */
 int sdfs_vol_fence(struct sdfs *s, uint64_t vid, uint32_t token);

@@ -29,6 +29,8 @@
 #include "mds/ns_int.h"
 #include "mds/vol.h"
 
+#define SWEEP_BATCH 256         /* removals handed to libsdfs at once */
+
 struct dstate {
 	struct vol_rec r;
 	uint8_t *idx;                   /* its own index */
@@ -205,7 +207,35 @@ static uint64_t to_free(const struct dstate *x)
 	return n;
 }
 
-/* Sweep one deleted state; returns objects left to free (failures). */
+/* Remove chunks @chunk[0..n) of @x (their objects @oids) in one go and
+ * count the outcomes; failures add to *@left. */
+static void sweep_batch(struct ns *ns, struct dstate *x, const uint64_t *chunk,
+			const uint64_t *oids, size_t n, uint64_t *left)
+{
+	struct vol *v = ns->vol;
+	int res[SWEEP_BATCH];
+
+	if (!n)
+		return;
+	sdfs_obj_remove_many_tok(ns->sdfs, oids, n, SDFS_TOKEN_FROZEN, res);
+	for (size_t k = 0; k < n; k++) {
+		if (res[k] == 0) {
+			atomic_fetch_add(&v->stats.objects_freed, 1);
+			atomic_fetch_add(&v->stats.bytes_freed, x->r.obj_size);
+			if (own_entry(x, chunk[k]) == x->r.vid)
+				pending_sub(v, x->r.obj_size);
+		} else if (res[k] != -ENOENT) {
+			log_warn("vid=%" PRIu64 " chunk=%" PRIu64 ": cannot free: %s",
+				 x->r.vid, chunk[k], strerror(-res[k]));
+			x->keep = 1;
+			(*left)++;
+		}
+	}
+}
+
+/* Sweep one deleted state; returns objects left to free (failures).
+ * The removals go out SWEEP_BATCH at a time (sdfs_obj_remove_many_tok:
+ * the replicas of many objects in one round trip). */
 static uint64_t sweep_one(struct ns *ns, struct dstate *x)
 {
 	struct vol *v = ns->vol;
@@ -213,34 +243,28 @@ static uint64_t sweep_one(struct ns *ns, struct dstate *x)
 	uint64_t idx_chunks = x->idx_len > VOLIDX_HDR_SIZE ?
 		(x->idx_len - VOLIDX_HDR_SIZE) / VOLIDX_ENTRY_SIZE : 0;
 	int full = !swept_before(v, x->r.vid);
+	uint64_t chunk[SWEEP_BATCH], oids[SWEEP_BATCH];
+	size_t n = 0;
 
 	if (idx_chunks > limit)
 		limit = idx_chunks;
 	if (limit > x->nbits)
 		limit = x->nbits;
 	for (uint64_t i = 0; i < limit; i++) {
-		int ret;
-
 		if (is_marked(x, i)) {
 			x->keep = 1;
 			continue;
 		}
 		if (!full && own_entry(x, i) != x->r.vid)
 			continue;
-		ret = sdfs_obj_remove_tok(ns->sdfs, oid_vdata(x->r.vid, i, x->r.copies),
-					  SDFS_TOKEN_FROZEN);
-		if (ret == 0) {
-			atomic_fetch_add(&v->stats.objects_freed, 1);
-			atomic_fetch_add(&v->stats.bytes_freed, x->r.obj_size);
-			if (own_entry(x, i) == x->r.vid)
-				pending_sub(v, x->r.obj_size);
-		} else if (ret != -ENOENT) {
-			log_warn("vid=%" PRIu64 " chunk=%" PRIu64 ": cannot free: %s",
-				 x->r.vid, i, strerror(-ret));
-			x->keep = 1;
-			left++;
+		chunk[n] = i;
+		oids[n++] = oid_vdata(x->r.vid, i, x->r.copies);
+		if (n == SWEEP_BATCH) {
+			sweep_batch(ns, x, chunk, oids, n, &left);
+			n = 0;
 		}
 	}
+	sweep_batch(ns, x, chunk, oids, n, &left);
 	if (!left)
 		swept_add(v, x->r.vid);
 	return left;

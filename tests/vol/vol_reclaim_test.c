@@ -198,6 +198,20 @@ static struct member *make_clone(struct member *from, const char *file)
 	return add_member(file, NULL, st.ino, from->model);
 }
 
+/* The family's copies setting (0: the cluster's) and the replicas
+ * each of its objects has, from the first volume's info. */
+static void note_copies(const struct sdfs_vol_info *vi)
+{
+	copies = vi->copies;
+	ncopies = copies;
+	if (!ncopies) {
+		struct sdfs_cluster_info ci;
+
+		cr_assert_eq(sdfs_cluster_info(tcluster_client(tc), &ci), 0);
+		ncopies = ci.copies;
+	}
+}
+
 /* vm, s1..s3, c1 (of s1), c2 (of s2); written through the mount. */
 static void build_family(void)
 {
@@ -206,14 +220,7 @@ static void build_family(void)
 	struct member *vm = add_member("vm", NULL, ino, NULL), *c1, *c2, *cc;
 
 	vt_info(tc, ino, NULL, &vi);
-	copies = vi.copies;
-	ncopies = copies;
-	if (!ncopies) {
-		struct sdfs_cluster_info ci;
-
-		cr_assert_eq(sdfs_cluster_info(tcluster_client(tc), &ci), 0);
-		ncopies = ci.copies;
-	}
+	note_copies(&vi);
 	cr_log_info("vm: vid %" PRIu64 ", obj_size %u, copies %u", vi.vid, vi.obj_size,
 		    vi.copies);
 	cr_assert_eq(vi.obj_size, OBJ);
@@ -824,14 +831,7 @@ Test(vol_reclaim, punch_and_shrink_free_only_unshared_chunks)
 	int fd;
 
 	vt_info(tc, ino, NULL, &vi);
-	copies = vi.copies;
-	ncopies = copies;
-	if (!ncopies) {
-		struct sdfs_cluster_info ci;
-
-		cr_assert_eq(sdfs_cluster_info(tcluster_client(tc), &ci), 0);
-		ncopies = ci.copies;
-	}
+	note_copies(&vi);
 	/* base: chunks 0..11; live after it: its own copies of 4..8 and 10
 	 * (whole-chunk overwrites) and new chunks 12..15 */
 	put(pv, 0, 12 * OBJ, 41);

@@ -138,6 +138,24 @@ static size_t add(fuse_req_t req, char *buf, size_t room, const char *name,
 	return fuse_add_direntry(req, buf, room, name, &kst, next);
 }
 
+/*
+ * The attributes readdirplus gives for @e, taking one kernel reference
+ * on its node: the page's, with this mount's pending size and write
+ * time over them. A node that already holds state keeps it (the page
+ * may be older than what it knows, as for lookup). 0 on ENOMEM.
+ */
+static int entry_view(const struct dent_c *e, struct sdfs_stat *view)
+{
+	struct fnode *n = fnode_get(the_fs, e->ino, 1);
+	uint64_t ver;
+
+	if (!n)
+		return 0;
+	ver = fnode_ver(n);
+	fnode_set_stat_v(n, &e->st, ver ? UINT64_MAX - 1 : ver, view);
+	return 1;
+}
+
 static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi, int plus)
 {
@@ -192,13 +210,21 @@ static void list(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		inval_begin_at(d->mark, d->mark_ns);    /* the page's age */
 		for (; i < d->n; i++) {
 			struct dent_c *e = &d->ents[i];
-			size_t n = add(req, buf + used, size - used, e->name, e->ino, e->type,
-				       plus ? &e->st : NULL, (off_t)e->cookie, plus);
+			struct sdfs_stat view;
+			size_t n;
 
-			if (n > size - used)
-				goto out;
-			if (plus && !fnode_get(the_fs, e->ino, 1)) {
+			/* The kernel takes these attributes as the inode's: they
+			 * must show what this mount has pending on it (a size it
+			 * extended, its write time), as lookup and getattr do. */
+			if (plus && !entry_view(e, &view)) {
 				ret = -ENOMEM;
+				goto out;
+			}
+			n = add(req, buf + used, size - used, e->name, e->ino, e->type,
+				plus ? &view : NULL, (off_t)e->cookie, plus);
+			if (n > size - used) {
+				if (plus)       /* not sent: the kernel takes no reference */
+					fnode_forget(the_fs, e->ino, 1);
 				goto out;
 			}
 			used += n;

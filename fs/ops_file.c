@@ -420,12 +420,27 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 			pthread_mutex_unlock(&n->lock);
 			ret = fnode_push(the_fs, n);
 		}
-	} else if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)) {
+	} else if (mode == (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE) ||
+		   (mode & ~FALLOC_FL_KEEP_SIZE) == FALLOC_FL_ZERO_RANGE) {
+		/* Thin: a zeroed range is a hole, as a punched one; zero-range
+		 * may also grow the file (unless KEEP_SIZE). */
 		uint64_t end = (uint64_t)off + (uint64_t)len;
 
+		if (end > OID_FILE_MAX_SIZE(st.obj_size) && !(mode & FALLOC_FL_KEEP_SIZE)) {
+			fuse_reply_err(req, EFBIG);
+			return;
+		}
 		if ((uint64_t)off < st.size)
 			ret = punch(n, &st, (uint64_t)off,
 				    (end < st.size ? end : st.size) - (uint64_t)off);
+		if (!ret && !(mode & FALLOC_FL_KEEP_SIZE) && end > st.size) {
+			pthread_mutex_lock(&n->lock);
+			if (end > n->pending_size)
+				n->pending_size = end;
+			n->mtime_dirty = 1;
+			pthread_mutex_unlock(&n->lock);
+			ret = fnode_push(the_fs, n);
+		}
 	} else {
 		ret = -EOPNOTSUPP;
 	}

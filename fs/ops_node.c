@@ -185,6 +185,26 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_attr(req, &kst, inval_attr_timeout(inval_thread_mark()));
 }
 
+/*
+ * For a setattr that sets mtime: add @n's pending size to @sa (only
+ * growing, as a push does) and clear its pending write time. Returns
+ * whether a write time was pending (restore it if the call fails).
+ */
+static int take_write_time(struct fnode *n, struct sdfs_setattr *sa)
+{
+	int was;
+
+	pthread_mutex_lock(&n->lock);
+	if (n->pending_size > n->st.size) {
+		sa->mask |= SDFS_SETATTR_SIZE | SDFS_SETATTR_EXTEND;
+		sa->size = n->pending_size;
+	}
+	was = n->mtime_dirty;
+	n->mtime_dirty = 0;
+	pthread_mutex_unlock(&n->lock);
+	return was;
+}
+
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi)
 {
@@ -243,13 +263,26 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	}
 	/* a user's setattr always moves ctime (utimes of atime alone too) */
 	sa.mask |= SDFS_SETATTR_CTIME;
+	/* An explicit mtime (cp -a, tar, rsync: futimens before close) wins
+	 * over the time of writes made here before it: their pending size
+	 * goes in this call, and close pushes no write time over it. */
+	int was_dirty = 0;
+
+	if (n && (sa.mask & (SDFS_SETATTR_MTIME | SDFS_SETATTR_MTIME_NOW)) &&
+	    !(sa.mask & SDFS_SETATTR_SIZE))
+		was_dirty = take_write_time(n, &sa);
 	ret = sdfs_ns_setattr(the_fs->s, ino, &sa, &st);
 	if (ret) {
+		if (was_dirty) {        /* not set: the writes' time still counts */
+			pthread_mutex_lock(&n->lock);
+			n->mtime_dirty = 1;
+			pthread_mutex_unlock(&n->lock);
+		}
 		fs_reply_err(req, ret);
 		return;
 	}
 	if (n) {
-		if (sa.mask & SDFS_SETATTR_SIZE) {
+		if ((sa.mask & SDFS_SETATTR_SIZE) && !(sa.mask & SDFS_SETATTR_EXTEND)) {
 			pthread_mutex_lock(&n->lock);
 			n->pending_size = 0;
 			pthread_mutex_unlock(&n->lock);

@@ -1,7 +1,7 @@
 /*
  * data_test.c - posix_data: read and write at any offset and size
  * (object boundaries of 4 MiB included), sparse files and
- * SEEK_DATA/SEEK_HOLE, fallocate (allocate, punch hole), copy_file_range,
+ * SEEK_DATA/SEEK_HOLE, fallocate (allocate, punch hole, zero range), copy_file_range,
  * fsync, mmap MAP_SHARED with msync, O_APPEND (also from two threads),
  * O_DIRECT, O_SYNC, large offsets (> 4 GiB, > 8 GiB, 1 PiB).
  */
@@ -397,6 +397,48 @@ Test(data, punch_hole_without_keep_size_is_eopnotsupp)
 	ASSERT_ERRNO(fallocate(fd, FALLOC_FL_PUNCH_HOLE, 0, 3), EOPNOTSUPP);
 	cr_assert_eq(sx_fd(fd).stx_size, 3);
 	close(fd);
+}
+
+Test(data, zero_range_zeroes_across_objects)
+{
+	size_t len = 12 * MB;
+	char *buf = rnd(len, 19), *back = malloc(len);
+	int fd = ASSERT_OK(open("f", O_RDWR | O_CREAT, 0644));
+
+	pwrite_all(fd, buf, len, 0);
+	/* QEMU's write-zeroes and fallocate -z: part of object 0, all of
+	 * object 1, part of object 2; the size stays */
+	ASSERT_OK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 3 * MB + 5, 6 * MB));
+	cr_assert_eq(sx_fd(fd).stx_size, len);
+	pread_all(fd, back, len, 0);
+	cr_assert_arr_eq(back, buf, 3 * MB + 5, "before the range");
+	assert_zero(back + 3 * MB + 5, 6 * MB, 3 * MB + 5);
+	cr_assert_arr_eq(back + 9 * MB + 5, buf + 9 * MB + 5, 3 * MB - 5, "after the range");
+	close(fd);
+	fd = ASSERT_OK(open("f", O_RDONLY));
+	pread_all(fd, back, len, 0);
+	assert_zero(back + 3 * MB + 5, 6 * MB, 3 * MB + 5);
+	close(fd);
+	free(buf);
+	free(back);
+}
+
+Test(data, zero_range_past_the_end_grows_unless_keep_size)
+{
+	char buf[10000], back[20000];
+	int fd = ASSERT_OK(open("f", O_RDWR | O_CREAT, 0644));
+
+	tfill_random(buf, sizeof(buf), 23);
+	pwrite_all(fd, buf, sizeof(buf), 0);
+	ASSERT_OK(fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 9000, 1 * MB));
+	cr_assert_eq(sx_fd(fd).stx_size, sizeof(buf));
+	ASSERT_OK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 8000, 12000));
+	cr_assert_eq(sx_fd(fd).stx_size, 20000);
+	pread_all(fd, back, sizeof(back), 0);
+	cr_assert_arr_eq(back, buf, 8000);
+	assert_zero(back + 8000, 12000, 8000);
+	close(fd);
+	cr_assert_eq(sx("f").stx_size, 20000);
 }
 
 Test(data, fallocate_with_a_bad_range_is_einval)

@@ -28,6 +28,7 @@
 #define ORDER_THREADS 32
 #include "common/log.h"
 #include "common/net.h"
+#include "common/version.h"
 
 static struct loop *main_loop;
 
@@ -64,6 +65,7 @@ static void usage(FILE *f)
 "      --recovery-threads N objects recovered in parallel (default 2)\n"
 "      --recovery-mbps N    recovery bandwidth cap in MB/s (default 200)\n"
 "  -v, --log-level LEVEL  err, warn, info or debug (default info)\n"
+"  -V, --version          print the version and exit\n"
 "  -h, --help             this help\n", CONF_DEFAULT_PATH);
 }
 
@@ -101,6 +103,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		{ "recovery-threads", required_argument, NULL, 'R' },
 		{ "recovery-mbps", required_argument, NULL, 'B' },
 		{ "log-level", required_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -110,7 +113,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 	char err[256];
 	int c, lvl;
 
-	while ((c = getopt_long(argc, argv, "d:l:c:z:w:t:v:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:c:z:w:t:v:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (strlen(optarg) >= sizeof(bd->dir) - 64) {
@@ -164,6 +167,9 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 			}
 			log_level = lvl;
 			break;
+		case 'V':
+			printf("sdfs-blockd %s\n", SDFS_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			exit(0);

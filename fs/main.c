@@ -20,6 +20,7 @@
 
 #include "common/conf.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "fs/fs.h"
 
 struct fs *the_fs;
@@ -54,6 +55,7 @@ static void usage(FILE *f)
 "  any other -o option goes to FUSE and the kernel (ro, allow_other,\n"
 "  noatime, ...); sdfs adds default_permissions, fsname=sdfs:<cluster\n"
 "  uuid>, subtype=sdfs, max_read=1048576, and allow_other when root.\n"
+"  -V, --version      print the version and exit\n"
 "  -h, --help         this help\n", CONF_DEFAULT_PATH);
 }
 
@@ -152,6 +154,9 @@ static int parse_args(struct fs *fs, struct args *a, int argc, char **argv)
 		if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
 			usage(stdout);
 			exit(0);
+		} else if (!strcmp(s, "-V") || !strcmp(s, "--version")) {
+			printf("mount.sdfs %s\n", SDFS_VERSION);
+			exit(0);
 		} else if (!strcmp(s, "-f")) {
 			a->foreground = 1;
 		} else if (!strcmp(s, "-d")) {
@@ -185,6 +190,94 @@ static int parse_args(struct fs *fs, struct args *a, int argc, char **argv)
 		return -1;
 	}
 	return 0;
+}
+
+/* mountinfo's field @f with its octal escapes (\040: space) undone. */
+static void mountinfo_unescape(const char *f, char *out, size_t len)
+{
+	size_t n = 0;
+
+	for (; *f && n + 1 < len; n++) {
+		if (f[0] == '\\' && f[1] >= '0' && f[1] <= '3' && f[2] >= '0' && f[2] <= '7' &&
+		    f[3] >= '0' && f[3] <= '7') {
+			out[n] = (char)((f[1] - '0') << 6 | (f[2] - '0') << 3 | (f[3] - '0'));
+			f += 4;
+		} else {
+			out[n] = *f++;
+		}
+	}
+	out[n] = '\0';
+}
+
+/* @mnt as mountinfo names it: its real path. A FUSE mount whose daemon
+ * died cannot be resolved (ENOTCONN): then its parent's real path and
+ * its last name. -errno if neither works (the mount itself will say). */
+static int mnt_real_path(const char *mnt, char *real, size_t len)
+{
+	char dir[PATH_MAX], buf[PATH_MAX];
+	const char *base;
+	size_t n = strlen(mnt);
+
+	if (realpath(mnt, buf)) {
+		snprintf(real, len, "%s", buf);
+		return 0;
+	}
+	if (errno != ENOTCONN)
+		return -errno;
+	while (n > 1 && mnt[n - 1] == '/')
+		n--;
+	if (n >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, mnt, n);
+	dir[n] = '\0';
+	base = strrchr(dir, '/');
+	if (!base) {
+		base = dir;
+		if (!getcwd(buf, sizeof(buf)))
+			return -errno;
+	} else {
+		dir[base - dir] = '\0';
+		base++;
+		if (!realpath(dir[0] ? dir : "/", buf))
+			return -errno;
+	}
+	if (snprintf(real, len, "%s%s%s", buf, strcmp(buf, "/") ? "/" : "", base) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * Is a FUSE filesystem mounted at @mnt already (the topmost mount
+ * there)? Its type ("fuse.sdfs") into @type and 1 if so, else 0.
+ * Mounting over it would hide the first mount and leave its daemon
+ * serving nobody: mount.sdfs refuses instead. A check, not a lock: two
+ * mount.sdfs started at the same moment can both pass it.
+ */
+static int mnt_has_fuse(const char *mnt, char *type, size_t len)
+{
+	char real[PATH_MAX], line[16384], field[PATH_MAX], point[PATH_MAX], t[256];
+	int found = 0;
+	FILE *f;
+
+	if (mnt_real_path(mnt, real, sizeof(real)) ||
+	    !(f = fopen("/proc/self/mountinfo", "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", field) != 1 ||
+		    sscanf(sep + 3, "%255s", t) != 1)
+			continue;
+		mountinfo_unescape(field, point, sizeof(point));
+		if (strcmp(point, real))
+			continue;
+		/* the last line for a point is the mount on top */
+		found = !strcmp(t, "fuse") || !strncmp(t, "fuse.", 5) ||
+			!strcmp(t, "fuseblk");
+		snprintf(type, len, "%s", t);
+	}
+	fclose(f);
+	return found;
 }
 
 static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size_t len)
@@ -338,13 +431,22 @@ int main(int argc, char **argv)
 	struct args a = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
-	char uuid[64], opts[8192];
+	char uuid[64], opts[8192], type[256];
 	int ret;
 
 	the_fs = &fs;
 	log_set_ident("mount.sdfs");
 	if (parse_args(&fs, &a, argc, argv))
 		return 2;
+	if (mnt_has_fuse(a.mnt, type, sizeof(type))) {
+		if (!strcmp(type, "fuse.sdfs"))
+			fprintf(stderr, "mount.sdfs: %s: sdfs is mounted there already "
+				"(unmount it first)\n", a.mnt);
+		else
+			fprintf(stderr, "mount.sdfs: %s: a FUSE filesystem (%s) is mounted "
+				"there already (unmount it first)\n", a.mnt, type);
+		return 1;
+	}
 	/* A first connection, to report a bad cluster here; the daemon
 	 * connects again after going to the background (threads do not
 	 * survive fork). The caller reads one line of reason, not the

@@ -22,6 +22,7 @@
 #include "common/coord.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/version.h"
 #include "libclient/sdfs.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
@@ -42,6 +43,7 @@ static void usage(FILE *f)
 "      --zk HOSTS         ZooKeeper hosts, overrides the config file\n"
 "      --cluster NAME     cluster name, overrides the config file\n"
 "  -v, --log-level LEVEL  err, warn, info or debug (default info)\n"
+"  -V, --version          print the version and exit\n"
 "  -h, --help             this help\n", CONF_DEFAULT_PATH);
 }
 
@@ -85,6 +87,7 @@ static int parse_args(struct mds *m, int argc, char **argv)
 		{ "zk", required_argument, NULL, 'Z' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -93,7 +96,7 @@ static int parse_args(struct mds *m, int argc, char **argv)
 	char err[256];
 	int c, lvl;
 
-	while ((c = getopt_long(argc, argv, "n:l:c:v:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:c:v:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': name = optarg; break;
 		case 'l': listen = optarg; break;
@@ -108,6 +111,9 @@ static int parse_args(struct mds *m, int argc, char **argv)
 			}
 			log_level = lvl;
 			break;
+		case 'V':
+			printf("sdfs-mds %s\n", SDFS_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			exit(0);

@@ -12,23 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
-int cli_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("sdfs: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return 1;
-}
-
-int cli_usage(const char *usage)
-{
-	fprintf(stderr, "usage: %s\n", usage);
-	return 2;
-}
+/* What failures are reported with, for the whole run (cli_init). */
+static struct {
+	int json;               /* --json: failures as JSON on stdout too */
+	int data;               /* stdout carries data: no JSON there */
+	const char *cmd;        /* named in hints: "sdfs vol create --help" */
+} fail_ctx;
 
 static void log_stderr(int level, const char *msg, void *arg)
 {
@@ -37,9 +26,107 @@ static void log_stderr(int level, const char *msg, void *arg)
 		level == LOG_WARNING ? "warning" : "info", msg);
 }
 
-void cli_log_init(const struct cli *cli)
+void cli_init(const struct cli *cli)
 {
+	fail_ctx.json = cli->json;
+	fail_ctx.cmd = cli->cmd;
 	sdfs_set_log(log_stderr, NULL, cli->verbose ? LOG_DEBUG : LOG_ERR);
+}
+
+void cli_stdout_is_data(void)
+{
+	fail_ctx.data = 1;
+}
+
+/* "@prefix@msg@suffix" on stderr; with --json, {"error": "@prefix@msg",
+ * "code": @code} on stdout unless @no_json. Returns @code. */
+static int report(int code, int no_json, const char *prefix, const char *suffix,
+		  const char *fmt, va_list ap)
+{
+	char msg[2048];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "%s%s%s\n", prefix, msg, suffix);
+	if (fail_ctx.json && !fail_ctx.data && !no_json) {
+		char full[2100];
+
+		snprintf(full, sizeof(full), "%s%s", strcmp(prefix, "sdfs: ") ? prefix : "",
+			 msg);
+		fputs("{\"error\": ", stdout);
+		cli_json_str(stdout, full);
+		printf(", \"code\": %d}\n", code);
+	}
+	fflush(stdout);
+	return code;
+}
+
+/* " (see sdfs vol create --help)"; "" in a program that is not sdfs
+ * (no cli_init). */
+static const char *hint(char *buf, size_t len)
+{
+	if (!fail_ctx.cmd)
+		return "";
+	snprintf(buf, len, " (see sdfs %s%s--help)", fail_ctx.cmd,
+		 fail_ctx.cmd[0] ? " " : "");
+	return buf;
+}
+
+int cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = report(1, 0, "sdfs: ", "", fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int cli_fail_after_output(const char *fmt, ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = report(1, 1, "sdfs: ", "", fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int cli_bad(const char *fmt, ...)
+{
+	char h[128];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = report(2, 0, "sdfs: ", hint(h, sizeof(h)), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static int usage_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_line(const char *fmt, ...)
+{
+	char h[128];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = report(2, 0, "usage: ", hint(h, sizeof(h)), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+int cli_usage(const char *usage)
+{
+	return usage_line("%s", usage);
+}
+
+int cli_unknown(const char *group, const char *sub)
+{
+	fail_ctx.cmd = group;   /* the hint names the group's --help */
+	return cli_bad("unknown command '%s %s'", group, sub);
 }
 
 struct sdfs *cli_open(const struct cli *cli)
@@ -154,10 +241,8 @@ const char *cli_opt(int argc, char **argv, int *i, const char *name)
 		return argv[*i] + n + 1;
 	if (argv[*i][n] != '\0')
 		return NULL;
-	if (*i + 1 >= argc) {
-		cli_fail("%s needs a value", name);
-		exit(2);
-	}
+	if (*i + 1 >= argc)
+		exit(cli_bad("%s needs a value", name));
 	return argv[++*i];
 }
 
@@ -228,7 +313,7 @@ int cli_path_ok(const char *what, const char *path)
 {
 	if (path[0] == '/')
 		return 1;
-	cli_fail("%s %s: not an sdfs path (they start with /)", what, path);
+	cli_bad("%s %s: not an sdfs path (they start with /)", what, path);
 	return 0;
 }
 

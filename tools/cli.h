@@ -4,7 +4,10 @@
  *
  * Conventions every command keeps: results on stdout (a table, or JSON
  * with --json), a one-line reason on stderr and exit status 1 on
- * failure, 2 on bad usage.
+ * failure, 2 on a bad command line (unknown command or option, missing
+ * or extra words, a value that can never be valid). With --json a
+ * failure also prints {"error": "<the reason>", "code": <exit status>}
+ * on stdout, unless stdout carries data (an image, a file's bytes).
  */
 #ifndef SDFS_TOOLS_CLI_H
 #define SDFS_TOOLS_CLI_H
@@ -20,14 +23,27 @@ struct cli {
 	int verbose;            /* -v: library warnings to stderr */
 	int argc;               /* the command's own arguments */
 	char **argv;
+	const char *cmd;        /* "vol create", "vol", "": hints name its --help */
 };
 
-/* Print "sdfs: <msg>" to stderr; returns 1 (the failure exit status). */
+/* What the helpers below keep from @cli for the run: --json, the
+ * command hints name; and libsdfs messages go to stderr (errors;
+ * everything with -v). Once, after the global options. */
+void cli_init(const struct cli *cli);
+/* Print "sdfs: <msg>" to stderr (and the JSON above); returns 1. */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Print a usage line to stderr; returns 2. */
+/* A bad command line: "sdfs: <msg> (see sdfs CMD --help)"; returns 2. */
+int cli_bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "usage: <usage> (see sdfs CMD --help)" for missing or extra words;
+ * returns 2. */
 int cli_usage(const char *usage);
-/* Route libsdfs messages to stderr (errors; everything with -v). */
-void cli_log_init(const struct cli *cli);
+/* "sdfs: unknown command 'GROUP SUB' (see sdfs GROUP --help)"; 2. */
+int cli_unknown(const char *group, const char *sub);
+/* As cli_fail, for a command whose --json result is printed already
+ * and tells the failure itself: the reason goes to stderr only. */
+int cli_fail_after_output(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From here on stdout is the command's data: no JSON failure there. */
+void cli_stdout_is_data(void);
 /* Connect to the cluster named by -c / $SDFS_CONF / the default file.
  * On failure prints the reason and returns NULL. */
 struct sdfs *cli_open(const struct cli *cli);
@@ -58,7 +74,7 @@ int cli_is_zero(const void *buf, size_t len);
 /* ---- namespace paths (absolute sdfs paths, "/a/b") ---- */
 #define CLI_NAME_MAX 255        /* sdfs.h: names up to 255 bytes */
 /* Is @path absolute? If not, says so ("sdfs: WHAT PATH: not an sdfs
- * path") and returns 0. */
+ * path", a bad command line: exit status 2) and returns 0. */
 int cli_path_ok(const char *what, const char *path);
 /* @path's parent directory, resolved (symlinks followed), into *@dir,
  * and its last component into @name ("" for the root). 0 or -errno
@@ -70,7 +86,7 @@ int cli_split_path(struct sdfs *s, const char *path, struct sdfs_stat *dir,
 int cli_ns_fail(struct sdfs *s, const char *what, int err);
 
 /* The option's value for "--name VALUE" at argv[*i], advancing *i;
- * NULL if argv[*i] is not that option. Exits with usage if missing. */
+ * NULL if argv[*i] is not that option. Exits 2 if the value is missing. */
 const char *cli_opt(int argc, char **argv, int *i, const char *name);
 
 int cmd_cluster(struct cli *cli);

@@ -19,15 +19,15 @@ static int cluster_format(struct cli *cli, struct sdfs *s)
 	for (int i = 0; i < cli->argc; i++) {
 		if ((v = cli_opt(cli->argc, cli->argv, &i, "--copies"))) {
 			if (cli_parse_u64(v, &copies) || copies == 0 || copies > 16)
-				return cli_fail("--copies must be 1..16, not '%s'", v);
+				return cli_bad("--copies must be 1..16, not '%s'", v);
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--obj-size"))) {
 			if (cli_parse_size(v, &obj_size) || obj_size < 4096 ||
 			    obj_size % 4096 || obj_size > (64u << 20))
-				return cli_fail("--obj-size must be a multiple of 4 KiB "
-						"up to 64 MiB, not '%s'", v);
+				return cli_bad("--obj-size must be a multiple of 4 KiB "
+					       "up to 64 MiB, not '%s'", v);
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--out-grace"))) {
 			if (cli_parse_u64(v, &grace_s) || grace_s < 1 || grace_s > 86400)
-				return cli_fail("--out-grace must be 1..86400 seconds, not '%s'", v);
+				return cli_bad("--out-grace must be 1..86400 seconds, not '%s'", v);
 		} else if (!strcmp(cli->argv[i], "--force")) {
 			force = 1;
 		} else {
@@ -413,7 +413,7 @@ static int cluster_wait_healthy(struct cli *cli, struct sdfs *s)
 	for (int i = 0; i < cli->argc; i++) {
 		if ((v = cli_opt(cli->argc, cli->argv, &i, "--timeout"))) {
 			if (cli_parse_u64(v, &timeout_s) || timeout_s > 86400 * 7)
-				return cli_fail("--timeout must be 0..604800 seconds, not '%s'", v);
+				return cli_bad("--timeout must be 0..604800 seconds, not '%s'", v);
 		} else {
 			return cli_usage("sdfs cluster wait-healthy [--timeout S] [--json]");
 		}
@@ -463,8 +463,9 @@ static int cluster_wait_healthy(struct cli *cli, struct sdfs *s)
 	} else if (h.healthy) {
 		printf("healthy at epoch %" PRIu64 " after %.1f s\n", h.epoch, took);
 	}
-	if (!h.healthy)
-		return cli_fail("not healthy after %" PRIu64 " s: %s", timeout_s, h.reason);
+	if (!h.healthy)         /* with --json, the object printed says so */
+		return cli_fail_after_output("not healthy after %" PRIu64 " s: %s", timeout_s,
+					     h.reason);
 	return 0;
 }
 
@@ -487,7 +488,7 @@ int cmd_cluster(struct cli *cli)
 		if (!strcmp(sub, subs[i].name))
 			k = (int)i;
 	if (k < 0)
-		return cli_fail("unknown command 'cluster %s' (see sdfs --help)", sub);
+		return cli_unknown("cluster", sub);
 	cli->argc--;
 	cli->argv++;
 	s = cli_open(cli);

@@ -328,7 +328,7 @@ static int dev_init(struct dev *d, const char *dir, int create)
 	char sub[PATH_MAX + 16];
 
 	if (!dir)
-		return cli_fail("--dir DIR is required");
+		return cli_bad("--dir DIR is required");
 	if (create && mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return cli_fail("%s: %s", dir, strerror(errno));
 	if (!realpath(dir, d->dir))
@@ -827,27 +827,27 @@ static int dev_up(struct cli *cli)
 			no_mount = 1;
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--mounts"))) {
 			if (cli_parse_u64(v, &nmounts) || nmounts > DEV_MOUNTS_MAX)
-				return cli_fail("--mounts must be 0..%d (0: no mount)",
-						DEV_MOUNTS_MAX);
+				return cli_bad("--mounts must be 0..%d (0: no mount)",
+					       DEV_MOUNTS_MAX);
 		}
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--blockd"))) {
 			if (cli_parse_u64(v, &nblockd) || nblockd > 32)
-				return cli_fail("--blockd must be 0..32 (0: only ZooKeeper)");
+				return cli_bad("--blockd must be 0..32 (0: only ZooKeeper)");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--mds"))) {
 			if (cli_parse_u64(v, &nmds) || nmds > DEV_MDS_MAX)
-				return cli_fail("--mds must be 0..%d", DEV_MDS_MAX);
+				return cli_bad("--mds must be 0..%d", DEV_MDS_MAX);
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--copies"))) {
 			if (cli_parse_u64(v, &copies) || copies < 1 || copies > 16)
-				return cli_fail("--copies must be 1..16");
+				return cli_bad("--copies must be 1..16");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--obj-size"))) {
 			if (cli_parse_size(v, &obj_size))
-				return cli_fail("bad --obj-size '%s'", v);
+				return cli_bad("bad --obj-size '%s'", v);
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--out-grace"))) {
 			if (cli_parse_u64(v, &grace_s) || grace_s < 1 || grace_s > 86400)
-				return cli_fail("--out-grace must be 1..86400 seconds");
+				return cli_bad("--out-grace must be 1..86400 seconds");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--recovery-mbps"))) {
 			if (cli_parse_u64(v, &rec_mbps) || rec_mbps < 1 || rec_mbps > 100000)
-				return cli_fail("--recovery-mbps must be 1..100000");
+				return cli_bad("--recovery-mbps must be 1..100000");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zk"))) {
 			snprintf(d.zk, sizeof(d.zk), "%s", v);
 			d.external_zk = 1;
@@ -865,8 +865,8 @@ static int dev_up(struct cli *cli)
 	if (nmds == UINT64_MAX)
 		nmds = nblockd ? 2 : 0;
 	if (nmds && !nblockd)
-		return cli_fail("--mds needs block daemons (its database lives in "
-				"objects): use --blockd 1 or more, or --mds 0");
+		return cli_bad("--mds needs block daemons (its database lives in "
+			       "objects): use --blockd 1 or more, or --mds 0");
 	if (!copies)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
 	/* The filesystem needs an mds to serve it. */
@@ -1251,10 +1251,10 @@ static int dev_add(struct cli *cli)
 			dir = v;
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zone"))) {
 			if (cli_parse_u64(v, &zone_v) || zone_v > UINT32_MAX)
-				return cli_fail("bad --zone '%s'", v);
+				return cli_bad("bad --zone '%s'", v);
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--weight"))) {
 			if (cli_parse_u64(v, &weight_v) || weight_v == 0 || weight_v > UINT32_MAX)
-				return cli_fail("bad --weight '%s'", v);
+				return cli_bad("bad --weight '%s'", v);
 		} else {
 			return cli_usage(usage);
 		}
@@ -1318,9 +1318,8 @@ static int dev_add(struct cli *cli)
 
 int cmd_dev(struct cli *cli)
 {
-	const char *usage = "sdfs dev up|add|down|status|kill|start --dir DIR [NAME]\n"
-			    "  NAME: blockd.N, mds.N, mnt (the mount at DIR/mnt), mnt2..mnt4\n"
-			    "  (more mounts at DIR/mnt2..., from dev up --mounts N), zk";
+	const char *usage = "sdfs dev up|add|down|status|kill|start --dir DIR [NAME] "
+			    "(NAME: blockd.N, mds.N, zk, mnt, mnt2...)";
 	const char *dir = NULL, *name = NULL, *v;
 	struct dev d = { 0 };
 	int ret;
@@ -1334,6 +1333,9 @@ int cmd_dev(struct cli *cli)
 		return dev_up(cli);
 	if (!strcmp(sub, "add"))
 		return dev_add(cli);
+	if (strcmp(sub, "down") && strcmp(sub, "status") && strcmp(sub, "kill") &&
+	    strcmp(sub, "start"))
+		return cli_unknown("dev", sub);
 	for (int i = 0; i < cli->argc; i++) {
 		if ((v = cli_opt(cli->argc, cli->argv, &i, "--dir")))
 			dir = v;
@@ -1352,7 +1354,5 @@ int cmd_dev(struct cli *cli)
 		return cli_usage(usage);
 	if (!strcmp(sub, "kill"))
 		return dev_kill(&d, name);
-	if (!strcmp(sub, "start"))
-		return dev_start(&d, name);
-	return cli_fail("unknown command 'dev %s' (see sdfs --help)", sub);
+	return dev_start(&d, name);
 }

@@ -149,12 +149,12 @@ static const char *iso_time(int64_t ns, char *buf, size_t len)
 	return buf;
 }
 
-/* Is @path an absolute sdfs path? Says why not if not. */
+/* Is @path an absolute sdfs path? Says why not if not (exit status 2). */
 static int path_ok(const char *op, const char *path)
 {
 	if (path[0] == '/')
 		return 1;
-	cli_fail("fs %s %s: not an sdfs path (they start with /)", op, path);
+	cli_bad("fs %s %s: not an sdfs path (they start with /)", op, path);
 	return 0;
 }
 
@@ -388,7 +388,7 @@ static int fs_ls(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	struct fs_list l;
 
 	if (!path_ok("ls", path))
-		return 1;
+		return 2;
 	/* Like ls: a symlink is listed as itself with -l, else followed
 	 * (a dangling one is listed as itself). */
 	ret = sdfs_ns_resolve(s, path, 0, &st);
@@ -436,7 +436,7 @@ static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	int ret;
 
 	if (!path_ok("stat", path))
-		return 1;
+		return 2;
 	ret = sdfs_ns_resolve(s, path, 0, &st);
 	if (!ret && S_ISLNK(st.mode))
 		ret = read_target(s, st.ino, &target);
@@ -535,7 +535,7 @@ static int fs_mkdir(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 
 	(void)cli;
 	if (!path_ok("mkdir", path))
-		return 1;
+		return 2;
 	if (a->flag[0]) {
 		ret = mkdir_parents(s, path, mode);
 	} else {
@@ -600,7 +600,7 @@ static int fs_rm(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 
 	(void)cli;
 	if (!path_ok("rm", path))
-		return 1;
+		return 2;
 	ret = split_path(s, path, &dir, name);
 	if (!ret && !name[0])
 		return cli_fail("fs rm %s: refusing to remove the root", path);
@@ -632,7 +632,7 @@ static int fs_mv(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	if (a->flag[0] && a->flag[1])
 		return cli_usage("sdfs fs mv [--noreplace|--exchange] SRC DST");
 	if (!path_ok("mv", src) || !path_ok("mv", dst))
-		return 1;
+		return 2;
 	ret = split_path(s, src, &sdir, sname);
 	if (!ret && !sname[0])
 		ret = -EBUSY;
@@ -654,7 +654,7 @@ static int fs_ln(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 
 	(void)cli;
 	if (!path_ok("ln", path) || (!a->flag[0] && !path_ok("ln", src)))
-		return 1;
+		return 2;
 	ret = dest_path(s, path, src, 1, &dir, name);
 	if (!ret && !name[0])
 		ret = -EEXIST;
@@ -746,7 +746,7 @@ static int fs_put(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	int64_t start = mono_ms(), shown = 0;
 
 	if (!path_ok("put", path))
-		return 1;
+		return 2;
 	if (strcmp(local, "-")) {
 		fd = open(local, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
@@ -826,8 +826,9 @@ static int fs_cat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	int ret;
 
 	(void)cli;
+	cli_stdout_is_data();
 	if (!path_ok("cat", path))
-		return 1;
+		return 2;
 	ret = sdfs_ns_resolve(s, path, 1, &st);
 	if (!ret && S_ISDIR(st.mode))
 		ret = -EISDIR;
@@ -911,7 +912,7 @@ int cmd_fs(struct cli *cli)
 		if (!strcmp(cli->argv[0], fs_cmds[i].name))
 			c = &fs_cmds[i];
 	if (!c)
-		return cli_fail("unknown command 'fs %s' (see sdfs --help)", cli->argv[0]);
+		return cli_unknown("fs", cli->argv[0]);
 	if (fs_parse(c, cli->argc - 1, cli->argv + 1, &a))
 		return cli_usage(c->usage);
 	s = cli_open(cli);

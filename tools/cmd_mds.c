@@ -107,7 +107,10 @@ static int mds_status(struct cli *cli, struct sdfs *s)
 		status_json(&st);
 	else if (st.has_active)
 		status_text(&st);
-	if (!st.has_active)
+	if (!st.has_active && cli->json)        /* the object says "active": null */
+		ret = cli_fail_after_output("no active mds (%zu running%s)", st.n,
+					    st.n ? ", none elected yet" : "; start sdfs-mds");
+	else if (!st.has_active)
 		ret = cli_fail("no active mds (%zu running%s)", st.n,
 			       st.n ? ", none elected yet" : "; start sdfs-mds");
 	free(st.list);
@@ -122,7 +125,7 @@ int cmd_mds(struct cli *cli)
 	if (cli->argc < 1)
 		return cli_usage("sdfs mds status [--json]");
 	if (strcmp(cli->argv[0], "status"))
-		return cli_fail("unknown command 'mds %s' (see sdfs --help)", cli->argv[0]);
+		return cli_unknown("mds", cli->argv[0]);
 	s = cli_open(cli);
 	if (!s)
 		return 1;

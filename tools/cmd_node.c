@@ -202,15 +202,15 @@ int cmd_node(struct cli *cli)
 			if (!strcmp(sub, acts[i].name))
 				act = (int)i;
 		if (act < 0)
-			return cli_fail("unknown command 'node %s' (see sdfs --help)", sub);
+			return cli_unknown("node", sub);
 		if (cli->argc != 1 + acts[act].args)
 			return cli_usage(act == 3 ? "sdfs node reweight ID WEIGHT"
 					 : "sdfs node out|remove|add ID");
 		if (parse_id(cli->argv[1], &id))
-			return cli_fail("bad node id '%s'", cli->argv[1]);
+			return cli_bad("bad node id '%s'", cli->argv[1]);
 		if (acts[act].args == 2 && parse_id(cli->argv[2], &weight))
-			return cli_fail("bad weight '%s' (a whole number, at least 1)",
-					cli->argv[2]);
+			return cli_bad("bad weight '%s' (a whole number, at least 1)",
+				       cli->argv[2]);
 	}
 	s = cli_open(cli);
 	if (!s)

@@ -110,6 +110,8 @@ static int obj_get(struct cli *cli, struct sdfs *s, uint64_t oid)
 
 	if (cli->argc != 2 && cli->argc != 3)
 		return cli_usage("sdfs obj get OID [FILE]");
+	if (cli->argc == 2 || !strcmp(cli->argv[2], "-"))
+		cli_stdout_is_data();
 	if (!max)
 		return cli_fail("cluster is not formatted");
 	buf = malloc(max);
@@ -232,8 +234,8 @@ int cmd_obj(struct cli *cli)
 		if (strcmp(cli->argv[0], subs[i].name))
 			continue;
 		if (cli_parse_oid(cli->argv[1], &oid))
-			return cli_fail("bad object id '%s' (decimal, 0x-hex or 16 hex digits)",
-					cli->argv[1]);
+			return cli_bad("bad object id '%s' (decimal, 0x-hex or 16 hex digits)",
+				       cli->argv[1]);
 		struct sdfs *s = cli_open(cli);
 		if (!s)
 			return 1;
@@ -241,5 +243,5 @@ int cmd_obj(struct cli *cli)
 		sdfs_close(s);
 		return ret;
 	}
-	return cli_fail("unknown command 'obj %s' (see sdfs --help)", cli->argv[0]);
+	return cli_unknown("obj", cli->argv[0]);
 }

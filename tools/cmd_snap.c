@@ -31,7 +31,7 @@ static int snap_target(struct sdfs *s, const char *what, const struct vol_args *
 		return ret;
 	snprintf(full, sizeof(full), "%s %s", what, t->path);
 	if (!vol_cli_snap_ok(full, a->pos[1]))
-		return 1;
+		return 2;
 	snprintf(t->snap, sizeof(t->snap), "%s", a->pos[1]);
 	return 0;
 }

@@ -22,10 +22,14 @@
 #define VOL_MODE 0644
 #define CONVERT_TMP_FMT ".%.*s.sdfs-convert-%ld"
 
-static int parse_size_arg(const char *what, const char *v, uint64_t *size)
+/* SIZE of a volume: a size, and more than 0; else says so and 2. */
+static int parse_size_arg(const char *what, const char *path, const char *v,
+			  uint64_t *size)
 {
 	if (cli_parse_size(v, size))
-		return cli_fail("%s: SIZE must be a size like 10G or 512M, not '%s'", what, v);
+		return cli_bad("%s: SIZE must be a size like 10G or 512M, not '%s'", what, v);
+	if (*size == 0)
+		return cli_bad("%s %s: size must be > 0", what, path);
 	return 0;
 }
 
@@ -64,12 +68,13 @@ static int vol_create(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	uint32_t obj_size = 0;
 	int ret;
 
-	if ((ret = parse_size_arg("vol create", a->pos[1], &size)) ||
+	if ((ret = parse_size_arg("vol create", path, a->pos[1], &size)) ||
 	    (a->val[0] && (ret = vol_cli_copies_arg(a->val[0], &copies))) ||
 	    (a->val[1] && (ret = vol_cli_obj_size_arg(a->val[1], &obj_size))))
 		return ret;
-	if (!cli_path_ok("vol create", path) ||
-	    vol_cli_size_fits(s, "vol create", path, size, obj_size))
+	if (!cli_path_ok("vol create", path))
+		return 2;
+	if (vol_cli_size_fits(s, "vol create", path, size, obj_size))
 		return 1;
 	ret = cli_split_path(s, path, &dir, name);
 	if (!ret && !name[0])
@@ -157,7 +162,7 @@ static int vol_resize(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	char b1[32], b2[32];
 	int ret;
 
-	if ((ret = parse_size_arg("vol resize", a->pos[1], &size)))
+	if ((ret = parse_size_arg("vol resize", path, a->pos[1], &size)))
 		return ret;
 	ret = vol_cli_target(s, "vol resize", path, VOL_T_VOLUME, &t);
 	if (ret)
@@ -204,7 +209,7 @@ static int vol_clone(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		return cli_fail("vol clone %s: name a snapshot to clone: %s@SNAP (see sdfs "
 				"snap list %s)", t.path, t.path, t.path);
 	if (!cli_path_ok("vol clone", newpath))
-		return 1;
+		return 2;
 	ret = cli_split_path(s, newpath, &dir, name);
 	if (!ret && !name[0])
 		ret = -EEXIST;
@@ -525,7 +530,7 @@ static int vol_convert(struct cli *cli, struct sdfs *s, const struct vol_args *a
 	int ret, max;
 
 	if (!cli_path_ok("vol convert", path))
-		return 1;
+		return 2;
 	ret = cli_split_path(s, path, &dir, name);
 	if (!ret && !name[0])
 		ret = -EISDIR;
@@ -614,8 +619,8 @@ static const struct vol_cmd vol_cmds[] = {
 	  "sdfs vol create PATH SIZE [--copies N] [--obj-size SIZE] [--json]", vol_create },
 	{ "info", { NULL }, 1, 1, "sdfs vol info PATH[@SNAP] [--json]", vol_info },
 	{ "import", { "--size=", "--copies=", "--obj-size=", "--diff", NULL }, 1, 1,
-	  "sdfs vol import PATH [--size SIZE] [--copies N] [--obj-size SIZE] < IMAGE\n"
-	  "       sdfs vol import --diff PATH < DIFF", vol_stream_import },
+	  "sdfs vol import [--diff] PATH [--size SIZE] [--copies N] [--obj-size SIZE] "
+	  "< IMAGE|DIFF", vol_stream_import },
 	{ "export", { "--snap=", "--from-snap=", NULL }, 1, 1,
 	  "sdfs vol export PATH[@SNAP] [--snap SNAP] [--from-snap A] > OUT",
 	  vol_stream_export },

@@ -18,8 +18,8 @@ int vol_cli_snap_ok(const char *what, const char *name)
 	if (n == 0 || n > VOL_CLI_SNAP_MAX || !strcmp(name, ".") || !strcmp(name, "..") ||
 	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 			 "0123456789._-") != n) {
-		cli_fail("%s: bad snapshot name '%s' (1 to %u of A-Z a-z 0-9 . _ -)",
-			 what, name, VOL_CLI_SNAP_MAX);
+		cli_bad("%s: bad snapshot name '%s' (1 to %u of A-Z a-z 0-9 . _ -)",
+			what, name, VOL_CLI_SNAP_MAX);
 		return 0;
 	}
 	return 1;
@@ -34,7 +34,7 @@ int vol_cli_target(struct sdfs *s, const char *what, const char *arg,
 	memset(t, 0, sizeof(*t));
 	t->arg = arg;
 	if (!cli_path_ok(what, arg))
-		return 1;
+		return 2;
 	if (strlen(arg) >= sizeof(t->path))
 		return cli_fail("%s %s: %s", what, arg, strerror(ENAMETOOLONG));
 	strcpy(t->path, arg);
@@ -45,7 +45,7 @@ int vol_cli_target(struct sdfs *s, const char *what, const char *arg,
 
 		snprintf(snapwhat, sizeof(snapwhat), "%s %s", what, arg);
 		if (!vol_cli_snap_ok(snapwhat, at + 1))
-			return 1;
+			return 2;
 		strcpy(t->snap, at + 1);
 		t->path[at - arg] = '\0';
 		ret = sdfs_ns_resolve(s, t->path, 1, &t->st);
@@ -121,9 +121,8 @@ int vol_cli_copies_arg(const char *v, unsigned *copies)
 {
 	uint64_t n;
 
-	if (cli_parse_u64(v, &n) || n == 0 || n > VOL_CLI_COPIES_MAX) {
-		return cli_fail("--copies must be 1..%u, not '%s'", VOL_CLI_COPIES_MAX, v);
-	}
+	if (cli_parse_u64(v, &n) || n == 0 || n > VOL_CLI_COPIES_MAX)
+		return cli_bad("--copies must be 1..%u, not '%s'", VOL_CLI_COPIES_MAX, v);
 	*copies = (unsigned)n;
 	return 0;
 }
@@ -132,10 +131,9 @@ int vol_cli_obj_size_arg(const char *v, uint32_t *obj_size)
 {
 	uint64_t n;
 
-	if (cli_parse_size(v, &n) || n < 4096 || n > (64u << 20) || (n & (n - 1))) {
-		return cli_fail("--obj-size must be a power of 2 from 4K to the cluster's "
-				"object size, not '%s'", v);
-	}
+	if (cli_parse_size(v, &n) || n < 4096 || n > (64u << 20) || (n & (n - 1)))
+		return cli_bad("--obj-size must be a power of 2 from 4K to the cluster's "
+			       "object size, not '%s'", v);
 	*obj_size = (uint32_t)n;
 	return 0;
 }
@@ -223,8 +221,7 @@ int vol_cli_run(struct cli *cli, const char *group, const char *group_usage,
 		if (!strcmp(cli->argv[0], cmds[i].name))
 			c = &cmds[i];
 	if (!c)
-		return cli_fail("unknown command '%s %s' (see sdfs --help)", group,
-				cli->argv[0]);
+		return cli_unknown(group, cli->argv[0]);
 	if (parse(c, cli->argc - 1, cli->argv + 1, &a))
 		return cli_usage(c->usage);
 	s = cli_open(cli);

@@ -30,12 +30,14 @@ struct vol_target {
  * Resolve @arg for command @what ("vol info"). With VOL_T_SNAP, a last
  * component "NAME@SNAP" that does not exist as a file names snapshot
  * SNAP of NAME. On failure prints the reason ("sdfs: vol info /x: not a
- * volume file ...") and returns the exit status (1); 0 on success.
+ * volume file ...") and returns the exit status (1; 2 for a relative
+ * path or a bad snapshot name); 0 on success.
  */
 int vol_cli_target(struct sdfs *s, const char *what, const char *arg,
 		   unsigned flags, struct vol_target *t);
 /* Is @name a valid snapshot name ([A-Za-z0-9._-], 1..64 bytes, not "."
- * or "..")? If not, says so for @what and returns 0. */
+ * or "..")? If not, says so for @what (cli_bad: exit status 2) and
+ * returns 0. */
 int vol_cli_snap_ok(const char *what, const char *name);
 /* sdfs_vol_open_snap if @t names a snapshot, else sdfs_vol_open(@flags). */
 int vol_cli_open(struct sdfs *s, const struct vol_target *t, unsigned flags,
@@ -49,7 +51,7 @@ int vol_cli_fail(struct sdfs *s, const char *what, const struct vol_target *t,
 		 const char *arg, int err);
 /* --copies N (1..15: what a volume oid can say) and --obj-size SIZE
  * (a power of 2 from 4 KiB; the mds refuses more than the cluster's)
- * of a new volume; on bad input says so and returns 1, else 0. */
+ * of a new volume; on bad input says so and returns 2, else 0. */
 #define VOL_CLI_COPIES_MAX 15
 int vol_cli_copies_arg(const char *v, unsigned *copies);
 int vol_cli_obj_size_arg(const char *v, uint32_t *obj_size);

@@ -170,20 +170,21 @@ int vol_stream_export(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	int ret;
 
 	(void)cli;
+	cli_stdout_is_data();
 	if ((snap && !vol_cli_snap_ok("vol export --snap", snap)) ||
 	    (from && !vol_cli_snap_ok("vol export --from-snap", from)))
-		return 1;
+		return 2;
 	ret = vol_cli_target(s, "vol export", path, VOL_T_SNAP | VOL_T_VOLUME, &t);
 	if (ret)
 		return ret;
 	if (snap && t.snap[0] && strcmp(snap, t.snap))
-		return cli_fail("vol export %s: two snapshots named (@%s and --snap %s)",
-				path, t.snap, snap);
+		return cli_bad("vol export %s: two snapshots named (@%s and --snap %s)",
+			       path, t.snap, snap);
 	if (snap)
 		snprintf(t.snap, sizeof(t.snap), "%s", snap);
 	if (from && !t.snap[0])
-		return cli_fail("vol export %s: --from-snap needs --snap (a diff is "
-				"between two snapshots)", path);
+		return cli_bad("vol export %s: --from-snap needs --snap (a diff is "
+			       "between two snapshots)", path);
 	if (isatty(1))
 		return cli_fail("vol export %s: stdout is a terminal (redirect it to a "
 				"file or a pipe)", path);
@@ -226,11 +227,16 @@ struct import_opts {
 	uint32_t obj_size;      /* --obj-size; 0: the cluster's */
 };
 
+/* A volume has a size: an empty image (0 bytes on stdin) makes none,
+ * and it would shrink one that exists to nothing. */
+#define EMPTY_IMAGE "the image on stdin is empty (0 bytes); nothing was imported"
+
 /* Copy stdin into @v from offset 0: all-zero pieces are skipped, or
  * punched where the volume had data (@fresh: it has none), and pieces
  * the volume holds already are skipped too, so that an image imported
  * again over a snapshotted volume shares its unchanged chunks with the
- * snapshot. The bytes read into *@done, written into *@written. */
+ * snapshot. The bytes read into *@done, written into *@written. An
+ * empty stdin fails before anything is written. */
 static int import_copy(struct sdfs *s, const struct vol_target *t, struct sdfs_vol *v,
 		       int fresh, uint64_t total, uint64_t *done, uint64_t *written)
 {
@@ -255,6 +261,11 @@ static int import_copy(struct sdfs *s, const struct vol_target *t, struct sdfs_v
 		if (n < 0) {
 			progress_abort(&p);
 			ret = cli_fail("vol import %s: read stdin: %s", t->path, strerror((int)-n));
+			break;
+		}
+		if (n == 0 && off == 0) {
+			progress_abort(&p);
+			ret = cli_fail("vol import %s: %s", t->path, EMPTY_IMAGE);
 			break;
 		}
 		if (n == 0)
@@ -307,11 +318,13 @@ static int import_raw(struct cli *cli, struct sdfs *s, const char *path,
 	int created = 0, ret;
 
 	if (!cli_path_ok("vol import", path))
-		return 1;
+		return 2;
 	if (isatty(0))
 		return cli_fail("vol import %s: stdin is a terminal (redirect an image "
 				"into it)", path);
 	source_init(&src);
+	if (src.sized && src.size == 0)
+		return cli_fail("vol import %s: %s", path, EMPTY_IMAGE);
 	memset(&t, 0, sizeof(t));
 	t.arg = path;
 	snprintf(t.path, sizeof(t.path), "%s", path);
@@ -488,13 +501,13 @@ int vol_stream_import(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	int ret;
 
 	if (a->val[0] && cli_parse_size(a->val[0], &o.size))
-		return cli_fail("--size must be a size like 10G or 512M, not '%s'", a->val[0]);
+		return cli_bad("--size must be a size like 10G or 512M, not '%s'", a->val[0]);
 	if (a->val[1] && (ret = vol_cli_copies_arg(a->val[1], &o.copies)))
 		return ret;
 	if (a->val[2] && (ret = vol_cli_obj_size_arg(a->val[2], &o.obj_size)))
 		return ret;
 	if (a->val[3] && (a->val[0] || a->val[1] || a->val[2]))
-		return cli_fail("vol import --diff: --size, --copies and --obj-size do not "
-				"apply to a diff");
+		return cli_bad("vol import --diff: --size, --copies and --obj-size do not "
+			       "apply to a diff");
 	return a->val[3] ? import_diff(cli, s, path) : import_raw(cli, s, path, &o);
 }

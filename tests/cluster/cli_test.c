@@ -1,13 +1,17 @@
 /*
  * cli_test.c - the sdfs command against a running cluster: JSON that
  * parses, object round trips through files, and errors as one line on
- * stderr ("sdfs: ...") with exit 1 (usage errors: exit 2).
+ * stderr ("sdfs: ...") with exit 1 (a bad command line: exit 2, and a
+ * hint to the command's --help), also as JSON with --json. Without a
+ * cluster: --help of each group and command, and --version of every
+ * program.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/version.h"
 #include "tests/cluster/fixture.h"
 #include "tests/cluster/tjson.h"
 
@@ -276,8 +281,159 @@ Test(cli, usage_errors_exit_2)
 	fails(2, "usage", "obj put 1");
 	fails(2, "usage", "cluster format");
 	fails(2, "usage", "node list extra");
-	fails(-1, "--copies", "cluster format --copies");
-	fails(1, "frobnicate", "frobnicate");
+	fails(2, "--copies", "cluster format --copies");
+	fails(2, "frobnicate", "frobnicate");
+	/* a bad value is a bad command line too, and each says where to look */
+	fails(2, "sdfs cluster format --help", "cluster format --copies 0");
+	fails(2, "sdfs cluster wait-healthy --help", "cluster wait-healthy --timeout x");
+	fails(2, "sdfs node out --help", "node out zero");
+	fails(2, "sdfs obj get --help", "obj get xyz");
+	fails(2, "sdfs node --help", "node frob 1");
+	fails(2, "sdfs cluster --help", "cluster frob");
+	fails(2, "sdfs --help", "frobnicate");
+	fails(2, "sdfs obj put --help", "obj put 1");
+	/* runtime failures stay 1 */
+	fails(1, "no such object", "obj stat 0x4321");
+}
+
+/* With --json a failure is also one JSON object on stdout, its "code"
+ * the exit status; a command whose stdout is data prints none there. */
+Test(cli, json_failures_print_an_error_object)
+{
+	const char *cmds[] = { "obj stat 0x4321", "frobnicate", "obj get xyz",
+			       "cluster format --copies 0", "node list extra",
+			       "fs ls relative", "fs frob" };
+	const int codes[] = { 1, 2, 2, 2, 2, 2, 2 };
+	char *out, *err, msg[512];
+	int64_t code;
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		int st = tcluster_sdfs(tc, &out, &err, "--json %s", cmds[i]);
+
+		cr_assert_eq(st, codes[i], "--json %s: exit %d, not %d: %s", cmds[i], st,
+			     codes[i], err);
+		cr_assert(tjson_valid(out), "--json %s: stdout is not JSON: '%s'", cmds[i], out);
+		cr_assert_eq(tjson_count(out, "\"error\""), 1, "%s", out);
+		cr_assert_eq(tjson_int(out, "code", &code, NULL), 0, "no code: %s", out);
+		cr_assert_eq(code, codes[i], "--json %s: %s", cmds[i], out);
+		cr_assert_eq(tjson_str(out, "error", msg, sizeof(msg), NULL), 0, "%s", out);
+		cr_assert(msg[0] && strstr(err, msg), "--json %s: the error '%s' is not the "
+			  "stderr line '%s'", cmds[i], msg, err);
+		cr_assert_eq(tcount_lines(err), 1, "%s", err);
+		cr_log_info("--json %s: exit %d: %s", cmds[i], st, out);
+		free(out);
+		free(err);
+	}
+	/* object data on stdout: the error is on stderr only */
+	int st = tcluster_sdfs(tc, &out, &err, "--json obj get 0x4321");
+	cr_assert_eq(st, 1, "%s", err);
+	cr_assert_str_empty(out, "JSON mixed into the data: %s", out);
+	free(out);
+	free(err);
+}
+
+/* sdfs WORDS...: exit 0, nothing on stderr; its stdout. */
+static char *help_ok(const char *words)
+{
+	char *out, *err;
+	int st = tsdfs_run(&out, &err, "%s", words);
+
+	cr_assert_eq(st, 0, "sdfs %s: exit %d: %s", words, st, err);
+	cr_assert_str_empty(err, "sdfs %s: stderr: %s", words, err);
+	free(err);
+	return out;
+}
+
+Test(cli_noconf, help_of_each_group_and_command)
+{
+	const char *groups[] = { "cluster", "node", "fs", "vol", "snap", "mds", "obj", "dev" };
+	char *global = help_ok("--help"), *out, *again, want[64];
+
+	out = help_ok("help");
+	cr_assert_str_eq(out, global, "sdfs help differs from sdfs --help");
+	free(out);
+	cr_assert(strstr(global, "cluster format") && strstr(global, "vol import") &&
+		  strstr(global, "snap rollback") && strstr(global, "dev up"), "%s", global);
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
+		char words[64];
+
+		snprintf(words, sizeof(words), "%s --help", groups[i]);
+		out = help_ok(words);
+		snprintf(want, sizeof(want), "usage: sdfs %s ", groups[i]);
+		cr_assert(!strncmp(out, want, strlen(want)), "%s: %s", words, out);
+		cr_assert_lt(tcount_lines(out), tcount_lines(global), "%s: %s", words, out);
+		free(out);
+	}
+
+	out = help_ok("vol --help");
+	cr_assert(strstr(out, "vol create") && strstr(out, "vol tree") &&
+		  !strstr(out, "snap create") && !strstr(out, "cluster format"), "%s", out);
+	free(out);
+	out = help_ok("vol create --help");
+	cr_assert(!strncmp(out, "usage: sdfs vol create PATH SIZE", 32), "%s", out);
+	cr_assert(strstr(out, "--obj-size") && strstr(out, "more than 0") &&
+		  !strstr(out, "vol info"), "%s", out);
+	again = help_ok("help vol create");
+	cr_assert_str_eq(again, out);
+	free(again);
+	again = help_ok("vol create /x 1M --help");
+	cr_assert_str_eq(again, out, "--help after the arguments");
+	free(again);
+	free(out);
+	out = help_ok("snap rollback -h");
+	cr_assert(!strncmp(out, "usage: sdfs snap rollback PATH NAME", 35), "%s", out);
+	cr_assert(!strstr(out, "snap delete"), "%s", out);
+	free(out);
+	out = help_ok("vol import --help");
+	cr_assert(strstr(out, "vol import --diff") && strstr(out, "empty"), "%s", out);
+	free(out);
+	out = help_ok("dev kill --help");
+	cr_assert(!strncmp(out, "usage: sdfs dev kill|start --dir DIR NAME", 41), "%s", out);
+	free(out);
+	free(global);
+
+	/* help of what does not exist: a bad command line */
+	char *err;
+	int st = tsdfs_run(&out, &err, "vol frob --help");
+	assert_fails_one_line(st, 2, out, err, "sdfs vol --help", "vol frob --help");
+	st = tsdfs_run(&out, &err, "frob --help");
+	assert_fails_one_line(st, 2, out, err, "sdfs --help", "frob --help");
+	st = tsdfs_run(&out, &err, "%s", "");
+	assert_fails_one_line(st, 2, out, err, "usage", "sdfs alone");
+}
+
+/* The first line of `@bin @arg`'s stdout (exit 0). */
+static void version_of(const char *bin, const char *arg, char *line, size_t len)
+{
+	char cmd[PATH_MAX + 64];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>&1", bin, arg);
+	p = popen(cmd, "r");
+	cr_assert(p, "%s", cmd);
+	cr_assert(fgets(line, (int)len, p), "%s: no output", cmd);
+	cr_assert_eq(pclose(p), 0, "%s: failed: %s", cmd, line);
+}
+
+Test(cli_noconf, version_of_every_program)
+{
+	const char *bin = getenv("SDFS_BIN");
+	const char *progs[][2] = { { "tools", "sdfs" }, { "blockd", "sdfs-blockd" },
+				   { "mds", "sdfs-mds" }, { "fs", "mount.sdfs" } };
+	char dir[PATH_MAX], path[PATH_MAX + 64], line[256], want[128];
+
+	cr_assert(bin && strrchr(bin, '/'), "SDFS_BIN: %s", bin ? bin : "unset");
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(bin, '/') - bin), bin);
+	cr_assert(SDFS_VERSION[0] >= '0' && SDFS_VERSION[0] <= '9', "%s", SDFS_VERSION);
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		/* the build's layout: build/tools/sdfs, build/blockd/sdfs-blockd... */
+		snprintf(path, sizeof(path), "%s/../%s/%s", dir, progs[i][0], progs[i][1]);
+		snprintf(want, sizeof(want), "%s %s\n", progs[i][1], SDFS_VERSION);
+		version_of(path, "--version", line, sizeof(line));
+		cr_assert_str_eq(line, want, "%s --version", progs[i][1]);
+		version_of(path, "-V", line, sizeof(line));
+		cr_assert_str_eq(line, want, "%s -V", progs[i][1]);
+	}
 }
 
 Test(cli_noconf, missing_config_fails_with_one_line)
@@ -549,7 +705,7 @@ Test(cli_fs, rm_removes_files_links_and_trees)
 	free(out);
 }
 
-Test(cli_fs, errors_are_one_line_with_exit_1)
+Test(cli_fs, errors_are_one_line_with_exit_1_or_2)
 {
 	char in_path[4200], *out, *err;
 	int st;
@@ -573,9 +729,9 @@ Test(cli_fs, errors_are_one_line_with_exit_1)
 	fails(1, "No such file or directory", "fs rm /missing");
 	fails(1, "No such file or directory", "fs mv /missing /other");
 	fails(1, "File exists", "fs ln -s x /f");
-	fails(1, "start with /", "fs ls relative/path");
+	fails(2, "start with /", "fs ls relative/path");
 	fails(1, "/nonexistent-local", "fs put /nonexistent-local /g");
-	fails(1, "fs frob", "fs frob /");
+	fails(2, "fs frob", "fs frob /");
 	fails(2, "usage", "fs");
 	fails(2, "usage", "fs ls");
 	fails(2, "usage", "fs ls -z /");
@@ -583,7 +739,7 @@ Test(cli_fs, errors_are_one_line_with_exit_1)
 	fails(2, "usage", "fs cat /f /g");
 	fails(2, "usage", "fs mv --noreplace --exchange /f /g");
 	fails(2, "usage", "mds");
-	fails(1, "mds frob", "mds frob");
+	fails(2, "mds frob", "mds frob");
 }
 
 Test(cli_fs, mds_status_names_the_active_and_follows_failover)

@@ -2,9 +2,10 @@
  * mount_test.c - mount.sdfs as an administrator meets it: run directly,
  * through `mount -t fuse.sdfs` and an fstab line (both need the
  * installed helper /usr/sbin/mount.fuse.sdfs), its errors before
- * mounting, and a cluster that goes away under a mount: operations fail
- * with EIO after the mount's timeout instead of hanging, umount still
- * works, and a mount that stayed serves again once the cluster is back.
+ * mounting (a second mount on one mount point among them), and a
+ * cluster that goes away under a mount: operations fail with EIO after
+ * the mount's timeout instead of hanging, umount still works, and a
+ * mount that stayed serves again once the cluster is back.
  *
  * Every mount here is at DIR/mnt (the fixture mounts nothing itself:
  * no opts.mount), so `sdfs dev down` at teardown unmounts whatever a
@@ -486,6 +487,52 @@ Test(mount, bad_cluster_or_config_mounts_nothing)
 	snprintf(opts, sizeof(opts), "conf=%s,timeout_ms=%d", bad_conf, TIMEOUT_MS);
 	mount_fails(cluster, opts, "ZooKeeper", TIMEOUT_MS + SLACK_MS);
 	mount_fails(cluster, "conf=/dev/null/x,timeout_ms=nope", "timeout_ms", 5000);
+}
+
+/* mount.sdfs again on DIR/mnt while @first serves it: refused in one
+ * line before anything is mounted; DIR/mnt is still the first mount. */
+static void second_mount_fails(pid_t first, const char *reason)
+{
+	char opts[PATH_MAX + 16], *err = NULL;
+	char *argv[] = { (char *)mount_sdfs(), cluster, mnt, "-o", opts, NULL };
+	int st;
+
+	snprintf(opts, sizeof(opts), "conf=%s", tcluster_conf(tc));
+	st = run(argv, &err);
+	cr_log_info("second mount.sdfs on %s: exit %d: %s", mnt, st, err);
+	cr_assert_eq(st, 1, "a second mount.sdfs on %s: exit %d, not 1: %s", mnt, st, err);
+	cr_assert_eq(tcount_lines(err), 1, "not one line of reason: '%s'", err);
+	cr_assert(strstr(err, reason) && strstr(err, mnt), "reason '%s' does not say "
+		  "'%s' and name %s", err, reason, mnt);
+	cr_assert_eq(find_daemon(), first, "another mount.sdfs daemon serves %s", mnt);
+	free(err);
+}
+
+/* (e) One mount point, one mount: a second mount.sdfs there would hide
+ * the first one; refused, also when the first one's daemon is dead. */
+Test(mount, second_mount_on_one_point_is_refused)
+{
+	pid_t pid = mount_direct(NULL);
+
+	write_file("first", "first\n", 6);
+	second_mount_fails(pid, "sdfs is mounted there already");
+	check_file("first", "first\n", 6);
+
+	/* the daemon killed: the mount stays, "not connected" */
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	for (int64_t end = tnow_ms() + GONE_MS; tnow_ms() < end && !pid_gone(pid);)
+		tsleep_ms(20);
+	cr_assert(pid_gone(pid), "mount.sdfs (pid %d) survived SIGKILL", (int)pid);
+	cr_assert(mounted(NULL, 0, NULL, 0), "%s went with its daemon", mnt);
+	second_mount_fails(0, "sdfs is mounted there already");
+	fusermount_u();
+	cr_assert(!mounted(NULL, 0, NULL, 0), "%s is still mounted", mnt);
+
+	/* unmounted: mounting there works again */
+	pid = mount_direct(NULL);
+	check_file("first", "first\n", 6);
+	fusermount_u();
+	assert_unmounted(pid);
 }
 
 /*

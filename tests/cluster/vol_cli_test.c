@@ -2,10 +2,11 @@
  * vol_cli_test.c - sdfs vol and sdfs snap against a cluster with two
  * sdfs-mds: create/info, raw images through import and export (files
  * and pipes, byte for byte), snapshots, incremental diff streams and
- * refusing bad ones, convert, clone and tree, rollback, resize, and
- * one-line errors. Commands with redirections run through /bin/sh -c
- * with $SDFS set to the built sdfs and the cluster's config, in the
- * cluster's dir (local files live there).
+ * refusing bad ones, convert, clone and tree, rollback, resize, no
+ * volume of size 0, and one-line errors (exit 2 for a bad command
+ * line). Commands with redirections run through /bin/sh -c with $SDFS
+ * set to the built sdfs and the cluster's config, in the cluster's dir
+ * (local files live there).
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -433,7 +434,7 @@ Test(vol_cli, export_of_a_snapshot)
 	cr_assert_eq(vol_field("/s@one", "size"), (int64_t)len);
 	cr_assert_eq(vol_field("/s", "snapshots"), 1);
 	fails(1, "no snapshot 'two'", "$SDFS vol export /s@two > x.raw");
-	fails(1, "two snapshots", "$SDFS vol export /s@one --snap other > x.raw");
+	fails(2, "two snapshots", "$SDFS vol export /s@one --snap other > x.raw");
 	free(a);
 	free(b);
 }
@@ -715,8 +716,8 @@ Test(vol_cli, snap_list_rollback_delete)
 	free(out);
 
 	fails(1, "exists already", "$SDFS snap create /r s1");
-	fails(1, "bad snapshot name", "$SDFS snap create /r a/b");
-	fails(1, "bad snapshot name", "$SDFS snap create /r ..");
+	fails(2, "bad snapshot name", "$SDFS snap create /r a/b");
+	fails(2, "bad snapshot name", "$SDFS snap create /r ..");
 
 	/* Back to s1: the volume is x again; s1 stays. */
 	free(ok("$SDFS snap rollback /r s1"));
@@ -783,21 +784,65 @@ Test(vol_cli, bad_arguments_fail_with_one_line)
 	fails(2, "usage", "$SDFS vol info");
 	fails(2, "usage", "$SDFS vol export /v --frob");
 	fails(2, "usage", "$SDFS snap create /v");
-	fails(1, "vol frob", "$SDFS vol frob");
-	fails(1, "snap frob", "$SDFS snap frob");
-	fails(1, "10Q", "$SDFS vol create /x 10Q");
-	fails(1, "--copies", "$SDFS vol create /x 1M --copies 0");
-	fails(1, "--obj-size", "$SDFS vol create /x 1M --obj-size 1000");
-	fails(1, "--obj-size", "$SDFS vol create /x 1M --obj-size 3M");
+	fails(2, "vol frob", "$SDFS vol frob");
+	fails(2, "snap frob", "$SDFS snap frob");
+	fails(2, "10Q", "$SDFS vol create /x 10Q");
+	fails(2, "--copies", "$SDFS vol create /x 1M --copies 0");
+	fails(2, "--obj-size", "$SDFS vol create /x 1M --obj-size 1000");
+	fails(2, "--obj-size", "$SDFS vol create /x 1M --obj-size 3M");
 	fails(1, "cluster's object size", "$SDFS vol create /x 1M --obj-size 64M");
-	fails(1, "--copies", "$SDFS vol create /x 1M --copies 16");
-	fails(1, "start with /", "$SDFS vol info relative");
+	fails(2, "--copies", "$SDFS vol create /x 1M --copies 16");
+	fails(2, "start with /", "$SDFS vol info relative");
 	fails(1, "No such file", "$SDFS vol export /nope > x.raw");
-	fails(1, "needs --snap", "$SDFS vol export --from-snap a /v > x.raw");
+	fails(2, "needs --snap", "$SDFS vol export --from-snap a /v > x.raw");
 	fails(1, "exists already", "$SDFS vol import /v --copies 2 < /dev/null");
-	fails(1, "not an sdfs path", "$SDFS vol import v < /dev/null");
-	fails(1, "bad snapshot name", "$SDFS snap create /v 'with space'");
+	fails(2, "not an sdfs path", "$SDFS vol import v < /dev/null");
+	fails(2, "bad snapshot name", "$SDFS snap create /v 'with space'");
 	fails(1, "No such file", "$SDFS snap list /nope");
+	/* each bad command line names the --help that tells more */
+	fails(2, "sdfs vol --help", "$SDFS vol frob");
+	fails(2, "sdfs vol create --help", "$SDFS vol create /x");
+	fails(2, "sdfs vol create --help", "$SDFS vol create /x 1M --copies 0");
+	fails(2, "sdfs snap create --help", "$SDFS snap create /v 'with space'");
+	fails(2, "sdfs vol import --help", "$SDFS vol import --frob /v < /dev/null");
+}
+
+/* A volume has a size: 0 is refused for vol create and vol resize, and
+ * an empty image imports nothing (nor makes a volume). (vol convert of
+ * an empty file still makes a volume of size 0: convert_a_plain_file.) */
+Test(vol_cli, a_volume_of_size_0_is_refused)
+{
+	unsigned char *x = image(MIB, 0x50, MIB, 0);
+	char *out;
+
+	fails(2, "size must be > 0", "$SDFS vol create /z 0");
+	fails(2, "size must be > 0", "$SDFS vol create /z 0M --copies 2");
+	fails(1, "No such file", "$SDFS vol info /z");
+
+	/* empty stdin: a regular file, /dev/null, an empty pipe */
+	free(ok(": > empty.raw"));
+	fails(1, "is empty", "$SDFS vol import /z < empty.raw");
+	fails(1, "is empty", "$SDFS vol import /z < /dev/null");
+	fails(1, "is empty", "true | $SDFS vol import /z");
+	fails(1, "is empty", "true | $SDFS vol import /z --size 1M");
+	fails(1, "No such file", "$SDFS vol info /z");
+	out = ok("$SDFS fs ls /");
+	cr_assert(!strstr(out, "z\n"), "a failed import left a file: %s", out);
+	free(out);
+
+	/* over a volume that exists: it keeps its size and data */
+	write_local("x.raw", x, MIB);
+	free(ok("$SDFS vol import /x < x.raw"));
+	fails(1, "is empty", "true | $SDFS vol import /x");
+	fails(1, "is empty", "$SDFS vol import /x < empty.raw");
+	cr_assert_eq(vol_field("/x", "size"), MIB);
+	free(ok("$SDFS vol export /x > back.raw"));
+	assert_local("back.raw", x, MIB);
+
+	/* resize to 0, even with --shrink */
+	fails(2, "size must be > 0", "$SDFS vol resize /x 0 --shrink");
+	cr_assert_eq(vol_field("/x", "size"), MIB);
+	free(x);
 }
 
 Test(vol_cli, cluster_status_shows_reclaim)

@@ -44,6 +44,13 @@ typedef void (*coord_event_fn)(enum coord_event ev, void *arg);
 int coord_open(const char *hosts, const char *name, int session_ms,
 	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out);
 void coord_close(struct coord *c);      /* NULL ok; ephemerals go at once */
+/*
+ * For a process about to exec or exit while other threads may still
+ * call on @c: end the session now (ephemerals go at once) but free
+ * nothing; waits for calls in flight, and every later call blocks until
+ * the exec or exit. NULL ok.
+ */
+void coord_close_for_exit(struct coord *c);
 
 /* -ENOENT if the cluster is not formatted; -EBADMSG if the document is bad. */
 int coord_config_get(struct coord *c, struct cluster_config *cfg);

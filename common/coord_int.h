@@ -23,8 +23,15 @@ struct coord {
 	coord_event_fn fn;
 	void *arg;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;            /* state or queue_gen changed */
 	int state;                      /* last ZOO_*_STATE seen */
+	/* Bumped (under lock) by every queue predecessor watch that fires
+	 * (coord_queue_wait). The watch's context is this coord, which
+	 * outlives the ZooKeeper handle, never a per-wait object: the
+	 * library also calls a watch for every session event (connection
+	 * lost, back, expired), and keeps it, so one watch runs any number
+	 * of times and for as long as the handle lives. */
+	unsigned long queue_gen;
 	pthread_rwlock_t zlock;         /* exclusive only to replace zh */
 };
 

@@ -161,36 +161,29 @@ int coord_queue_list(struct coord *c, const char *dir, struct String_vector *kid
 	return 0;
 }
 
-struct pred_watch {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int fired;
-	int refs;
-};
-
-static void pred_put(struct pred_watch *w)
-{
-	pthread_mutex_lock(&w->lock);
-	int last = --w->refs == 0;
-	pthread_mutex_unlock(&w->lock);
-	if (last) {
-		pthread_mutex_destroy(&w->lock);
-		pthread_cond_destroy(&w->cond);
-		free(w);
-	}
-}
-
+/*
+ * The predecessor watch. Its context is the coord itself: the library
+ * calls a watch not only once for its node's event but also for every
+ * session event while it is registered (it is kept), so anything the
+ * context points to must live as long as the handle. It was a per-wait
+ * object freed after two calls, and a ZooKeeper stall (connection lost,
+ * then back or expired) ran every watch a standby had left registered
+ * on freed memory (issue 13: an abort in pthread_mutex_lock). One
+ * (function, context) pair is kept once per path, so the waits of a
+ * standby no longer pile up watches either.
+ */
 static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 			 void *ctx)
 {
-	struct pred_watch *w = ctx;
-	(void)zh; (void)type; (void)state; (void)path;
+	struct coord *c = ctx;
+	(void)zh; (void)state; (void)path;
 
-	pthread_mutex_lock(&w->lock);
-	w->fired = 1;
-	pthread_cond_broadcast(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-	pred_put(w);
+	if (type == ZOO_SESSION_EVENT)
+		return;         /* the global watcher follows the session */
+	pthread_mutex_lock(&c->lock);
+	c->queue_gen++;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
 }
 
 int coord_queue_wait(struct coord *c, const char *dir, const char *node,
@@ -198,9 +191,10 @@ int coord_queue_wait(struct coord *c, const char *dir, const char *node,
 {
 	struct String_vector kids = { 0 };
 	char pred[PATH_MAX_LEN * 2];
-	struct pred_watch *w;
+	unsigned long gen;
 	struct timespec dl;
-	int rc, found = -1;
+	struct Stat st;
+	int rc, found = -1, changed;
 
 	pthread_rwlock_rdlock(&c->zlock);
 	rc = coord_queue_list(c, dir, &kids);
@@ -219,28 +213,17 @@ int coord_queue_wait(struct coord *c, const char *dir, const char *node,
 	snprintf(pred, sizeof(pred), "%s/%s", dir, kids.data[found - 1]);
 	deallocate_String_vector(&kids);
 
-	w = calloc(1, sizeof(*w));
-	if (!w) {
-		pthread_rwlock_unlock(&c->zlock);
-		return -ENOMEM;
-	}
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
-	w->refs = 2;            /* ours + the watch's (ZooKeeper fires it once) */
-	struct Stat st;
-	rc = zoo_wexists(c->zh, pred, pred_watcher, w, &st);
+	/* Read the generation before arming: a fire in between counts. */
+	pthread_mutex_lock(&c->lock);
+	gen = c->queue_gen;
+	pthread_mutex_unlock(&c->lock);
+	rc = zoo_wexists(c->zh, pred, pred_watcher, c, &st);
 	pthread_rwlock_unlock(&c->zlock);
-	if (rc == ZNONODE) {
-		/* No watch is set when exists fails with no node... except that
-		 * zoo_wexists does set one for creation; let it fire harmlessly. */
-		pred_put(w);
-		return -EAGAIN; /* predecessor gone: re-check at once */
-	}
-	if (rc != ZOK) {
-		pred_put(w);
-		pred_put(w);
+	if (rc == ZNONODE)
+		return -EAGAIN; /* predecessor gone: re-check at once (the
+				   creation watch this leaves is harmless) */
+	if (rc != ZOK)
 		return coord_zerr(rc);
-	}
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += timeout_ms / 1000;
 	dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
@@ -248,14 +231,15 @@ int coord_queue_wait(struct coord *c, const char *dir, const char *node,
 		dl.tv_sec++;
 		dl.tv_nsec -= 1000000000L;
 	}
-	pthread_mutex_lock(&w->lock);
-	while (!w->fired)
-		if (pthread_cond_timedwait(&w->cond, &w->lock, &dl))
+	/* Any queue's watch wakes every waiter of this coord, and so does
+	 * the session's end: each re-checks (-EAGAIN), which is cheap. */
+	pthread_mutex_lock(&c->lock);
+	while (c->queue_gen == gen && c->state != ZOO_EXPIRED_SESSION_STATE)
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &dl))
 			break;
-	int fired = w->fired;
-	pthread_mutex_unlock(&w->lock);
-	pred_put(w);
-	return fired ? -EAGAIN : -ETIMEDOUT;
+	changed = c->queue_gen != gen || c->state == ZOO_EXPIRED_SESSION_STATE;
+	pthread_mutex_unlock(&c->lock);
+	return changed ? -EAGAIN : -ETIMEDOUT;
 }
 
 int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)

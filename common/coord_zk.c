@@ -198,6 +198,16 @@ void coord_close(struct coord *c)
 	free(c);
 }
 
+void coord_close_for_exit(struct coord *c)
+{
+	if (!c)
+		return;
+	pthread_rwlock_wrlock(&c->zlock);       /* never released */
+	if (c->zh)
+		zookeeper_close(c->zh);
+	c->zh = NULL;
+}
+
 int coord_is_connected(struct coord *c)
 {
 	int ret;

@@ -66,6 +66,14 @@ void client_map_put(struct map_ref *m)
 	}
 }
 
+void client_coord_renew(struct sdfs *s)
+{
+	/* A lost connection comes back by itself; an expired session never
+	 * does: its handle answers nothing until replaced. */
+	if (atomic_exchange(&s->expired, 0) && coord_reopen(s->coord, s->timeout_ms))
+		atomic_store(&s->expired, 1);
+}
+
 /* Read config (once) and map from ZooKeeper and install them. */
 int client_map_refresh(struct sdfs *s)
 {
@@ -73,9 +81,7 @@ int client_map_refresh(struct sdfs *s)
 	struct cluster_config cfg;
 	int ret;
 
-	/* An expired session needs a new one; a lost one reconnects by itself. */
-	if (atomic_exchange(&s->expired, 0) && coord_reopen(s->coord, s->timeout_ms))
-		atomic_store(&s->expired, 1);
+	client_coord_renew(s);
 	atomic_store(&s->map_stale, 0);
 	ret = coord_config_get(s->coord, &cfg);
 	if (!ret)

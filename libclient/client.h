@@ -69,6 +69,11 @@ struct map_ref *client_map_get(struct sdfs *s, int *err);
 void client_map_put(struct map_ref *m);
 /* Re-read the map now (after an OLD_EPOCH reply, or a dead node). */
 int client_map_refresh(struct sdfs *s);
+/* Replace the ZooKeeper session if it expired (a new handle: the old one
+ * fails every call); nothing if it is live or only disconnected. Every
+ * path that reads ZooKeeper calls this first (the map, the active mds,
+ * mds status), so a client outlives a ZooKeeper stall or restart. */
+void client_coord_renew(struct sdfs *s);
 /* Copies and object size; -ENOENT if not formatted. */
 int client_config(struct sdfs *s, struct cluster_config *cfg);
 uint64_t client_req_id(struct sdfs *s);

@@ -112,6 +112,7 @@ static int log_due(struct notify *nt, int err)
 /* Read mds/active (arming the watch that sets s->mds_changed). */
 static int active_read(struct notify *nt, struct coord_mds_doc *d)
 {
+	client_coord_renew(nt->s);
 	return coord_mds_active_get(nt->s->coord, 1, d);
 }
 

@@ -422,6 +422,7 @@ int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st)
 	int ret;
 
 	memset(st, 0, sizeof(*st));
+	client_coord_renew(s);
 	ret = coord_mds_candidates(s->coord, &cands, &n);
 	if (ret)
 		return ret;

@@ -110,8 +110,10 @@ static int refresh_active(struct sdfs *s, struct nsclient *nc)
 	struct coord_mds_doc d;
 	char host[64];
 	uint16_t port;
-	int ret = coord_mds_active_get(s->coord, 0, &d);
+	int ret;
 
+	client_coord_renew(s);
+	ret = coord_mds_active_get(s->coord, 0, &d);
 	if (ret)
 		return ret;
 	if (net_parse_addr(d.addr, host, sizeof(host), &port))

@@ -270,6 +270,7 @@ static int vol_open_common(struct sdfs *s, uint64_t ino, unsigned flags,
 			snprintf(desc, sizeof(desc), "host=%s pid=%d", host, (int)getpid());
 			holder = desc;
 		}
+		client_coord_renew(s);
 		ret = coord_vol_lock_join(s->coord, ino, holder, v->lock_node,
 					  sizeof(v->lock_node));
 		if (ret)

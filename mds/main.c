@@ -149,8 +149,10 @@ static void step_down(struct mds *m, const char *why)
 	log_warn("stepping down: %s", why);
 	atomic_store(&m->serving, 0);
 	/* Our election node goes now (not at session expiry), so a standby
-	 * does not wait for us. Nothing is written after the fence anyway. */
-	coord_close(m->coord);
+	 * does not wait for us. Nothing is written after the fence anyway.
+	 * Connection and background threads may still be in a coord call:
+	 * the handle is closed, not freed, under them. */
+	coord_close_for_exit(m->coord);
 	for (int fd = 3; fd < 1024; fd++)
 		close(fd);
 	execv("/proc/self/exe", saved_argv);
@@ -333,7 +335,8 @@ int main(int argc, char **argv)
 	}
 	log_info("stopping");
 	atomic_store(&m.serving, 0);
-	coord_close(m.coord);   /* our election and active nodes go now */
+	/* our election and active nodes go now; threads may still call */
+	coord_close_for_exit(m.coord);
 	/* Connection threads may still be inside ns_exec: leave the database
 	 * to the process exit (every acknowledged write is durable already). */
 	_exit(0);

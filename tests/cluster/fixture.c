@@ -841,6 +841,20 @@ int tcluster_restart(struct tcluster *tc, const char *name)
 		return ret;
 	if (!strncmp(name, "mnt", 3))
 		return 0;       /* dev start waited until the mount answers */
+	if (!strcmp(name, "zk")) {
+		for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end;
+		     tsleep_ms(50)) {
+			struct sdfs_mds_status st;
+
+			if (sdfs_mds_status(tc->client, &st) == 0) {
+				free(st.list);
+				cr_log_info("restarted ZooKeeper (pid %d)",
+					    (int)tcluster_pid(tc, name));
+				return 0;
+			}
+		}
+		return -ETIMEDOUT;
+	}
 	if (!strncmp(name, "mds.", 4)) {
 		for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end;
 		     tsleep_ms(50))

@@ -75,7 +75,9 @@ int tcluster_kill(struct tcluster *tc, const char *name);
 /* `sdfs dev start`, then wait until the node is up in the map and
  * answers with the map's epoch (an mds: until sdfs_mds_status lists it
  * among the running ones, which a killed mds still is until its
- * ZooKeeper session expires); 0, or the failing status / -ETIMEDOUT. */
+ * ZooKeeper session expires; "zk", the cluster's private ZooKeeper
+ * server when SDFS_TEST_ZK was unset: until it answers the fixture's
+ * client); 0, or the failing status / -ETIMEDOUT. */
 int tcluster_restart(struct tcluster *tc, const char *name);
 /* The pid recorded in DIR/run/@name.pid; 0 if none. */
 pid_t tcluster_pid(struct tcluster *tc, const char *name);

@@ -18,7 +18,7 @@
 #include "mds/acl.h"
 #include "mds/ns_int.h"
 
-int acl_xattr_kind(const char *name, size_t len)
+int nsacl_xattr_kind(const char *name, size_t len)
 {
 	if (len == sizeof(ACL_XATTR_ACCESS) - 1 && !memcmp(name, ACL_XATTR_ACCESS, len))
 		return NSACL_ACCESS;

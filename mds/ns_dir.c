@@ -164,7 +164,7 @@ static int xname_check(const char *name, size_t len)
 		return -EINVAL;
 	if (len > SDFS_XATTR_NAME_MAX)
 		return -ERANGE;
-	if (acl_xattr_kind(name, len))
+	if (nsacl_xattr_kind(name, len))
 		return 0;
 	for (size_t i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++) {
 		size_t pl = strlen(pfx[i]);
@@ -267,7 +267,7 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	struct inode in;
 	size_t klen, vlen;
 	uint32_t xflags = r->flags & ~SDFS_NS_XATTR_KILL_SGID;
-	int acl = acl_xattr_kind(name, r->name_len);
+	int acl = nsacl_xattr_kind(name, r->name_len);
 	char *v;
 	int ret;
 

@@ -214,7 +214,7 @@ int op_info(struct ns *ns, struct ns_reply *rep);
  * mode bits say all of, or an empty one). */
 #define NSACL_ACCESS 1
 #define NSACL_DEFAULT 2
-int acl_xattr_kind(const char *name, size_t len);
+int nsacl_xattr_kind(const char *name, size_t len);
 int nsacl_create(struct ns *ns, struct kvbatch *b, const struct inode *dir,
 		 struct inode *in, uint32_t flags);
 int nsacl_chmod(struct ns *ns, struct kvbatch *b, const struct inode *in);

@@ -27,6 +27,12 @@
  *        reply's `length` counts the replicas that applied it. Pushed
  *        invalidations: NS_SUBSCRIBE, NS_NOTIFY and sdfs_inval records;
  *        SDFS_ATTR_F_LEASED in sdfs_attr.flags (was reserved, 0).
+ *   1.6  POSIX ACLs (docs/acl.md): the *XATTR ops take the names
+ *        system.posix_acl_access and system.posix_acl_default (ACLs in
+ *        the kernel's xattr form, checked by the mds); MKNOD and MKDIR
+ *        may carry the creator's umask (SDFS_NS_UMASK) for the mds to
+ *        apply where the directory has no default ACL; SETXATTR of an
+ *        access ACL may say SDFS_NS_XATTR_KILL_SGID.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -36,7 +42,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 5              /* bump = additions only */
+#define SDFS_PROTO_MINOR 6              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -286,12 +292,14 @@ struct sdfs_ns_req {
 	int64_t atime_ns;       /* SETATTR: ns since 1970 */
 	int64_t mtime_ns;
 	uint32_t mode;          /* MKNOD/MKDIR: type and permissions (umask
-				   applied by the caller); SETATTR: mode */
+				   applied by the caller, or given in flags:
+				   SDFS_NS_UMASK); SETATTR: mode */
 	uint32_t uid, gid;      /* creates: the owner; SETATTR: new owner */
 	uint32_t rdev;          /* MKNOD: device */
 	uint32_t flags;         /* SETATTR: SDFS_SET_*; RENAME: RENAME_*;
-				   SETXATTR: XATTR_CREATE/REPLACE; READDIR:
-				   SDFS_NS_PLUS */
+				   SETXATTR: XATTR_CREATE/REPLACE (and
+				   SDFS_NS_XATTR_KILL_SGID); READDIR:
+				   SDFS_NS_PLUS; MKNOD/MKDIR: SDFS_NS_UMASK */
 	uint32_t max;           /* READDIR/GETXATTR/LISTXATTR: reply bytes
 				   wanted */
 	uint16_t name_len;      /* the name (xattr name for *XATTR) */
@@ -313,6 +321,13 @@ struct sdfs_ns_req {
 #define SDFS_SET_EXTEND    0x200u /* with SIZE: only if it grows the file (a
 				    client's pushed size; never frees data) (1.3) */
 #define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
+/* MKNOD/MKDIR: flags & 0777 is the creator's umask; the mds applies it
+ * to the mode unless the directory has a default ACL, which is
+ * inherited instead (1.6). Without it the mode is used as sent. */
+#define SDFS_NS_UMASK      0x1000u
+/* SETXATTR of system.posix_acl_access: the setter is not in the file's
+ * group (and not privileged): the setgid bit goes (1.6). */
+#define SDFS_NS_XATTR_KILL_SGID 0x100u
 /* RENAME: a replaced non-directory with one link is not dropped but
  * moved to SDFS_HIDDEN_FMT (its ino) in the new directory: the client
  * holds it open and removes that name at its last close. */

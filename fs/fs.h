@@ -33,6 +33,7 @@ struct fs_opts {
 	unsigned threads;               /* max loop threads; default 64 */
 	int timeout_ms;                 /* libsdfs calls; EIO after; default 10000 */
 	int noatime;                    /* -o noatime: reads never move atime */
+	int noacl;                      /* -o noacl: no POSIX ACLs (docs/acl.md) */
 };
 
 struct fs {

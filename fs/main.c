@@ -50,6 +50,8 @@ static void usage(FILE *f)
 "     vol_lazy            take a volume file's writer lock at its first\n"
 "                         write, not at open, waiting for the holder\n"
 "                         (QEMU live migration targets; docs/volumes.md)\n"
+"     noacl               no POSIX ACLs: the kernel checks the mode bits\n"
+"                         only, and applies the umask itself\n"
 "     log=FILE            where the background daemon logs (default: none)\n"
 "     loglevel=LEVEL      err, warn, info, debug (default info)\n"
 "  any other -o option goes to FUSE and the kernel (ro, allow_other,\n"
@@ -116,6 +118,8 @@ static int parse_o(struct fs *fs, struct args *a, char *list)
 		} else if (!strcmp(o, "readahead_kb")) {
 			if (opt_uint(v, 1 << 20, &fs->o.readahead_kb))
 				goto bad;
+		} else if (!strcmp(o, "noacl")) {
+			fs->o.noacl = 1;
 		} else if (!strcmp(o, "vol_wait")) {
 			volf_wait = 1;  /* a busy volume: wait, not EBUSY */
 		} else if (!strcmp(o, "vol_lazy")) {
@@ -352,6 +356,12 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_POSIX_LOCKS;
 	if (conn->capable & FUSE_CAP_FLOCK_LOCKS)
 		conn->want |= FUSE_CAP_FLOCK_LOCKS;
+	/* POSIX ACLs (docs/acl.md): the kernel enforces them and hands the
+	 * mds the creator's umask (DONT_MASK: the mode arrives unmasked),
+	 * which applies it, or a directory's default ACL instead. */
+	if (!the_fs->o.noacl && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 }
 
 /* The mount's bdi: read_ahead_kb from our own line in mountinfo (a

@@ -201,8 +201,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	int ret;
 
 	inval_begin();
-	ret = sdfs_ns_mknod(the_fs->s, parent, name, (mode & ~S_IFMT) | S_IFREG, 0,
-			    ctx->uid, ctx->gid, &st);
+	ret = sdfs_ns_mknod(the_fs->s, parent, name, (mode & ~S_IFMT) | S_IFREG |
+			    SDFS_MODE_UMASK(ctx->umask), 0, ctx->uid, ctx->gid, &st);
 	if (ret) {
 		fs_reply_err(req, ret);
 		return;

@@ -316,6 +316,8 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	int ret;
 
 	inval_begin();
+	/* the umask: the mds applies it unless a default ACL rules */
+	mode |= SDFS_MODE_UMASK(ctx->umask);
 	if (dir)
 		ret = sdfs_ns_mkdir(the_fs->s, parent, name, mode, ctx->uid, ctx->gid, &st);
 	else
@@ -509,13 +511,44 @@ static void caps_forget(fuse_ino_t ino, const char *name)
 	}
 }
 
+static const char acl_access_name[] = "system.posix_acl_access";
+
+/*
+ * Setting an access ACL by a caller outside the file's group clears
+ * setgid, as Linux does (the kernel says so in FUSE_SETXATTR_ACL_KILL_SGID,
+ * which libfuse 3.14 does not pass on): is the caller root, or is the
+ * file's group its own or one of its groups?
+ */
+static int acl_kills_sgid(fuse_req_t req, fuse_ino_t ino)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct sdfs_stat st;
+	gid_t groups[256];
+	int n;
+
+	if (ctx->uid == 0 || fs_getattr(the_fs, ino, &st) || !(st.mode & S_ISGID) ||
+	    st.gid == ctx->gid)
+		return 0;
+	n = fuse_req_getgroups(req, 256, groups);
+	for (int i = 0; i < n && i < 256; i++)
+		if (groups[i] == st.gid)
+			return 0;
+	return 1;
+}
+
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
+	int acl = strcmp(name, acl_access_name) == 0;
 	int ret;
 
 	caps_forget(ino, name);
+	if (acl && acl_kills_sgid(req, ino))
+		flags |= SDFS_XATTR_KILL_SGID;
 	ret = sdfs_ns_setxattr(the_fs->s, ino, name, value, size, flags);
+	/* the mds set the mode bits from the ACL */
+	if (acl)
+		fnode_unlease(the_fs, ino);
 
 	if (ret)
 		fs_reply_err(req, ret);

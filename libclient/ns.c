@@ -108,12 +108,23 @@ int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 	return ns_call_attr(s, SDFS_OP_NS_SETATTR, &r, NULL, NULL, NULL, st);
 }
 
+static_assert(SDFS_XATTR_KILL_SGID == SDFS_NS_XATTR_KILL_SGID, "same flag");
+
+/* SDFS_MODE_UMASK in @mode travels as SDFS_NS_UMASK in the flags. */
+static void mode_umask(struct sdfs_ns_req *r, uint32_t mode)
+{
+	r->mode = mode & (S_IFMT | 07777);
+	if (mode & SDFS_MODE_UMASK_SET)
+		r->flags = SDFS_NS_UMASK | ((mode >> 16) & 0777u);
+}
+
 int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t rdev, uint32_t uid, uint32_t gid, struct sdfs_stat *st)
 {
-	struct sdfs_ns_req r = { .ino = dir, .mode = mode, .rdev = rdev,
-				 .uid = uid, .gid = gid };
+	struct sdfs_ns_req r = { .ino = dir, .rdev = rdev, .uid = uid, .gid = gid };
 	int ret = ns_name_len(name, &r.name_len);
+
+	mode_umask(&r, mode);
 
 	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
 }
@@ -121,9 +132,10 @@ int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, struct sdfs_stat *st)
 {
-	struct sdfs_ns_req r = { .ino = dir, .mode = mode, .uid = uid, .gid = gid };
+	struct sdfs_ns_req r = { .ino = dir, .uid = uid, .gid = gid };
 	int ret = ns_name_len(name, &r.name_len);
 
+	mode_umask(&r, mode);
 	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKDIR, &r, name, NULL, NULL, st);
 }
 

@@ -266,11 +266,19 @@ int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st);
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		    struct sdfs_stat *st);
 /* Regular files, fifos, sockets, devices: @mode has the type bits
- * (S_IFREG when none). @st may be NULL in every call that fills one. */
+ * (S_IFREG when none). @st may be NULL in every call that fills one.
+ * A directory's default ACL (docs/acl.md) masks @mode and becomes the
+ * new inode's access ACL (and a new directory's default ACL). */
 int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t rdev, uint32_t uid, uint32_t gid, struct sdfs_stat *st);
 int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t uid, uint32_t gid, struct sdfs_stat *st);
+/* Or'ed into @mode of sdfs_ns_mknod/mkdir: the creator's umask @u, for
+ * the mds to apply where the directory has no default ACL (with one,
+ * the ACL decides: umask never applies). Without it, @mode is used as
+ * given. An mds older than protocol 1.6 ignores it. */
+#define SDFS_MODE_UMASK(u) (SDFS_MODE_UMASK_SET | ((uint32_t)(u) & 0777u) << 16)
+#define SDFS_MODE_UMASK_SET 0x80000000u
 int sdfs_ns_unlink(struct sdfs *s, uint64_t dir, const char *name);
 int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name);
 /* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (linux/fs.h values 1, 2),
@@ -308,10 +316,16 @@ struct sdfs_statfs {
 };
 int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st);
 
-/* xattrs: names "user.*", "trusted.*", "security.*" (-EOPNOTSUPP for
- * others), values up to 64 KiB. get/list with @len 0 return the size.
+/* xattrs: names "user.*", "trusted.*", "security.*", and the POSIX
+ * ACLs "system.posix_acl_access" and "system.posix_acl_default" in the
+ * kernel's xattr form (-EINVAL when not a valid ACL; setting an access
+ * ACL sets the mode bits, docs/acl.md); -EOPNOTSUPP for other names.
+ * Values up to 64 KiB. get/list with @len 0 return the size.
  * -ERANGE if @len is too small, -ENODATA if absent. @flags: 0,
- * XATTR_CREATE (1) or XATTR_REPLACE (2). */
+ * XATTR_CREATE (1) or XATTR_REPLACE (2), with SDFS_XATTR_KILL_SGID for
+ * an access ACL set by a caller outside the file's group (as Linux
+ * clears setgid then). */
+#define SDFS_XATTR_KILL_SGID 0x100
 ssize_t sdfs_ns_getxattr(struct sdfs *s, uint64_t ino, const char *name,
 			 void *buf, size_t len);
 int sdfs_ns_setxattr(struct sdfs *s, uint64_t ino, const char *name,

@@ -154,7 +154,8 @@ int op_statfs(struct ns *ns, struct ns_reply *rep)
 	return 0;
 }
 
-/* -EOPNOTSUPP for namespaces other than user., trusted., security. */
+/* -EOPNOTSUPP for namespaces other than user., trusted., security.
+ * and the two POSIX ACL names of system. (ns_acl.c). */
 static int xname_check(const char *name, size_t len)
 {
 	static const char *const pfx[] = { "user.", "trusted.", "security." };
@@ -163,6 +164,8 @@ static int xname_check(const char *name, size_t len)
 		return -EINVAL;
 	if (len > SDFS_XATTR_NAME_MAX)
 		return -ERANGE;
+	if (nsacl_xattr_kind(name, len))
+		return 0;
 	for (size_t i = 0; i < sizeof(pfx) / sizeof(pfx[0]); i++) {
 		size_t pl = strlen(pfx[i]);
 
@@ -263,6 +266,8 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	struct lockset ls;
 	struct inode in;
 	size_t klen, vlen;
+	uint32_t xflags = r->flags & ~SDFS_NS_XATTR_KILL_SGID;
+	int acl = nsacl_xattr_kind(name, r->name_len);
 	char *v;
 	int ret;
 
@@ -271,8 +276,8 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		return ret;
 	if (r->data_len > SDFS_XATTR_SIZE_MAX)
 		return -E2BIG;
-	if (r->flags & ~(XATTR_CREATE_ | XATTR_REPLACE_) ||
-	    r->flags == (XATTR_CREATE_ | XATTR_REPLACE_))
+	if (xflags & ~(XATTR_CREATE_ | XATTR_REPLACE_) ||
+	    xflags == (XATTR_CREATE_ | XATTR_REPLACE_))
 		return -EINVAL;
 	ns_lock(ns, &ls, &r->ino, 1);
 	ret = inode_get(ns, r->ino, &in);
@@ -292,7 +297,15 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		ret = -ENODATA;
 		goto out;
 	}
-	kvbatch_put(b, k, klen, val, r->data_len);
+	/* an ACL is checked, and an access ACL sets the mode (or is only
+	 * the mode: then not kept) */
+	ret = acl ? nsacl_set(&in, acl, val, r->data_len, r->flags) : 1;
+	if (ret < 0)
+		goto out;
+	if (ret)
+		kvbatch_put(b, k, klen, val, r->data_len);
+	else
+		kvbatch_del(b, k, klen);
 	in.a.ctime_ns = ns_now();
 	inode_put(b, &in);
 	ret = ns_commit_op(ns, r, b, NULL);

@@ -5,6 +5,7 @@
  *   ns_ops.c      create, remove, link, setattr, getattr, lookup
  *   ns_rename.c   rename (plain, NOREPLACE, EXCHANGE) and its loop check
  *   ns_dir.c      readdir, readlink, statfs, xattrs, info
+ *   ns_acl.c      POSIX ACLs: inheritance, chmod, setting (acl.c parses)
  *   replycache.c  the (client_id, seq) -> reply records
  *   purge.c       background: data of unlinked files, old reply records
  *   lease.c       clients' leases, pushed invalidations (mds/lease.h)
@@ -195,6 +196,30 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		const uint8_t *val, struct kvbatch *b);
 int op_rmxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct kvbatch *b);
 int op_info(struct ns *ns, struct ns_reply *rep);
+
+/* ns_acl.c: POSIX ACLs (docs/acl.md). The caller holds the inode's
+ * lock (the directory's for create) and commits @b.
+ * kind: NSACL_ACCESS or NSACL_DEFAULT for the two ACL xattr names, 0
+ * for other names.
+ * create: the new inode @in (mode from the request) gets @dir's default
+ * ACL: its access ACL and mode bits masked by each other, and for a
+ * directory the default ACL too; without one, the umask in @flags
+ * (SDFS_NS_UMASK) is applied. 0, -EIO, -ENOMEM.
+ * chmod: @in's access ACL follows its new mode. 0, -EIO, -ENOMEM.
+ * set: a client sets ACL xattr @kind of @in to @val: -EINVAL when it
+ * is no valid ACL, -EACCES for a default ACL on a non-directory,
+ * -EOPNOTSUPP on a symlink; for an access ACL @in's mode bits are set
+ * from it (setgid cleared with SDFS_NS_XATTR_KILL_SGID in @flags).
+ * Returns 1 to store @val, 0 to remove the xattr instead (an ACL the
+ * mode bits say all of, or an empty one). */
+#define NSACL_ACCESS 1
+#define NSACL_DEFAULT 2
+int nsacl_xattr_kind(const char *name, size_t len);
+int nsacl_create(struct ns *ns, struct kvbatch *b, const struct inode *dir,
+		 struct inode *in, uint32_t flags);
+int nsacl_chmod(struct ns *ns, struct kvbatch *b, const struct inode *in);
+int nsacl_set(struct inode *in, int kind, const uint8_t *val, uint32_t len,
+	      uint32_t flags);
 
 /* A reply carrying @in's attributes. */
 int reply_attr(struct ns_reply *rep, const struct inode *in);

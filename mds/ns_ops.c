@@ -110,6 +110,9 @@ int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char
 		goto out;
 	now = ns_now();
 	child_init(ns, &dir, mode, r->uid, r->gid, now, &in);
+	ret = nsacl_create(ns, b, &dir, &in, r->flags);
+	if (ret)
+		goto out;
 	if (S_ISDIR(mode)) {
 		in.a.parent = dir.a.ino;
 		in.next_seq = NS_FIRST_COOKIE;
@@ -340,8 +343,12 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 		in.a.size = r->arg;
 		in.a.mtime_ns = now;
 	}
-	if (m & SDFS_SET_MODE)
+	if (m & SDFS_SET_MODE) {
 		in.a.mode = (in.a.mode & S_IFMT) | (r->mode & 07777);
+		ret = nsacl_chmod(ns, b, &in);
+		if (ret)
+			goto out;
+	}
 	if (m & (SDFS_SET_UID | SDFS_SET_GID)) {
 		if (m & SDFS_SET_UID)
 			in.a.uid = r->uid;

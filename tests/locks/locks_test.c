@@ -586,32 +586,159 @@ Test(locks, ofd_locks_exclude_across_mounts)
 	close(fb);
 }
 
-/* What docs/locks.md promises of an OFD lock nobody unlocks: closing
- * its open file does not release it (the kernel sends no unlock), the
- * end of its mount's session does. */
-Test(locks, ofd_lock_outlives_close_until_its_mount_goes)
+/* A new file /@name made through A; its paths on A and B. */
+static void new_file(const char *name, char *on_a, char *on_b, size_t len)
 {
-	struct vt_mount2 m3;
-	char p3[PATH_MAX], f3[PATH_MAX + 16];
-	int fd, fb, r = -1;
+	int fd;
 
-	snprintf(p3, sizeof(p3), "%s/mnt3", tcluster_dir(tc));
-	vt_mount2_start(tc, &m3, p3, NULL);
-	snprintf(f3, sizeof(f3), "%s/lockfile", m3.path);
-	fd = open(f3, O_RDWR);
-	cr_assert(fd >= 0, "%s: %s", f3, strerror(errno));
-	cr_assert_eq(ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, 0), 0);
+	snprintf(on_a, len, "%s/%s", tcluster_mnt(tc), name);
+	snprintf(on_b, len, "%s/%s", m2.path, name);
+	fd = open(on_a, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	cr_assert(fd >= 0, "create %s: %s", on_a, strerror(errno));
+	cr_assert_eq(write(fd, "0123456789", 10), 10);
 	close(fd);
-	fb = open(pb, O_RDWR);
-	cr_assert(fb >= 0);
-	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 0, 1), -EAGAIN,
-		     "closed: released after all (update docs/locks.md)");
-	vt_mount2_stop(&m3);
+}
+
+/* SIGKILL the locker (it holds what its steps took) and reap it. */
+static void locker_kill(struct locker *l)
+{
+	int st;
+
+	cr_assert_eq(kill(l->pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(l->pid, &st, 0), l->pid);
+	close(l->to_child);
+	close(l->from_child);
+}
+
+/* An OFD lock belongs to its open file description: it stays while any
+ * descriptor of it is open (a dup, a forked child's copy), whatever
+ * else its process closes, and goes with the last one, on every mount
+ * (the kernel sends no unlock for it: mount.sdfs drops it when the
+ * RELEASE of the open file comes). */
+Test(locks, ofd_lock_goes_with_the_last_close_of_its_open_file)
+{
+	char fa[PATH_MAX + 16], fb[PATH_MAX + 16];
+	struct lk_step wait = { LK_OFD_WAIT, F_WRLCK, 0, 0 };
+	struct locker b;
+	int fd, dupfd, other, hold[2], r = -1;
+	pid_t child;
+
+	new_file("ofd-close", fa, fb, sizeof(fa));
+	fd = open(fa, O_RDWR);
+	cr_assert(fd >= 0);
+	cr_assert_eq(ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, 0), 0);
+	dupfd = dup(fd);
+	other = open(fa, O_RDWR);
+	cr_assert(dupfd >= 0 && other >= 0);
+	close(fd);              /* the description stays: dupfd */
+	close(other);           /* another open file of the process */
+	cr_assert(pipe(hold) == 0);
+	child = fork();         /* shares the description */
+	cr_assert(child >= 0);
+	if (child == 0) {
+		char c;
+
+		close(hold[1]);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	close(dupfd);           /* the child's copy is still open */
+	locker_start(&b, fb, &wait, 1);
+	cr_assert_eq(locker_result(&b, 300), -ETIME,
+		     "B got the OFD lock while its open file was still open on A");
+	other = open(fa, O_RDWR);
+	cr_assert(other >= 0);
+	cr_assert_eq(ofd_lock(other, F_OFD_SETLK, F_WRLCK, 0, 1), -EAGAIN);
+	close(other);
+	close(hold[1]);         /* the child exits: the last descriptor goes */
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0,
+		     "the OFD lock stayed after the last close of its open file");
+	/* the same on B: its locker exits without unlocking */
+	locker_end(&b);
+	fd = open(fa, O_RDWR);
+	cr_assert(fd >= 0);
 	for (int64_t end = tnow_ms() + WAIT_MS; r && tnow_ms() < end; tsleep_ms(20))
-		r = ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 0, 1);
-	cr_assert_eq(r, 0, "the unmounted mount's OFD lock stayed");
-	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_UNLCK, 0, 0), 0);
-	close(fb);
+		r = ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, 0);
+	cr_assert_eq(r, 0, "B's OFD lock stayed after its process exited");
+	close(fd);
+}
+
+/* QEMU's locks (bytes 100-101 and 201, F_OFD_SETLK) of a process that
+ * is SIGKILLed go with it: another mount waiting for them gets them. */
+Test(locks, ofd_locks_of_a_killed_process_go)
+{
+	char fa[PATH_MAX + 16], fb[PATH_MAX + 16];
+	struct lk_step qemu[] = { { LK_OFD, F_RDLCK, 100, 2 }, { LK_OFD, F_RDLCK, 201, 1 } };
+	struct lk_step wait = { LK_OFD_WAIT, F_WRLCK, 100, 102 };
+	struct locker a, b;
+
+	new_file("ofd-kill", fa, fb, sizeof(fa));
+	locker_start(&a, fa, qemu, 2);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	locker_next(&a);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	locker_start(&b, fb, &wait, 1);
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got a lock A holds");
+	locker_kill(&a);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0,
+		     "the OFD locks of a SIGKILLed process stayed");
+	locker_end(&b);
+}
+
+/*
+ * Dropping an open file's OFD locks at its RELEASE must not drop the
+ * POSIX locks of a process that locked through it: those went when the
+ * process closed it (flush), and the process may have locked again
+ * through another open file before the RELEASE comes (here: a forked
+ * child keeps the first open file until after the relock). The OFD lock
+ * on byte 1000 tells when that RELEASE was handled.
+ */
+Test(locks, posix_relock_survives_the_release_of_a_closed_open_file)
+{
+	char fa[PATH_MAX + 16], fb[PATH_MAX + 16];
+	struct lk_step wait = { LK_OFD_WAIT, F_WRLCK, 1000, 1 };
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+			    .l_len = 10 };
+	struct locker b;
+	int fd1, fd2, hold[2];
+	pid_t child;
+
+	new_file("ofd-relock", fa, fb, sizeof(fa));
+	fd1 = open(fa, O_RDWR);
+	cr_assert(fd1 >= 0);
+	cr_assert_eq(ofd_lock(fd1, F_OFD_SETLK, F_WRLCK, 1000, 1), 0);
+	cr_assert_eq(fcntl(fd1, F_SETLK, &fl), 0);
+	cr_assert(pipe(hold) == 0);
+	child = fork();         /* keeps the open file after our close */
+	cr_assert(child >= 0);
+	if (child == 0) {
+		char c;
+
+		close(hold[1]);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	close(fd1);             /* our POSIX lock goes, the OFD lock stays */
+	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), 0, "the close kept the POSIX lock");
+	cr_assert_eq(try_posix(fb, F_WRLCK, 1000, 1), -EAGAIN, "the OFD lock went early");
+	fd2 = open(fa, O_RDWR);
+	cr_assert(fd2 >= 0);
+	cr_assert_eq(fcntl(fd2, F_SETLK, &fl), 0, "relock: %s", strerror(errno));
+	close(hold[1]);         /* the child exits: the first open file's RELEASE */
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	locker_start(&b, fb, &wait, 1);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0,
+		     "the OFD lock stayed after the last close of its open file");
+	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), -EAGAIN,
+		     "the RELEASE of the first open file dropped its process's new POSIX lock");
+	locker_end(&b);
+	close(fd2);
+	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), 0, "the close did not unlock");
 }
 
 /* ---- SQLite from both mounts at once ---- */

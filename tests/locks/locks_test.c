@@ -741,6 +741,125 @@ Test(locks, posix_relock_survives_the_release_of_a_closed_open_file)
 	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), 0, "the close did not unlock");
 }
 
+/* ---- QEMU on a volume file (docs/locks.md, "OFD locks") ---- */
+
+#define QEMU_IMG "/usr/bin/qemu-img"
+#define QEMU_IO "/usr/bin/qemu-io"
+
+/* Run @argv until it exits 0 (QEMU's lock may still be held for a
+ * moment: the kernel's RELEASE of the last user's file is sent after
+ * its exit), up to WAIT_MS; its last status, output logged. */
+static int run_until_ok(char **argv)
+{
+	char *out = NULL, line[512];
+	int st = -1, tries = 0;
+	size_t off = 0;
+
+	for (int i = 0; argv[i] && off + 2 < sizeof(line); i++)
+		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "",
+					argv[i]);
+	for (int64_t end = tnow_ms() + WAIT_MS; st && tnow_ms() < end; tries++) {
+		if (tries)
+			tsleep_ms(50);
+		free(out);
+		out = NULL;
+		st = vt_run(argv, &out, VT_CMD_MS);
+	}
+	cr_log_info("%.400s: exit %d after %d tries\n%.2000s", line, st, tries,
+		    out ? out : "");
+	free(out);
+	return st;
+}
+
+/* qemu-io -f qcow2 on @path, interactive: it opens the image, takes
+ * its locks and waits for commands on a pipe that never sends one. */
+static pid_t qemu_io_hold(const char *path, const char *log_path, int *keep)
+{
+	int in[2], log = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	pid_t pid;
+
+	cr_assert(log >= 0 && pipe(in) == 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(log, 1);
+		dup2(log, 2);
+		close_range(3, ~0u, 0);
+		execl(QEMU_IO, "qemu-io", "-f", "qcow2", path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(log);
+	*keep = in[1];
+	return pid;
+}
+
+/*
+ * The issue's case: once QEMU had a volume file open, nothing could
+ * open it for writing again until its mount ended. A qcow2 image in a
+ * volume file, held by qemu-io as a VM holds its disk (QEMU's OFD
+ * locks, locking=auto: bytes 100-101 and 103 for what it does, 201 and
+ * 203 for what it does not let others do, writing and resizing) and by
+ * the mount's writer lock, is SIGKILLed; then qemu-io must open the
+ * image for writing, on the other mount (round 0) and on the same one
+ * (round 1), and qemu-img check it.
+ */
+Test(locks, qemu_reopens_a_volume_file_after_a_kill)
+{
+	char va[PATH_MAX + 16], vb[PATH_MAX + 16], log[PATH_MAX];
+	struct flock fl;
+	int keep, st, seen = 0;
+	pid_t q;
+
+	if (access(QEMU_IO, X_OK) || access(QEMU_IMG, X_OK))
+		cr_skip_test("%s or %s missing (apt-get install qemu-utils)", QEMU_IMG, QEMU_IO);
+	vt_create(tc, "vm.img", 64 << 20, 0, NULL);
+	snprintf(va, sizeof(va), "%s/vm.img", tcluster_mnt(tc));
+	snprintf(vb, sizeof(vb), "%s/vm.img", m2.path);
+	snprintf(log, sizeof(log), "%s/qemu-io.log", tcluster_dir(tc));
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IMG, "create", "-f", "qcow2", va, "32M",
+					      NULL }), 0);
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2", va, "-c",
+					      "write -P 1 0 4k", NULL }), 0);
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2", vb, "-c",
+					      "read -P 1 0 4k", "-c", "write -P 2 4k 4k",
+					      NULL }), 0);
+	for (int round = 0; round < 2; round++) {
+		/* a VM on A that dies holding its disk */
+		q = qemu_io_hold(va, log, &keep);
+		for (int64_t end = tnow_ms() + WAIT_MS; !seen && tnow_ms() < end;
+		     tsleep_ms(20)) {
+			/* read-only: B cannot open it for writing now */
+			int fd = open(vb, O_RDONLY);
+
+			cr_assert_eq(waitpid(q, &st, WNOHANG), 0, "qemu-io on A exited (%s)", log);
+			fl = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET,
+					     .l_start = 201, .l_len = 1 };
+			cr_assert(fd >= 0, "%s: %s", vb, strerror(errno));
+			cr_assert_eq(fcntl(fd, F_OFD_GETLK, &fl), 0, "F_OFD_GETLK: %s",
+				     strerror(errno));
+			close(fd);
+			seen = fl.l_type != F_UNLCK;
+		}
+		cr_assert(seen, "qemu-io on A took no lock on byte 201 (%s)", log);
+		seen = 0;
+		cr_assert_eq(kill(q, SIGKILL), 0);
+		cr_assert_eq(waitpid(q, &st, 0), q);
+		close(keep);
+		/* the next user opens it for writing */
+		cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2",
+						      round ? va : vb, "-c",
+						      "write -P 3 0 4k", NULL }), 0,
+			     "qemu-io cannot open the image SIGKILLed on A (round %d)", round);
+	}
+	st = run_until_ok((char *[]){ QEMU_IMG, "check", "-f", "qcow2", vb, NULL });
+	cr_assert(st == 0 || st == 3, "qemu-img check: exit %d", st);      /* 3: leaks */
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2", vb, "-c",
+					      "read -P 3 0 4k", "-c", "read -P 2 4k 4k",
+					      NULL }), 0);
+}
+
 /* ---- SQLite from both mounts at once ---- */
 
 #define SQL_TX 200

@@ -448,13 +448,13 @@ int sdfs_vol_reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs);
  * ZooKeeper (-EBUSY if another handle, anywhere, holds it; with
  * SDFS_VOL_WAIT it waits up to the handle's timeout, with
  * SDFS_VOL_GRACE up to SDFS_VOL_GRACE_MS: a holder that is letting go,
- * e.g. a mount whose last writer just exited, is then no conflict), gets a new token
- * and fences every block daemon with it: a previous writer's writes are
- * refused from then on. If this handle is fenced in turn (its session
- * expired and someone else took the lock) every later write fails with
- * -EPERM. A snapshot taken meanwhile is followed transparently.
- * Read-only handles (no flag) see the live state as of open (reloaded at
- * most every second) or a snapshot.
+ * e.g. a mount whose last writer just exited, is then no conflict),
+ * gets a new token and fences every block daemon with it: a previous
+ * writer's writes are refused from then on. If this handle is fenced
+ * in turn (its session expired and someone else took the lock) every
+ * later write fails with -EPERM. A snapshot taken meanwhile is
+ * followed transparently. Read-only handles (no flag) see the live
+ * state as of open (reloaded at most every second) or a snapshot.
  */
 struct sdfs_vol;
 #define SDFS_VOL_WRITE 0x1

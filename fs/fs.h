@@ -9,6 +9,7 @@
  *   volfile.c   volume files: their opens, I/O, truncate, punch, seek
  *   snapdir.c   DIR/.snap/FILE@SNAP: snapshots as read-only files
  *   ops_lock.c  getlk, setlk, flock (served by the mds), unlock at close
+ *   lockown.c   which lock owners locked through which open file
  *   inval.c     invalidations pushed by the mds, applied to the kernel
  *
  * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
@@ -84,6 +85,13 @@ struct fnode {
 	struct sdfs_vol *vol_rd, *vol_wr;
 	int vol_opens, vol_writers;
 	struct fnode *next;
+};
+
+/* An open file (fi->fh of a regular or snapshot file, ops_file.c,
+ * snapdir.c): one per open file description, freed at its release, so
+ * that fi->fh tells the open files of one inode apart (lockown.c). */
+struct ofile {
+	struct fnode *n;                /* shared by every open of the inode */
 };
 
 extern struct fs *the_fs;
@@ -263,6 +271,32 @@ void fs_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void fs_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock, int sleep);
 void fs_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+/*
+ * lockown.c: the lock owners (fuse lock_owner) that took byte-range
+ * locks through each open file (fi->fh) of an inode, so that the
+ * RELEASE of an open file can drop its OFD locks: the kernel names an
+ * OFD lock's owner after its open file and sends no unlock for it when
+ * the last descriptor closes. A POSIX owner (a process) is forgotten
+ * when it closes the file (flush: it then holds no POSIX lock on the
+ * inode), so what remains at RELEASE are the open file's OFD owners.
+ * Any thread; every call is short except lockown_release (it makes the
+ * @drop calls) and lockown_add, which waits while a lockown_release is
+ * dropping the same (ino, owner).
+ */
+/* Before asking the mds for a lock of @owner through @fh: 0, -ENOMEM. */
+int lockown_add(uint64_t ino, uint64_t fh, uint64_t owner);
+/* @owner closed a descriptor of @ino (its POSIX locks were dropped). */
+void lockown_flushed(uint64_t ino, uint64_t fh, uint64_t owner);
+/* The RELEASE of @fh: forget it, and @drop(ino, 0, owner) each owner
+ * that locked through it, did not close it, and has no record through
+ * another open file of @ino; first @drop(ino, 1, *flock_owner) if
+ * @flock_owner (the open file's flock lock). Returns how many owners
+ * were dropped. */
+int lockown_release(uint64_t ino, uint64_t fh, const uint64_t *flock_owner,
+		    void (*drop)(uint64_t ino, int flock, uint64_t owner));
+/* Wait until no lockown_release of @ino is running; 1 if one was. */
+int lockown_wait_release(uint64_t ino);
+
 /* Install getlk, setlk, flock in @ops, and wrap its flush and release
  * so they first drop the closing owner's locks (call it last: after
  * snapdir_ops, so every release goes through it). */

@@ -5,7 +5,9 @@
  * Data goes straight between this client and the block daemons (the
  * file's objects, libsdfs sdfs_file_*); the mds only learns the new
  * size and mtime, at flush (close), fsync, truncate or getattr time.
- * fi->fh is the file's struct fnode.
+ * fi->fh is a struct ofile: one per open file description (the lock
+ * owners of an open file are told apart by it, ops_lock.c), naming the
+ * inode's struct fnode that every open of it shares.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +31,7 @@ static void io_err(fuse_req_t req, int neg)
 static struct fnode *node_of(fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	if (fi && fi->fh)
-		return (struct fnode *)(uintptr_t)fi->fh;
+		return ((struct ofile *)(uintptr_t)fi->fh)->n;
 	return fnode_get(the_fs, ino, 0);       /* writeback of mmap'd pages */
 }
 
@@ -126,7 +128,6 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 		 * requests in flight (docs/volumes.md). */
 		fnode_set_stat_v(n, &st, ver, &view);
 		fi->keep_cache = 0;
-		fi->fh = (uint64_t)(uintptr_t)n;
 		*out = n;
 		return 0;
 	}
@@ -161,20 +162,23 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 		fuse_lowlevel_notify_inval_inode(the_fs->se, ino, -1, 0);
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
-	fi->fh = (uint64_t)(uintptr_t)n;
 	*out = n;
 	return 0;
 }
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct ofile *of = malloc(sizeof(*of));
 	struct fnode *n;
-	int ret = do_open(ino, fi, &n);
+	int ret = of ? do_open(ino, fi, &n) : -ENOMEM;
 
 	if (ret) {
+		free(of);
 		fs_reply_err(req, ret);
 		return;
 	}
+	of->n = n;
+	fi->fh = (uint64_t)(uintptr_t)of;
 	/* Reads served from the page cache never reach us: judge atime at
 	 * an open for reading too, after replying (a getattr waits for it).
 	 * An extra open reference keeps the node while we do: the release
@@ -183,8 +187,10 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if (touch)
 		fnode_open(the_fs, n);
-	if (fuse_reply_open(req, fi))
+	if (fuse_reply_open(req, fi)) {
 		fnode_close(the_fs, n);         /* interrupted: no release comes */
+		free(of);
+	}
 	if (touch) {
 		touch_atime(n);
 		fnode_close(the_fs, n);
@@ -197,18 +203,25 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fuse_entry_param e;
 	struct sdfs_stat st, view;
+	struct ofile *of = malloc(sizeof(*of));
 	struct fnode *n;
 	int ret;
 
+	if (!of) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	inval_begin();
 	ret = sdfs_ns_mknod(the_fs->s, parent, name, (mode & ~S_IFMT) | S_IFREG |
 			    SDFS_MODE_UMASK(ctx->umask), 0, ctx->uid, ctx->gid, &st);
 	if (ret) {
+		free(of);
 		fs_reply_err(req, ret);
 		return;
 	}
 	n = fnode_get(the_fs, st.ino, 1);
 	if (!n) {
+		free(of);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
@@ -218,11 +231,13 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	n->open_size = view.size;
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
-	fi->fh = (uint64_t)(uintptr_t)n;
+	of->n = n;
+	fi->fh = (uint64_t)(uintptr_t)of;
 	fs_entry(&view, &e);
 	if (fuse_reply_create(req, &e, fi)) {
 		fnode_close(the_fs, n);
 		fnode_forget(the_fs, st.ino, 1);
+		free(of);
 	}
 }
 
@@ -320,6 +335,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fnode_push(the_fs, n);  /* flush already reported any error */
 		fnode_close(the_fs, n);
 	}
+	free((struct ofile *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

@@ -2,12 +2,14 @@
  * ops_lock.c - getlk, setlk, flock: cluster-wide locks served by the
  * mds (libsdfs sdfs_lock_*, docs/locks.md), and their release at close.
  *
- * The kernel hands every POSIX and flock request of this mount to us
- * (FUSE_CAP_POSIX_LOCKS, FUSE_CAP_FLOCK_LOCKS: libfuse turns them on
+ * The kernel hands every POSIX, OFD and flock request of this mount to
+ * us (FUSE_CAP_POSIX_LOCKS, FUSE_CAP_FLOCK_LOCKS: libfuse turns them on
  * because these ops exist) and keeps no lock of its own, so it never
  * unlocks at close either: flush drops the POSIX locks of its
- * lock_owner (every close(2)), release drops the flock lock of the
- * open file (fi->flock_release, once its last descriptor went).
+ * lock_owner (every close(2)); release (once the open file's last
+ * descriptor went) drops its flock lock (fi->flock_release) and the
+ * OFD locks taken through it, which the kernel does not name: lockown.c
+ * remembers which owners locked through which open file.
  * A blocking request (sleep, or flock without LOCK_NB) keeps its loop
  * thread while it retries, and ends with EINTR when the kernel
  * interrupts it (a signal to the waiting process).
@@ -166,11 +168,18 @@ void fs_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		fuse_reply_err(req, 0);
 		return;
 	}
+	if (!ret && l.type != SDFS_LK_UN) {
+		used_add(ino);
+		if (lockown_add(ino, fi->fh, l.owner))
+			ret = -ENOLCK;  /* could not be released at close */
+	}
 	if (!ret) {
-		if (l.type != SDFS_LK_UN)
-			used_add(ino);
 		ret = sleep ? sdfs_lock_wait(the_fs->s, ino, &l, interrupted, req) :
 			      sdfs_lock_set(the_fs->s, ino, &l);
+		/* refused while a release here is dropping locks of the
+		 * file (a process that just exited): ask again after it */
+		if (ret == -EAGAIN && lockown_wait_release(ino))
+			ret = sdfs_lock_set(the_fs->s, ino, &l);
 		if (!ret && l.type != SDFS_LK_UN)
 			granted(ino);
 	}
@@ -204,6 +213,8 @@ void fs_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int 
 		used_add(ino);
 		ret = (op & LOCK_NB) ? sdfs_lock_set(the_fs->s, ino, &l) :
 		      sdfs_lock_wait(the_fs->s, ino, &l, interrupted, req);
+		if (ret == -EAGAIN && lockown_wait_release(ino))
+			ret = sdfs_lock_set(the_fs->s, ino, &l);
 		if (!ret)
 			granted(ino);
 	}
@@ -224,18 +235,31 @@ static void lock_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		if (ret)
 			log_warn("ino=%llu: releasing POSIX locks at close: %s",
 				 (unsigned long long)ino, strerror(-ret));
+		lockown_flushed(ino, fi->fh, fi->lock_owner);
 	}
 	next_flush(req, ino, fi);
 }
 
+static void drop(uint64_t ino, int flock, uint64_t owner)
+{
+	int ret = sdfs_lock_release(the_fs->s, ino, flock ? SDFS_LK_FLOCK : SDFS_LK_POSIX,
+				    owner);
+
+	if (ret)
+		log_warn("ino=%llu: releasing %s at close: %s", (unsigned long long)ino,
+			 flock ? "a flock lock" : "OFD locks", strerror(-ret));
+}
+
 static void lock_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	if (fi->flock_release && used_has(ino)) {
-		int ret = sdfs_lock_release(the_fs->s, ino, SDFS_LK_FLOCK, fi->lock_owner);
+	if (!is_virtual(ino) && used_has(ino)) {
+		uint64_t flock_owner = fi->lock_owner;
+		int n = lockown_release(ino, fi->fh, fi->flock_release ? &flock_owner : NULL,
+					drop);
 
-		if (ret)
-			log_warn("ino=%llu: releasing a flock lock at close: %s",
-				 (unsigned long long)ino, strerror(-ret));
+		if (n)
+			log_debug("ino=%llu: the OFD locks of %d owner(s) released at close",
+				  (unsigned long long)ino, n);
 	}
 	next_release(req, ino, fi);
 }

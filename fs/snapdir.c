@@ -225,6 +225,7 @@ static void w_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void w_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct snapent e;
+	struct ofile *of;
 	struct fnode *n;
 	int ret;
 
@@ -242,7 +243,8 @@ static void w_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	ret = snap_find(ino & ~SNAPFILE_BIT, &e);
 	n = ret ? NULL : fnode_get(the_fs, ino, 0);
-	if (ret || !n) {
+	of = n ? malloc(sizeof(*of)) : NULL;
+	if (ret || !of) {
 		fs_reply_err(req, ret ? ret : -ENOMEM);
 		return;
 	}
@@ -258,14 +260,17 @@ static void w_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pthread_rwlock_unlock(&n->vol_rw);
 	if (ret) {
 		fnode_close(the_fs, n);
+		free(of);
 		fs_reply_err(req, ret == -ENOENT ? -ESTALE : ret);
 		return;
 	}
 	fi->keep_cache = 1;     /* a snapshot never changes */
-	fi->fh = (uint64_t)(uintptr_t)n;
+	of->n = n;
+	fi->fh = (uint64_t)(uintptr_t)of;
 	if (fuse_reply_open(req, fi)) {
 		volf_release(n, O_RDONLY);
 		fnode_close(the_fs, n);
+		free(of);
 	}
 }
 
@@ -434,9 +439,10 @@ static void w_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fs_op_release(req, ino, fi);
 		return;
 	}
-	n = (struct fnode *)(uintptr_t)fi->fh;
+	n = ((struct ofile *)(uintptr_t)fi->fh)->n;
 	volf_release(n, O_RDONLY);
 	fnode_close(the_fs, n);
+	free((struct ofile *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

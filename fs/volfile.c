@@ -42,8 +42,11 @@ int volf_open(struct fnode *n, int flags)
 	pthread_rwlock_wrlock(&n->vol_rw);
 	if (is_write(flags) && !n->vol_wr && !volf_lazy) {
 		holder_desc(desc, sizeof(desc));
+		/* without vol_wait, a grace: the kernel sends the RELEASE
+		 * of the last user's file after that user exited, so a mount
+		 * whose writer just went may hold the lock a moment longer */
 		ret = sdfs_vol_open(the_fs->s, n->ino,
-				    SDFS_VOL_WRITE | (volf_wait ? SDFS_VOL_WAIT : 0),
+				    SDFS_VOL_WRITE | (volf_wait ? SDFS_VOL_WAIT : SDFS_VOL_GRACE),
 				    desc, &n->vol_wr);
 	} else if ((!is_write(flags) || volf_lazy) && !n->vol_rd && !n->vol_wr) {
 		ret = sdfs_vol_open(the_fs->s, n->ino, 0, NULL, &n->vol_rd);

@@ -460,17 +460,21 @@ int sdfs_vol_reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs);
  *
  * Opening with SDFS_VOL_WRITE takes the volume's writer lock in
  * ZooKeeper (-EBUSY if another handle, anywhere, holds it; with
- * SDFS_VOL_WAIT it waits up to the handle's timeout), gets a new token
- * and fences every block daemon with it: a previous writer's writes are
- * refused from then on. If this handle is fenced in turn (its session
- * expired and someone else took the lock) every later write fails with
- * -EPERM. A snapshot taken meanwhile is followed transparently.
- * Read-only handles (no flag) see the live state as of open (reloaded at
- * most every second) or a snapshot.
+ * SDFS_VOL_WAIT it waits up to the handle's timeout, with
+ * SDFS_VOL_GRACE up to SDFS_VOL_GRACE_MS: a holder that is letting go,
+ * e.g. a mount whose last writer just exited, is then no conflict),
+ * gets a new token and fences every block daemon with it: a previous
+ * writer's writes are refused from then on. If this handle is fenced
+ * in turn (its session expired and someone else took the lock) every
+ * later write fails with -EPERM. A snapshot taken meanwhile is
+ * followed transparently. Read-only handles (no flag) see the live
+ * state as of open (reloaded at most every second) or a snapshot.
  */
 struct sdfs_vol;
 #define SDFS_VOL_WRITE 0x1
 #define SDFS_VOL_WAIT  0x2
+#define SDFS_VOL_GRACE 0x4
+#define SDFS_VOL_GRACE_MS 1000
 /* @holder: describes this opener to a refused one (NULL: host and pid). */
 int sdfs_vol_open(struct sdfs *s, uint64_t ino, unsigned flags, const char *holder,
 		  struct sdfs_vol **out);

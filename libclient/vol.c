@@ -176,8 +176,13 @@ static int take_token(struct sdfs_vol *v, unsigned flags)
 	int ret;
 
 	ret = coord_vol_lock_first(c, v->ino, v->lock_node, holder, sizeof(holder));
-	if (ret == -EBUSY && (flags & SDFS_VOL_WAIT))
+	if (ret == -EBUSY && (flags & SDFS_VOL_WAIT)) {
 		ret = coord_vol_lock_wait(c, v->ino, v->lock_node, v->s->timeout_ms);
+	} else if (ret == -EBUSY && (flags & SDFS_VOL_GRACE)) {
+		ret = coord_vol_lock_wait(c, v->ino, v->lock_node, SDFS_VOL_GRACE_MS);
+		if (ret == -ETIMEDOUT)
+			ret = -EBUSY;
+	}
 	if (ret == -EBUSY)
 		log_info("volume ino=%" PRIu64 ": busy, written by %s", v->ino, holder);
 	if (ret)

@@ -586,32 +586,278 @@ Test(locks, ofd_locks_exclude_across_mounts)
 	close(fb);
 }
 
-/* What docs/locks.md promises of an OFD lock nobody unlocks: closing
- * its open file does not release it (the kernel sends no unlock), the
- * end of its mount's session does. */
-Test(locks, ofd_lock_outlives_close_until_its_mount_goes)
+/* A new file /@name made through A; its paths on A and B. */
+static void new_file(const char *name, char *on_a, char *on_b, size_t len)
 {
-	struct vt_mount2 m3;
-	char p3[PATH_MAX], f3[PATH_MAX + 16];
-	int fd, fb, r = -1;
+	int fd;
 
-	snprintf(p3, sizeof(p3), "%s/mnt3", tcluster_dir(tc));
-	vt_mount2_start(tc, &m3, p3, NULL);
-	snprintf(f3, sizeof(f3), "%s/lockfile", m3.path);
-	fd = open(f3, O_RDWR);
-	cr_assert(fd >= 0, "%s: %s", f3, strerror(errno));
-	cr_assert_eq(ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, 0), 0);
+	snprintf(on_a, len, "%s/%s", tcluster_mnt(tc), name);
+	snprintf(on_b, len, "%s/%s", m2.path, name);
+	fd = open(on_a, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	cr_assert(fd >= 0, "create %s: %s", on_a, strerror(errno));
+	cr_assert_eq(write(fd, "0123456789", 10), 10);
 	close(fd);
-	fb = open(pb, O_RDWR);
-	cr_assert(fb >= 0);
-	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 0, 1), -EAGAIN,
-		     "closed: released after all (update docs/locks.md)");
-	vt_mount2_stop(&m3);
+}
+
+/* SIGKILL the locker (it holds what its steps took) and reap it. */
+static void locker_kill(struct locker *l)
+{
+	int st;
+
+	cr_assert_eq(kill(l->pid, SIGKILL), 0);
+	cr_assert_eq(waitpid(l->pid, &st, 0), l->pid);
+	close(l->to_child);
+	close(l->from_child);
+}
+
+/* An OFD lock belongs to its open file description: it stays while any
+ * descriptor of it is open (a dup, a forked child's copy), whatever
+ * else its process closes, and goes with the last one, on every mount
+ * (the kernel sends no unlock for it: mount.sdfs drops it when the
+ * RELEASE of the open file comes). */
+Test(locks, ofd_lock_goes_with_the_last_close_of_its_open_file)
+{
+	char fa[PATH_MAX + 16], fb[PATH_MAX + 16];
+	struct lk_step wait = { LK_OFD_WAIT, F_WRLCK, 0, 0 };
+	struct locker b;
+	int fd, dupfd, other, hold[2], r = -1;
+	pid_t child;
+
+	new_file("ofd-close", fa, fb, sizeof(fa));
+	fd = open(fa, O_RDWR);
+	cr_assert(fd >= 0);
+	cr_assert_eq(ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, 0), 0);
+	dupfd = dup(fd);
+	other = open(fa, O_RDWR);
+	cr_assert(dupfd >= 0 && other >= 0);
+	close(fd);              /* the description stays: dupfd */
+	close(other);           /* another open file of the process */
+	cr_assert(pipe(hold) == 0);
+	child = fork();         /* shares the description */
+	cr_assert(child >= 0);
+	if (child == 0) {
+		char c;
+
+		close(hold[1]);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	close(dupfd);           /* the child's copy is still open */
+	locker_start(&b, fb, &wait, 1);
+	cr_assert_eq(locker_result(&b, 300), -ETIME,
+		     "B got the OFD lock while its open file was still open on A");
+	other = open(fa, O_RDWR);
+	cr_assert(other >= 0);
+	cr_assert_eq(ofd_lock(other, F_OFD_SETLK, F_WRLCK, 0, 1), -EAGAIN);
+	close(other);
+	close(hold[1]);         /* the child exits: the last descriptor goes */
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0,
+		     "the OFD lock stayed after the last close of its open file");
+	/* the same on B: its locker exits without unlocking */
+	locker_end(&b);
+	fd = open(fa, O_RDWR);
+	cr_assert(fd >= 0);
 	for (int64_t end = tnow_ms() + WAIT_MS; r && tnow_ms() < end; tsleep_ms(20))
-		r = ofd_lock(fb, F_OFD_SETLK, F_WRLCK, 0, 1);
-	cr_assert_eq(r, 0, "the unmounted mount's OFD lock stayed");
-	cr_assert_eq(ofd_lock(fb, F_OFD_SETLK, F_UNLCK, 0, 0), 0);
-	close(fb);
+		r = ofd_lock(fd, F_OFD_SETLK, F_WRLCK, 0, 0);
+	cr_assert_eq(r, 0, "B's OFD lock stayed after its process exited");
+	close(fd);
+}
+
+/* QEMU's locks (bytes 100-101 and 201, F_OFD_SETLK) of a process that
+ * is SIGKILLed go with it: another mount waiting for them gets them. */
+Test(locks, ofd_locks_of_a_killed_process_go)
+{
+	char fa[PATH_MAX + 16], fb[PATH_MAX + 16];
+	struct lk_step qemu[] = { { LK_OFD, F_RDLCK, 100, 2 }, { LK_OFD, F_RDLCK, 201, 1 } };
+	struct lk_step wait = { LK_OFD_WAIT, F_WRLCK, 100, 102 };
+	struct locker a, b;
+
+	new_file("ofd-kill", fa, fb, sizeof(fa));
+	locker_start(&a, fa, qemu, 2);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	locker_next(&a);
+	cr_assert_eq(locker_result(&a, WAIT_MS), 0);
+	locker_start(&b, fb, &wait, 1);
+	cr_assert_eq(locker_result(&b, 300), -ETIME, "B got a lock A holds");
+	locker_kill(&a);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0,
+		     "the OFD locks of a SIGKILLed process stayed");
+	locker_end(&b);
+}
+
+/*
+ * Dropping an open file's OFD locks at its RELEASE must not drop the
+ * POSIX locks of a process that locked through it: those went when the
+ * process closed it (flush), and the process may have locked again
+ * through another open file before the RELEASE comes (here: a forked
+ * child keeps the first open file until after the relock). The OFD lock
+ * on byte 1000 tells when that RELEASE was handled.
+ */
+Test(locks, posix_relock_survives_the_release_of_a_closed_open_file)
+{
+	char fa[PATH_MAX + 16], fb[PATH_MAX + 16];
+	struct lk_step wait = { LK_OFD_WAIT, F_WRLCK, 1000, 1 };
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
+			    .l_len = 10 };
+	struct locker b;
+	int fd1, fd2, hold[2];
+	pid_t child;
+
+	new_file("ofd-relock", fa, fb, sizeof(fa));
+	fd1 = open(fa, O_RDWR);
+	cr_assert(fd1 >= 0);
+	cr_assert_eq(ofd_lock(fd1, F_OFD_SETLK, F_WRLCK, 1000, 1), 0);
+	cr_assert_eq(fcntl(fd1, F_SETLK, &fl), 0);
+	cr_assert(pipe(hold) == 0);
+	child = fork();         /* keeps the open file after our close */
+	cr_assert(child >= 0);
+	if (child == 0) {
+		char c;
+
+		close(hold[1]);
+		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(hold[0]);
+	close(fd1);             /* our POSIX lock goes, the OFD lock stays */
+	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), 0, "the close kept the POSIX lock");
+	cr_assert_eq(try_posix(fb, F_WRLCK, 1000, 1), -EAGAIN, "the OFD lock went early");
+	fd2 = open(fa, O_RDWR);
+	cr_assert(fd2 >= 0);
+	cr_assert_eq(fcntl(fd2, F_SETLK, &fl), 0, "relock: %s", strerror(errno));
+	close(hold[1]);         /* the child exits: the first open file's RELEASE */
+	cr_assert_eq(waitpid(child, NULL, 0), child);
+	locker_start(&b, fb, &wait, 1);
+	cr_assert_eq(locker_result(&b, WAIT_MS), 0,
+		     "the OFD lock stayed after the last close of its open file");
+	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), -EAGAIN,
+		     "the RELEASE of the first open file dropped its process's new POSIX lock");
+	locker_end(&b);
+	close(fd2);
+	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), 0, "the close did not unlock");
+}
+
+/* ---- QEMU on a volume file (docs/locks.md, "OFD locks") ---- */
+
+#define QEMU_IMG "/usr/bin/qemu-img"
+#define QEMU_IO "/usr/bin/qemu-io"
+
+/* Run @argv until it exits 0 (QEMU's lock may still be held for a
+ * moment: the kernel's RELEASE of the last user's file is sent after
+ * its exit), up to WAIT_MS; its last status, output logged. */
+static int run_until_ok(char **argv)
+{
+	char *out = NULL, line[512];
+	int st = -1, tries = 0;
+	size_t off = 0;
+
+	for (int i = 0; argv[i] && off + 2 < sizeof(line); i++)
+		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "",
+					argv[i]);
+	for (int64_t end = tnow_ms() + WAIT_MS; st && tnow_ms() < end; tries++) {
+		if (tries)
+			tsleep_ms(50);
+		free(out);
+		out = NULL;
+		st = vt_run(argv, &out, VT_CMD_MS);
+	}
+	cr_log_info("%.400s: exit %d after %d tries\n%.2000s", line, st, tries,
+		    out ? out : "");
+	free(out);
+	return st;
+}
+
+/* qemu-io -f qcow2 on @path, interactive: it opens the image, takes
+ * its locks and waits for commands on a pipe that never sends one. */
+static pid_t qemu_io_hold(const char *path, const char *log_path, int *keep)
+{
+	int in[2], log = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	pid_t pid;
+
+	cr_assert(log >= 0 && pipe(in) == 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(log, 1);
+		dup2(log, 2);
+		close_range(3, ~0u, 0);
+		execl(QEMU_IO, "qemu-io", "-f", "qcow2", path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(log);
+	*keep = in[1];
+	return pid;
+}
+
+/*
+ * The issue's case: once QEMU had a volume file open, nothing could
+ * open it for writing again until its mount ended. A qcow2 image in a
+ * volume file, held by qemu-io as a VM holds its disk (QEMU's OFD
+ * locks, locking=auto: bytes 100-101 and 103 for what it does, 201 and
+ * 203 for what it does not let others do, writing and resizing) and by
+ * the mount's writer lock, is SIGKILLed; then qemu-io must open the
+ * image for writing, on the other mount (round 0) and on the same one
+ * (round 1), and qemu-img check it.
+ */
+Test(locks, qemu_reopens_a_volume_file_after_a_kill)
+{
+	char va[PATH_MAX + 16], vb[PATH_MAX + 16], log[PATH_MAX];
+	struct flock fl;
+	int keep, st, seen = 0;
+	pid_t q;
+
+	if (access(QEMU_IO, X_OK) || access(QEMU_IMG, X_OK))
+		cr_skip_test("%s or %s missing (apt-get install qemu-utils)", QEMU_IMG, QEMU_IO);
+	vt_create(tc, "vm.img", 64 << 20, 0, NULL);
+	snprintf(va, sizeof(va), "%s/vm.img", tcluster_mnt(tc));
+	snprintf(vb, sizeof(vb), "%s/vm.img", m2.path);
+	snprintf(log, sizeof(log), "%s/qemu-io.log", tcluster_dir(tc));
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IMG, "create", "-f", "qcow2", va, "32M",
+					      NULL }), 0);
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2", va, "-c",
+					      "write -P 1 0 4k", NULL }), 0);
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2", vb, "-c",
+					      "read -P 1 0 4k", "-c", "write -P 2 4k 4k",
+					      NULL }), 0);
+	for (int round = 0; round < 2; round++) {
+		/* a VM on A that dies holding its disk */
+		q = qemu_io_hold(va, log, &keep);
+		for (int64_t end = tnow_ms() + WAIT_MS; !seen && tnow_ms() < end;
+		     tsleep_ms(20)) {
+			/* read-only: B cannot open it for writing now */
+			int fd = open(vb, O_RDONLY);
+
+			cr_assert_eq(waitpid(q, &st, WNOHANG), 0, "qemu-io on A exited (%s)", log);
+			fl = (struct flock){ .l_type = F_WRLCK, .l_whence = SEEK_SET,
+					     .l_start = 201, .l_len = 1 };
+			cr_assert(fd >= 0, "%s: %s", vb, strerror(errno));
+			cr_assert_eq(fcntl(fd, F_OFD_GETLK, &fl), 0, "F_OFD_GETLK: %s",
+				     strerror(errno));
+			close(fd);
+			seen = fl.l_type != F_UNLCK;
+		}
+		cr_assert(seen, "qemu-io on A took no lock on byte 201 (%s)", log);
+		seen = 0;
+		cr_assert_eq(kill(q, SIGKILL), 0);
+		cr_assert_eq(waitpid(q, &st, 0), q);
+		close(keep);
+		/* the next user opens it for writing */
+		cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2",
+						      round ? va : vb, "-c",
+						      "write -P 3 0 4k", NULL }), 0,
+			     "qemu-io cannot open the image SIGKILLed on A (round %d)", round);
+	}
+	st = run_until_ok((char *[]){ QEMU_IMG, "check", "-f", "qcow2", vb, NULL });
+	cr_assert(st == 0 || st == 3, "qemu-img check: exit %d", st);      /* 3: leaks */
+	cr_assert_eq(run_until_ok((char *[]){ QEMU_IO, "-f", "qcow2", vb, "-c",
+					      "read -P 3 0 4k", "-c", "read -P 2 4k 4k",
+					      NULL }), 0);
 }
 
 /* ---- SQLite from both mounts at once ---- */

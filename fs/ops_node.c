@@ -243,7 +243,9 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	}
 	/* a user's setattr always moves ctime (utimes of atime alone too) */
 	sa.mask |= SDFS_SETATTR_CTIME;
-	ret = sdfs_ns_setattr(the_fs->s, ino, &sa, &st);
+	/* an empty chunk report: a size grown here writes nothing (the
+	 * mds keeps counting the file's space) */
+	ret = sdfs_ns_setattr_chunks(the_fs->s, ino, &sa, NULL, 0, &st);
 	if (ret) {
 		fs_reply_err(req, ret);
 		return;
@@ -445,7 +447,7 @@ void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	v.f_frsize = sf.bsize;
 	v.f_blocks = sf.bytes_total / sf.bsize;
 	v.f_bfree = sf.bytes_free / sf.bsize;
-	v.f_bavail = v.f_bfree;
+	v.f_bavail = sf.bytes_avail / sf.bsize;
 	v.f_files = sf.files + sf.files_free;
 	v.f_ffree = sf.files_free;
 	v.f_favail = sf.files_free;

@@ -1364,6 +1364,16 @@ int objstore_space(const struct objstore *s, uint64_t *used, uint64_t *total)
 	return 0;
 }
 
+int objstore_avail(const struct objstore *s, uint64_t *avail)
+{
+	struct statvfs sv;
+
+	if (fstatvfs(s->obj_fd, &sv) < 0)
+		return -errno;
+	*avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	return 0;
+}
+
 int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *version,
 		  int *deleted)
 {

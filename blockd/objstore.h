@@ -142,4 +142,7 @@ int objstore_path(const struct objstore *s, uint64_t oid, char *buf, size_t len)
 
 /* Bytes used and total of the filesystem holding the store. */
 int objstore_space(const struct objstore *s, uint64_t *used, uint64_t *total);
+/* Bytes the daemon may still write there: statvfs f_bavail (the blocks
+ * the filesystem keeps for root are not the daemon's to fill). */
+int objstore_avail(const struct objstore *s, uint64_t *avail);
 #endif

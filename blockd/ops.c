@@ -354,6 +354,7 @@ static void op_node_info(struct work *w)
 		first = 0;
 	} while (n == 4096);
 	objstore_space(r->bd->store, &ni.used_bytes, &ni.total_bytes);
+	objstore_avail(r->bd->store, &ni.avail_bytes);
 	/* node_id, epoch and counters are filled on the loop thread */
 	r->out = malloc(sizeof(ni));
 	if (!r->out) {
@@ -361,7 +362,8 @@ static void op_node_info(struct work *w)
 		return;
 	}
 	memcpy(r->out, &ni, sizeof(ni));
-	r->out_len = sizeof(ni);
+	/* a 1.1..1.5 peer wants exactly the 128 bytes it knows */
+	r->out_len = r->h.minor >= 7 ? sizeof(ni) : SDFS_NODE_INFO_V11_SIZE;
 }
 
 static const struct op_desc ops[SDFS_OP_MAX] = {

@@ -201,11 +201,13 @@ void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out)
 	put64(out + 104, ni->rec_extra);
 	put64(out + 112, ni->rec_elapsed_ms);
 	put64(out + 120, ni->moved_objs);
+	put64(out + 128, ni->avail_bytes);
 }
 
 int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info *ni)
 {
-	if (len != sizeof(*ni) && len != SDFS_NODE_INFO_V10_SIZE)
+	if (len != sizeof(*ni) && len != SDFS_NODE_INFO_V11_SIZE &&
+	    len != SDFS_NODE_INFO_V10_SIZE)
 		return -EPROTO;
 	memset(ni, 0, sizeof(*ni));
 	ni->node_id = get32(in + 0);
@@ -216,6 +218,9 @@ int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info 
 	ni->requests = get64(in + 32);
 	ni->errors = get64(in + 40);
 	ni->max_obj_size = get32(in + 48);
+	/* before 1.7: what is free is all a node tells */
+	ni->avail_bytes = ni->total_bytes > ni->used_bytes ?
+			  ni->total_bytes - ni->used_bytes : 0;
 	if (len == SDFS_NODE_INFO_V10_SIZE)
 		return 0;       /* a 1.0 node: no recovery fields */
 	ni->rec_epoch = get32(in + 56);
@@ -228,6 +233,8 @@ int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info 
 	ni->rec_extra = get64(in + 104);
 	ni->rec_elapsed_ms = get64(in + 112);
 	ni->moved_objs = get64(in + 120);
+	if (len == sizeof(*ni))
+		ni->avail_bytes = get64(in + 128);
 	return 0;
 }
 
@@ -410,6 +417,14 @@ ssize_t proto_dirent_decode(const uint8_t *in, size_t len, int plus,
 	return (ssize_t)need;
 }
 
+void proto_ns_chunks_encode(const uint64_t *chunks, uint32_t n, uint8_t *out)
+{
+	put32(out + 0, SDFS_NS_CHUNKS_MAGIC);
+	put32(out + 4, n);
+	for (uint32_t i = 0; i < n; i++)
+		put64(out + SDFS_NS_CHUNKS_HDR + 8ull * i, chunks[i]);
+}
+
 void proto_ns_statfs_encode(const struct sdfs_ns_statfs *s, uint8_t *out)
 {
 	put64(out + 0, s->bytes_total);
@@ -418,11 +433,12 @@ void proto_ns_statfs_encode(const struct sdfs_ns_statfs *s, uint8_t *out)
 	put64(out + 24, s->files_free);
 	put32(out + 32, s->bsize);
 	put32(out + 36, s->name_max);
+	put64(out + 40, s->bytes_avail);
 }
 
 int proto_ns_statfs_decode(const uint8_t *in, size_t len, struct sdfs_ns_statfs *s)
 {
-	if (len != SDFS_NS_STATFS_SIZE)
+	if (len != SDFS_NS_STATFS_SIZE && len != SDFS_NS_STATFS_SIZE_1_6)
 		return -EPROTO;
 	s->bytes_total = get64(in + 0);
 	s->bytes_free = get64(in + 8);
@@ -430,6 +446,7 @@ int proto_ns_statfs_decode(const uint8_t *in, size_t len, struct sdfs_ns_statfs 
 	s->files_free = get64(in + 24);
 	s->bsize = get32(in + 32);
 	s->name_max = get32(in + 36);
+	s->bytes_avail = len == SDFS_NS_STATFS_SIZE ? get64(in + 40) : s->bytes_free;
 	return 0;
 }
 

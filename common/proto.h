@@ -41,7 +41,9 @@ const char *proto_op_name(unsigned op);         /* "OBJ_READ", or "?" */
 
 /* Fixed payload structs: host <-> wire. Decoders return -EPROTO on bad
  * lengths; obj_stat also checks path_len against the bytes present;
- * node_info accepts the 1.0 size too (recovery fields then zero). */
+ * node_info accepts the 1.0 and 1.1..1.5 sizes too (recovery fields
+ * then zero; avail_bytes total - used), ns_statfs the 1.5 size
+ * (bytes_avail = bytes_free). */
 void proto_obj_stat_encode(const struct sdfs_obj_stat *s, uint8_t *out);
 int proto_obj_stat_decode(const uint8_t *in, size_t len, struct sdfs_obj_stat *s);
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out);
@@ -80,6 +82,9 @@ ssize_t proto_dirent_decode(const uint8_t *in, size_t len, int plus,
  * with one, bytes missing); *@iv's name points into @in. */
 size_t proto_inval_encode(const struct sdfs_inval *iv, uint8_t *out);
 ssize_t proto_inval_decode(const uint8_t *in, size_t len, struct sdfs_inval *iv);
+/* A SETATTR's chunk report (sdfs_ns_chunks): SDFS_NS_CHUNKS_HDR + 8 * @n
+ * bytes into @out. */
+void proto_ns_chunks_encode(const uint64_t *chunks, uint32_t n, uint8_t *out);
 void proto_ns_statfs_encode(const struct sdfs_ns_statfs *s, uint8_t *out);
 int proto_ns_statfs_decode(const uint8_t *in, size_t len, struct sdfs_ns_statfs *s);
 void proto_mds_info_encode(const struct sdfs_mds_info *m, uint8_t *out);

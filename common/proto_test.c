@@ -700,6 +700,7 @@ Test(proto_node_info, round_trips_every_field)
 			.total_bytes = rng_next(&seed), .requests = rng_next(&seed),
 			.errors = rng_next(&seed), .max_obj_size = (uint32_t)rng_next(&seed),
 			.reserved = (uint32_t)rng_next(&seed),
+			.avail_bytes = rng_next(&seed),
 		}, out;
 
 		proto_node_info_encode(&in, buf);
@@ -717,7 +718,24 @@ Test(proto_node_info, round_trips_every_field)
 		cr_assert_eq(out.requests, in.requests);
 		cr_assert_eq(out.errors, in.errors);
 		cr_assert_eq(out.max_obj_size, in.max_obj_size);
+		cr_assert_eq(out.avail_bytes, in.avail_bytes);
 	}
+}
+
+Test(proto_node_info, an_older_node_s_avail_is_its_free_space)
+{
+	struct sdfs_node_info in = { .used_bytes = 300, .total_bytes = 1000,
+				     .avail_bytes = 5 }, out;
+	uint8_t buf[sizeof(struct sdfs_node_info)];
+
+	proto_node_info_encode(&in, buf);
+	cr_assert_eq(ref_get(buf + 128, 8), 5);
+	cr_assert_eq(proto_node_info_decode(buf, SDFS_NODE_INFO_V11_SIZE, &out), 0);
+	cr_assert_eq(out.avail_bytes, 700);
+	cr_assert_eq(proto_node_info_decode(buf, SDFS_NODE_INFO_V10_SIZE, &out), 0);
+	cr_assert_eq(out.avail_bytes, 700);
+	cr_assert_eq(proto_node_info_decode(buf, sizeof(buf), &out), 0);
+	cr_assert_eq(out.avail_bytes, 5);
 }
 
 Test(proto_node_info, rejects_wrong_lengths)
@@ -727,6 +745,7 @@ Test(proto_node_info, rejects_wrong_lengths)
 
 	for (size_t len = 0; len <= sizeof(buf); len++) {
 		int want = len == sizeof(struct sdfs_node_info) ||
+			   len == SDFS_NODE_INFO_V11_SIZE ||
 			   len == SDFS_NODE_INFO_V10_SIZE ? 0 : -EPROTO;
 
 		cr_assert_eq(proto_node_info_decode(buf, len, &out), want, "len %zu", len);
@@ -1059,7 +1078,7 @@ Test(proto_ns_statfs, round_trips_and_wants_its_exact_size)
 {
 	struct sdfs_ns_statfs in = { .bytes_total = 0x0102030405060708ull,
 		.bytes_free = 2, .files = 3, .files_free = UINT64_MAX,
-		.bsize = 4096, .name_max = SDFS_NAME_MAX }, out;
+		.bsize = 4096, .name_max = SDFS_NAME_MAX, .bytes_avail = 1 }, out;
 	uint8_t buf[SDFS_NS_STATFS_SIZE + 8] = { 0 };
 
 	proto_ns_statfs_encode(&in, buf);
@@ -1069,9 +1088,15 @@ Test(proto_ns_statfs, round_trips_and_wants_its_exact_size)
 	cr_assert_eq(ref_get(buf + 24, 8), UINT64_MAX);
 	cr_assert_eq(ref_get(buf + 32, 4), 4096);
 	cr_assert_eq(ref_get(buf + 36, 4), SDFS_NAME_MAX);
+	cr_assert_eq(ref_get(buf + 40, 8), 1);
 	for (size_t len = 0; len <= sizeof(buf); len++)
 		cr_assert_eq(proto_ns_statfs_decode(buf, len, &out),
-			     len == SDFS_NS_STATFS_SIZE ? 0 : -EPROTO, "len %zu", len);
+			     len == SDFS_NS_STATFS_SIZE || len == SDFS_NS_STATFS_SIZE_1_6 ?
+			     0 : -EPROTO, "len %zu", len);
+	cr_assert_eq(proto_ns_statfs_decode(buf, SDFS_NS_STATFS_SIZE_1_6, &out), 0);
+	cr_assert_eq(out.bytes_avail, 2, "a 1.5 mds: avail is free");
+	cr_assert_eq(proto_ns_statfs_decode(buf, SDFS_NS_STATFS_SIZE, &out), 0);
+	cr_assert_eq(out.bytes_avail, 1);
 	cr_assert_eq(out.bytes_total, in.bytes_total);
 	cr_assert_eq(out.bytes_free, in.bytes_free);
 	cr_assert_eq(out.files, in.files);

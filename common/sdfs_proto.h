@@ -33,6 +33,13 @@
  *        may carry the creator's umask (SDFS_NS_UMASK) for the mds to
  *        apply where the directory has no default ACL; SETXATTR of an
  *        access ACL may say SDFS_NS_XATTR_KILL_SGID.
+ *   1.7  space (docs/mount.md "Space"): sdfs_node_info.avail_bytes (136
+ *        bytes, sent to requests of minor >= 7 only; 128 to older ones),
+ *        sdfs_ns_statfs.bytes_avail (48 bytes, sent only when the
+ *        request has SDFS_NS_STATFS_AVAIL; 40 otherwise), a SETATTR's
+ *        data may carry an sdfs_ns_chunks report (an older mds ignores
+ *        it), and sdfs_attr.blocks of a regular file counts its data
+ *        objects, not its size.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -42,7 +49,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 6              /* bump = additions only */
+#define SDFS_PROTO_MINOR 7              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -272,8 +279,13 @@ struct sdfs_node_info {
 	uint64_t rec_extra;     /* copies held here that placement moved away */
 	uint64_t rec_elapsed_ms;/* since the pass started */
 	uint64_t moved_objs;    /* objects fetched by recovery since start */
+	/* 1.7: what the store's filesystem lets the daemon still write
+	 * (statvfs f_bavail: without the blocks kept for root), less
+	 * nothing else: blockd keeps no reserve of its own */
+	uint64_t avail_bytes;
 };
 #define SDFS_NODE_INFO_V10_SIZE 56u
+#define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */
 
 /* ---- namespace (1.2) ---- */
 #define SDFS_NAME_MAX      255u
@@ -482,7 +494,9 @@ struct sdfs_attr {
 	uint64_t ino;
 	uint64_t gen;           /* with ino, unique forever */
 	uint64_t size;
-	uint64_t blocks;        /* 512-byte units */
+	uint64_t blocks;        /* 512-byte units of space the data takes
+				   (1.6, regular files: data objects, not
+				   size; docs/mount.md "Space") */
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	uint64_t parent;        /* directories: the parent (root: itself) */
 	uint32_t mode, nlink, uid, gid, rdev;
@@ -512,8 +526,29 @@ struct sdfs_ns_statfs {
 	uint64_t bytes_total, bytes_free;       /* usable, after replication */
 	uint64_t files, files_free;
 	uint32_t bsize, name_max;
+	/* 1.7, only with SDFS_NS_STATFS_AVAIL in the request's flags: what
+	 * unprivileged writers can use (the data filesystems' f_bavail
+	 * summed, / copies); decoded from a 40-byte reply as bytes_free */
+	uint64_t bytes_avail;
 };
-#define SDFS_NS_STATFS_SIZE 40u
+#define SDFS_NS_STATFS_SIZE 48u
+#define SDFS_NS_STATFS_SIZE_1_6 40u
+#define SDFS_NS_STATFS_AVAIL 0x1u       /* STATFS request flag (1.7) */
+
+/*
+ * A SETATTR's data (1.7): the data objects (chunks) of a regular file
+ * the client made or removed since its last report, so the mds can
+ * count the file's space (sdfs_attr.blocks). le32 magic
+ * SDFS_NS_CHUNKS_MAGIC, le32 count, then count le64 entries: a chunk
+ * index, with SDFS_NS_CHUNK_GONE set when that chunk's object was
+ * removed (a punched hole). A SETATTR from a writer without it (an
+ * older client pushing a size or mtime) makes the mds stop counting
+ * that file: its blocks go back to size / 512.
+ */
+#define SDFS_NS_CHUNKS_MAGIC 0x4b4e4843u /* "CHNK" as a LE uint32 */
+#define SDFS_NS_CHUNKS_HDR 8u
+#define SDFS_NS_CHUNKS_MAX 8192u         /* entries in one report */
+#define SDFS_NS_CHUNK_GONE (1ull << 63)
 
 struct sdfs_mds_info {
 	uint64_t epoch;         /* the MDS epoch this active serves */
@@ -533,5 +568,5 @@ struct sdfs_mds_info {
 };
 #define SDFS_MDS_INFO_SIZE 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
-static_assert(sizeof(struct sdfs_node_info) == 128, "node_info is 128 bytes");
+static_assert(sizeof(struct sdfs_node_info) == 136, "node_info is 136 bytes");
 #endif

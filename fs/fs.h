@@ -11,6 +11,7 @@
  *   ops_lock.c  getlk, setlk, flock (served by the mds), unlock at close
  *   lockown.c   which lock owners locked through which open file
  *   inval.c     invalidations pushed by the mds, applied to the kernel
+ *   space.c     the chunks written or punched here, told to the mds
  *
  * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
  * both sides), generations the low 32 bits of the inode's gen. The mds
@@ -47,6 +48,12 @@ struct fs {
 	size_t open_nodes;              /* fnodes with opens > 0 (under lock) */
 };
 
+/* Chunk indices, SDFS_CHUNK_GONE set for a removed one (space.c). */
+struct space_list {
+	uint64_t *e;
+	size_t n, cap;
+};
+
 /* What this client knows of an inode the kernel holds (inode.c). */
 struct fnode {
 	uint64_t ino;
@@ -62,6 +69,8 @@ struct fnode {
 	uint64_t *dirty;                /* chunks written since the last fsync */
 	size_t ndirty, cap_dirty;
 	int sync_lost;                  /* a dirty chunk was not recorded (ENOMEM) */
+	struct space_list made;         /* chunks made or punched here since
+					   the last push (space.c) */
 	int64_t nocaps_until;           /* monotonic ns: "no security.capability"
 					   known until then (the kernel asks on
 					   every write) */
@@ -140,6 +149,20 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime);
 /* fsync: flush the dirty chunks on every replica, then push (the size
  * only, with @datasync). */
 int fnode_sync(struct fs *fs, struct fnode *n, int datasync);
+
+/*
+ * space.c. note: chunk @chunk of @n was written here (or, @gone, its
+ * object removed); overlay: add what is noted to @out's blocks (as an
+ * upper bound: a written chunk may have had data), both with n->lock
+ * held. push: setattr @sa with what is noted (in order; kept for the
+ * next push on failure), the mds's answer in @st; 1 if there was
+ * nothing to send, else 0 or -errno. free: at the node's end.
+ */
+void space_note(struct fnode *n, uint64_t chunk, int gone);
+void space_overlay(struct fnode *n, struct sdfs_stat *out);
+int space_push(struct fs *fs, struct fnode *n, const struct sdfs_setattr *sa,
+	       struct sdfs_stat *st);
+void space_free(struct fnode *n);
 
 /* Attributes for the kernel. fs_entry's timeouts are judged against
  * the thread's mark (inval_begin). */

@@ -88,6 +88,7 @@ static void maybe_free(struct fs *fs, struct fnode *n)
 	pthread_cond_destroy(&n->atime_done);
 	pthread_rwlock_destroy(&n->vol_rw);
 	free(n->dirty);
+	space_free(n);
 	free(n);
 }
 
@@ -232,10 +233,9 @@ void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 			n->pending_size = 0;
 	}
 	*out = *st;
-	if (n->pending_size > out->size) {
+	if (n->pending_size > out->size)
 		out->size = n->pending_size;
-		out->blocks = (out->size + 511) / 512;
-	}
+	space_overlay(n, out);
 	if (n->hidden_dir && out->nlink == 1)
 		out->nlink = 0;         /* unlinked while open: kept hidden */
 	if (n->mtime_dirty && n->wrote_ns > out->mtime_ns)
@@ -286,9 +286,11 @@ void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len)
 		n->pending_size = end;
 	n->mtime_dirty = 1;
 	n->wrote_ns = wall_ns();
-	for (uint64_t c = off / osz; c <= (end - 1) / osz; c++)
+	for (uint64_t c = off / osz; c <= (end - 1) / osz; c++) {
 		if (mark_dirty(n, c))
 			n->sync_lost = 1;
+		space_note(n, c, 0);
+	}
 	pthread_mutex_unlock(&n->lock);
 }
 
@@ -317,9 +319,10 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
 		n->mtime_dirty = 0;
 	}
 	pthread_mutex_unlock(&n->lock);
-	if (!sa.mask)
-		return 0;
-	ret = sdfs_ns_setattr(fs->s, n->ino, &sa, &st);
+	/* with the chunks written or punched here since the last push */
+	ret = space_push(fs, n, &sa, &st);
+	if (ret > 0)
+		return 0;       /* nothing to tell */
 	pthread_mutex_lock(&n->lock);
 	if (ret) {
 		if (sa.mask & SDFS_SETATTR_MTIME_NOW)

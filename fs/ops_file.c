@@ -380,6 +380,9 @@ static int punch(struct fnode *n, const struct sdfs_stat *st, uint64_t off, uint
 			ret = sdfs_obj_remove(the_fs->s, oid);
 			if (ret && ret != -ENOENT)
 				return ret;
+			pthread_mutex_lock(&n->lock);
+			space_note(n, c, 1);    /* told to the mds at the push */
+			pthread_mutex_unlock(&n->lock);
 			continue;
 		}
 		ret = sdfs_obj_stat(the_fs->s, oid, &info);

@@ -65,6 +65,7 @@ static void status_from_info(const struct sdfs_node_info *ni, struct sdfs_node_s
 	st->objects = ni->objects;
 	st->used_bytes = ni->used_bytes;
 	st->total_bytes = ni->total_bytes;
+	st->avail_bytes = ni->avail_bytes;
 	st->requests = ni->requests;
 	st->errors = ni->errors;
 	st->rec_epoch = ni->rec_epoch;

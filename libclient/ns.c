@@ -118,6 +118,32 @@ static void mode_umask(struct sdfs_ns_req *r, uint32_t mode)
 		r->flags = SDFS_NS_UMASK | ((mode >> 16) & 0777u);
 }
 
+static_assert(SDFS_CHUNK_GONE == SDFS_NS_CHUNK_GONE, "chunk gone bit");
+static_assert(SDFS_CHUNKS_MAX == SDFS_NS_CHUNKS_MAX, "chunks in a report");
+
+int sdfs_ns_setattr_chunks(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
+			   const uint64_t *chunks, size_t n, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = {
+		.ino = ino, .flags = sa->mask, .mode = sa->mode, .uid = sa->uid,
+		.gid = sa->gid, .arg = sa->size, .atime_ns = sa->atime_ns,
+		.mtime_ns = sa->mtime_ns,
+	};
+	uint8_t *d;
+	int ret;
+
+	if (n > SDFS_CHUNKS_MAX)
+		return -EINVAL;
+	d = malloc(SDFS_NS_CHUNKS_HDR + 8 * n);
+	if (!d)
+		return -ENOMEM;
+	proto_ns_chunks_encode(chunks, (uint32_t)n, d);
+	r.data_len = (uint32_t)(SDFS_NS_CHUNKS_HDR + 8 * n);
+	ret = ns_call_attr(s, SDFS_OP_NS_SETATTR, &r, NULL, NULL, d, st);
+	free(d);
+	return ret;
+}
+
 int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 		  uint32_t rdev, uint32_t uid, uint32_t gid, struct sdfs_stat *st)
 {
@@ -257,6 +283,7 @@ static int dec_statfs(const uint8_t *in, uint32_t len, void *out)
 		return ret;
 	st->bytes_total = sf.bytes_total;
 	st->bytes_free = sf.bytes_free;
+	st->bytes_avail = sf.bytes_avail;
 	st->files = sf.files;
 	st->files_free = sf.files_free;
 	st->bsize = sf.bsize;
@@ -266,7 +293,7 @@ static int dec_statfs(const uint8_t *in, uint32_t len, void *out)
 
 int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st)
 {
-	struct sdfs_ns_req r = { 0 };
+	struct sdfs_ns_req r = { .flags = SDFS_NS_STATFS_AVAIL };
 
 	return ns_call_one(s, SDFS_OP_NS_STATFS, &r, NULL, NULL, NULL, dec_statfs, st);
 }

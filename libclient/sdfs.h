@@ -81,6 +81,8 @@ struct sdfs_node_status {
 	int reachable;          /* answered NODE_INFO just now */
 	uint64_t epoch;         /* the epoch the node knows */
 	uint64_t objects, used_bytes, total_bytes, requests, errors;
+	uint64_t avail_bytes;   /* its data filesystem's statvfs f_bavail
+				   (from a node before 1.6: total - used) */
 	/* Recovery, as of its pass at rec_epoch (all 0 from a 1.0 node). */
 	uint64_t rec_epoch;     /* epoch of its current or last pass */
 	uint64_t clean_epoch;   /* last epoch whose pass left nothing to do */
@@ -265,6 +267,18 @@ int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_s
 int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st);
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		    struct sdfs_stat *st);
+/*
+ * setattr, with a report of the data objects (chunks, @chunks[i] the
+ * chunk index; with SDFS_CHUNK_GONE set: removed, a punched hole) this
+ * client made in regular file @ino since its last report: the mds
+ * counts the file's space from them (st_blocks, docs/mount.md "Space").
+ * A writer pushing a size sends one, even with @n 0; at most
+ * SDFS_CHUNKS_MAX entries (-EINVAL). An mds before 1.6 ignores it.
+ */
+#define SDFS_CHUNK_GONE (1ull << 63)
+#define SDFS_CHUNKS_MAX 8192u
+int sdfs_ns_setattr_chunks(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
+			   const uint64_t *chunks, size_t n, struct sdfs_stat *st);
 /* Regular files, fifos, sockets, devices: @mode has the type bits
  * (S_IFREG when none). @st may be NULL in every call that fills one.
  * A directory's default ACL (docs/acl.md) masks @mode and becomes the
@@ -311,6 +325,9 @@ int sdfs_ns_readdir(struct sdfs *s, uint64_t dir, uint64_t cookie, int plus,
 
 struct sdfs_statfs {
 	uint64_t bytes_total, bytes_free;       /* usable, after replication */
+	uint64_t bytes_avail;   /* ...what the daemons may still write (their
+				   data filesystems' f_bavail) / copies; <=
+				   bytes_free (an mds before 1.6: = free) */
 	uint64_t files, files_free;
 	uint32_t bsize, name_max;
 };

@@ -124,6 +124,11 @@ int inode_get(struct ns *ns, uint64_t ino, struct inode *in)
 	proto_attr_decode((const uint8_t *)v, vlen, &in->a);
 	in->next_seq = le64_get((const uint8_t *)v + SDFS_ATTR_SIZE);
 	free(v);
+	in->chunks = 0;
+	if (S_ISREG(in->a.mode) && in->a.layout != SDFS_LAYOUT_VOL)
+		in->chunks = in->a.blocks & SPACE_COUNTED ?
+			     in->a.blocks & ~SPACE_COUNTED : SPACE_UNKNOWN;
+	in->a.blocks = space_blocks(in);
 	return 0;
 }
 
@@ -132,8 +137,10 @@ void inode_put(struct kvbatch *b, const struct inode *in)
 	uint8_t k[16], v[INODE_REC_SIZE];
 	struct sdfs_attr a = in->a;
 
-	if (S_ISREG(a.mode))
-		a.blocks = (a.size + 511) / 512;
+	a.blocks = 0;
+	if (S_ISREG(a.mode))    /* an older mds ignores it: size / 512 */
+		a.blocks = in->chunks == SPACE_UNKNOWN || a.layout == SDFS_LAYOUT_VOL ?
+			   (a.size + 511) / 512 : SPACE_COUNTED | in->chunks;
 	proto_attr_encode(&a, v);
 	le64_put(v + SDFS_ATTR_SIZE, in->next_seq);
 	kvbatch_put(b, k, key_inode(k, in->a.ino), v, sizeof(v));
@@ -347,8 +354,7 @@ int reply_attr_f(struct ns_reply *rep, const struct inode *in, uint32_t flags)
 	struct sdfs_attr a = in->a;
 
 	a.flags = flags;
-	if (S_ISREG(a.mode))
-		a.blocks = (a.size + 511) / 512;
+	a.blocks = space_blocks(in);
 	rep->data = malloc(SDFS_ATTR_SIZE);
 	if (!rep->data)
 		return -ENOMEM;
@@ -360,6 +366,21 @@ int reply_attr_f(struct ns_reply *rep, const struct inode *in, uint32_t flags)
 int reply_attr(struct ns_reply *rep, const struct inode *in)
 {
 	return reply_attr_f(rep, in, 0);
+}
+
+int reply_attr_ns(struct ns *ns, struct ns_reply *rep, const struct inode *in,
+		  uint32_t flags)
+{
+	struct sdfs_attr a;
+
+	space_attr(ns, in, &a);
+	a.flags = flags;
+	rep->data = malloc(SDFS_ATTR_SIZE);
+	if (!rep->data)
+		return -ENOMEM;
+	proto_attr_encode(&a, rep->data);
+	rep->len = SDFS_ATTR_SIZE;
+	return 0;
 }
 
 static void kv_log(int level, const char *msg)
@@ -525,7 +546,7 @@ static int exec_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r
 			 struct kvbatch *b, struct ns_reply *rep)
 {
 	switch (op) {
-	case SDFS_OP_NS_SETATTR: return op_setattr(ns, r, b, rep);
+	case SDFS_OP_NS_SETATTR: return op_setattr(ns, r, data, b, rep);
 	case SDFS_OP_NS_MKNOD:
 	case SDFS_OP_NS_MKDIR:
 	case SDFS_OP_NS_SYMLINK: return op_mknod(ns, op, r, name, data, b, rep);
@@ -598,7 +619,7 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 		case SDFS_OP_NS_GETATTR: return op_getattr(ns, req, rep);
 		case SDFS_OP_NS_READLINK: return op_readlink(ns, req, rep);
 		case SDFS_OP_NS_READDIR: return op_readdir(ns, req, rep);
-		case SDFS_OP_NS_STATFS: return op_statfs(ns, rep);
+		case SDFS_OP_NS_STATFS: return op_statfs(ns, req, rep);
 		case SDFS_OP_NS_GETXATTR: return op_getxattr(ns, req, name, rep);
 		case SDFS_OP_NS_LISTXATTR: return op_listxattr(ns, req, rep);
 		case SDFS_OP_NS_INFO: return op_info(ns, rep);

@@ -50,6 +50,7 @@ int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 		const uint8_t *k = (const uint8_t *)kviter_key(it, &klen);
 		const uint8_t *v = (const uint8_t *)kviter_value(it, &vlen);
 		struct sdfs_dirent d;
+		struct sdfs_attr a;
 		struct inode in;
 		size_t need;
 
@@ -75,10 +76,11 @@ int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 			ret = inode_get(ns, d.ino, &in);
 			if (ret)
 				continue;       /* removed meanwhile */
-			in.a.flags = f;
+			space_attr(ns, &in, &a);
+			a.flags = f;
 		}
 		used += proto_dirent_encode(&d, (const char *)v + 12,
-					    plus ? &in.a : NULL, rep->data + used);
+					    plus ? &a : NULL, rep->data + used);
 	}
 	kviter_free(it);
 	if (used == 0 && rep->more) {
@@ -111,17 +113,30 @@ int op_readlink(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep
 	return 0;
 }
 
-int op_statfs(struct ns *ns, struct ns_reply *rep)
+/*
+ * df's numbers (docs/mount.md "Space"): the placed, answering nodes'
+ * data filesystems, summed, each of total, free and avail (what the
+ * daemon may still write: statvfs f_bavail) divided by the copies a
+ * byte takes. Inodes: the files that exist, and as many more as the
+ * smaller of the inode numbers left and the space: a non-empty file
+ * takes at least one object, a block of STATFS_BYTES_PER_FILE on each
+ * of its copies' filesystems.
+ */
+#define STATFS_BYTES_PER_FILE 4096u
+
+int op_statfs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 {
 	struct sdfs_ns_statfs sf;
 	int64_t now = net_now_ms();
+	uint64_t by_space;
+	size_t len;
 
 	pthread_mutex_lock(&ns->statfs_lock);
 	if (now - ns->statfs_at > 1000) {
 		struct sdfs_node_status *nodes = NULL;
 		struct sdfs_cluster_info ci;
 		size_t n = 0;
-		uint64_t total = 0, used = 0;
+		uint64_t total = 0, used = 0, avail = 0;
 		unsigned copies = 1;
 
 		if (sdfs_cluster_info(ns->sdfs, &ci) == 0 && ci.copies)
@@ -132,25 +147,35 @@ int op_statfs(struct ns *ns, struct ns_reply *rep)
 					continue;
 				total += nodes[i].total_bytes;
 				used += nodes[i].used_bytes;
+				avail += nodes[i].avail_bytes;
 			}
 			free(nodes);
 		}
 		memset(&ns->statfs, 0, sizeof(ns->statfs));
 		ns->statfs.bytes_total = total / copies;
 		ns->statfs.bytes_free = (total > used ? total - used : 0) / copies;
+		ns->statfs.bytes_avail = avail / copies;
+		if (ns->statfs.bytes_avail > ns->statfs.bytes_free)
+			ns->statfs.bytes_avail = ns->statfs.bytes_free;
 		ns->statfs_at = now;
 	}
 	sf = ns->statfs;
 	pthread_mutex_unlock(&ns->statfs_lock);
 	sf.files = atomic_load(&ns->inodes);
 	sf.files_free = OID_INODES_FREE(ns->ino_next);
+	by_space = sf.bytes_avail / STATFS_BYTES_PER_FILE;
+	if (sf.files_free > by_space)
+		sf.files_free = by_space;
 	sf.bsize = 4096;
 	sf.name_max = SDFS_NAME_MAX;
+	/* a client before 1.6 wants the 40 bytes it knows */
+	len = r->flags & SDFS_NS_STATFS_AVAIL ? SDFS_NS_STATFS_SIZE
+					      : SDFS_NS_STATFS_SIZE_1_6;
 	rep->data = malloc(SDFS_NS_STATFS_SIZE);
 	if (!rep->data)
 		return -ENOMEM;
 	proto_ns_statfs_encode(&sf, rep->data);
-	rep->len = SDFS_NS_STATFS_SIZE;
+	rep->len = (uint32_t)len;
 	return 0;
 }
 

@@ -6,6 +6,7 @@
  *   ns_rename.c   rename (plain, NOREPLACE, EXCHANGE) and its loop check
  *   ns_dir.c      readdir, readlink, statfs, xattrs, info
  *   ns_acl.c      POSIX ACLs: inheritance, chmod, setting (acl.c parses)
+ *   ns_space.c    the space a file's data takes (its blocks)
  *   replycache.c  the (client_id, seq) -> reply records
  *   purge.c       background: data of unlinked files, old reply records
  *   lease.c       clients' leases, pushed invalidations (mds/lease.h)
@@ -18,6 +19,9 @@
  *   'E' parent cookie        listing order: le64 ino, le32 type, name
  *   'L' ino                  symlink target
  *   'X' ino name             xattr value
+ *   'A' ino chunk            (empty): the regular file's chunk has data
+ *                            (ns_space.c); their count is in the inode's
+ *                            blocks field, with SPACE_COUNTED set
  *   'O' ino                  orphan: le64 size, le32 obj_size, le64 unix ms
  *                            when its last link went (inode kept, nlink 0)
  *   'R' client seq           reply record (replycache.c)
@@ -93,9 +97,16 @@ struct ns {
 };
 
 struct inode {
-	struct sdfs_attr a;
+	struct sdfs_attr a;             /* a.blocks: from space_blocks */
 	uint64_t next_seq;              /* directories: next listing cookie */
+	uint64_t chunks;                /* regular files: chunks with data
+					   (ns_space.c); SPACE_UNKNOWN: not
+					   counted */
 };
+#define SPACE_UNKNOWN UINT64_MAX
+/* In a stored record's blocks field: the low bits are the chunk count
+ * (an mds before 1.6 stored size / 512 there, and ignores it). */
+#define SPACE_COUNTED (1ull << 63)
 
 struct dent {
 	uint64_t ino;
@@ -178,7 +189,8 @@ int name_is_dot(const char *name, size_t len);  /* "." or ".." */
 /* Operation entry points (ns_ops.c, ns_rename.c, ns_dir.c). */
 int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct ns_reply *rep);
 int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
-int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b, struct ns_reply *rep);
+int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data,
+	       struct kvbatch *b, struct ns_reply *rep);
 int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
 	     const uint8_t *data, struct kvbatch *b, struct ns_reply *rep);
 int op_remove(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
@@ -189,7 +201,7 @@ int op_rename(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	      const char *name2, struct kvbatch *b);
 int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
 int op_readlink(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
-int op_statfs(struct ns *ns, struct ns_reply *rep);
+int op_statfs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
 int op_getxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct ns_reply *rep);
 int op_listxattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
 int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
@@ -221,8 +233,12 @@ int nsacl_chmod(struct ns *ns, struct kvbatch *b, const struct inode *in);
 int nsacl_set(struct inode *in, int kind, const uint8_t *val, uint32_t len,
 	      uint32_t flags);
 
-/* A reply carrying @in's attributes. */
+/* A reply carrying @in's attributes. reply_attr_ns also counts a
+ * volume file's space (space_attr: reads its index); the others show
+ * 0 blocks for a volume file (one just made owns nothing). */
 int reply_attr(struct ns_reply *rep, const struct inode *in);
+int reply_attr_ns(struct ns *ns, struct ns_reply *rep, const struct inode *in,
+		  uint32_t flags);
 /* With SDFS_ATTR_F_* @flags (the stored flags are not sent). */
 int reply_attr_f(struct ns_reply *rep, const struct inode *in, uint32_t flags);
 
@@ -246,6 +262,36 @@ void replycache_sweep(struct ns *ns, int64_t max_age_ms);
 /* handover.c: mutations wait until the previous active's clients'
  * caches ran out (ns.h ns_handover). */
 void ns_handover_wait(struct ns *ns);
+
+/* ns_space.c (see there). blocks: a regular file's from its count
+ * (volume files: 0). report_ok: is @data a well-formed sdfs_ns_chunks?
+ * apply: record the report's chunks in @b and in->chunks (with
+ * in->a.size already the new size), cut: drop the chunks past
+ * @new_size (a truncate), drop: every chunk key of @ino (purge).
+ * attr: @in's attributes for a reply, a volume file's space counted
+ * from its index. Caller holds the inode's lock for apply and cut. */
+uint64_t space_blocks(const struct inode *in);
+int space_report_ok(const uint8_t *data, uint32_t len);
+int space_apply(struct ns *ns, struct kvbatch *b, struct inode *in,
+		const uint8_t *data, uint32_t len);
+int space_cut(struct ns *ns, struct kvbatch *b, struct inode *in, uint64_t new_size);
+void space_drop(struct kviter *it, struct kvbatch *b, uint64_t ino);
+void space_attr(struct ns *ns, const struct inode *in, struct sdfs_attr *a);
+
+/* ns_space.c (see there). blocks: a regular file's from its count
+ * (volume files: 0). report_ok: is @data a well-formed sdfs_ns_chunks?
+ * apply: record the report's chunks in @b and in->chunks (with
+ * in->a.size already the new size), cut: drop the chunks past
+ * @new_size (a truncate), drop: every chunk key of @ino (purge).
+ * attr: @in's attributes for a reply, a volume file's space counted
+ * from its index. Caller holds the inode's lock for apply and cut. */
+uint64_t space_blocks(const struct inode *in);
+int space_report_ok(const uint8_t *data, uint32_t len);
+int space_apply(struct ns *ns, struct kvbatch *b, struct inode *in,
+		const uint8_t *data, uint32_t len);
+int space_cut(struct ns *ns, struct kvbatch *b, struct inode *in, uint64_t new_size);
+void space_drop(struct kviter *it, struct kvbatch *b, uint64_t ino);
+void space_attr(struct ns *ns, const struct inode *in, struct sdfs_attr *a);
 
 /* purge.c */
 int purge_start(struct ns *ns);

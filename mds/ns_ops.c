@@ -27,7 +27,7 @@ int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 	struct inode in;
 	int ret = inode_get(ns, r->ino, &in);
 
-	return ret ? ret : reply_attr_f(rep, &in, f);
+	return ret ? ret : reply_attr_ns(ns, rep, &in, f);
 }
 
 int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
@@ -62,7 +62,7 @@ int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	ret = inode_get(ns, d.ino, &in);
 	if (ret == -ENOENT)
 		ret = -ENOENT;  /* removed between the two reads */
-	return ret ? ret : reply_attr_f(rep, &in, f);
+	return ret ? ret : reply_attr_ns(ns, rep, &in, f);
 }
 
 static int valid_type(uint32_t mode)
@@ -286,7 +286,7 @@ int op_link(struct ns *ns, const struct sdfs_ns_req *r, const char *name2,
 	dir.a.mtime_ns = dir.a.ctime_ns = now;
 	inode_put(b, &in);
 	inode_put(b, &dir);
-	ret = reply_attr(rep, &in);
+	ret = reply_attr_ns(ns, rep, &in, 0);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
 out:
@@ -294,8 +294,8 @@ out:
 	return ret;
 }
 
-int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
-	       struct ns_reply *rep)
+int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data,
+	       struct kvbatch *b, struct ns_reply *rep)
 {
 	struct inode in;
 	struct lockset ls;
@@ -304,6 +304,11 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 	int ret;
 
 	if (m & ~0x3ffu)
+		return -EINVAL;
+	/* 1.6: the chunks the writer made or removed (ns_space.c) */
+	int report = r->data_len > 0;
+
+	if (report && !space_report_ok(data, r->data_len))
 		return -EINVAL;
 	ns_lock(ns, &ls, &r->ino, 1);
 	ret = inode_get(ns, r->ino, &in);
@@ -337,11 +342,23 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 			/* Free the data first: an unacknowledged truncate may
 			 * lose the tail, an acknowledged one never shows it. */
 			ret = purge_data(ns, in.a.ino, in.a.obj_size, in.a.size, r->arg);
+			if (!ret)
+				ret = space_cut(ns, b, &in, r->arg);
 			if (ret)
 				goto out;
 		}
+		/* Grown by a client that does not report its chunks (before
+		 * 1.6, or a libsdfs user's plain setattr): it may have written
+		 * anywhere; count no more (blocks: size / 512). */
+		if (!report && r->arg > in.a.size && in.a.layout != SDFS_LAYOUT_VOL)
+			in.chunks = SPACE_UNKNOWN;
 		in.a.size = r->arg;
 		in.a.mtime_ns = now;
+	}
+	if (report && S_ISREG(in.a.mode) && in.a.layout != SDFS_LAYOUT_VOL) {
+		ret = space_apply(ns, b, &in, data, r->data_len);
+		if (ret)
+			goto out;
 	}
 	if (m & SDFS_SET_MODE) {
 		in.a.mode = (in.a.mode & S_IFMT) | (r->mode & 07777);
@@ -377,7 +394,7 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 	    (m & SDFS_SET_CTIME))
 		in.a.ctime_ns = now;
 	inode_put(b, &in);
-	ret = reply_attr(rep, &in);
+	ret = reply_attr_ns(ns, rep, &in, 0);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
 out:

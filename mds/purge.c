@@ -79,6 +79,7 @@ static int drop_records(struct ns *ns, uint64_t ino)
 	kvbatch_del(b, k, key_link(k, ino));
 	key_xattr(pfx, ino, "", 0);
 	batch_del_prefix(it, b, pfx, 9);
+	space_drop(it, b, ino);
 	kviter_free(it);
 	kvbatch_del(b, k, key_orphan(k, ino));
 	ret = ns_commit(ns, b);

@@ -24,6 +24,8 @@
 #include "mds/ns.h"
 
 #define REQ_MAX (SDFS_NS_REQ_SIZE + 2 * SDFS_NAME_MAX + SDFS_XATTR_SIZE_MAX + 4096)
+static_assert(SDFS_NS_REQ_SIZE + SDFS_NS_CHUNKS_HDR + 8 * SDFS_NS_CHUNKS_MAX <= REQ_MAX,
+	      "a full chunk report fits a request");
 
 struct conn {
 	struct mds *m;

@@ -734,6 +734,31 @@ static int put_target(struct sdfs *s, const char *path, const char *local,
 	return st->size ? sdfs_ns_setattr(s, st->ino, &sa, st) : 0;
 }
 
+/* Set the size, telling the mds the chunks written (all of them up to
+ * the size: the mds counts the file's space from them). */
+static int put_size(struct sdfs *s, struct sdfs_stat *st, const struct sdfs_setattr *sa)
+{
+	uint64_t n = (sa->size + st->obj_size - 1) / st->obj_size, done = 0;
+	uint64_t *chunks = malloc(SDFS_CHUNKS_MAX * sizeof(*chunks));
+	struct sdfs_setattr none = { 0 };
+	int ret = 0;
+
+	if (!chunks)
+		return -ENOMEM;
+	/* the size first: the mds counts no chunk past the size it has */
+	ret = sdfs_ns_setattr_chunks(s, st->ino, sa, NULL, 0, st);
+	while (!ret && done < n) {
+		size_t cnt = n - done < SDFS_CHUNKS_MAX ? (size_t)(n - done) : SDFS_CHUNKS_MAX;
+
+		for (size_t i = 0; i < cnt; i++)
+			chunks[i] = done + i;
+		ret = sdfs_ns_setattr_chunks(s, st->ino, &none, chunks, cnt, st);
+		done += cnt;
+	}
+	free(chunks);
+	return ret;
+}
+
 static int fs_put(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 {
 	const char *local = a->pos[0], *path = a->pos[1];
@@ -797,7 +822,7 @@ static int fs_put(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		}
 	}
 	sa.size = off;
-	ret = sdfs_ns_setattr(s, st.ino, &sa, &st);
+	ret = put_size(s, &st, &sa);
 	if (tty && shown) {
 		put_progress(off, total > off ? total : off, mono_ms() - start);
 		fputc('\n', stderr);

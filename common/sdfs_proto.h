@@ -556,8 +556,8 @@ struct sdfs_mds_info {
 	uint64_t push_timeouts; /* ...that ended by the lease, not an answer */
 	uint64_t wakes;         /* lock wake-ups sent (SDFS_INVAL_LOCK) */
 	/* 1.7 (a 1.5 or 1.6 mds sends the 120 bytes above, read as zeros) */
-	uint64_t strays;        /* inodes without a name not freed yet (held
-				   open by a client, or in their grace) */
+	uint64_t strays;        /* inodes without a name kept because a
+				   client holds them open */
 };
 #define SDFS_MDS_INFO_SIZE 128u
 #define SDFS_MDS_INFO_SIZE_1_5 120u

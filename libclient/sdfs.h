@@ -532,8 +532,8 @@ struct sdfs_mds_status {
 	 * those ended by the lease running out instead of an answer */
 	uint64_t subs, leases, pushes, push_timeouts;
 	uint64_t lock_wakes;            /* lock wake-ups sent (docs/locks.md) */
-	uint64_t strays;                /* files without a name not freed yet:
-					   held open, or in their grace (docs/mds.md) */
+	uint64_t strays;                /* files without a name kept because a
+					   client holds them open (docs/mds.md) */
 	size_t n;                       /* running mds, election order */
 	struct sdfs_mds_entry *list;    /* free with free() */
 };

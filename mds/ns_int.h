@@ -254,7 +254,8 @@ void ns_handover_wait(struct ns *ns);
 /* purge.c */
 int purge_start(struct ns *ns);
 void purge_stop(struct ns *ns);
-/* Stray inodes ('O' records) now. */
+/* Strays now: inodes without a name ('O' records) that some client
+ * holds open. */
 uint64_t purge_count_strays(struct ns *ns);
 /* Free the data of @ino beyond @size (chunks past it removed, the tail
  * of the last one zeroed). */

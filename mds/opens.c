@@ -194,6 +194,18 @@ int opens_held(struct ns *ns, uint64_t ino)
 	return held;
 }
 
+int opens_has_holder(struct ns *ns, uint64_t ino)
+{
+	struct opens *o = ns->opens;
+	int held = 0;
+
+	pthread_mutex_lock(&o->mu);
+	for (struct hold *h = o->b[bucket_of(ino)]; h && !held; h = h->next)
+		held = h->ino == ino;
+	pthread_mutex_unlock(&o->mu);
+	return held;
+}
+
 uint64_t opens_count(struct ns *ns)
 {
 	uint64_t n;

@@ -39,6 +39,9 @@ int opens_exec(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data);
  * while the takeover's claims are awaited; else 0. */
 int opens_held(struct ns *ns, uint64_t ino);
 
+/* Does some client hold @ino open now? (The stray count.) */
+int opens_has_holder(struct ns *ns, uint64_t ino);
+
 /* From the purge thread, about once a second: forget the holds of
  * clients whose ZooKeeper node is gone; end the claim wait. */
 void opens_sweep(struct ns *ns);

@@ -164,9 +164,9 @@ uint64_t purge_count_strays(struct ns *ns)
 		size_t klen;
 		const char *k = kviter_key(it, &klen);
 
-		if (k[0] != 'O')
+		if (k[0] != 'O' || klen != 9)
 			break;
-		n++;
+		n += opens_has_holder(ns, be64_get((const uint8_t *)k + 1));
 	}
 	kviter_free(it);
 	return n;

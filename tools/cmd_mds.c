@@ -84,8 +84,8 @@ static void status_text(const struct sdfs_mds_status *st)
 		       " invalidations pushed (%" PRIu64 " waited out), %" PRIu64
 		       " lock wake-ups\n", st->subs, st->leases, st->pushes,
 		       st->push_timeouts, st->lock_wakes);
-		printf("strays    %" PRIu64 " files without a name not freed yet (open, "
-		       "or in their grace)\n", st->strays);
+		printf("strays    %" PRIu64 " files without a name, kept while open\n",
+		       st->strays);
 	} else {
 		printf("active    %s at %s, MDS epoch %" PRIu64 " (not answering)\n",
 		       st->active, st->addr, st->epoch);

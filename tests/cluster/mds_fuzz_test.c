@@ -546,10 +546,12 @@ static void framed(struct frame *f, unsigned op, const uint8_t *payload, size_t 
 }
 
 /* NS_SUBSCRIBE too: random frames never pick it (a subscription turns
- * the connection into a channel; its own test is below). */
+ * the connection into a channel; its own test is below). NS_OPEN (1.6)
+ * is known too: a random op is never it. */
 static int is_ns_op(unsigned op)
 {
-	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE;
+	return (op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE) ||
+	       op == SDFS_OP_NS_OPEN;
 }
 
 static int is_mutation(unsigned op)

@@ -9,19 +9,29 @@
  * sends what the count says by then, so a hold and a release of one
  * inode racing from two threads leave the mds with the last word.
  *
+ * A last release is not sent at once: the entry lingers HOLD_LINGER_MS
+ * (a file opened and closed again and again costs the mds nothing after
+ * its first open, as opens under a lease ask nothing), and a thread of
+ * the table sends the releases whose linger passed.
+ *
  * hold_claim sends the whole set again (after each subscription, and
  * when the identity changed): the entries are frozen meanwhile.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "common/proto.h"
 #include "libclient/client.h"
 
 #define HOLD_BUCKETS 1024
+#define HOLD_LINGER_MS 2000     /* a last release waits this long */
+#define HOLD_TICK_MS 500        /* the release thread looks this often */
 
 struct hold_ent {
 	uint64_t ino;
@@ -29,6 +39,7 @@ struct hold_ent {
 	uint16_t users;                 /* threads in sync_ent on it */
 	uint8_t sent;                   /* the mds knows it held */
 	uint8_t busy;                   /* a change is in flight */
+	int64_t idle_ms;                /* refs 0 since (monotonic) */
 	struct hold_ent *next;
 };
 
@@ -39,7 +50,13 @@ struct holds {
 	size_t n, nbusy;
 	int claiming;
 	uint64_t id;                    /* identity the mds knows them by; 0: none */
+	struct sdfs *s;
+	pthread_t thread;               /* sends lingering releases */
+	int started, stop;
+	pthread_cond_t tick;            /* CLOCK_MONOTONIC: wakes it to stop */
 };
+
+static void *release_main(void *arg);
 
 static size_t bucket_of(uint64_t ino)
 {
@@ -54,8 +71,21 @@ static struct holds *holds_get(struct sdfs *s)
 	pthread_mutex_lock(&s->lock);
 	h = s->holds;
 	if (!h && (h = calloc(1, sizeof(*h)))) {
+		pthread_condattr_t ca;
+		sigset_t all, old;
+
 		pthread_mutex_init(&h->mu, NULL);
 		pthread_cond_init(&h->cond, NULL);
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&h->tick, &ca);
+		pthread_condattr_destroy(&ca);
+		h->s = s;
+		/* Signals are for the program's threads, not this one. */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		h->started = pthread_create(&h->thread, NULL, release_main, h) == 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		s->holds = h;
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -66,6 +96,15 @@ void holds_free(struct holds *h)
 {
 	if (!h)
 		return;
+	if (h->started) {
+		pthread_mutex_lock(&h->mu);
+		h->stop = 1;
+		pthread_cond_broadcast(&h->tick);
+		pthread_mutex_unlock(&h->mu);
+		pthread_join(h->thread, NULL);
+	}
+	/* releases still lingering are not sent: closing the handle ends
+	 * its ZooKeeper node, and the mds lets go of all its holds */
 	for (size_t i = 0; i < HOLD_BUCKETS; i++)
 		while (h->b[i]) {
 			struct hold_ent *e = h->b[i];
@@ -73,6 +112,7 @@ void holds_free(struct holds *h)
 			h->b[i] = e->next;
 			free(e);
 		}
+	pthread_cond_destroy(&h->tick);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->mu);
 	free(h);
@@ -199,8 +239,9 @@ int hold_claim(struct sdfs *s)
 }
 
 /* Bring the mds to what @e's count says; h->mu held, @e counted in
- * users by the caller. 0 or -errno. */
-static int sync_ent(struct sdfs *s, struct holds *h, struct hold_ent *e)
+ * users by the caller. A release only once its linger passed, with
+ * @now_release (the release thread). 0 or -errno. */
+static int sync_ent(struct sdfs *s, struct holds *h, struct hold_ent *e, int now_release)
 {
 	int ret = 0;
 
@@ -213,6 +254,9 @@ static int sync_ent(struct sdfs *s, struct holds *h, struct hold_ent *e)
 		want = e->refs > 0;
 		if (want == e->sent)
 			return 0;
+		if (!want && (!now_release ||
+			      net_now_ms() - e->idle_ms < HOLD_LINGER_MS))
+			return 0;       /* lingers: the thread sends it */
 		e->busy = 1;
 		h->nbusy++;
 		pthread_mutex_unlock(&h->mu);
@@ -296,7 +340,7 @@ int sdfs_ns_hold(struct sdfs *s, uint64_t ino)
 		return -ENOMEM;
 	}
 	e->refs++;
-	ret = sync_ent(s, h, e);
+	ret = sync_ent(s, h, e, 0);
 	ent_done(h, e);
 	pthread_mutex_unlock(&h->mu);
 	if (ret)
@@ -321,11 +365,49 @@ void sdfs_ns_release(struct sdfs *s, uint64_t ino)
 		pthread_mutex_unlock(&h->mu);
 		return;
 	}
-	e->refs--;
-	ret = sync_ent(s, h, e);
+	if (--e->refs == 0)
+		e->idle_ms = net_now_ms();
+	ret = sync_ent(s, h, e, 0);
 	ent_done(h, e);
 	pthread_mutex_unlock(&h->mu);
 	if (ret)
 		log_warn("ino=%" PRIu64 ": cannot tell the mds it was closed here: %s "
 			 "(told at the next subscription)", ino, strerror(-ret));
+}
+
+/* Send the releases whose linger passed, every HOLD_TICK_MS. */
+static void *release_main(void *arg)
+{
+	struct holds *h = arg;
+
+	pthread_mutex_lock(&h->mu);
+	while (!h->stop) {
+		int64_t now = net_now_ms();
+		uint64_t ino = 0;
+		struct timespec ts;
+
+		/* one due entry at a time (the table may change meanwhile) */
+		for (size_t i = 0; i < HOLD_BUCKETS && !ino; i++)
+			for (struct hold_ent *e = h->b[i]; e && !ino; e = e->next)
+				if (!e->refs && e->sent && !e->busy && !h->claiming &&
+				    now - e->idle_ms >= HOLD_LINGER_MS)
+					ino = e->ino;
+		if (ino) {
+			struct hold_ent *e = ent_use(h, ino, 0);
+			int ret = sync_ent(h->s, h, e, 1);
+
+			ent_done(h, e);
+			if (!ret)
+				continue;
+			log_warn("ino=%" PRIu64 ": cannot tell the mds it was closed here: "
+				 "%s (told at the next subscription)", ino, strerror(-ret));
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += HOLD_TICK_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&h->tick, &h->mu, &ts);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
 }

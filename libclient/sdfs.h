@@ -293,7 +293,8 @@ int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
 		   uint64_t newdir, const char *newname, unsigned flags);
 /* Open files (docs/mds.md "Strays"): the handle holds @ino open until
  * the matching sdfs_ns_release (counted: only the first hold and the
- * last release ask the mds). While any handle of the cluster holds it,
+ * last release ask the mds; a last release is sent 2 s later, so a file
+ * opened again meanwhile costs nothing). While any handle of the cluster holds it,
  * a file whose last name went stays (nlink 0) with its data, usable by
  * inode number; after the last release anywhere, or once the holder's
  * ZooKeeper session ended (the process died), the mds frees it. Holds

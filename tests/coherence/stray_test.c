@@ -14,6 +14,8 @@
  *   mount claims its open files when it resubscribes).
  * - The mount holding it is SIGKILLed: once its ZooKeeper session ended,
  *   the stray is freed.
+ * - Renaming over an open file, and a volume file (its live vid keeps
+ *   taking writes until the last close, then the volume goes to reclaim).
  * Descriptors are opened with O_DIRECT (mount.sdfs then bypasses the page
  * cache) so every read asks the objects. Waits are polls with deadlines;
  * the one fixed sleep outlasts the grace the old behaviour freed after.
@@ -322,4 +324,43 @@ Test(stray, the_stray_of_a_killed_mount_is_freed_when_its_session_ends)
 	wait_strays(0, "after B's mount process died");
 	assert_objects(ino, 1, 0);
 	close(fb);      /* its mount is gone: whatever close says */
+}
+
+Test(stray, a_volume_file_unlinked_while_open_stays_writable_until_closed)
+{
+	struct sdfs *s = tcluster_client(tc);
+	struct sdfs_vol_info vi;
+	struct sdfs_stat st;
+	char *a = ablock(BLK), *b = ablock(BLK);
+	int ret, fb;
+
+	cr_assert_eq(sdfs_vol_create(s, 1 /* the root */, "v", 0644, getuid(), getgid(),
+				     16u << 20, 0, 0, &st), 0);
+	fb = open(on(1, "v"), O_RDWR | O_DIRECT);
+	cr_assert(fb >= 0, "open the volume file on B: %s", strerror(errno));
+	tfill_random(a, BLK, 8);
+	tfill_random(b, BLK, 9);
+	pwrite_all(fb, a, BLK, 0, "B before the unlink");
+	cr_assert_eq(unlink(on(0, "v")), 0, "unlink on A: %s", strerror(errno));
+	cr_assert_eq(entries(tcluster_mnt_n(tc, 0)), 0);
+	cr_assert_eq(strays(), 1);
+	tsleep_ms(GRACE_PAST_MS);
+	/* without holds the mds handed the volume to reclaim after the
+	 * grace: this write failed (ENOENT) */
+	pwrite_all(fb, b, BLK, 1u << 20, "B after the unlink and the grace");
+	assert_reads(fb, 0, a, BLK, "B's first block");
+	assert_reads(fb, 1u << 20, b, BLK, "B's block written after the unlink");
+	cr_assert_eq(sdfs_vol_info(s, st.ino, NULL, &vi), 0);
+	cr_assert_eq(vi.state, SDFS_VOL_LIVE);
+	cr_assert_eq(close(fb), 0);
+	wait_strays(0, "after B closed the volume file");
+	for (int64_t end = tnow_ms() + WAIT_MS;; tsleep_ms(100)) {
+		ret = sdfs_vol_info(s, st.ino, NULL, &vi);
+		if (ret == -ENOENT)
+			break;
+		cr_assert(tnow_ms() < end, "the unlinked volume file is still there after "
+			  "its last close (%d)", ret);
+	}
+	free(a);
+	free(b);
 }

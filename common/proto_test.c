@@ -1108,7 +1108,7 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 			     len == SDFS_MDS_INFO_SIZE_1_4 ? 0 : -EPROTO, "len %zu", len);
 	cr_assert_eq(proto_mds_info_decode(buf, SDFS_MDS_INFO_SIZE_1_5, &out), 0);
 	cr_assert_eq(out.wakes, 14);
-	cr_assert_eq(out.strays, 0, "1.5's 120 bytes have no stray count");
+	cr_assert_eq(out.strays, 0, "the 120 bytes of 1.5 and 1.6 have no stray count");
 	cr_assert_eq(proto_mds_info_decode(buf, SDFS_MDS_INFO_SIZE_1_4, &out), 0);
 	cr_assert_eq(out.subs, 0, "1.4's 80 bytes have no counters");
 	cr_assert_eq(out.push_timeouts, 0);

@@ -118,7 +118,7 @@ void holds_free(struct holds *h)
 	free(h);
 }
 
-/* One NS_OPEN. An mds without the op (1.5) cannot keep files: 0. */
+/* One NS_OPEN. An mds without the op (before 1.7) cannot keep files: 0. */
 static int send_open(struct sdfs *s, uint64_t id, uint64_t ino, uint32_t flags,
 		     const uint64_t *more, size_t n)
 {

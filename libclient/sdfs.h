@@ -282,7 +282,7 @@ int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 int sdfs_ns_unlink(struct sdfs *s, uint64_t dir, const char *name);
 int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name);
 /* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (linux/fs.h values 1, 2),
- * or (for mds before 1.6; mount.sdfs now holds open files instead,
+ * or (for mds before 1.7; mount.sdfs now holds open files instead,
  * sdfs_ns_hold) SDFS_RENAME_HIDE: a replaced file with one link is not removed but
  * renamed to SDFS_HIDDEN_NAME_FMT (with its inode number) in @newdir,
  * for a client that holds it open and removes that name at its last
@@ -302,7 +302,7 @@ int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
  * active mds when the handle resubscribes (sdfs_ns_subscribe: a handle
  * without a subscription keeps its holds only with the active it told).
  * 0 or -errno (-ENOLCK: ZooKeeper unreachable); the hold is counted even
- * then, and told at the next subscription. An mds older than 1.6
+ * then, and told at the next subscription. An mds older than 1.7
  * answers 0 and keeps such files only for a grace of seconds. */
 int sdfs_ns_hold(struct sdfs *s, uint64_t ino);
 void sdfs_ns_release(struct sdfs *s, uint64_t ino);

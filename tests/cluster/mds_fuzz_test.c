@@ -546,7 +546,7 @@ static void framed(struct frame *f, unsigned op, const uint8_t *payload, size_t 
 }
 
 /* NS_SUBSCRIBE too: random frames never pick it (a subscription turns
- * the connection into a channel; its own test is below). NS_OPEN (1.6)
+ * the connection into a channel; its own test is below). NS_OPEN (1.7)
  * is known too: a random op is never it. */
 static int is_ns_op(unsigned op)
 {

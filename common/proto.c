@@ -130,6 +130,7 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
 	[SDFS_OP_VOL_FENCE] = "VOL_FENCE",
 	[SDFS_OP_NS_SUBSCRIBE] = "NS_SUBSCRIBE", [SDFS_OP_NS_NOTIFY] = "NS_NOTIFY",
+	[SDFS_OP_NS_OPEN] = "NS_OPEN",
 	[SDFS_OP_REPL_WRITE] = "REPL_WRITE", [SDFS_OP_REPL_CREATE] = "REPL_CREATE",
 	[SDFS_OP_REPL_REMOVE] = "REPL_REMOVE", [SDFS_OP_REPL_REPLACE] = "REPL_REPLACE",
 	[SDFS_OP_NS_LOOKUP] = "NS_LOOKUP", [SDFS_OP_NS_GETATTR] = "NS_GETATTR",
@@ -465,14 +466,19 @@ void proto_mds_info_encode(const struct sdfs_mds_info *m, uint8_t *out)
 	put64(out + 96, m->pushes);
 	put64(out + 104, m->push_timeouts);
 	put64(out + 112, m->wakes);
+	put64(out + 120, m->strays);
 }
 
 int proto_mds_info_decode(const uint8_t *in, size_t len, struct sdfs_mds_info *m)
 {
-	if (len != SDFS_MDS_INFO_SIZE && len != SDFS_MDS_INFO_SIZE_1_4)
+	if (len != SDFS_MDS_INFO_SIZE && len != SDFS_MDS_INFO_SIZE_1_5 &&
+	    len != SDFS_MDS_INFO_SIZE_1_4)
 		return -EPROTO;
 	m->subs = m->leases = m->pushes = m->push_timeouts = m->wakes = 0;
-	if (len == SDFS_MDS_INFO_SIZE) {
+	m->strays = 0;
+	if (len == SDFS_MDS_INFO_SIZE)
+		m->strays = get64(in + 120);
+	if (len >= SDFS_MDS_INFO_SIZE_1_5) {
 		m->subs = get64(in + 80);
 		m->leases = get64(in + 88);
 		m->pushes = get64(in + 96);

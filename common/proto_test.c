@@ -1110,7 +1110,7 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 	struct sdfs_mds_info in = { .epoch = 5, .db_bytes = 6, .db_files = 7,
 		.inodes = 8, .ops = 9, .active_ms = 0x0102030405060708ull,
 		.name = "mds.0", .subs = 10, .leases = 11, .pushes = 12,
-		.push_timeouts = 13, .wakes = 14 }, out;
+		.push_timeouts = 13, .wakes = 14, .strays = 15 }, out;
 	uint8_t buf[SDFS_MDS_INFO_SIZE + 8];
 
 	memset(buf, 0xee, sizeof(buf));
@@ -1126,10 +1126,14 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 		cr_assert_eq(buf[i], 0, "name padding byte %d", i);
 	cr_assert_eq(ref_get(buf + 80, 8), 10);
 	cr_assert_eq(ref_get(buf + 104, 8), 13);
+	cr_assert_eq(ref_get(buf + 120, 8), 15);
 	for (size_t len = 0; len <= sizeof(buf); len++)
 		cr_assert_eq(proto_mds_info_decode(buf, len, &out),
-			     len == SDFS_MDS_INFO_SIZE || len == SDFS_MDS_INFO_SIZE_1_4 ?
-			     0 : -EPROTO, "len %zu", len);
+			     len == SDFS_MDS_INFO_SIZE || len == SDFS_MDS_INFO_SIZE_1_5 ||
+			     len == SDFS_MDS_INFO_SIZE_1_4 ? 0 : -EPROTO, "len %zu", len);
+	cr_assert_eq(proto_mds_info_decode(buf, SDFS_MDS_INFO_SIZE_1_5, &out), 0);
+	cr_assert_eq(out.wakes, 14);
+	cr_assert_eq(out.strays, 0, "the 120 bytes of 1.5 and 1.6 have no stray count");
 	cr_assert_eq(proto_mds_info_decode(buf, SDFS_MDS_INFO_SIZE_1_4, &out), 0);
 	cr_assert_eq(out.subs, 0, "1.4's 80 bytes have no counters");
 	cr_assert_eq(out.push_timeouts, 0);
@@ -1139,6 +1143,7 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 	cr_assert_eq(out.pushes, 12);
 	cr_assert_eq(out.push_timeouts, 13);
 	cr_assert_eq(out.wakes, 14);
+	cr_assert_eq(out.strays, 15);
 	cr_assert_eq(out.epoch, 5);
 	cr_assert_eq(out.db_bytes, 6);
 	cr_assert_eq(out.db_files, 7);

@@ -40,6 +40,9 @@
  *        data may carry an sdfs_ns_chunks report (an older mds ignores
  *        it), and sdfs_attr.blocks of a regular file counts its data
  *        objects, not its size.
+ *   1.8  open files the mds keeps (docs/mds.md "Strays"): NS_OPEN (a
+ *        client holds inodes open, and lets them go), sdfs_mds_info.strays
+ *        (128 bytes); SDFS_NS_RENAME_HIDE is no longer sent by clients.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -49,7 +52,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 7              /* bump = additions only */
+#define SDFS_PROTO_MINOR 8              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -105,6 +108,8 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	/* 1.5: pushed invalidations (docs/consistency.md) */
 	SDFS_OP_NS_SUBSCRIBE    = 0x3f,
 	SDFS_OP_NS_NOTIFY       = 0x40,
+	/* 1.8: open files kept past their last name (docs/mds.md) */
+	SDFS_OP_NS_OPEN         = 0x41,
 	/* 1.5: peer-only, primary -> every up holder (itself included):
 	 * apply this mutation of a shared object, as ordered by the primary.
 	 * Same header and payload as the client op they carry (0x80 | op). */
@@ -340,9 +345,10 @@ struct sdfs_ns_req {
 /* SETXATTR of system.posix_acl_access: the setter is not in the file's
  * group (and not privileged): the setgid bit goes (1.6). */
 #define SDFS_NS_XATTR_KILL_SGID 0x100u
-/* RENAME: a replaced non-directory with one link is not dropped but
- * moved to SDFS_HIDDEN_FMT (its ino) in the new directory: the client
- * holds it open and removes that name at its last close. */
+/* RENAME (1.2-1.7 clients; 1.8 clients use NS_OPEN instead): a replaced
+ * non-directory with one link is not dropped but moved to
+ * SDFS_HIDDEN_FMT (its ino) in the new directory: the client holds it
+ * open and removes that name at its last close. */
 #define SDFS_NS_RENAME_HIDE 0x40000000u
 #define SDFS_HIDDEN_FMT    ".sdfs-hidden-%016llx"
 
@@ -490,6 +496,25 @@ struct sdfs_ns_lock {
 };
 #define SDFS_NS_LOCK_SIZE 40u
 
+/*
+ * NS_OPEN (1.8): which inodes a client holds open, so that a file whose
+ * last name goes stays (a stray, nlink 0) until no client holds it:
+ *   sdfs_ns_req(arg = the client's identity: its ZooKeeper node
+ *   clients/<id>, as for locks; ino = an inode, or 0; flags; data = more
+ *   inodes, le64 each: data_len a multiple of 8, at most
+ *   SDFS_NS_OPEN_MAX of them)  -> nothing
+ * Without flags: hold ino and the listed inodes. SDFS_NS_OPEN_CLOSE: let
+ * them go. SDFS_NS_OPEN_CLAIM: also "this completes the set I hold"
+ * (sent after each (re)subscription, in batches whose last carries the
+ * flag): a new active purges no stray until every client listed in
+ * ZooKeeper claimed, or its node went, or a bound passed. Idempotent;
+ * not in the reply cache. The mds forgets the holds of a client whose
+ * node is gone. Errors: EINVAL (arg 0, bad data_len, names given).
+ */
+#define SDFS_NS_OPEN_CLOSE 0x1u
+#define SDFS_NS_OPEN_CLAIM 0x2u
+#define SDFS_NS_OPEN_MAX   8192u
+
 struct sdfs_attr {
 	uint64_t ino;
 	uint64_t gen;           /* with ino, unique forever */
@@ -565,8 +590,12 @@ struct sdfs_mds_info {
 	uint64_t pushes;        /* notifications sent for changes */
 	uint64_t push_timeouts; /* ...that ended by the lease, not an answer */
 	uint64_t wakes;         /* lock wake-ups sent (SDFS_INVAL_LOCK) */
+	/* 1.8 (a 1.5 to 1.7 mds sends the 120 bytes above, read as zeros) */
+	uint64_t strays;        /* inodes without a name kept because a
+				   client holds them open */
 };
-#define SDFS_MDS_INFO_SIZE 120u
+#define SDFS_MDS_INFO_SIZE 128u
+#define SDFS_MDS_INFO_SIZE_1_5 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
 static_assert(sizeof(struct sdfs_node_info) == 136, "node_info is 136 bytes");
 #endif

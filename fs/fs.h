@@ -80,8 +80,6 @@ struct fnode {
 	int64_t atime_claim_ns;         /* ...getattr shows this atime meanwhile */
 	int64_t wrote_ns;               /* time of the last write here (mtime
 					   shown until pushed) */
-	uint64_t hidden_dir;            /* unlinked while open: kept under */
-	char hidden[40];                /* ...this name, removed at last close */
 	int64_t leased_until;           /* monotonic ns: until then st is what the
 					   mds would answer (it holds a lease for
 					   us; inval.c clears this before any
@@ -115,12 +113,11 @@ void fnode_forget(struct fs *fs, uint64_t ino, uint64_t n);
 /* Find without creating (NULL if the kernel holds none). */
 struct fnode *fnode_find(struct fs *fs, uint64_t ino);
 struct fnode *fnode_find_locked(struct fs *fs, uint64_t ino);   /* fs->lock held */
+/* One open / one close. The first open and the last close tell the mds
+ * (sdfs_ns_hold/release): a file whose last name goes while it is open
+ * on any mount stays, with its data, until its last close everywhere. */
 void fnode_open(struct fs *fs, struct fnode *n);
-/* One close; at the last one, a hidden name left by an unlink while
- * open is removed from the mds. */
 void fnode_close(struct fs *fs, struct fnode *n);
-/* Is @ino open here? (cheap when nothing is open) */
-int fnode_is_open(struct fs *fs, uint64_t ino);
 /* Record @st from the mds, merging a pending size/mtime; fills @out
  * with what the kernel should see. set_stat applies it always (the
  * reply of a change made here); set_stat_v only if nothing replaced

@@ -106,32 +106,42 @@ void fnode_forget(struct fs *fs, uint64_t ino, uint64_t cnt)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+/* Nodes of the mds (not .snap ones, snapdir.c: bits 62, 63) are held
+ * open at the mds from the first open to the last close here, so a file
+ * unlinked meanwhile (here or on another mount) stays until then. */
+static int held_at_mds(uint64_t ino)
+{
+	return (ino >> 62) == 0;
+}
+
 void fnode_open(struct fs *fs, struct fnode *n)
 {
+	int first;
+
 	pthread_mutex_lock(&fs->lock);
-	if (n->opens++ == 0)
+	first = n->opens++ == 0;
+	if (first)
 		fs->open_nodes++;
 	pthread_mutex_unlock(&fs->lock);
+	/* counted in libsdfs: a release racing with this settles there */
+	if (first && held_at_mds(n->ino))
+		sdfs_ns_hold(fs->s, n->ino);
 }
 
 void fnode_close(struct fs *fs, struct fnode *n)
 {
-	uint64_t hdir = 0;
-	char hidden[sizeof(n->hidden)];
+	uint64_t ino = n->ino;
+	int last = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	if (n->opens > 0 && --n->opens == 0) {
 		fs->open_nodes--;
-		if (n->hidden_dir) {
-			hdir = n->hidden_dir;
-			memcpy(hidden, n->hidden, sizeof(hidden));
-			n->hidden_dir = 0;
-		}
+		last = 1;
 	}
 	maybe_free(fs, n);
 	pthread_mutex_unlock(&fs->lock);
-	if (hdir)       /* the last close of a file unlinked while open */
-		sdfs_ns_unlink(fs->s, hdir, hidden);
+	if (last && held_at_mds(ino))   /* the last close of it here */
+		sdfs_ns_release(fs->s, ino);
 }
 
 void fnode_wait_atime(struct fnode *n)
@@ -140,21 +150,6 @@ void fnode_wait_atime(struct fnode *n)
 	while (n->atime_busy)
 		pthread_cond_wait(&n->atime_done, &n->lock);
 	pthread_mutex_unlock(&n->lock);
-}
-
-int fnode_is_open(struct fs *fs, uint64_t ino)
-{
-	struct fnode *n;
-	int open = 0;
-
-	pthread_mutex_lock(&fs->lock);
-	if (fs->open_nodes) {
-		for (n = fs->tab[slot(fs, ino)]; n && n->ino != ino; n = n->next)
-			;
-		open = n && n->opens > 0;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	return open;
 }
 
 uint64_t fnode_ver(struct fnode *n)
@@ -236,8 +231,6 @@ void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 	if (n->pending_size > out->size)
 		out->size = n->pending_size;
 	space_overlay(n, out);
-	if (n->hidden_dir && out->nlink == 1)
-		out->nlink = 0;         /* unlinked while open: kept hidden */
 	if (n->mtime_dirty && n->wrote_ns > out->mtime_ns)
 		out->mtime_ns = n->wrote_ns;    /* written here, not pushed yet */
 	if (n->mtime_dirty && n->wrote_ns > out->ctime_ns)

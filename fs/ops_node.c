@@ -342,66 +342,13 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 	make_node(req, parent, name, mode, 0, 1);
 }
 
-/*
- * Is @name in @dir a file with one link that this client holds open?
- * Then its node is returned, and unlink/rename keep it under a hidden
- * name until the last close (as NFS clients do), so the open file keeps
- * its data whatever time passes. Cheap when nothing is open.
- */
-static uint64_t open_target(fuse_ino_t dir, const char *name)
-{
-	struct sdfs_stat st;
-	size_t open;
-
-	pthread_mutex_lock(&the_fs->lock);
-	open = the_fs->open_nodes;
-	pthread_mutex_unlock(&the_fs->lock);
-	if (!open || sdfs_ns_lookup(the_fs->s, dir, name, &st) ||
-	    S_ISDIR(st.mode) || st.nlink != 1 || !fnode_is_open(the_fs, st.ino))
-		return 0;
-	return st.ino;
-}
-
-/* The node of @ino is now hidden in @dir: remember to remove the name
- * at its last close — or now, if it was closed meanwhile. */
-static void set_hidden(uint64_t ino, fuse_ino_t dir)
-{
-	char name[40];
-	struct fnode *n;
-	int done = 0;
-
-	snprintf(name, sizeof(name), SDFS_HIDDEN_NAME_FMT, (unsigned long long)ino);
-	pthread_mutex_lock(&the_fs->lock);
-	n = fnode_find_locked(the_fs, ino);
-	if (n && n->opens > 0) {
-		n->hidden_dir = dir;
-		memcpy(n->hidden, name, sizeof(name));
-		done = 1;
-	}
-	pthread_mutex_unlock(&the_fs->lock);
-	if (!done)
-		sdfs_ns_unlink(the_fs->s, dir, name);
-}
-
+/* A file open on any mount (this one too) outlives its last name: the
+ * mds keeps it as a stray until its last close (fnode_open/close hold it
+ * there; docs/mds.md "Strays"), so unlink and rename just remove names. */
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	uint64_t ino = open_target(parent, name);
-	int ret;
+	int ret = sdfs_ns_unlink(the_fs->s, parent, name);
 
-	if (ino) {
-		char hidden[40];
-
-		snprintf(hidden, sizeof(hidden), SDFS_HIDDEN_NAME_FMT,
-			 (unsigned long long)ino);
-		ret = sdfs_ns_rename(the_fs->s, parent, name, parent, hidden,
-				     1 /* RENAME_NOREPLACE */);
-		if (ret == 0) {
-			set_hidden(ino, parent);
-			fuse_reply_err(req, 0);
-			return;
-		}
-	}
-	ret = sdfs_ns_unlink(the_fs->s, parent, name);
 	if (ret)
 		fs_reply_err(req, ret);
 	else
@@ -436,17 +383,8 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	uint64_t ino = flags ? 0 : open_target(newparent, newname);
-	int ret = -EEXIST;
+	int ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
 
-	if (ino) {      /* replacing a file open here: the mds keeps it hidden */
-		ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname,
-				     SDFS_RENAME_HIDE);
-		if (ret == 0)
-			set_hidden(ino, newparent);
-	}
-	if (ret == -EEXIST)
-		ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
 	if (ret)
 		fs_reply_err(req, ret);
 	else

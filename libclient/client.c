@@ -222,6 +222,7 @@ void sdfs_close(struct sdfs *s)
 	if (!s)
 		return;
 	notify_stop(s);         /* its thread uses coord and the client id */
+	holds_free(s->holds);
 	nsclient_free(s->ns);
 	coord_close(s->coord);
 	client_map_put(s->map);

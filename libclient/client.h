@@ -56,6 +56,8 @@ struct sdfs {
 	pthread_mutex_t lock_mu;
 	uint64_t lock_id;
 	unsigned lock_gen;
+	/* hold.c: inodes held open (sdfs_ns_hold); made at first use */
+	struct holds *holds;
 	/* lock.c: wake-ups of blocking lock waits (SDFS_INVAL_LOCK) */
 	pthread_mutex_t wake_mu;
 	pthread_cond_t wake_cond;       /* CLOCK_MONOTONIC */
@@ -80,6 +82,16 @@ uint64_t client_req_id(struct sdfs *s);
 /* lock.c: the mds says locks on @ino changed (notify.c): blocking waits
  * of this handle retry now. */
 void lock_wake(struct sdfs *s, uint64_t ino);
+/* lock.c: the handle's identity, its node clients/<id> in ZooKeeper,
+ * made if this session has none (locks and open files are held by it).
+ * 0 or -ENOLCK. */
+int lock_identity(struct sdfs *s, uint64_t *id);
+/* hold.c: tell the active mds every inode held open here (after each
+ * subscription: a new active waits for it before freeing strays). No-op
+ * for a handle with no identity and nothing held. 0 or -errno. */
+int hold_claim(struct sdfs *s);
+struct holds;
+void holds_free(struct holds *h);       /* sdfs_close; NULL ok */
 
 /* nsclient.c: one namespace request to the active mds, retried (same
  * client id and seq) across connection losses and failovers until

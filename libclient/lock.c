@@ -40,7 +40,7 @@ static uint64_t new_id(void)
 
 /* The current lock identity, made (registered in ZooKeeper) if there is
  * none in this session. 0 or -ENOLCK. */
-static int lock_identity(struct sdfs *s, uint64_t *id)
+int lock_identity(struct sdfs *s, uint64_t *id)
 {
 	unsigned gen = atomic_load(&s->session_gen);
 	int ret = 0;

@@ -9,6 +9,9 @@
  * once it returned: the mds holds the change that made the items stale
  * until that answer.
  *
+ * After each subscription the handle's open inodes are claimed again
+ * (hold.c): a new active knows them only from that.
+ *
  * The subscription follows the active: a lost connection, a "not
  * active" (SHUTDOWN) answer, or ZooKeeper showing another active (a
  * watch on mds/active, and a re-read every few seconds while idle, as a
@@ -426,6 +429,8 @@ static void *notify_main(void *arg)
 		nt->last_err = 0;
 		struct sdfs_inval all = { .kind = SDFS_INVAL_ALL };
 		nt->fn(nt->arg, &all, 1);
+		/* a new active waits for this before it frees strays */
+		hold_claim(nt->s);
 		int64_t since = net_now_ms();
 		ret = serve(nt, fd);
 		close(fd);

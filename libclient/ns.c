@@ -510,6 +510,7 @@ int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st)
 			st->pushes = mi.pushes;
 			st->push_timeouts = mi.push_timeouts;
 			st->lock_wakes = mi.wakes;
+			st->strays = mi.strays;
 		}
 		free(rep);
 	}

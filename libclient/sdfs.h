@@ -296,7 +296,8 @@ int sdfs_ns_mkdir(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 int sdfs_ns_unlink(struct sdfs *s, uint64_t dir, const char *name);
 int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name);
 /* @flags: 0, RENAME_NOREPLACE or RENAME_EXCHANGE (linux/fs.h values 1, 2),
- * or SDFS_RENAME_HIDE: a replaced file with one link is not removed but
+ * or (for mds before 1.8; mount.sdfs now holds open files instead,
+ * sdfs_ns_hold) SDFS_RENAME_HIDE: a replaced file with one link is not removed but
  * renamed to SDFS_HIDDEN_NAME_FMT (with its inode number) in @newdir,
  * for a client that holds it open and removes that name at its last
  * close; -EEXIST if that name is taken. */
@@ -304,6 +305,21 @@ int sdfs_ns_rmdir(struct sdfs *s, uint64_t dir, const char *name);
 #define SDFS_HIDDEN_NAME_FMT ".sdfs-hidden-%016llx"
 int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
 		   uint64_t newdir, const char *newname, unsigned flags);
+/* Open files (docs/mds.md "Strays"): the handle holds @ino open until
+ * the matching sdfs_ns_release (counted: only the first hold and the
+ * last release ask the mds; a last release is sent 2 s later, so a file
+ * opened again meanwhile costs nothing). While any handle of the cluster holds it,
+ * a file whose last name went stays (nlink 0) with its data, usable by
+ * inode number; after the last release anywhere, or once the holder's
+ * ZooKeeper session ended (the process died), the mds frees it. Holds
+ * are made under the handle's lock identity and told again to a new
+ * active mds when the handle resubscribes (sdfs_ns_subscribe: a handle
+ * without a subscription keeps its holds only with the active it told).
+ * 0 or -errno (-ENOLCK: ZooKeeper unreachable); the hold is counted even
+ * then, and told at the next subscription. An mds older than 1.8
+ * answers 0 and keeps such files only for a grace of seconds. */
+int sdfs_ns_hold(struct sdfs *s, uint64_t ino);
+void sdfs_ns_release(struct sdfs *s, uint64_t ino);
 int sdfs_ns_link(struct sdfs *s, uint64_t ino, uint64_t newdir, const char *newname,
 		 struct sdfs_stat *st);
 int sdfs_ns_symlink(struct sdfs *s, uint64_t dir, const char *name, const char *target,
@@ -538,6 +554,8 @@ struct sdfs_mds_status {
 	 * those ended by the lease running out instead of an answer */
 	uint64_t subs, leases, pushes, push_timeouts;
 	uint64_t lock_wakes;            /* lock wake-ups sent (docs/locks.md) */
+	uint64_t strays;                /* files without a name kept because a
+					   client holds them open (docs/mds.md) */
 	size_t n;                       /* running mds, election order */
 	struct sdfs_mds_entry *list;    /* free with free() */
 };

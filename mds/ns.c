@@ -18,6 +18,7 @@
 #include "mds/lease.h"
 #include "mds/lock.h"
 #include "mds/ns_int.h"
+#include "mds/opens.h"
 #include "mds/store.h"
 #include "mds/vol.h"
 
@@ -502,6 +503,11 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 		snprintf(err, errlen, "cannot load the lock table: %s", strerror(-ret));
 		goto fail;
 	}
+	ret = opens_open(ns, coord);
+	if (ret) {
+		snprintf(err, errlen, "cannot make the open-file table");
+		goto fail;
+	}
 	ret = purge_start(ns);
 	if (!ret)
 		ret = vol_start(ns);
@@ -521,6 +527,7 @@ void ns_close(struct ns *ns)
 	if (!ns)
 		return;
 	purge_stop(ns);
+	opens_close(ns);
 	lock_close(ns);
 	vol_close(ns);
 	kvdb_close(ns->db);
@@ -628,6 +635,8 @@ int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
 			return vol_exec(ns, op, req, name, name2, NULL, rep);
 		if (op == SDFS_OP_NS_LOCK_GET)
 			return lock_exec(ns, op, req, data, NULL, rep);
+		if (op == SDFS_OP_NS_OPEN)
+			return opens_exec(ns, req, data);
 		return -EOPNOTSUPP;
 	}
 	if (ns_failed(ns))

@@ -389,6 +389,7 @@ int op_info(struct ns *ns, struct ns_reply *rep)
 	mi.pushes = ls.pushes;
 	mi.push_timeouts = ls.push_timeouts;
 	mi.wakes = ls.hints;
+	mi.strays = purge_count_strays(ns);
 	rep->data = malloc(SDFS_MDS_INFO_SIZE);
 	if (!rep->data)
 		return -ENOMEM;

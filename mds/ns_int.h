@@ -10,6 +10,7 @@
  *   replycache.c  the (client_id, seq) -> reply records
  *   purge.c       background: data of unlinked files, old reply records
  *   lease.c       clients' leases, pushed invalidations (mds/lease.h)
+ *   opens.c       which clients hold which inodes open (mds/opens.h)
  *   handover.c    caches of the previous active's clients (ns_handover)
  *   vol*.c        volume files' catalog, snapshots, reclaim (mds/vol.h)
  *
@@ -22,8 +23,9 @@
  *   'A' ino chunk            (empty): the regular file's chunk has data
  *                            (ns_space.c); their count is in the inode's
  *                            blocks field, with SPACE_COUNTED set
- *   'O' ino                  orphan: le64 size, le32 obj_size, le64 unix ms
- *                            when its last link went (inode kept, nlink 0)
+ *   'O' ino                  stray: le64 size, le32 obj_size, le64 unix ms
+ *                            when its last link went (inode kept, nlink 0,
+ *                            until no client holds it open: opens.h)
  *   'R' client seq           reply record (replycache.c)
  *   'M' "ino_next"           le64: inode numbers below it may be in use
  *   'K' ino client owner kind start   a lock (mds/lock.c): le64 end,
@@ -77,6 +79,7 @@ struct ns {
 	struct inflight *inflight;      /* replycache.c */
 	struct vol *vol;                /* vol*.c */
 	struct locktab *lt;             /* lock.c */
+	struct opens *opens;            /* opens.c: clients' open inodes */
 	struct leases *leases;          /* lease.c: what clients cache */
 	/* handover.c: the longest cache time subscribed this term, and
 	 * when mutations may start (monotonic ms; 0: at once) */
@@ -148,8 +151,9 @@ void dent_add(struct kvbatch *b, struct inode *dir, const char *name, size_t nle
 void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
 	      const struct dent *d);
 /* An inode's last link went: it is kept with nlink 0 (an open file
- * stays usable) and an orphan record makes purge.c delete it, its data,
- * symlink target and xattrs after ORPHAN_GRACE_MS. */
+ * stays usable) and an orphan ("stray") record makes purge.c delete it,
+ * its data, symlink target and xattrs once ORPHAN_GRACE_MS passed and
+ * no client holds it open (mds/opens.h). */
 #define ORPHAN_REC_SIZE 20
 #define ORPHAN_GRACE_MS 5000
 void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in);
@@ -296,6 +300,9 @@ void space_attr(struct ns *ns, const struct inode *in, struct sdfs_attr *a);
 /* purge.c */
 int purge_start(struct ns *ns);
 void purge_stop(struct ns *ns);
+/* Strays now: inodes without a name ('O' records) that some client
+ * holds open. */
+uint64_t purge_count_strays(struct ns *ns);
 /* Free the data of @ino beyond @size (chunks past it removed, the tail
  * of the last one zeroed). */
 int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size,

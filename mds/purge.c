@@ -5,6 +5,9 @@
  * A volume file's data is not in FILE objects: its states are handed to
  * the volume reclaim instead (vol_file_gone).
  *
+ * An orphan ("stray") some client holds open (mds/opens.h) waits for
+ * its last close: its data and inode stay usable by inode number.
+ *
  * Freeing is idempotent (removing a missing object is fine), so a crash
  * halfway simply redoes it at the next active.
  */
@@ -18,6 +21,7 @@
 #include "common/log.h"
 #include "common/oid.h"
 #include "mds/ns_int.h"
+#include "mds/opens.h"
 #include "mds/vol.h"
 
 #define PURGE_PERIOD_MS  1000
@@ -105,7 +109,8 @@ static void purge_orphans(struct ns *ns)
 		if (k[0] != 'O' || klen != 9)
 			break;
 		if (vlen != ORPHAN_REC_SIZE ||
-		    now - (int64_t)le64_get(v + 12) < ORPHAN_GRACE_MS)
+		    now - (int64_t)le64_get(v + 12) < ORPHAN_GRACE_MS ||
+		    opens_held(ns, be64_get(k + 1)))
 			continue;
 		inos[n] = be64_get(k + 1);
 		sizes[n] = le64_get(v);
@@ -121,6 +126,8 @@ static void purge_orphans(struct ns *ns)
 
 		if (have && S_ISREG(in.a.mode) && in.a.size > sizes[i])
 			sizes[i] = in.a.size;   /* written after the unlink */
+		if (opens_held(ns, inos[i]))
+			continue;       /* opened again meanwhile (by number) */
 		if (have && in.a.nlink > 0) {
 			struct kvbatch *b = kvbatch_new();
 			uint8_t k[16];
@@ -147,6 +154,25 @@ static void purge_orphans(struct ns *ns)
 	}
 }
 
+uint64_t purge_count_strays(struct ns *ns)
+{
+	struct kviter *it = kvdb_iter(ns->db);
+	uint64_t n = 0;
+
+	if (!it)
+		return 0;
+	for (kviter_seek(it, "O", 1); kviter_valid(it); kviter_next(it)) {
+		size_t klen;
+		const char *k = kviter_key(it, &klen);
+
+		if (k[0] != 'O' || klen != 9)
+			break;
+		n += opens_has_holder(ns, be64_get((const uint8_t *)k + 1));
+	}
+	kviter_free(it);
+	return n;
+}
+
 static void *purge_main(void *arg)
 {
 	struct ns *ns = arg;
@@ -160,6 +186,7 @@ static void *purge_main(void *arg)
 		if (!ns_failed(ns)) {
 			int64_t now = ns_now() / 1000000;
 
+			opens_sweep(ns);
 			purge_orphans(ns);
 			if (now - last_sweep > SWEEP_PERIOD_MS) {
 				replycache_sweep(ns, REPLY_MAX_AGE_MS);

@@ -66,7 +66,8 @@ static int write_full(int fd, const void *buf, size_t len)
 
 static int is_ns_op(unsigned op)
 {
-	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE;
+	return (op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE) ||
+	       op == SDFS_OP_NS_OPEN;
 }
 
 static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,

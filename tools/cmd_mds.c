@@ -50,9 +50,10 @@ static void status_json(const struct sdfs_mds_status *st)
 	       ", \"db_files\": %" PRIu64 ", \"inodes\": %" PRIu64 ", \"ops\": %" PRIu64
 	       ", \"active_ms\": %" PRIu64 ", \"subscribers\": %" PRIu64 ", \"leases\": %"
 	       PRIu64 ", \"pushes\": %" PRIu64 ", \"push_timeouts\": %" PRIu64
-	       ", \"lock_wakes\": %" PRIu64 ", \"mds\": [", st->epoch,
-	       st->reachable ? "true" : "false", st->db_bytes, st->db_files, st->inodes,
-	       st->ops, st->active_ms, st->subs, st->leases, st->pushes, st->push_timeouts, st->lock_wakes);
+	       ", \"lock_wakes\": %" PRIu64 ", \"strays\": %" PRIu64 ", \"mds\": [",
+	       st->epoch, st->reachable ? "true" : "false", st->db_bytes, st->db_files,
+	       st->inodes, st->ops, st->active_ms, st->subs, st->leases, st->pushes,
+	       st->push_timeouts, st->lock_wakes, st->strays);
 	for (size_t i = 0; i < st->n; i++) {
 		printf("%s{\"name\": ", i ? ", " : "");
 		cli_json_str(stdout, st->list[i].name);
@@ -83,6 +84,8 @@ static void status_text(const struct sdfs_mds_status *st)
 		       " invalidations pushed (%" PRIu64 " waited out), %" PRIu64
 		       " lock wake-ups\n", st->subs, st->leases, st->pushes,
 		       st->push_timeouts, st->lock_wakes);
+		printf("strays    %" PRIu64 " files without a name, kept while open\n",
+		       st->strays);
 	} else {
 		printf("active    %s at %s, MDS epoch %" PRIu64 " (not answering)\n",
 		       st->active, st->addr, st->epoch);

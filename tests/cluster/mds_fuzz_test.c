@@ -485,7 +485,7 @@ Test(mds_fuzz, unknown_ops_get_unknown_op)
 {
 	static const unsigned ops[] = { 0x40, 0x7f, SDFS_OP_OBJ_READ, SDFS_OP_OBJ_WRITE,
 					SDFS_OP_NODE_INFO, SDFS_OP_MDS_FENCE, 0x00,
-					SDFS_OP_NS_SUBSCRIBE + 2, 0x80, 0xff };
+					SDFS_OP_NS_OPEN + 1, 0x80, 0xff };
 	struct frame *f = malloc(sizeof(*f));
 	struct ns_view before;
 	struct sdfs_hdr r;
@@ -546,10 +546,12 @@ static void framed(struct frame *f, unsigned op, const uint8_t *payload, size_t 
 }
 
 /* NS_SUBSCRIBE too: random frames never pick it (a subscription turns
- * the connection into a channel; its own test is below). */
+ * the connection into a channel; its own test is below). NS_OPEN (1.7)
+ * is known too: a random op is never it. */
 static int is_ns_op(unsigned op)
 {
-	return op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE;
+	return (op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE) ||
+	       op == SDFS_OP_NS_OPEN;
 }
 
 static int is_mutation(unsigned op)

@@ -132,6 +132,10 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (n)
 			ver = fnode_ver(n);
 		ret = sdfs_ns_getattr(the_fs->s, parent, &st);
+		/* a handle of an inode without a name is stale, even while a
+		 * client holds it open (as ext4 answers open_by_handle_at) */
+		if (!ret && st.nlink == 0)
+			ret = -ESTALE;
 	} else {
 		ret = sdfs_ns_lookup(the_fs->s, parent, name, &st);
 		/* the kernel holds no reference by name here; a node it holds

@@ -63,20 +63,50 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-static int free_port(void)
+/* Can @port (0: any) be bound on loopback now? The port, or -1. */
+static int try_port(int port)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), got = -1;
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
 	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
+		got = ntohs(sa.sin_port);
 	close(fd);
-	return port;
+	return got;
+}
+
+/*
+ * A port for a daemon to listen on, below the kernel's ephemeral range
+ * (ip_local_port_range): a port from that range may be taken by any
+ * outgoing connection while its daemon is down, and a restarted daemon
+ * could then not listen again ("Address already in use"). Random
+ * within [10000, the range's start); the kernel's pick if none is free.
+ */
+static int free_port(void)
+{
+	static unsigned seed;
+	int low = 32768, hi = 60999;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+	if (f) {
+		if (fscanf(f, "%d %d", &low, &hi) != 2)
+			low = 32768;
+		fclose(f);
+	}
+	if (!seed)
+		seed = (unsigned)getpid() ^ (unsigned)time(NULL);
+	for (int i = 0; low > 10100 && i < 200; i++) {
+		int port = 10000 + (int)(rand_r(&seed) % (unsigned)(low - 10000));
+
+		if (try_port(port) == port)
+			return port;
+	}
+	return try_port(0);
 }
 
 static int write_file(const char *path, const char *text)

@@ -21,6 +21,12 @@
  * - SQLite with several processes writing one database in WAL and in
  *   rollback-journal mode, with readers and the lister running: every
  *   writer succeeds, every row is there, integrity_check says ok.
+ * - du of a thin file counts its data (at most one object for 4 KiB
+ *   written), cp --sparse and tar -S copy it out sparse; df's avail is
+ *   no more than free, nor than the daemons' disk has.
+ * - setfacl/getfacl: the same ACLs as on a local directory (inherited
+ *   defaults, masks, chmod), seen by the second mount, and carried by
+ *   cp -a, tar --acls and rsync -A.
  *
  * Local directories live under the fixture's dir (same disk).
  */
@@ -40,6 +46,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -562,4 +569,138 @@ Test(tools, sqlite_wal_several_processes_while_listed)
 Test(tools, sqlite_rollback_several_processes_while_listed)
 {
 	sqlite_writers("delete", 3, 150);
+}
+
+/* ----- du, sparse files, df ----- */
+
+/* `du -B1` of @path, in bytes. */
+static long long du_bytes(const char *path)
+{
+	char cmd[PATH_MAX + 32], out[64] = "";
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "du -B1 -s '%s'", path);
+	p = popen(cmd, "r");
+	cr_assert(p);
+	cr_assert(fgets(out, sizeof(out), p), "du printed nothing for %s", path);
+	pclose(p);
+	return atoll(out);
+}
+
+Test(tools, du_and_sparse_copies_agree_with_local)
+{
+	const char *dir = tcluster_dir(tc);
+	char loc[PATH_MAX], on[PATH_MAX], back[PATH_MAX], tarback[PATH_MAX];
+	long long obj = 4ll * MiB;
+
+	/* a thin 5 GiB file with 4 KiB at 3 GiB, and a full 6 MiB one */
+	pjoin(loc, sizeof(loc), dir, "du-local");
+	path_of(on, sizeof(on), 0, "du");
+	pjoin(back, sizeof(back), dir, "du-back");
+	pjoin(tarback, sizeof(tarback), dir, "du-tar");
+	for (int i = 0; i < 2; i++) {
+		const char *d = i ? on : loc;
+
+		cr_assert_eq(sh("set -e; mkdir %s; cd %s; truncate -s 5G thin;"
+				"head -c 4096 /dev/urandom | dd of=thin bs=4096 seek=786432 "
+				"conv=notrunc status=none; head -c 6291456 /dev/zero | tr "
+				"\"\\\\0\" x > full", d, d), 0);
+	}
+	long long l_thin, m_thin;
+	char p[PATH_MAX];
+
+	pjoin(p, sizeof(p), loc, "thin");
+	l_thin = du_bytes(p);
+	pjoin(p, sizeof(p), on, "thin");
+	m_thin = du_bytes(p);
+	cr_assert(m_thin > 0 && m_thin <= obj,
+		  "du of a 5 GiB file with 4 KiB written: %lld bytes on the mount "
+		  "(local: %lld); at most one object (%lld) expected", m_thin, l_thin, obj);
+	pjoin(p, sizeof(p), on, "full");
+	cr_assert_geq(du_bytes(p), 6ll * MiB, "a written 6 MiB file counts its data");
+	/* from a second mount too */
+	path_of(p, sizeof(p), 1, "du/thin");
+	cr_assert_eq(du_bytes(p), m_thin, "the second mount's du");
+	/* tools that look for holes keep them when copying out */
+	cr_assert_eq(sh("set -e; mkdir %s; cp -p --sparse=auto %s/thin %s/full %s/;"
+			"mkdir %s; tar -C %s --format=posix -cSf - thin full | tar -C %s -xf -",
+			back, on, on, back, tarback, on, tarback), 0);
+	for (int i = 0; i < 2; i++) {
+		char a[PATH_MAX], b[PATH_MAX];
+		const char *to = i ? tarback : back;
+
+		pjoin(a, sizeof(a), on, "full");
+		pjoin(b, sizeof(b), to, "full");
+		tree_cmp(a, b, i ? "tar -S" : "cp --sparse");
+		pjoin(a, sizeof(a), on, "thin");
+		pjoin(b, sizeof(b), to, "thin");
+		tree_cmp(a, b, i ? "tar -S" : "cp --sparse");
+		cr_assert_leq(du_bytes(b), obj, "%s: the copy out of the mount is not "
+			      "sparse (%lld bytes)", b, du_bytes(b));
+	}
+}
+
+Test(tools, df_tells_what_can_be_written)
+{
+	char mnt[PATH_MAX];
+	struct statvfs v;
+
+	path_of(mnt, sizeof(mnt), 0, "");
+	cr_assert_eq(statvfs(mnt, &v), 0);
+	cr_assert(v.f_blocks > 0 && v.f_bfree <= v.f_blocks);
+	cr_assert_leq(v.f_bavail, v.f_bfree, "df shows more available (%llu) than free "
+		      "(%llu) blocks", (unsigned long long)v.f_bavail,
+		      (unsigned long long)v.f_bfree);
+	cr_assert(v.f_files > 0 && v.f_ffree <= v.f_files);
+	/* avail is what the daemons' filesystems let them write, over the
+	 * copies (3): never more than one of those filesystems' avail (all
+	 * three blockd share the fixture's disk here) */
+	struct statvfs local;
+
+	cr_assert_eq(statvfs(tcluster_dir(tc), &local), 0);
+	unsigned long long m_avail = (unsigned long long)v.f_bavail * v.f_frsize;
+	unsigned long long l_avail = (unsigned long long)local.f_bavail * local.f_frsize;
+	cr_assert_leq(m_avail, l_avail + (1ull << 30), "df avail %llu bytes, the disk "
+		      "under the daemons has %llu", m_avail, l_avail);
+	cr_assert_eq(sh("df -h %s && df -i %s", mnt, mnt), 0);
+}
+
+/* ----- ACL tools ----- */
+
+/* The same ACLs set with setfacl on a local dir and on the mount, read
+ * back with getfacl and compared; then carried by cp -a, tar --acls
+ * and rsync -A out of the mount and back into it. */
+Test(tools, acl_tools_agree_with_local)
+{
+	const char *dir = tcluster_dir(tc);
+	char loc[PATH_MAX], on[PATH_MAX];
+	const char *set =
+		"set -e; mkdir -p %s/p/q; cd %s; printf x > p/f; printf y > p/q/g;"
+		"setfacl -m u:1234:rx,g:2345:r,m::rx p/f;"
+		"setfacl -d -m u:1234:rwx,o::- p; setfacl -m u:4321:rwx p/q;"
+		"printf z > p/new; mkdir p/newdir; chmod 0750 p/q/g;"
+		"setfacl -m u:999:rw p/q/g; chmod g-w p/q/g";
+
+	pjoin(loc, sizeof(loc), dir, "acl-local");
+	path_of(on, sizeof(on), 0, "acl");
+	cr_assert_eq(sh(set, loc, loc), 0);
+	cr_assert_eq(sh(set, on, on), 0);
+	cr_assert_eq(sh("set -e; cd %s; find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -p > %s/acl-local.txt;"
+			"cd %s; find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -p > %s/acl-mount.txt;"
+			"diff -u %s/acl-local.txt %s/acl-mount.txt",
+			loc, dir, on, dir, dir, dir), 0, "getfacl differs (see the log)");
+	/* the second mount sees the same */
+	path_of(on, sizeof(on), 1, "acl");
+	cr_assert_eq(sh("set -e; cd %s; find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -p > %s/acl-mount2.txt;"
+			"diff -u %s/acl-local.txt %s/acl-mount2.txt", on, dir, dir, dir), 0);
+	/* carried by the tools, both ways */
+	path_of(on, sizeof(on), 0, "");
+	cr_assert_eq(sh("set -e; cd %s; cp -a acl acl-cp; mkdir acl-tar acl-rsync;"
+			"tar -C acl --acls -cf - . | tar -C acl-tar --acls -xpf -;"
+			"rsync -aA acl/ acl-rsync/; cp -a acl %s/acl-out;"
+			"for d in acl-cp acl-tar acl-rsync; do (cd $d && find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -p) > %s/$d.txt;"
+			" diff -u %s/acl-local.txt %s/$d.txt; done;"
+			"cd %s/acl-out && find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -p > %s/acl-out.txt;"
+			"diff -u %s/acl-local.txt %s/acl-out.txt",
+			on, dir, dir, dir, dir, dir, dir, dir, dir), 0);
 }

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <criterion/logging.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -371,6 +372,75 @@ static void watchdog_stop(struct tcluster *tc)
 	tc->watchdog = 0;
 }
 
+/*
+ * Sanitizer reports (a -Db_sanitize build: docs/testing.md). Every
+ * process the fixture starts from now on (dev up's daemons, the CLI,
+ * helpers like sdfs-fsx) inherits log_path=DIR/san/report, which wins
+ * over an earlier log_path in the options (tests/run's, for the whole
+ * run); ASan and UBSan append the pid. tcluster_stop fails the test if
+ * any report is there once every daemon has exited, and puts the
+ * options back, so what outlives the cluster reports to the run's dir.
+ * Harmless without sanitizers: nobody reads these variables.
+ */
+static const char *const san_vars[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS" };
+static char *san_saved[2];
+static int san_have_saved;
+
+static void san_point_at(const char *dir)
+{
+	char path[PATH_MAX + 16], val[2 * PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/san", dir);
+	cr_assert(mkdir(path, 0755) == 0, "mkdir %s: %s", path, strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		const char *cur = getenv(san_vars[i]);
+
+		if (!san_have_saved)
+			san_saved[i] = cur ? strdup(cur) : NULL;
+		snprintf(val, sizeof(val), "%s%slog_path=%s/report",
+			 san_saved[i] ? san_saved[i] : "", san_saved[i] ? ":" : "", path);
+		setenv(san_vars[i], val, 1);
+	}
+	san_have_saved = 1;
+}
+
+static void san_restore(void)
+{
+	for (int i = 0; san_have_saved && i < 2; i++) {
+		if (san_saved[i])
+			setenv(san_vars[i], san_saved[i], 1);
+		else
+			unsetenv(san_vars[i]);
+	}
+}
+
+/* Each report in DIR/san into the test's log, and the test failed. */
+static void san_check(struct tcluster *tc)
+{
+	char path[PATH_MAX + 16], file[2 * PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/san", tc->dir);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
+		char *rep = slurp_path(file);
+
+		if (rep && strlen(rep) > 16384)
+			rep[16384] = '\0';
+		cr_log_error("sanitizer report %s:\n%s", file, rep ? rep : "(unreadable)");
+		cr_expect_fail("a process of cluster %s wrote a sanitizer report: %s",
+			       tc->name, file);
+		free(rep);
+	}
+	closedir(d);
+}
+
 static void client_log(int level, const char *msg, void *arg)
 {
 	FILE *f = arg;
@@ -417,6 +487,7 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 			 tc->dir, i + 1);
 	cr_assert(!tc->mount || o->mds, "opts.mount(s) needs opts.mds >= 1");
 	watchdog_start(tc);
+	san_point_at(tc->dir);
 
 	snprintf(nb, sizeof(nb), "%u", o->blockd);
 	snprintf(nc, sizeof(nc), "%u", o->copies);
@@ -452,6 +523,8 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	if (ret) {
 		cr_log_error("sdfs dev up: exit %d\n%s%s", ret, out, err);
 		dev(tc, "down", NULL);
+		san_restore();
+		san_check(tc);
 		cr_assert_fail("sdfs dev up failed (exit %d): %s (see %s/log)", ret, err,
 			       tc->dir);
 	}
@@ -560,6 +633,8 @@ void tcluster_stop(struct tcluster *tc)
 			     tc->mnts[i]);
 		unmount_left_over(tc->mnts[i]);
 	}
+	san_restore();
+	san_check(tc);
 	if (keep && *keep)
 		cr_log_info("SDFS_TEST_KEEP: kept %s", tc->dir);
 	else

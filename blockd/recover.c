@@ -415,7 +415,8 @@ static void run_pass(struct recover *r, const struct cmap *m)
 			 strerror(-ret));
 		goto out_retry;
 	}
-	qsort(p.ents, p.n, sizeof(*p.ents), cmp_listed);
+	if (p.n)        /* nothing listed: ents is NULL, and qsort's nonnull */
+		qsort(p.ents, p.n, sizeof(*p.ents), cmp_listed);
 	p.work = malloc((p.n + 1) * sizeof(*p.work));
 	if (!p.work)
 		goto out_retry;

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <criterion/logging.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -371,6 +372,88 @@ static void watchdog_stop(struct tcluster *tc)
 	tc->watchdog = 0;
 }
 
+/*
+ * Sanitizer reports (a -Db_sanitize build run by tests/run, which sets
+ * $SDFS_SAN_DIR: docs/testing.md). Every process the fixture starts
+ * from now on (dev up's daemons, the CLI, sdfs-fsx) inherits
+ * log_path=$SDFS_SAN_DIR/<cluster name>/report, which wins over the
+ * run's own log_path earlier in the options; ASan and UBSan append the
+ * pid. The reports stay there (the cluster's dir goes with a passing
+ * test), and tests/run fails the run on them whatever the tests said;
+ * tcluster_stop also logs them into the test's output and fails the
+ * test (where criterion lets it: see there), and puts the options back,
+ * so what outlives the cluster reports to the run's dir. Nothing
+ * happens without $SDFS_SAN_DIR.
+ */
+static const char *const san_vars[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS" };
+static char *san_saved[2];
+static int san_have_saved;
+
+static int san_dir(const struct tcluster *tc, char *out, size_t len)
+{
+	const char *top = getenv("SDFS_SAN_DIR");
+
+	if (!top || !*top)
+		return 0;
+	snprintf(out, len, "%s/%s", top, tc->name);
+	return 1;
+}
+
+static void san_point_at(const struct tcluster *tc)
+{
+	char path[PATH_MAX], val[2 * PATH_MAX];
+
+	if (!san_dir(tc, path, sizeof(path)))
+		return;
+	cr_assert(mkdir(path, 0755) == 0, "mkdir %s: %s", path, strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		const char *cur = getenv(san_vars[i]);
+
+		if (!san_have_saved)
+			san_saved[i] = cur ? strdup(cur) : NULL;
+		snprintf(val, sizeof(val), "%s%slog_path=%s/report",
+			 san_saved[i] ? san_saved[i] : "", san_saved[i] ? ":" : "", path);
+		setenv(san_vars[i], val, 1);
+	}
+	san_have_saved = 1;
+}
+
+static void san_restore(void)
+{
+	for (int i = 0; san_have_saved && i < 2; i++) {
+		if (san_saved[i])
+			setenv(san_vars[i], san_saved[i], 1);
+		else
+			unsetenv(san_vars[i]);
+	}
+}
+
+/* Each report of the cluster into the test's log; how many there are. */
+static int san_reports(const struct tcluster *tc)
+{
+	char path[PATH_MAX], file[2 * PATH_MAX];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	if (!san_dir(tc, path, sizeof(path)) || !(d = opendir(path)))
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", path, de->d_name);
+		char *rep = slurp_path(file);
+
+		if (rep && strlen(rep) > 16384)
+			rep[16384] = '\0';
+		cr_log_error("sanitizer report %s:\n%s", file, rep ? rep : "(unreadable)");
+		free(rep);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 static void client_log(int level, const char *msg, void *arg)
 {
 	FILE *f = arg;
@@ -417,6 +500,7 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 			 tc->dir, i + 1);
 	cr_assert(!tc->mount || o->mds, "opts.mount(s) needs opts.mds >= 1");
 	watchdog_start(tc);
+	san_point_at(tc);
 
 	snprintf(nb, sizeof(nb), "%u", o->blockd);
 	snprintf(nc, sizeof(nc), "%u", o->copies);
@@ -452,6 +536,8 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	if (ret) {
 		cr_log_error("sdfs dev up: exit %d\n%s%s", ret, out, err);
 		dev(tc, "down", NULL);
+		san_restore();
+		san_reports(tc);
 		cr_assert_fail("sdfs dev up failed (exit %d): %s (see %s/log)", ret, err,
 			       tc->dir);
 	}
@@ -540,6 +626,8 @@ ReportHook(POST_FINI)(struct criterion_test_stats *st)
 void tcluster_stop(struct tcluster *tc)
 {
 	const char *keep = getenv("SDFS_TEST_KEEP");
+	char name[sizeof(tc->name)];
+	int nsan;
 
 	if (!tc)
 		return;
@@ -560,12 +648,20 @@ void tcluster_stop(struct tcluster *tc)
 			     tc->mnts[i]);
 		unmount_left_over(tc->mnts[i]);
 	}
+	san_restore();
+	nsan = san_reports(tc);
 	if (keep && *keep)
 		cr_log_info("SDFS_TEST_KEEP: kept %s", tc->dir);
 	else
 		leave_to_runner(tc->dir);
 	watchdog_stop(tc);
+	snprintf(name, sizeof(name), "%s", tc->name);
 	free(tc);
+	/* Last, after the cleanup. In a suite's .fini (where most tests stop
+	 * their cluster) criterion prints this under the test but counts
+	 * the test as passed: the run's check in tests/run is the gate. */
+	cr_assert(nsan == 0, "%d sanitizer report(s) from cluster %s's processes "
+		  "(in $SDFS_SAN_DIR/%s/)", nsan, name, name);
 }
 
 struct sdfs *tcluster_client(struct tcluster *tc)

@@ -97,9 +97,13 @@ static void ns_frame(struct frame *f, unsigned op, const struct sdfs_ns_req *r,
 	cr_assert_leq(SDFS_NS_REQ_SIZE + nlen + n2len + dlen, FRAME_MAX);
 	proto_ns_req_encode(r, p);
 	p += SDFS_NS_REQ_SIZE;
-	memcpy(p, name, nlen);
-	memcpy(p + nlen, name2, n2len);
-	memcpy(p + nlen + n2len, data, dlen);
+	/* absent parts are (NULL, 0): memcpy's pointers are nonnull */
+	if (nlen)
+		memcpy(p, name, nlen);
+	if (n2len)
+		memcpy(p + nlen, name2, n2len);
+	if (dlen)
+		memcpy(p + nlen + n2len, data, dlen);
 	h.payload_len = (uint32_t)(SDFS_NS_REQ_SIZE + nlen + n2len + dlen);
 	proto_hdr_encode(&h, f->buf + SDFS_HDR_SIZE, f->buf);
 	f->len = SDFS_HDR_SIZE + h.payload_len;

@@ -93,3 +93,20 @@ int coord_client_list(struct coord *c, uint64_t **out, size_t *n)
 	*n = m;
 	return 0;
 }
+
+int coord_client_listed(const uint64_t *ids, size_t n, uint64_t id)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ids[mid] == id)
+			return 1;
+		if (ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}

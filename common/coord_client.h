@@ -21,4 +21,6 @@ int coord_client_unregister(struct coord *c, uint64_t id);
 /* The ids with a node, sorted; free *@out with free(). No directory
  * yet: 0 ids. Names that are not 16 hex digits are skipped. */
 int coord_client_list(struct coord *c, uint64_t **out, size_t *n);
+/* Is @id among the @n sorted @ids coord_client_list gave? Pure. */
+int coord_client_listed(const uint64_t *ids, size_t n, uint64_t id);
 #endif

@@ -611,23 +611,6 @@ int lock_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 
 /* ---- dead clients ---- */
 
-static int has_id(const uint64_t *ids, size_t n, uint64_t id)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (ids[mid] == id)
-			return 1;
-		if (ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
-
 /* Drop every lock of @client (durably); the clients waiting where it
  * held them go into @wk. mu held. */
 static int drop_client(struct ns *ns, uint64_t client, struct wakes *wk)
@@ -689,7 +672,7 @@ static void sweep(struct ns *ns)
 		again = 0;
 		for (size_t i = 0; i < LOCK_BUCKETS && !again; i++)
 			for (struct lk *l = t->b[i]; l; l = l->next)
-				if (l->since_ms < listed && !has_id(ids, n, l->client)) {
+				if (l->since_ms < listed && !coord_client_listed(ids, n, l->client)) {
 					again = drop_client(ns, l->client, &wk) == 0;
 					break;
 				}

@@ -282,21 +282,6 @@ int space_cut(struct ns *ns, struct kvbatch *b, struct inode *in, uint64_t new_s
 void space_drop(struct kviter *it, struct kvbatch *b, uint64_t ino);
 void space_attr(struct ns *ns, const struct inode *in, struct sdfs_attr *a);
 
-/* ns_space.c (see there). blocks: a regular file's from its count
- * (volume files: 0). report_ok: is @data a well-formed sdfs_ns_chunks?
- * apply: record the report's chunks in @b and in->chunks (with
- * in->a.size already the new size), cut: drop the chunks past
- * @new_size (a truncate), drop: every chunk key of @ino (purge).
- * attr: @in's attributes for a reply, a volume file's space counted
- * from its index. Caller holds the inode's lock for apply and cut. */
-uint64_t space_blocks(const struct inode *in);
-int space_report_ok(const uint8_t *data, uint32_t len);
-int space_apply(struct ns *ns, struct kvbatch *b, struct inode *in,
-		const uint8_t *data, uint32_t len);
-int space_cut(struct ns *ns, struct kvbatch *b, struct inode *in, uint64_t new_size);
-void space_drop(struct kviter *it, struct kvbatch *b, uint64_t ino);
-void space_attr(struct ns *ns, const struct inode *in, struct sdfs_attr *a);
-
 /* purge.c */
 int purge_start(struct ns *ns);
 void purge_stop(struct ns *ns);

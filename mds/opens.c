@@ -216,23 +216,6 @@ uint64_t opens_count(struct ns *ns)
 	return n;
 }
 
-static int has_id(const uint64_t *ids, size_t n, uint64_t id)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (ids[mid] == id)
-			return 1;
-		if (ids[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return 0;
-}
-
 void opens_sweep(struct ns *ns)
 {
 	struct opens *o = ns->opens;
@@ -254,7 +237,7 @@ void opens_sweep(struct ns *ns)
 			for (struct hold **pp = &o->b[b]; *pp;) {
 				struct hold *h = *pp;
 
-				if (h->since_ms < listed && !has_id(ids, n, h->client)) {
+				if (h->since_ms < listed && !coord_client_listed(ids, n, h->client)) {
 					if (h->client != last)
 						log_info("client=%016" PRIx64 ": gone from "
 							 "ZooKeeper, its open files are let go",
@@ -275,7 +258,7 @@ void opens_sweep(struct ns *ns)
 			ids = NULL;
 		} else if (o->claiming) {
 			for (size_t i = 0; i < o->npending;)
-				if (!has_id(ids, n, o->pending[i]))
+				if (!coord_client_listed(ids, n, o->pending[i]))
 					pending_drop(o, o->pending[i]);
 				else
 					i++;

@@ -194,6 +194,8 @@ static int elect(struct mds *m)
 	for (;;) {
 		if (stopping(m))
 			return -EINTR;
+		int64_t t0 = net_now_ms();
+
 		ret = coord_mds_elect_wait(m->coord, m->node, 500);
 		if (ret == 0)
 			return 0;
@@ -201,7 +203,12 @@ static int elect(struct mds *m)
 			return -EINTR;  /* our node is gone: the session ended */
 		if (!logged++)
 			log_info("standing by (election node %s)", m->node);
-		if (ret != -EAGAIN && ret != -ETIMEDOUT)
+		/* -ETIMEDOUT long before the 500 ms is ZooKeeper unreachable
+		 * (connection loss), not a wait that ran out: pause as for
+		 * any other error instead of asking again at once (a standby
+		 * spun a core while its ZooKeeper server was down) */
+		if ((ret != -EAGAIN && ret != -ETIMEDOUT) ||
+		    (ret == -ETIMEDOUT && net_now_ms() - t0 < 250))
 			usleep(200 * 1000);
 	}
 }

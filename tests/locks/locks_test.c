@@ -610,6 +610,29 @@ static void locker_kill(struct locker *l)
 	close(l->from_child);
 }
 
+/* A child holding copies of our descriptors (and so our open files)
+ * until we close *@wr, the pipe's end it waits on; its pid. */
+static pid_t hold_in_child(int *wr)
+{
+	int p[2];
+	pid_t child;
+
+	cr_assert(pipe(p) == 0);
+	child = fork();
+	cr_assert(child >= 0);
+	if (child == 0) {
+		char c;
+
+		close(p[1]);
+		while (read(p[0], &c, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(p[0]);
+	*wr = p[1];
+	return child;
+}
+
 /* An OFD lock belongs to its open file description: it stays while any
  * descriptor of it is open (a dup, a forked child's copy), whatever
  * else its process closes, and goes with the last one, on every mount
@@ -620,7 +643,7 @@ Test(locks, ofd_lock_goes_with_the_last_close_of_its_open_file)
 	char fa[PATH_MAX + 16], fb[PATH_MAX + 16];
 	struct lk_step wait = { LK_OFD_WAIT, F_WRLCK, 0, 0 };
 	struct locker b;
-	int fd, dupfd, other, hold[2], r = -1;
+	int fd, dupfd, other, hold_wr, r = -1;
 	pid_t child;
 
 	new_file("ofd-close", fa, fb, sizeof(fa));
@@ -632,18 +655,7 @@ Test(locks, ofd_lock_goes_with_the_last_close_of_its_open_file)
 	cr_assert(dupfd >= 0 && other >= 0);
 	close(fd);              /* the description stays: dupfd */
 	close(other);           /* another open file of the process */
-	cr_assert(pipe(hold) == 0);
-	child = fork();         /* shares the description */
-	cr_assert(child >= 0);
-	if (child == 0) {
-		char c;
-
-		close(hold[1]);
-		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
-	}
-	close(hold[0]);
+	child = hold_in_child(&hold_wr);        /* shares the description */
 	close(dupfd);           /* the child's copy is still open */
 	locker_start(&b, fb, &wait, 1);
 	cr_assert_eq(locker_result(&b, 300), -ETIME,
@@ -652,7 +664,7 @@ Test(locks, ofd_lock_goes_with_the_last_close_of_its_open_file)
 	cr_assert(other >= 0);
 	cr_assert_eq(ofd_lock(other, F_OFD_SETLK, F_WRLCK, 0, 1), -EAGAIN);
 	close(other);
-	close(hold[1]);         /* the child exits: the last descriptor goes */
+	close(hold_wr);         /* the child exits: the last descriptor goes */
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	cr_assert_eq(locker_result(&b, WAIT_MS), 0,
 		     "the OFD lock stayed after the last close of its open file");
@@ -703,7 +715,7 @@ Test(locks, posix_relock_survives_the_release_of_a_closed_open_file)
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0,
 			    .l_len = 10 };
 	struct locker b;
-	int fd1, fd2, hold[2];
+	int fd1, fd2, hold_wr;
 	pid_t child;
 
 	new_file("ofd-relock", fa, fb, sizeof(fa));
@@ -711,25 +723,14 @@ Test(locks, posix_relock_survives_the_release_of_a_closed_open_file)
 	cr_assert(fd1 >= 0);
 	cr_assert_eq(ofd_lock(fd1, F_OFD_SETLK, F_WRLCK, 1000, 1), 0);
 	cr_assert_eq(fcntl(fd1, F_SETLK, &fl), 0);
-	cr_assert(pipe(hold) == 0);
-	child = fork();         /* keeps the open file after our close */
-	cr_assert(child >= 0);
-	if (child == 0) {
-		char c;
-
-		close(hold[1]);
-		while (read(hold[0], &c, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
-	}
-	close(hold[0]);
+	child = hold_in_child(&hold_wr);        /* keeps the open file after our close */
 	close(fd1);             /* our POSIX lock goes, the OFD lock stays */
 	cr_assert_eq(try_posix(fb, F_WRLCK, 0, 10), 0, "the close kept the POSIX lock");
 	cr_assert_eq(try_posix(fb, F_WRLCK, 1000, 1), -EAGAIN, "the OFD lock went early");
 	fd2 = open(fa, O_RDWR);
 	cr_assert(fd2 >= 0);
 	cr_assert_eq(fcntl(fd2, F_SETLK, &fl), 0, "relock: %s", strerror(errno));
-	close(hold[1]);         /* the child exits: the first open file's RELEASE */
+	close(hold_wr);         /* the child exits: the first open file's RELEASE */
 	cr_assert_eq(waitpid(child, NULL, 0), child);
 	locker_start(&b, fb, &wait, 1);
 	cr_assert_eq(locker_result(&b, WAIT_MS), 0,

@@ -55,6 +55,7 @@
 
 static struct tcluster *tc;
 static pid_t lister = -1;
+static volatile unsigned long *lister_passes;  /* shared with the lister */
 
 static void setup(void)
 {
@@ -78,6 +79,12 @@ TestSuite(tools, .init = setup, .fini = teardown, .timeout = 600);
 /* @dir's entries, each stat'ed, in a loop until killed. */
 static void start_lister(const char *dir)
 {
+	if (!lister_passes) {
+		lister_passes = mmap(NULL, sizeof(*lister_passes), PROT_READ | PROT_WRITE,
+				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		cr_assert(lister_passes != MAP_FAILED);
+	}
+	*lister_passes = 0;
 	lister = fork();
 	cr_assert(lister >= 0);
 	if (lister > 0)
@@ -94,7 +101,19 @@ static void start_lister(const char *dir)
 		while ((e = readdir(d)))
 			fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW);
 		closedir(d);
+		__atomic_add_fetch(lister_passes, 1, __ATOMIC_RELEASE);
 	}
+}
+
+/* Until the lister has listed the directory @n more times. */
+static void wait_listed(unsigned long n)
+{
+	unsigned long want = __atomic_load_n(lister_passes, __ATOMIC_ACQUIRE) + n;
+
+	for (int64_t end = tnow_ms() + 30000; tnow_ms() < end; tsleep_ms(5))
+		if (__atomic_load_n(lister_passes, __ATOMIC_ACQUIRE) >= want)
+			return;
+	cr_assert_fail("the lister did not list %lu times in 30 s", n);
 }
 
 static void stop_lister(void)
@@ -221,7 +240,7 @@ Test(tools, fstat_and_mmap_past_the_pushed_size)
 	cr_assert_eq(fsync(fd), 0);             /* the mds knows 4 KiB */
 	cr_assert_eq(pwrite(fd, buf + 4096, len - 4096, 4096), (ssize_t)(len - 4096));
 	start_lister(dir);
-	tsleep_ms(300);                         /* let it list a few times */
+	wait_listed(3);
 	cr_assert_eq(fstat(fd, &st), 0);
 	cr_assert_eq((size_t)st.st_size, len, "fstat: %lld", (long long)st.st_size);
 	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -268,7 +287,7 @@ Test(tools, unlinked_open_file_reads_back_while_listed)
 	cr_assert_eq(write(fd, buf, len), (ssize_t)len);
 	cr_assert_eq(unlink(p), 0);
 	start_lister(dir);
-	tsleep_ms(300);
+	wait_listed(3);
 	cr_assert_eq(fstat(fd, &st), 0);
 	cr_assert_eq((size_t)st.st_size, len, "fstat: %lld", (long long)st.st_size);
 	cr_assert_eq(st.st_nlink, 0);

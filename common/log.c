@@ -43,6 +43,8 @@ int log_level_parse(const char *s)
 	return -1;
 }
 
+static void emit(int level, const char *func, int line, const char *msg);
+
 void log_write(int level, const char *func, int line, const char *fmt, ...)
 {
 	char msg[1024];
@@ -51,6 +53,43 @@ void log_write(int level, const char *func, int line, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	emit(level, func, line, msg);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void log_every_write(struct log_every *st, int interval_ms, int level,
+		     const char *func, int line, const char *fmt, ...)
+{
+	int64_t now = mono_ms(), next = atomic_load(&st->next_ms);
+	char msg[1024];
+	unsigned held;
+	va_list ap;
+
+	/* One thread wins the slot; the others count themselves. The
+	 * first call finds 0, which any monotonic clock has passed. */
+	if (now < next || !atomic_compare_exchange_strong(&st->next_ms, &next,
+							  now + interval_ms)) {
+		atomic_fetch_add(&st->held, 1);
+		return;
+	}
+	held = atomic_exchange(&st->held, 0);
+	va_start(ap, fmt);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (held && n >= 0 && (size_t)n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - (size_t)n, " (%u more since)", held);
+	emit(level, func, line, msg);
+}
+
+static void emit(int level, const char *func, int line, const char *msg)
+{
 	if (level < LOG_EMERG || level > LOG_DEBUG)
 		level = LOG_ERR;
 	if (sink) {

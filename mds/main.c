@@ -9,9 +9,20 @@
  * as the active. A deposed active (its ZooKeeper session lost, or a
  * write refused by a fence) stops answering at once and steps down by
  * re-executing itself, so it comes back as a clean standby.
+ *
+ * A term that failed (the takeover, or the database under it) is
+ * followed by a backoff: the re-executed process waits before it joins
+ * the election again, 500 ms doubling to 30 s (plus up to a quarter of
+ * jitter), carried across the exec in $SDFS_MDS_BACKOFF; a term that
+ * served BACKOFF_RESET_MS starts the next failure over at 500 ms. Two
+ * mds that cannot open the database so take turns a few times a
+ * minute, not hundreds of times a second. A real fence (a newer MDS
+ * epoch in ZooKeeper, or a block daemon refusing our token) or a lost
+ * session is no failure of ours: no wait.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,9 +37,17 @@
 #include "libclient/sdfs.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
+#include "mds/store.h"
+
+#define BACKOFF_ENV "SDFS_MDS_BACKOFF"
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+#define BACKOFF_RESET_MS 60000          /* a term this long was a success */
 
 static struct mds *the_mds;
 static char **saved_argv;
+static int backoff_ms;                  /* the last wait; 0: none yet */
+static int64_t active_since;            /* monotonic ms; 0: not active */
 
 static void usage(FILE *f)
 {
@@ -143,10 +162,31 @@ static int parse_args(struct mds *m, int argc, char **argv)
 	return 0;
 }
 
-/* Step down: forget everything and come back as a standby. */
-static void step_down(struct mds *m, const char *why)
+/*
+ * Step down: forget everything and come back as a standby. @failed: the
+ * term failed on its own (not deposed): the next process backs off
+ * before it joins the election again.
+ */
+static void step_down(struct mds *m, const char *why, bool failed)
 {
-	log_warn("stepping down: %s", why);
+	int64_t served = active_since ? net_now_ms() - active_since : 0;
+	int next = 0;
+	char env[32];
+
+	if (served >= BACKOFF_RESET_MS)
+		backoff_ms = 0;
+	if (failed)
+		next = backoff_ms ? backoff_ms * 2 : BACKOFF_MIN_MS;
+	if (next > BACKOFF_MAX_MS)
+		next = BACKOFF_MAX_MS;
+	/* "<level> <wait>": a deposed mds keeps its level, waits nothing */
+	snprintf(env, sizeof(env), "%d %d", failed ? next : backoff_ms, next);
+	setenv(BACKOFF_ENV, env, 1);
+	if (failed)
+		log_warn("stepping down: %s; back in the election in %d.%d s",
+			 why, next / 1000, next % 1000 / 100);
+	else
+		log_warn("stepping down: %s", why);
 	atomic_store(&m->serving, 0);
 	/* Our election node goes now (not at session expiry), so a standby
 	 * does not wait for us. Nothing is written after the fence anyway.
@@ -178,6 +218,58 @@ static void lease_renew(struct mds *m)
 static int stopping(struct mds *m)
 {
 	return atomic_load(&m->stop) || atomic_load(&m->expired);
+}
+
+/* After a failed term (step_down): wait before joining the election,
+ * so that a database nobody can open is not fought over. */
+static void backoff_wait(struct mds *m)
+{
+	const char *env = getenv(BACKOFF_ENV);
+	int level = 0, wait = 0;
+
+	if (!env)
+		return;
+	if (sscanf(env, "%d %d", &level, &wait) != 2 || level < 0 || wait < 0 ||
+	    level > BACKOFF_MAX_MS || wait > BACKOFF_MAX_MS)
+		level = wait = 0;
+	unsetenv(BACKOFF_ENV);
+	backoff_ms = level;
+	if (!wait)
+		return;
+	srandom((unsigned)getpid() ^ (unsigned)net_now_ms());
+	wait += (int)(random() % (wait / 4 + 1));
+	log_info("backing off after a failed term: joining the election in %d ms",
+		 wait);
+	for (int64_t end = net_now_ms() + wait; !stopping(m) && net_now_ms() < end;)
+		usleep(50 * 1000);
+}
+
+/*
+ * Why did the database fail under us? A newer MDS epoch in ZooKeeper or
+ * a block daemon refusing our token is a fence (returns true);
+ * anything else is this term's failure, and @why says what failed.
+ */
+static bool db_failure(struct mds *m, char *why, size_t len)
+{
+	uint64_t cur;
+	char last[200];
+	int err;
+
+	if (coord_mds_epoch_get(m->coord, 0, &cur) == 0 && cur > m->epoch) {
+		snprintf(why, len, "fenced: a newer mds took over (MDS epoch %" PRIu64
+			 ", ours %" PRIu64 ")", cur, m->epoch);
+		return true;
+	}
+	err = store_last_error(last, sizeof(last));
+	if (err == EPERM) {
+		snprintf(why, len, "fenced: %s", last);
+		return true;
+	}
+	if (err)
+		snprintf(why, len, "%s", last);
+	else
+		snprintf(why, len, "the database failed (see its error above)");
+	return false;
 }
 
 /* Wait to be the leader. 0, or -EINTR when stopping or expired. */
@@ -213,9 +305,10 @@ static int elect(struct mds *m)
 	}
 }
 
-static int take_over(struct mds *m)
+/* Become the active. 0, or -errno with what failed in @why. */
+static int take_over(struct mds *m, char *why, size_t whylen)
 {
-	char err[256] = "";
+	char err[256] = "", last[200];
 	int64_t t0 = net_now_ms();
 	int ret;
 
@@ -225,13 +318,14 @@ static int take_over(struct mds *m)
 			break;
 	}
 	if (ret) {
-		log_err("cannot bump the MDS epoch: %s", strerror(-ret));
+		snprintf(why, whylen, "cannot bump the MDS epoch: %s", strerror(-ret));
 		return ret;
 	}
 	log_info("elected; MDS epoch %" PRIu64 ": fencing the block daemons", m->epoch);
 	sdfs_set_fence_token(m->sdfs, (uint32_t)m->epoch);
 	while ((ret = sdfs_mds_fence(m->sdfs, m->epoch)) != 0) {
-		log_warn("fencing: %s; retrying", strerror(-ret));
+		log_every(LOG_EVERY_MS, LOG_WARNING, "fencing the block daemons: "
+			  "%s; retrying", strerror(-ret));
 		if (stopping(m))
 			return -EINTR;
 		usleep(200 * 1000);
@@ -239,14 +333,19 @@ static int take_over(struct mds *m)
 	int64_t t1 = net_now_ms();
 	ret = ns_open(m->sdfs, m->coord, m->epoch, m->name, &m->ns, err, sizeof(err));
 	if (ret) {
-		log_err("cannot open the namespace database: %s", err);
+		if (store_last_error(last, sizeof(last)))
+			snprintf(why, whylen, "cannot open the namespace database: "
+				 "%s (%s)", err, last);
+		else
+			snprintf(why, whylen, "cannot open the namespace database: %s",
+				 err);
 		return ret;
 	}
 	/* The old active answered nothing since its lease (session/2)
 	 * lapsed, at least session - lease before we were elected. */
 	ret = ns_handover(m->ns, m->conf.session_ms - m->lease_ms);
 	if (ret) {
-		log_err("cannot record the handover: %s", strerror(-ret));
+		snprintf(why, whylen, "cannot record the handover: %s", strerror(-ret));
 		return ret;
 	}
 	int64_t t2 = net_now_ms();
@@ -258,9 +357,10 @@ static int take_over(struct mds *m)
 	ret = coord_mds_publish(m->coord, &self);
 	if (ret) {
 		atomic_store(&m->serving, 0);
-		log_err("cannot publish the active: %s", strerror(-ret));
+		snprintf(why, whylen, "cannot publish the active: %s", strerror(-ret));
 		return ret;
 	}
+	active_since = net_now_ms();
 	log_info("active at %s, MDS epoch %" PRIu64 " (fence %" PRId64 " ms, open %"
 		 PRId64 " ms)", m->addr, m->epoch, t1 - t0, t2 - t1);
 	return 0;
@@ -323,19 +423,30 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	log_info("%s listening on %s (cluster %s)", m.name, m.addr, m.conf.cluster);
-	ret = elect(&m);
+	backoff_wait(&m);
+	ret = stopping(&m) ? -EINTR : elect(&m);
 	if (ret == 0) {
-		ret = take_over(&m);
-		if (ret && !atomic_load(&m.stop))
-			step_down(&m, "takeover failed");
+		char why[512];
+
+		ret = take_over(&m, why, sizeof(why));
+		if (ret && !atomic_load(&m.stop)) {
+			if (atomic_load(&m.expired))
+				step_down(&m, "ZooKeeper session expired", false);
+			else
+				step_down(&m, why, ret != -ENOENT && ret != -EINTR);
+		}
 	}
 	for (int tick = 0; !atomic_load(&m.stop); tick++) {
 		if (m.ns && tick % 4 == 0)
 			lease_renew(&m);        /* every 200 ms */
 		if (atomic_load(&m.expired))
-			step_down(&m, "ZooKeeper session expired");
-		if (m.ns && ns_failed(m.ns))
-			step_down(&m, "the database refused a write (fenced by a newer mds?)");
+			step_down(&m, "ZooKeeper session expired", false);
+		if (m.ns && ns_failed(m.ns)) {
+			char why[512];
+			bool fenced = db_failure(&m, why, sizeof(why));
+
+			step_down(&m, why, !fenced);
+		}
 		if (m.ns && !atomic_load(&m.serving) && atomic_load(&m.zk_connected))
 			atomic_store(&m.serving, 1);    /* reconnected in time */
 		usleep(50 * 1000);

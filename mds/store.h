@@ -6,10 +6,19 @@
  */
 #ifndef SDFS_MDS_STORE_H
 #define SDFS_MDS_STORE_H
+#include <stddef.h>
+
 #include "mds/objenv.h"
 
 struct sdfs;
 
 /* Fill @st to use @s (which must outlive the database). */
 void store_init(struct objenv_store *st, struct sdfs *s);
+/*
+ * The last object call of this process's store that failed, as one line
+ * ("database write of object 0100000000300000 failed: Connection timed
+ * out") into @buf; returns its errno (EPERM: refused by a fence), or 0
+ * and leaves @buf alone if none failed. Any thread.
+ */
+int store_last_error(char *buf, size_t len);
 #endif

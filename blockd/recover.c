@@ -411,8 +411,8 @@ static void run_pass(struct recover *r, const struct cmap *m)
 
 	ret = list_all(&p);
 	if (ret) {
-		log_info("epoch=%" PRIu64 ": recovery pass deferred (%s)", m->epoch,
-			 strerror(-ret));
+		log_every(LOG_EVERY_MS, LOG_INFO, "epoch=%" PRIu64 ": recovery pass "
+			  "deferred (%s)", m->epoch, strerror(-ret));
 		goto out_retry;
 	}
 	if (p.n)        /* nothing listed: ents is NULL, and qsort's nonnull */
@@ -458,9 +458,10 @@ static void run_pass(struct recover *r, const struct cmap *m)
 
 	atomic_store(&r->pass_end_ms, rec_now_ms());
 	if (atomic_load(&r->unavail) || atomic_load(&p.failed)) {
-		log_warn("epoch=%" PRIu64 ": recovery left %" PRIu64 " objects "
-			 "unavailable, %d failed; retrying", m->epoch,
-			 (uint64_t)atomic_load(&r->unavail), atomic_load(&p.failed));
+		log_every(LOG_EVERY_MS, LOG_WARNING, "epoch=%" PRIu64 ": recovery "
+			  "left %" PRIu64 " objects unavailable, %d failed; retrying",
+			  m->epoch, (uint64_t)atomic_load(&r->unavail),
+			  atomic_load(&p.failed));
 		goto out_retry;
 	}
 	if (atomic_load(&r->clean_epoch) < m->epoch) {

@@ -227,8 +227,9 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 		log_debug("oid=%016" PRIx64 ": fetched epoch %" PRIu64 " copy from "
 			  "node %" PRIu32, oid, c->tag, c->node_id);
 	} else {
-		log_warn("oid=%016" PRIx64 ": fetch from node %" PRIu32 " failed: %s",
-			 oid, c->node_id, strerror(-ret));
+		log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": fetch "
+			  "from node %" PRIu32 " failed: %s", oid, c->node_id,
+			  strerror(-ret));
 	}
 	rpc_calls_free(&call, 1);
 	return ret;

@@ -34,13 +34,26 @@ int coord_zerr(int rc)
 	}
 }
 
+/*
+ * The library's own log (zookeeper_init2's callback). It is chatty at
+ * INFO, and while its server is away it reports every refused or timed
+ * out reconnect, several a second per handle: those come at most once
+ * per LOG_EVERY_MS with a count, other errors at most once a second.
+ * Its own timestamp and thread prefix are dropped (ours has both).
+ */
 static void zk_log(const char *msg)
 {
-	/* The library is chatty at INFO; keep its errors visible. */
-	if (strstr(msg, "ERROR"))
-		log_warn("zookeeper: %s", msg);
-	else
+	const char *zoo = strstr(msg, "ZOO_");
+
+	if (zoo)
+		msg = zoo;
+	if (!strstr(msg, "ERROR"))
 		log_debug("zookeeper: %s", msg);
+	else if (strstr(msg, "errno=111") || strstr(msg, "errno=110") ||
+		 strstr(msg, "refused") || strstr(msg, "timed out"))
+		log_every(LOG_EVERY_MS, LOG_WARNING, "zookeeper: %s", msg);
+	else
+		log_every(1000, LOG_WARNING, "zookeeper: %s", msg);
 }
 
 static void watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)

@@ -202,8 +202,9 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 				noent++;
 			else if (is_epoch_miss(r) || rpc_is_transport(r) || r == -ENODATA) {
 				if (rpc_is_transport(r))
-					log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": %s; "
-						 "retrying", p.up[i]->node_id, oid, strerror(-r));
+					log_every(LOG_EVERY_MS, LOG_WARNING, "node=%" PRIu32
+						  " oid=%016" PRIx64 ": %s; retrying",
+						  p.up[i]->node_id, oid, strerror(-r));
 				retry = 1;
 				last = rpc_is_transport(r) || r == -ENODATA ? -EIO : last;
 			} else if (!fatal)

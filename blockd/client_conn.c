@@ -16,6 +16,15 @@
  * request. conn.lock orders the writers; a worker never closes a
  * connection (a failed write stays queued with EPOLLOUT armed, and the
  * loop thread finds the error and closes it).
+ *
+ * What a peer can make us hold is bounded (conf.h): a frame's payload
+ * buffer grows as its bytes arrive (at most twice what came), never to
+ * what the header announces; a sweep on the loop thread closes a
+ * connection whose frame, once begun, is not whole within
+ * frame_timeout_ms, one whose queued replies do not move for as long,
+ * and one with nothing under way for idle_timeout_ms (libclient's pool
+ * replaces a pooled connection found closed, common/rpc.h). Beyond
+ * max_conns, new connections are closed as soon as accepted.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -37,6 +46,8 @@
 #include "common/proto.h"
 
 #define CONN_MAX_INFLIGHT 64
+#define CONN_PAYLOAD_MIN (16 * 1024)    /* first buffer of a frame's payload */
+#define CONN_SWEEP_MS 1000              /* at most; less for short timeouts */
 
 struct out_msg {
 	struct out_msg *next;
@@ -51,6 +62,7 @@ struct conn {
 	int fd;
 	atomic_int refs;
 	char peer[64];
+	struct conn *next, *prev;       /* all open ones: loop thread only */
 
 	atomic_uint inflight;   /* requests not yet answered */
 	pthread_mutex_t lock;   /* the fields below it up to the read state */
@@ -59,6 +71,7 @@ struct conn {
 	int put_loop_ref;       /* closed: conn_unlock drops the loop's ref */
 	uint32_t events;        /* as last given to epoll */
 	struct out_msg *out_head, **out_tail;
+	int64_t sent_ms;        /* last write progress, or when queued */
 
 	/* read state: loop thread only */
 	uint8_t hdr_buf[SDFS_HDR_SIZE];
@@ -66,7 +79,12 @@ struct conn {
 	struct sdfs_hdr hdr;    /* decoded, valid while payload arrives */
 	uint8_t *payload;
 	size_t payload_got;
+	size_t payload_cap;     /* allocated; grows to hdr.payload_len */
+	int64_t frame_ms;       /* when the frame's first byte came */
+	int64_t io_ms;          /* last byte read or written */
 };
+
+static struct conn *conns;      /* loop thread only */
 
 static void conn_io(int fd, uint32_t events, void *arg);
 
@@ -103,6 +121,12 @@ static void conn_close_locked(struct conn *c, const char *why)
 	c->closed = 1;
 	c->put_loop_ref = 1;
 	c->bd->conns--;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	loop_del_fd(c->bd->loop, c->fd);
 	close(c->fd);
 }
@@ -169,6 +193,7 @@ static int conn_flush(struct conn *c, bool on_loop)
 			return -1;
 		}
 		m->sent += n;
+		c->sent_ms = c->io_ms = net_now_ms();
 		if (m->sent < m->len)
 			break;
 		c->out_head = m->next;
@@ -214,8 +239,10 @@ void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload)
 	}
 	*c->out_tail = m;
 	c->out_tail = &m->next;
-	if (c->out_head == m)
+	if (c->out_head == m) {
+		c->sent_ms = net_now_ms();      /* the stall clock starts now */
 		conn_flush(c, on_loop);
+	}
 	else
 		conn_set_events(c);
 	conn_unlock(c);
@@ -230,6 +257,7 @@ static void conn_frame(struct conn *c)
 	c->payload = NULL;
 	c->hdr_got = 0;
 	c->payload_got = 0;
+	c->payload_cap = 0;
 	if (proto_payload_check(&h, payload) != 0) {
 		free(payload);
 		conn_close(c, "payload checksum mismatch");
@@ -273,13 +301,28 @@ static int conn_read_header(struct conn *c)
 		conn_close(c, why);
 		return -1;
 	}
-	if (c->hdr.payload_len) {
-		c->payload = malloc(c->hdr.payload_len);
-		if (!c->payload) {
-			conn_close(c, "out of memory");
-			return -1;
-		}
+	return 0;
+}
+
+/* Room for more of the payload: the buffer doubles as bytes arrive, up
+ * to what the header announced (a stalled frame holds what came). */
+static int conn_payload_room(struct conn *c)
+{
+	size_t want = c->hdr.payload_len, cap = c->payload_cap;
+	uint8_t *p;
+
+	if (c->payload_got < cap)
+		return 0;
+	cap = cap ? cap * 2 : CONN_PAYLOAD_MIN;
+	if (cap > want)
+		cap = want;
+	p = realloc(c->payload, cap);
+	if (!p) {
+		conn_close(c, "out of memory");
+		return -1;
 	}
+	c->payload = p;
+	c->payload_cap = cap;
 	return 0;
 }
 
@@ -291,8 +334,10 @@ static void conn_read(struct conn *c)
 		if (c->hdr_got < SDFS_HDR_SIZE) {
 			n = read(c->fd, c->hdr_buf + c->hdr_got, SDFS_HDR_SIZE - c->hdr_got);
 		} else {
+			if (conn_payload_room(c))
+				return;
 			n = read(c->fd, c->payload + c->payload_got,
-				 c->hdr.payload_len - c->payload_got);
+				 c->payload_cap - c->payload_got);
 		}
 		if (n == 0) {
 			if (c->hdr_got)
@@ -304,10 +349,14 @@ static void conn_read(struct conn *c)
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
-			conn_close(c, strerror(errno));
+			/* a reset is the peer's way to close, not news */
+			conn_close(c, errno == ECONNRESET ? NULL : strerror(errno));
 			return;
 		}
+		c->io_ms = net_now_ms();
 		if (c->hdr_got < SDFS_HDR_SIZE) {
+			if (c->hdr_got == 0)
+				c->frame_ms = c->io_ms;
 			c->hdr_got += n;
 			if (c->hdr_got < SDFS_HDR_SIZE)
 				continue;
@@ -357,8 +406,15 @@ static void on_accept(int lfd, uint32_t events, void *arg)
 
 		if (fd < 0) {
 			if (errno != EAGAIN && errno != EINTR)
-				log_warn("accept: %s", strerror(errno));
+				log_every(LOG_EVERY_MS, LOG_WARNING, "accept: %s",
+					  strerror(errno));
 			return;
+		}
+		if (bd->conns >= (unsigned)bd->conf.max_conns) {
+			log_every(LOG_EVERY_MS, LOG_WARNING, "%u connections open "
+				  "(max_conns): refusing new ones", bd->conns);
+			close(fd);
+			continue;
 		}
 		struct conn *c = calloc(1, sizeof(*c));
 		if (!c) {
@@ -388,11 +444,81 @@ static void on_accept(int lfd, uint32_t events, void *arg)
 			continue;
 		}
 		bd->conns++;
+		c->io_ms = c->sent_ms = net_now_ms();
+		c->next = conns;
+		if (conns)
+			conns->prev = c;
+		conns = c;
 		log_debug("peer=%s: connected", c->peer);
+	}
+}
+
+/* Why @c should be closed now, or NULL. Loop thread, c->lock held. */
+static const char *conn_overdue(struct blockd *bd, struct conn *c, int64_t now,
+				char *why, size_t len)
+{
+	int frame_ms = bd->conf.frame_timeout_ms;
+	unsigned inflight = atomic_load(&c->inflight);
+
+	if (c->hdr_got) {
+		/* Not reading (too many in flight) is our doing, not the
+		 * peer's: the clock starts again when reading does. */
+		if (inflight >= CONN_MAX_INFLIGHT)
+			c->frame_ms = now;
+		else if (now - c->frame_ms > frame_ms) {
+			snprintf(why, len, "frame not whole within %d ms (%zu of %zu "
+				 "bytes)", frame_ms, c->hdr_got < SDFS_HDR_SIZE ?
+				 c->hdr_got : SDFS_HDR_SIZE + c->payload_got,
+				 SDFS_HDR_SIZE + (c->hdr_got < SDFS_HDR_SIZE ? 0 :
+				 (size_t)c->hdr.payload_len));
+			return why;
+		}
+	}
+	if (c->out_head && now - c->sent_ms > frame_ms) {
+		snprintf(why, len, "replies unread for %d ms", frame_ms);
+		return why;
+	}
+	if (!c->hdr_got && !inflight && !c->out_head &&
+	    now - c->io_ms > bd->conf.idle_timeout_ms)
+		return "";      /* idle: a debug line, not a warning */
+	return NULL;
+}
+
+static void conn_sweep(void *arg)
+{
+	struct blockd *bd = arg;
+	int64_t now = net_now_ms();
+	struct conn *c, *next;
+	char buf[128];
+
+	for (c = conns; c; c = next) {
+		const char *why;
+
+		next = c->next;
+		pthread_mutex_lock(&c->lock);
+		why = conn_overdue(bd, c, now, buf, sizeof(buf));
+		if (why && *why)
+			log_every(LOG_EVERY_MS, LOG_WARNING, "peer=%s: %s; dropping "
+				  "connection", c->peer, why);
+		else if (why)
+			log_debug("peer=%s: idle for %d ms; closing", c->peer,
+				  bd->conf.idle_timeout_ms);
+		if (why)
+			conn_close_locked(c, NULL);
+		conn_unlock(c);
 	}
 }
 
 int client_conn_start(struct blockd *bd)
 {
+	int period = bd->conf.frame_timeout_ms / 4, ret;
+
+	if (period > CONN_SWEEP_MS)
+		period = CONN_SWEEP_MS;
+	if (period < 50)
+		period = 50;
+	ret = loop_add_timer(bd->loop, period, conn_sweep, bd);
+	if (ret < 0)
+		return ret;
 	return loop_add_fd(bd->loop, bd->listen_fd, EPOLLIN, on_accept, bd);
 }

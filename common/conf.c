@@ -15,6 +15,9 @@ void conf_init(struct sdfs_conf *c)
 	strcpy(c->cluster, "sdfs");
 	c->timeout_ms = 10000;
 	c->session_ms = 2000;
+	c->frame_timeout_ms = 10000;
+	c->idle_timeout_ms = 300000;
+	c->max_conns = 4096;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -88,6 +91,19 @@ static int parse_ms(const char *v, int *out)
 	return 0;
 }
 
+static int parse_count(const char *v, long min, long max, int *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || end == v || x < min || x > max)
+		return -EINVAL;
+	*out = (int)x;
+	return 0;
+}
+
 int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
@@ -134,6 +150,12 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_ms(v, &c->timeout_ms);
 		} else if (strcmp(k, "session_ms") == 0) {
 			ret = parse_ms(v, &c->session_ms);
+		} else if (strcmp(k, "frame_timeout_ms") == 0) {
+			ret = parse_ms(v, &c->frame_timeout_ms);
+		} else if (strcmp(k, "idle_timeout_ms") == 0) {
+			ret = parse_ms(v, &c->idle_timeout_ms);
+		} else if (strcmp(k, "max_conns") == 0) {
+			ret = parse_count(v, 1, 1000000, &c->max_conns);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

@@ -6,6 +6,9 @@
  *   cluster = dev                          cluster name (default "sdfs")
  *   timeout_ms = 10000                     client operation timeout
  *   session_ms = 2000                      ZooKeeper session timeout
+ *   frame_timeout_ms = 10000               daemons: a frame must complete
+ *   idle_timeout_ms = 300000               daemons: idle connections close
+ *   max_conns = 4096                       daemons: connections at most
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -24,6 +27,14 @@ struct sdfs_conf {
 	char cluster[CONF_MAX_NAME];
 	int timeout_ms;
 	int session_ms;
+	/* Daemons' connections (blockd/client_conn.c, mds/server.c): a
+	 * frame begun must be whole, and queued replies must move, within
+	 * frame_timeout_ms; a connection with nothing under way for
+	 * idle_timeout_ms is closed (clients reconnect); more than
+	 * max_conns at once are refused. */
+	int frame_timeout_ms;
+	int idle_timeout_ms;
+	int max_conns;
 };
 
 /* Defaults for everything but zk. */

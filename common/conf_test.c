@@ -112,6 +112,22 @@ Test(conf, init_sets_the_documented_defaults)
 	cr_assert_str_eq(c.cluster, "sdfs");
 	cr_assert_eq(c.timeout_ms, 10000);
 	cr_assert_eq(c.session_ms, 2000);
+	cr_assert_eq(c.frame_timeout_ms, 10000);
+	cr_assert_eq(c.idle_timeout_ms, 300000);
+	cr_assert_eq(c.max_conns, 4096);
+}
+
+Test(conf, parses_connection_limits)
+{
+	struct sdfs_conf c;
+
+	cr_assert_eq(load("zk = h:1\nframe_timeout_ms = 2000\nidle_timeout_ms = 60000\n"
+			  "max_conns = 1\n", &c, NULL), 0, "%s", err);
+	cr_assert_eq(c.frame_timeout_ms, 2000);
+	cr_assert_eq(c.idle_timeout_ms, 60000);
+	cr_assert_eq(c.max_conns, 1);
+	cr_assert_neq(load("zk = h:1\nmax_conns = 0\n", &c, NULL), 0);
+	cr_assert_neq(load("zk = h:1\nframe_timeout_ms = 10\n", &c, NULL), 0);
 }
 
 Test(conf, defaults_apply_to_keys_not_given)

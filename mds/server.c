@@ -6,9 +6,18 @@
  * closes the connection; a well-framed request with a bad body gets an
  * error reply and the connection stays. Nothing a client sends can
  * change state unless it decodes exactly.
+ *
+ * What a peer can make us hold is bounded (conf.h): a request's buffer
+ * grows as its bytes arrive; a frame whose first byte came must be
+ * whole within frame_timeout_ms, and a reply must be taken within as
+ * long (SO_SNDTIMEO); a connection that sends no request for
+ * idle_timeout_ms is closed (libclient opens another, nsclient.c), an
+ * invalidation channel excepted; beyond max_conns, new connections are
+ * closed as soon as accepted.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,26 +36,113 @@
 static_assert(SDFS_NS_REQ_SIZE + SDFS_NS_CHUNKS_HDR + 8 * SDFS_NS_CHUNKS_MAX <= REQ_MAX,
 	      "a full chunk report fits a request");
 
+#define BUF_MIN 4096                   /* a request buffer's first size */
+
 struct conn {
 	struct mds *m;
 	int fd;
+	uint8_t *buf;                   /* the request; grows to REQ_MAX */
+	size_t cap;
 };
 
-static int read_full(int fd, void *buf, size_t len)
+/* Wait until @fd is readable, at most until @deadline (monotonic ms;
+ * 0: for ever). 0 or -ETIMEDOUT / -errno. */
+static int wait_readable(int fd, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline ? deadline - net_now_ms() : -1;
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int r;
+
+		if (deadline && left <= 0)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (r > 0)
+			return 0;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/* Read @len bytes, all by @deadline (0: none). */
+static int read_full(int fd, void *buf, size_t len, int64_t deadline)
 {
 	size_t done = 0;
 
 	while (done < len) {
+		int ret = wait_readable(fd, deadline);
+
+		if (ret)
+			return ret;
 		ssize_t n = recv(fd, (char *)buf + done, len - done, 0);
 
 		if (n > 0)
 			done += (size_t)n;
 		else if (n == 0)
 			return -ECONNRESET;
-		else if (errno != EINTR)
+		else if (errno != EINTR && errno != EAGAIN)
 			return -errno;
 	}
 	return 0;
+}
+
+/*
+ * A frame's header: the first byte may take @idle_ms (0: for ever; then
+ * -ETIME when it did not come), the rest, and then the payload, are due
+ * frame_timeout_ms after it. *@deadline gets that instant.
+ */
+static int read_hdr(struct conn *c, uint8_t *hb, int idle_ms, int64_t *deadline)
+{
+	int ret = wait_readable(c->fd, idle_ms ? net_now_ms() + idle_ms : 0);
+
+	if (ret)
+		return ret == -ETIMEDOUT ? -ETIME : ret;
+	*deadline = net_now_ms() + c->m->conf.frame_timeout_ms;
+	return read_full(c->fd, hb, SDFS_HDR_SIZE, *deadline);
+}
+
+/* The payload into c->buf, grown as bytes arrive (never to what the
+ * header announced before they do). */
+static int read_payload(struct conn *c, size_t len, int64_t deadline)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		if (done == c->cap) {
+			size_t cap = c->cap * 2 < len ? c->cap * 2 : len;
+			uint8_t *p = realloc(c->buf, cap);
+
+			if (!p)
+				return -ENOMEM;
+			c->buf = p;
+			c->cap = cap;
+		}
+		size_t chunk = (c->cap < len ? c->cap : len) - done;
+		int ret = wait_readable(c->fd, deadline);
+
+		if (ret)
+			return ret;
+		ssize_t n = recv(c->fd, c->buf + done, chunk, 0);
+
+		if (n > 0)
+			done += (size_t)n;
+		else if (n == 0)
+			return -ECONNRESET;
+		else if (errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Say why a frame timed out, at most every 10 s for all connections. */
+static int frame_late(struct conn *c, int ret)
+{
+	if (ret == -ETIMEDOUT)
+		log_every(LOG_EVERY_MS, LOG_WARNING, "connection: frame not whole "
+			  "within %d ms; closing it", c->m->conf.frame_timeout_ms);
+	return ret;
 }
 
 static int write_full(int fd, const void *buf, size_t len)
@@ -141,7 +237,10 @@ static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
 	if (!sub)
 		return -ENOMEM;
 	for (;;) {
-		ret = read_full(c->fd, hb, sizeof(hb));
+		int64_t dl;
+
+		/* quiet by nature: no idle timeout, only the frame's */
+		ret = frame_late(c, read_hdr(c, hb, 0, &dl));
 		if (ret)
 			break;
 		ret = proto_hdr_decode(hb, 0, &a);
@@ -159,16 +258,20 @@ static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
 }
 
 /* One request; returns < 0 to close the connection. */
-static int serve_one(struct conn *c, uint8_t *payload_buf)
+static int serve_one(struct conn *c)
 {
 	struct mds *m = c->m;
-	uint8_t hb[SDFS_HDR_SIZE];
+	uint8_t hb[SDFS_HDR_SIZE], *payload_buf;
 	struct sdfs_hdr h;
 	struct sdfs_ns_req req;
 	struct ns_reply rep = { 0 };
+	int64_t deadline;
 	int ret;
 
-	ret = read_full(c->fd, hb, sizeof(hb));
+	ret = frame_late(c, read_hdr(c, hb, m->conf.idle_timeout_ms, &deadline));
+	if (ret == -ETIME)
+		log_debug("connection: idle for %d ms; closing it",
+			  m->conf.idle_timeout_ms);
 	if (ret)
 		return ret;
 	ret = proto_hdr_decode(hb, REQ_MAX, &h);
@@ -186,9 +289,10 @@ static int serve_one(struct conn *c, uint8_t *payload_buf)
 	}
 	if (h.flags & SDFS_F_REPLY)
 		return -EPROTO;
-	ret = read_full(c->fd, payload_buf, h.payload_len);
+	ret = frame_late(c, read_payload(c, h.payload_len, deadline));
 	if (ret)
 		return ret;
+	payload_buf = c->buf;
 	if (proto_payload_check(&h, payload_buf)) {
 		log_debug("connection: payload checksum mismatch; closing");
 		return -EPROTO;
@@ -220,13 +324,18 @@ static int serve_one(struct conn *c, uint8_t *payload_buf)
 static void *conn_main(void *arg)
 {
 	struct conn *c = arg;
-	uint8_t *buf = malloc(REQ_MAX);
+	int ms = c->m->conf.frame_timeout_ms;
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = ms % 1000 * 1000 };
 
 	net_set_nonblock(c->fd, 0);
 	net_tune(c->fd);
-	while (buf && serve_one(c, buf) == 0)
+	/* a reply (or an invalidation, lease.c) the peer does not take */
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	c->cap = BUF_MIN;
+	c->buf = malloc(c->cap);
+	while (c->buf && serve_one(c) == 0)
 		;
-	free(buf);
+	free(c->buf);
 	close(c->fd);
 	atomic_fetch_sub(&c->m->conns, 1);
 	free(c);
@@ -254,7 +363,14 @@ static void *accept_main(void *arg)
 			log_err("accept: %s", strerror(errno));
 			return NULL;
 		}
-		c = malloc(sizeof(*c));
+		if (atomic_load(&m->conns) >= (uint_fast64_t)m->conf.max_conns) {
+			log_every(LOG_EVERY_MS, LOG_WARNING, "%" PRIuFAST64 " connections "
+				  "open (max_conns): refusing new ones",
+				  (uint_fast64_t)atomic_load(&m->conns));
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
 		if (!c) {
 			close(fd);
 			continue;

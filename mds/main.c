@@ -345,7 +345,12 @@ static int take_over(struct mds *m, char *why, size_t whylen)
 	 * lapsed, at least session - lease before we were elected. */
 	ret = ns_handover(m->ns, m->conf.session_ms - m->lease_ms);
 	if (ret) {
-		snprintf(why, whylen, "cannot record the handover: %s", strerror(-ret));
+		if (store_last_error(last, sizeof(last)))
+			snprintf(why, whylen, "cannot record the handover: %s (%s)",
+				 strerror(-ret), last);
+		else
+			snprintf(why, whylen, "cannot record the handover: %s",
+				 strerror(-ret));
 		return ret;
 	}
 	int64_t t2 = net_now_ms();

@@ -22,9 +22,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdbool.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,6 +6,8 @@
  *   cluster = dev                          cluster name (default "sdfs")
  *   timeout_ms = 10000                     client operation timeout
  *   session_ms = 2000                      ZooKeeper session timeout
+ *   nearfull_pct = 85                      blockd: disk this full is a warning
+ *   full_pct = 95                          blockd: this full refuses data writes
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -24,6 +26,13 @@ struct sdfs_conf {
 	char cluster[CONF_MAX_NAME];
 	int timeout_ms;
 	int session_ms;
+	/* sdfs-blockd: how much of its data filesystem may be in use (by
+	 * anyone; as df's Use%: used / (used + available)) before it
+	 * reports itself near full (a health warning) and full (a health
+	 * error; it then refuses writes of file and volume data, docs/
+	 * operations.md "Space"). 1..100; full_pct >= nearfull_pct. */
+	int nearfull_pct;
+	int full_pct;
 };
 
 /* Defaults for everything but zk. */

@@ -112,6 +112,24 @@ Test(conf, init_sets_the_documented_defaults)
 	cr_assert_str_eq(c.cluster, "sdfs");
 	cr_assert_eq(c.timeout_ms, 10000);
 	cr_assert_eq(c.session_ms, 2000);
+	cr_assert_eq(c.nearfull_pct, 85);
+	cr_assert_eq(c.full_pct, 95);
+}
+
+Test(conf, space_thresholds)
+{
+	struct sdfs_conf c;
+
+	cr_assert_eq(load("zk = h:1\nnearfull_pct = 70\nfull_pct = 100\n", &c, NULL), 0,
+		     "%s", err);
+	cr_assert_eq(c.nearfull_pct, 70);
+	cr_assert_eq(c.full_pct, 100);
+	cr_assert_eq(load("zk = h:1\nfull_pct = 0\n", &c, NULL), -EINVAL);
+	cr_assert(strstr(err, ":2: bad value for full_pct"), "%s", err);
+	cr_assert_eq(load("zk = h:1\nnearfull_pct = 101\n", &c, NULL), -EINVAL);
+	cr_assert_eq(load("zk = h:1\nnearfull_pct = 90\nfull_pct = 80\n", &c, NULL),
+		     -EINVAL);
+	cr_assert(strstr(err, "nearfull_pct 90 is above full_pct 80"), "%s", err);
 }
 
 Test(conf, defaults_apply_to_keys_not_given)

@@ -205,7 +205,7 @@ int cmd_node(struct cli *cli)
 	if (cli->argc < 1)
 		return cli_usage(node_usage);
 	const char *sub = cli->argv[0];
-	if (!strcmp(sub, "list")) {
+	if (!strcmp(sub, "list") || !strcmp(sub, "ls")) {      /* ls: as fs ls */
 		if (cli->argc != 1)
 			return cli_usage("sdfs node list [--json]");
 	} else {

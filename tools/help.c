@@ -37,7 +37,8 @@ static const struct help_entry entries[] = {
 	  "wait until every object has all its copies",
 	  "  --timeout S       give up after S seconds (exit 1), 0..604800\n"
 	  "                    (default 300)\n" },
-	{ "node", "list", "node list", "every block daemon and its numbers", NULL },
+	{ "node", "list", "node list", "every block daemon, its numbers and its disk use\n"
+	  "(also: node ls)", NULL },
 	{ "node", "out", "node out ID", "a down node goes out now (no grace)", NULL },
 	{ "node", "remove", "node remove ID", "drain a node: its data moves off",
 	  "The node keeps serving while its data moves; stop it once sdfs node\n"

@@ -9,8 +9,9 @@
  * mount). blockd.1's data dir is moved onto a tmpfs of TMPFS_MB (stopped,
  * copied, restarted: the same node), unmounted at teardown. Files are
  * written and removed through the mount with plain syscalls; health is
- * read with `sdfs cluster status --json` and `sdfs node list --json`.
- * Needs root (mount(2)); skipped without.
+ * read with `sdfs cluster status --json` and the node list (libsdfs).
+ * Needs root (mount(2)); skipped without. A watchdog process unmounts
+ * the tmpfs if the test process dies before its fini.
  */
 #include "tests/vol/vt.h"
 #include "tests/cluster/tjson.h"
@@ -24,8 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MiB ((uint64_t)1 << 20)
@@ -38,6 +41,33 @@
 static struct tcluster *tc;
 static char small_dir[PATH_MAX];
 static int small_mounted;
+static pid_t wd_pid;            /* unmounts the tmpfs if this process dies */
+static int wd_fd = -1;
+
+/* A process that lazily unmounts small_dir on EOF of its pipe (a test
+ * killed by its timeout: no fini runs); told to exit quietly by fini. */
+static void watchdog_start(void)
+{
+	int p[2];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	wd_pid = fork();
+	cr_assert(wd_pid >= 0, "fork: %s", strerror(errno));
+	if (wd_pid == 0) {
+		char c;
+		ssize_t n;
+
+		setsid();
+		close(p[1]);
+		while ((n = read(p[0], &c, 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1)
+			umount2(small_dir, MNT_DETACH);
+		_exit(0);
+	}
+	close(p[0]);
+	wd_fd = p[1];
+}
 
 static void up(void)
 {
@@ -50,6 +80,13 @@ static void down(void)
 	if (small_mounted && umount2(small_dir, MNT_DETACH) < 0)
 		cr_log_warn("umount %s: %s", small_dir, strerror(errno));
 	small_mounted = 0;
+	if (wd_pid > 0) {
+		if (write(wd_fd, "x", 1) != 1)
+			kill(wd_pid, SIGKILL);
+		close(wd_fd);
+		waitpid(wd_pid, NULL, 0);
+		wd_pid = 0;
+	}
 }
 
 TestSuite(full, .init = up, .fini = down, .timeout = 400);
@@ -79,6 +116,7 @@ static void move_to_small_disk(const char *name)
 		cr_skip_test("cannot mount a tmpfs (%s): needs root", strerror(e));
 	}
 	small_mounted = 1;
+	watchdog_start();
 	char *argv[] = { "/bin/cp", "-a", src, small_dir, NULL }, *out = NULL;
 	ret = vt_run(argv, &out, 60000);
 	cr_assert_eq(ret, 0, "cp -a %s %s: %d: %s", src, small_dir, ret, out ? out : "");

@@ -621,8 +621,8 @@ static const struct vol_cmd vol_cmds[] = {
 	  "sdfs vol create PATH SIZE [--copies N [--force]] [--obj-size SIZE] [--json]",
 	  vol_create },
 	{ "info", { NULL }, 1, 1, "sdfs vol info PATH[@SNAP] [--json]", vol_info },
-	{ "import", { "--size=", "--copies=", "--obj-size=", "--diff", NULL }, 1, 1,
-	  "sdfs vol import [--diff] PATH [--size SIZE] [--copies N] [--obj-size SIZE] "
+	{ "import", { "--size=", "--copies=", "--obj-size=", "--diff", "--force", NULL }, 1, 1,
+	  "sdfs vol import [--diff] PATH [--size SIZE] [--copies N [--force]] [--obj-size SIZE] "
 	  "< IMAGE|DIFF", vol_stream_import },
 	{ "export", { "--snap=", "--from-snap=", NULL }, 1, 1,
 	  "sdfs vol export PATH[@SNAP] [--snap SNAP] [--from-snap A] > OUT",

@@ -69,11 +69,12 @@ static const struct help_entry entries[] = {
 	  "                    cluster's object size (default: the cluster's)\n" },
 	{ "vol", "info", "vol info PATH[@SNAP]",
 	  "vid, size, copies, object size, snapshots", NULL },
-	{ "vol", "import", "vol import PATH [--size SIZE] [--copies N] [--obj-size SIZE] < IMAGE",
+	{ "vol", "import",
+	  "vol import PATH [--size SIZE] [--copies N [--force]] [--obj-size SIZE] < IMAGE",
 	  "a raw image from stdin into a volume file\n"
 	  "(made if missing; zero chunks skipped)",
 	  "  --size SIZE       the volume's size if more than the image's\n"
-	  "  --copies N, --obj-size SIZE\n"
+	  "  --copies N [--force], --obj-size SIZE\n"
 	  "                    of a new volume, as for vol create\n"
 	  "An empty image is refused; nothing is made or changed then.\n" },
 	{ "vol", "import", "vol import --diff PATH < DIFF",

@@ -132,17 +132,29 @@ static unsigned space_pct(uint64_t used, uint64_t avail)
 	return base ? (unsigned)((used * 100 + base - 1) / base) : 0;
 }
 
+/* A state is left only SPACE_HYST_PCT below where it began: a disk at
+ * the line does not flap (nor its log, nor the refusals). */
+#define SPACE_HYST_PCT 2
+
+static unsigned space_line(int pct, int in_state)
+{
+	int at = in_state ? pct - SPACE_HYST_PCT : pct;
+
+	return at > 0 ? (unsigned)at : 0;
+}
+
 /* SDFS_SPACE_* for a filesystem with @used bytes in use of which the
- * daemon may still write @avail; clears bd->nospace once space came
- * back. */
-static unsigned space_judge(struct blockd *bd, uint64_t used, uint64_t avail)
+ * daemon may still write @avail, the state before being @prev; clears
+ * bd->nospace once space came back. */
+static unsigned space_judge(struct blockd *bd, uint64_t used, uint64_t avail,
+			    unsigned prev)
 {
 	unsigned pct = space_pct(used, avail), st = 0;
 	uint64_t obj = bd->cfg.obj_size;
 
-	if (pct >= (unsigned)bd->conf.nearfull_pct)
+	if (pct >= space_line(bd->conf.nearfull_pct, prev & SDFS_SPACE_NEARFULL))
 		st |= SDFS_SPACE_NEARFULL;
-	if (pct >= (unsigned)bd->conf.full_pct || avail < obj)
+	if (pct >= space_line(bd->conf.full_pct, prev & SDFS_SPACE_FULL) || avail < obj)
 		st |= SDFS_SPACE_FULL;
 	if (atomic_load(&bd->nospace)) {
 		if (avail >= atomic_load(&bd->nospace_avail) + obj)
@@ -167,7 +179,7 @@ static unsigned space_state(struct blockd *bd, int fresh)
 		return atomic_load(&bd->space);
 	if (objstore_space(bd->store, &used, &total) || objstore_avail(bd->store, &avail))
 		return atomic_load(&bd->space);
-	st = space_judge(bd, used, avail);
+	st = space_judge(bd, used, avail, atomic_load(&bd->space));
 	atomic_store(&bd->space_ms, now);
 	old = atomic_exchange(&bd->space, st);
 	if (old == st)

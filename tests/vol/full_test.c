@@ -182,7 +182,7 @@ Test(full, a_full_node_is_named_and_freed_space_is_usable_again_within_seconds)
 {
 	struct sdfs_node_status st;
 	uint32_t id = tcluster_node_id(tc, VICTIM);
-	char health[32], *out = NULL, name[32];
+	char health[32], *out = NULL, name[32], want[64];
 	int64_t v;
 	unsigned files = 0, warned = 0;
 
@@ -209,6 +209,11 @@ Test(full, a_full_node_is_named_and_freed_space_is_usable_again_within_seconds)
 		cr_assert_eq(tjson_int(out, "nearfull_node", &v, NULL), 0, "%s", out);
 		cr_assert_eq(v, id);
 		free(out);
+		cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "cluster status"), 0);
+		snprintf(want, sizeof(want), "health    warning: node %" PRIu32
+			 " near full (", id);
+		cr_assert(strstr(out, want), "status names the near full node: %s", out);
+		free(out);
 		cr_assert_eq(tcluster_wait_healthy(tc, 5), 0, "near full is healthy");
 		warned = 1;
 	}
@@ -226,7 +231,6 @@ Test(full, a_full_node_is_named_and_freed_space_is_usable_again_within_seconds)
 	cr_assert_eq(v, id);
 	free(out);
 	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "cluster status"), 0);
-	char want[64];
 	snprintf(want, sizeof(want), "health    error: node %" PRIu32 " full (", id);
 	cr_assert(strstr(out, want), "status names the full node: %s", out);
 	free(out);

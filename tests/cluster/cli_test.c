@@ -218,7 +218,9 @@ Test(cli, status_and_node_list_json_parse)
 	cr_assert_eq(nodes_up, NBLOCKD);
 	cr_assert_eq(nodes, NBLOCKD);
 	cr_assert_eq(copies, 3);
-	cr_assert_str_eq(health, "ok");
+	/* "warning" when the disk under the test's data dirs is near full
+	 * (85 %, docs/operations.md "Space"): healthy either way */
+	cr_assert(!strcmp(health, "ok") || !strcmp(health, "warning"), "%s", out);
 	free(out);
 
 	out = ok("node list --json");

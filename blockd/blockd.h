@@ -72,6 +72,12 @@ struct blockd {
 	atomic_uint_fast64_t errors;    /* replies not OK, from any thread */
 	atomic_uint_fast64_t map_epoch; /* map->epoch, for any thread */
 	unsigned conns;
+
+	/* ops.c: the data filesystem's state (SDFS_SPACE_*), any thread */
+	atomic_uint space;              /* as last judged ... */
+	atomic_int_fast64_t space_ms;   /* ... at this net_now_ms (0: never) */
+	atomic_uint nospace;            /* a write hit ENOSPC, space not back */
+	atomic_uint_fast64_t nospace_avail; /* avail_bytes when it did */
 };
 
 /* client_conn.c: accept connections on bd->listen_fd. */

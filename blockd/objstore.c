@@ -1393,6 +1393,35 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ve
 	return ret;
 }
 
+/*
+ * The tombstone written over the object's own file, for a disk too full
+ * for a new one (a new file needs an inode and a block): the header,
+ * whose block is allocated already, says "removed at @version" first;
+ * then the data and the table are let go. A crash in between leaves a
+ * tombstone with some dead blocks behind it. Stripe held, slot dropped.
+ */
+static int obj_entomb_in_place(struct objstore *s, uint64_t oid, uint64_t version)
+{
+	struct obj o;
+	int ret;
+
+	ret = obj_open(s, oid, O_RDWR, &o);
+	if (ret)
+		return ret;
+	o.size = 0;
+	o.epoch = version;
+	o.flags = OBJ_F_DELETED;
+	ret = hdr_write(&o);
+	if (ret == 0 && ftruncate(o.fd, (off_t)o.data_off) < 0)
+		ret = -errno;
+	/* The table is no use to a tombstone either (best effort). */
+	if (ret == 0)
+		(void)fallocate(o.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, OBJ_HDR_AREA,
+			  (off_t)(o.data_off - OBJ_HDR_AREA));
+	obj_close(&o);
+	return ret;
+}
+
 /* Put a tombstone of @version in place of the object; stripe held. */
 static int obj_entomb(struct objstore *s, uint64_t oid, uint64_t version)
 {
@@ -1401,17 +1430,24 @@ static int obj_entomb(struct objstore *s, uint64_t oid, uint64_t version)
 
 	slot_drop(s, oid);
 	ret = obj_new_tmp(s, oid, version, &o);
-
-	if (ret)
-		return ret;
-	o.flags = OBJ_F_DELETED;
-	ret = hdr_write(&o);
-	obj_close(&o);
-	if (ret) {
-		obj_drop_tmp(s, oid);
-		return ret;
+	if (ret == 0) {
+		o.flags = OBJ_F_DELETED;
+		ret = hdr_write(&o);
+		obj_close(&o);
+		if (ret == 0)
+			ret = obj_commit_tmp(s, oid, true);
+		else
+			obj_drop_tmp(s, oid);
 	}
-	return obj_commit_tmp(s, oid, true);
+	/* A removal is what gives space back: on a full disk it must not
+	 * need any (docs/operations.md "Space"). */
+	if (ret == -ENOSPC || ret == -EDQUOT) {
+		int r = obj_entomb_in_place(s, oid, version);
+
+		if (r != -ENOENT)
+			ret = r;
+	}
+	return ret;
 }
 
 int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version)

@@ -124,6 +124,9 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ve
  *     version (a retried removal must not look older than a write it
  *     follows) and -ENOENT.
  *   objstore_bury: a copied tombstone with exactly @version (recovery).
+ * Neither needs space: on a filesystem too full for a new file (ENOSPC,
+ * EDQUOT) the tombstone is written over the object's own file, whose
+ * data and table are let go (docs/operations.md "Space").
  */
 int objstore_remove_at(struct objstore *s, uint64_t oid, uint64_t epoch);
 int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version);

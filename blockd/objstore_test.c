@@ -26,8 +26,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,10 +73,15 @@ static int rm_one(const char *path, const struct stat *st, int type,
 	return type == FTW_DP ? rmdir(path) : unlink(path);
 }
 
+static char small_mnt[96];      /* a tmpfs a test mounted, or "" */
+
 static void teardown(void)
 {
 	objstore_close(s);
 	s = NULL;
+	if (small_mnt[0])
+		umount2(small_mnt, MNT_DETACH);
+	small_mnt[0] = '\0';
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
@@ -1196,6 +1203,64 @@ Test(tombstone, listed_with_a_flag_and_removable)
 	cr_assert_eq(objstore_remove(s, 2), 0);
 	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 4, &n), 0);
 	cr_assert_eq(n, 1);
+}
+
+/* A full filesystem: a removal still works and gives the space back.
+ * The store lives on a tmpfs of 2 MiB (needs root: skipped without). */
+Test(tombstone, removal_on_a_full_disk_needs_no_space_and_frees_it)
+{
+	char *small = small_mnt, filler[128], buf[4096];
+	struct statvfs sv;
+	uint64_t size, v, avail0;
+	int deleted = 0, fd, ret = 0;
+	size_t got;
+
+	snprintf(small, sizeof(small_mnt), "%s/small", dir);
+	cr_assert_eq(mkdir(small, 0700), 0);
+	if (mount("tmpfs", small, "tmpfs", 0, "size=2m,nr_inodes=300") < 0) {
+		small[0] = '\0';
+		cr_skip_test("cannot mount a tmpfs: %s", strerror(errno));
+	}
+	objstore_close(s);
+	s = NULL;
+	ret = objstore_open(small, MAX_OBJ, &s);
+	cr_assert_eq(ret, 0, "open on the tmpfs: %s", strerror(-ret));
+	memset(buf, 0x5a, sizeof(buf));
+	for (uint64_t off = 0; off < (1u << 20); off += sizeof(buf))
+		cr_assert_eq(objstore_write(s, 42, off, buf, sizeof(buf), 3,
+					    OBJSTORE_CREATE), 0);
+	/* Fill the rest, inodes too, so not even a tombstone file fits. */
+	snprintf(filler, sizeof(filler), "%s/filler", small);
+	fd = open(filler, O_WRONLY | O_CREAT, 0600);
+	cr_assert(fd >= 0);
+	while (write(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
+		;
+	close(fd);
+	for (int i = 0; i < 300; i++) {
+		snprintf(filler, sizeof(filler), "%s/f%d", small, i);
+		if ((fd = open(filler, O_WRONLY | O_CREAT, 0600)) < 0)
+			break;
+		close(fd);
+	}
+	cr_assert_eq(objstore_write(s, 43, 0, buf, sizeof(buf), 3, OBJSTORE_CREATE),
+		     -ENOSPC, "the disk is full");
+	cr_assert_eq(statvfs(small, &sv), 0);
+	avail0 = (uint64_t)sv.f_bavail * sv.f_frsize;
+
+	ret = objstore_remove_at(s, 42, 4);
+	cr_assert_eq(ret, 0, "removal on a full disk: %s", strerror(-ret));
+	cr_assert_eq(objstore_read(s, 42, 0, buf, 1, &got), -ENOENT);
+	cr_assert_eq(objstore_head(s, 42, &size, &v, &deleted), 0);
+	cr_assert(deleted, "a tombstone");
+	cr_assert_eq(v, 4ull << 32 | 1, "the next version, as any removal");
+	cr_assert_eq(statvfs(small, &sv), 0);
+	cr_assert_geq((uint64_t)sv.f_bavail * sv.f_frsize, avail0 + (1u << 20) - 64 * 1024,
+		      "the object's MiB came back");
+	/* and it stays a good tombstone for the next open */
+	objstore_close(s);
+	cr_assert_eq(objstore_open(small, MAX_OBJ, &s), 0);
+	cr_assert_eq(objstore_head(s, 42, &size, &v, &deleted), 0);
+	cr_assert(deleted);
 }
 
 /* ---- objects kept open between writes (struct obj_slot) ---- */

@@ -29,6 +29,7 @@
 #include "blockd/order.h"
 #include "blockd/vfence.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
 
@@ -118,6 +119,113 @@ static void fences_end(struct req *r)
 		vfence_mutate_end(r->bd->vfence, oid_owner(r->h.oid));
 }
 
+/* ---- space (docs/operations.md "Space") ---- */
+
+#define SPACE_CHECK_MS 100      /* statvfs at most this often */
+
+/* How full, as df says it: used of what used and available make (the
+ * blocks kept for root count in neither), in percent, rounded up. */
+static unsigned space_pct(uint64_t used, uint64_t avail)
+{
+	uint64_t base = used + avail;
+
+	return base ? (unsigned)((used * 100 + base - 1) / base) : 0;
+}
+
+/* A state is left only SPACE_HYST_PCT below where it began: a disk at
+ * the line does not flap (nor its log, nor the refusals). */
+#define SPACE_HYST_PCT 2
+
+static unsigned space_line(int pct, int in_state)
+{
+	int at = in_state ? pct - SPACE_HYST_PCT : pct;
+
+	return at > 0 ? (unsigned)at : 0;
+}
+
+/* SDFS_SPACE_* for a filesystem with @used bytes in use of which the
+ * daemon may still write @avail, the state before being @prev; clears
+ * bd->nospace once space came back. */
+static unsigned space_judge(struct blockd *bd, uint64_t used, uint64_t avail,
+			    unsigned prev)
+{
+	unsigned pct = space_pct(used, avail), st = 0;
+	uint64_t obj = bd->cfg.obj_size;
+
+	if (pct >= space_line(bd->conf.nearfull_pct, prev & SDFS_SPACE_NEARFULL))
+		st |= SDFS_SPACE_NEARFULL;
+	if (pct >= space_line(bd->conf.full_pct, prev & SDFS_SPACE_FULL) || avail < obj)
+		st |= SDFS_SPACE_FULL;
+	if (atomic_load(&bd->nospace)) {
+		if (avail >= atomic_load(&bd->nospace_avail) + obj)
+			atomic_store(&bd->nospace, 0);
+		else
+			st |= SDFS_SPACE_ENOSPC | SDFS_SPACE_FULL;
+	}
+	if (st & SDFS_SPACE_FULL)
+		st |= SDFS_SPACE_NEARFULL;
+	return st;
+}
+
+/* The node's space state, judged afresh if the last is older than
+ * SPACE_CHECK_MS (or @fresh); a change is logged once. */
+static unsigned space_state(struct blockd *bd, int fresh)
+{
+	int64_t now = net_now_ms();
+	uint64_t used, total, avail;
+	unsigned st, old;
+
+	if (!fresh && now - atomic_load(&bd->space_ms) < SPACE_CHECK_MS)
+		return atomic_load(&bd->space);
+	if (objstore_space(bd->store, &used, &total) || objstore_avail(bd->store, &avail))
+		return atomic_load(&bd->space);
+	st = space_judge(bd, used, avail, atomic_load(&bd->space));
+	atomic_store(&bd->space_ms, now);
+	old = atomic_exchange(&bd->space, st);
+	if (old == st)
+		return st;
+	unsigned pct = space_pct(used, avail);
+	if (st & SDFS_SPACE_FULL)
+		log_err("node=%" PRIu32 ": disk full (%u%% used, %" PRIu64 " bytes "
+			"available%s): writes of data are refused with ENOSPC until "
+			"space is freed", bd->node_id, pct, avail,
+			st & SDFS_SPACE_ENOSPC ? ", a write hit ENOSPC" : "");
+	else if (st & SDFS_SPACE_NEARFULL)
+		log_warn("node=%" PRIu32 ": disk near full (%u%% used, %" PRIu64
+			 " bytes available)", bd->node_id, pct, avail);
+	else
+		log_info("node=%" PRIu32 ": disk space ok again (%u%% used)",
+			 bd->node_id, pct);
+	return st;
+}
+
+/* A write the disk refused for lack of space: the node is full until an
+ * object's worth of space comes back. */
+static void space_note(struct blockd *bd, int ret)
+{
+	uint64_t avail;
+
+	if ((ret != -ENOSPC && ret != -EDQUOT) || objstore_avail(bd->store, &avail))
+		return;
+	atomic_store(&bd->nospace_avail, avail);
+	atomic_store(&bd->nospace, 1);
+	space_state(bd, 1);
+}
+
+/*
+ * A full node takes no more file, raw or volume data (-ENOSPC, before
+ * anything is written), so what space is left stays for the mds's
+ * database, whose commits are what frees space (an unlink), and for
+ * removals, which never need any. The mds's own mutations of file data
+ * (truncate, carrying its token) pass too.
+ */
+static int space_refuses(struct req *r)
+{
+	if (oid_kind(r->h.oid) == OID_KIND_MDS || is_fenced(r))
+		return 0;
+	return !!(space_state(r->bd, 0) & SDFS_SPACE_FULL);
+}
+
 /*
  * Begin/end a mutation: under the object's recovery lock (recover.h),
  * then, for MDS and volume objects, past their fence, holding it shared
@@ -142,6 +250,7 @@ static int mutate_begin(struct req *r, int settle)
 /* After the change: durable first if the client asked (SDFS_F_SYNC). */
 static void mutate_end(struct req *r)
 {
+	space_note(r->bd, r->ret);
 	r->ret = disk_err(r->ret);
 	/* A removal of a missing object may have left a tombstone. */
 	if (r->h.flags & SDFS_F_SYNC && (r->ret == 0 || r->ret == -ENOENT)) {
@@ -159,6 +268,10 @@ static void op_write(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
+	if (space_refuses(r)) {
+		r->ret = -ENOSPC;
+		return;
+	}
 	r->ret = mutate_begin(r, 1);
 	if (r->ret)
 		return;
@@ -172,6 +285,10 @@ static void op_create(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
+	if (space_refuses(r)) {
+		r->ret = -ENOSPC;
+		return;
+	}
 	r->ret = mutate_begin(r, 1);
 	if (r->ret)
 		return;
@@ -196,6 +313,10 @@ static void op_replace(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
+	if (space_refuses(r)) {
+		r->ret = -ENOSPC;
+		return;
+	}
 	/* The whole object: what was here before does not matter, but a
 	 * settle in progress must not overwrite it afterwards. */
 	r->ret = mutate_begin(r, 0);
@@ -355,6 +476,7 @@ static void op_node_info(struct work *w)
 	} while (n == 4096);
 	objstore_space(r->bd->store, &ni.used_bytes, &ni.total_bytes);
 	objstore_avail(r->bd->store, &ni.avail_bytes);
+	ni.space = space_state(r->bd, 1);
 	/* node_id, epoch and counters are filled on the loop thread */
 	r->out = malloc(sizeof(ni));
 	if (!r->out) {

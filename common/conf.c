@@ -18,6 +18,8 @@ void conf_init(struct sdfs_conf *c)
 	c->frame_timeout_ms = 10000;
 	c->idle_timeout_ms = 300000;
 	c->max_conns = 4096;
+	c->nearfull_pct = 85;
+	c->full_pct = 95;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -76,6 +78,19 @@ static char *trim(char *s)
 	while (e > s && isspace((unsigned char)e[-1]))
 		*--e = '\0';
 	return s;
+}
+
+static int parse_pct(const char *v, int *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || *end || end == v || x < 1 || x > 100)
+		return -EINVAL;
+	*out = (int)x;
+	return 0;
 }
 
 static int parse_ms(const char *v, int *out)
@@ -156,6 +171,10 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_ms(v, &c->idle_timeout_ms);
 		} else if (strcmp(k, "max_conns") == 0) {
 			ret = parse_count(v, 1, 1000000, &c->max_conns);
+		} else if (strcmp(k, "nearfull_pct") == 0) {
+			ret = parse_pct(v, &c->nearfull_pct);
+		} else if (strcmp(k, "full_pct") == 0) {
+			ret = parse_pct(v, &c->full_pct);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);
@@ -163,6 +182,11 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 		}
 	}
 	fclose(f);
+	if (!ret && c->nearfull_pct > c->full_pct) {
+		snprintf(err, errlen, "%s: nearfull_pct %d is above full_pct %d", path,
+			 c->nearfull_pct, c->full_pct);
+		ret = -EINVAL;
+	}
 	if (!ret && !c->zk[0]) {
 		snprintf(err, errlen, "%s: no 'zk = HOST:PORT' line", path);
 		ret = -EINVAL;

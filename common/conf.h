@@ -9,6 +9,8 @@
  *   frame_timeout_ms = 10000               daemons: a frame must complete
  *   idle_timeout_ms = 300000               daemons: idle connections close
  *   max_conns = 4096                       daemons: connections at most
+ *   nearfull_pct = 85                      blockd: disk this full is a warning
+ *   full_pct = 95                          blockd: this full refuses data writes
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -35,6 +37,13 @@ struct sdfs_conf {
 	int frame_timeout_ms;
 	int idle_timeout_ms;
 	int max_conns;
+	/* sdfs-blockd: how much of its data filesystem may be in use (by
+	 * anyone; as df's Use%: used / (used + available)) before it
+	 * reports itself near full (a health warning) and full (a health
+	 * error; it then refuses writes of file and volume data, docs/
+	 * operations.md "Space"). 1..100; full_pct >= nearfull_pct. */
+	int nearfull_pct;
+	int full_pct;
 };
 
 /* Defaults for everything but zk. */

@@ -115,6 +115,8 @@ Test(conf, init_sets_the_documented_defaults)
 	cr_assert_eq(c.frame_timeout_ms, 10000);
 	cr_assert_eq(c.idle_timeout_ms, 300000);
 	cr_assert_eq(c.max_conns, 4096);
+	cr_assert_eq(c.nearfull_pct, 85);
+	cr_assert_eq(c.full_pct, 95);
 }
 
 Test(conf, parses_connection_limits)
@@ -128,6 +130,22 @@ Test(conf, parses_connection_limits)
 	cr_assert_eq(c.max_conns, 1);
 	cr_assert_neq(load("zk = h:1\nmax_conns = 0\n", &c, NULL), 0);
 	cr_assert_neq(load("zk = h:1\nframe_timeout_ms = 10\n", &c, NULL), 0);
+}
+
+Test(conf, space_thresholds)
+{
+	struct sdfs_conf c;
+
+	cr_assert_eq(load("zk = h:1\nnearfull_pct = 70\nfull_pct = 100\n", &c, NULL), 0,
+		     "%s", err);
+	cr_assert_eq(c.nearfull_pct, 70);
+	cr_assert_eq(c.full_pct, 100);
+	cr_assert_eq(load("zk = h:1\nfull_pct = 0\n", &c, NULL), -EINVAL);
+	cr_assert(strstr(err, ":2: bad value for full_pct"), "%s", err);
+	cr_assert_eq(load("zk = h:1\nnearfull_pct = 101\n", &c, NULL), -EINVAL);
+	cr_assert_eq(load("zk = h:1\nnearfull_pct = 90\nfull_pct = 80\n", &c, NULL),
+		     -EINVAL);
+	cr_assert(strstr(err, "nearfull_pct 90 is above full_pct 80"), "%s", err);
 }
 
 Test(conf, defaults_apply_to_keys_not_given)

@@ -191,7 +191,7 @@ void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out)
 	put64(out + 32, ni->requests);
 	put64(out + 40, ni->errors);
 	put32(out + 48, ni->max_obj_size);
-	put32(out + 52, 0);
+	put32(out + 52, ni->space);
 	put32(out + 56, ni->rec_epoch);
 	put32(out + 60, ni->clean_epoch);
 	put64(out + 64, ni->rec_todo_objs);
@@ -219,6 +219,7 @@ int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info 
 	ni->requests = get64(in + 32);
 	ni->errors = get64(in + 40);
 	ni->max_obj_size = get32(in + 48);
+	ni->space = get32(in + 52);     /* 0 before 1.9 */
 	/* before 1.7: what is free is all a node tells */
 	ni->avail_bytes = ni->total_bytes > ni->used_bytes ?
 			  ni->total_bytes - ni->used_bytes : 0;

@@ -699,7 +699,7 @@ Test(proto_node_info, round_trips_every_field)
 			.objects = rng_next(&seed), .used_bytes = rng_next(&seed),
 			.total_bytes = rng_next(&seed), .requests = rng_next(&seed),
 			.errors = rng_next(&seed), .max_obj_size = (uint32_t)rng_next(&seed),
-			.reserved = (uint32_t)rng_next(&seed),
+			.space = (uint32_t)rng_next(&seed),
 			.avail_bytes = rng_next(&seed),
 		}, out;
 
@@ -708,8 +708,9 @@ Test(proto_node_info, round_trips_every_field)
 		cr_assert_eq(ref_get(buf + 4, 4), in.epoch);
 		cr_assert_eq(ref_get(buf + 8, 8), in.objects);
 		cr_assert_eq(ref_get(buf + 48, 4), in.max_obj_size);
-		cr_assert_eq(ref_get(buf + 52, 4), 0, "reserved sent as zero");
+		cr_assert_eq(ref_get(buf + 52, 4), in.space);
 		cr_assert_eq(proto_node_info_decode(buf, sizeof(buf), &out), 0);
+		cr_assert_eq(out.space, in.space);
 		cr_assert_eq(out.node_id, in.node_id);
 		cr_assert_eq(out.epoch, in.epoch);
 		cr_assert_eq(out.objects, in.objects);

@@ -43,6 +43,10 @@
  *   1.8  open files the mds keeps (docs/mds.md "Strays"): NS_OPEN (a
  *        client holds inodes open, and lets them go), sdfs_mds_info.strays
  *        (128 bytes); SDFS_NS_RENAME_HIDE is no longer sent by clients.
+ *   1.9  space states (docs/operations.md "Space"): sdfs_node_info's
+ *        reserved field becomes `space` (SDFS_SPACE_*: near full, full,
+ *        a write hit ENOSPC; 0 from older nodes); a full node answers
+ *        writes of file, raw and volume data with SDFS_RES_NO_SPACE.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -52,7 +56,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 8              /* bump = additions only */
+#define SDFS_PROTO_MINOR 9              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -272,7 +276,7 @@ struct sdfs_node_info {
 	uint64_t requests;      /* served since start */
 	uint64_t errors;        /* requests answered with an error */
 	uint32_t max_obj_size;
-	uint32_t reserved;
+	uint32_t space;         /* 1.9: SDFS_SPACE_* (was reserved, 0) */
 	/* 1.1: recovery, for the pass at rec_epoch */
 	uint32_t rec_epoch;     /* epoch of the current or last recovery pass */
 	uint32_t clean_epoch;   /* last epoch whose pass left nothing to do */
@@ -289,6 +293,13 @@ struct sdfs_node_info {
 	 * nothing else: blockd keeps no reserve of its own */
 	uint64_t avail_bytes;
 };
+/* sdfs_node_info.space: its data filesystem's state, judged by the node
+ * against its nearfull_pct / full_pct (docs/config.md) */
+#define SDFS_SPACE_NEARFULL 0x1u /* above nearfull_pct used */
+#define SDFS_SPACE_FULL     0x2u /* above full_pct used, or less free than
+				    one object: data writes are refused */
+#define SDFS_SPACE_ENOSPC   0x4u /* a write failed with ENOSPC and no
+				    object's worth of space came back since */
 #define SDFS_NODE_INFO_V10_SIZE 56u
 #define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */
 

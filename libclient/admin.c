@@ -66,6 +66,13 @@ static void status_from_info(const struct sdfs_node_info *ni, struct sdfs_node_s
 	st->used_bytes = ni->used_bytes;
 	st->total_bytes = ni->total_bytes;
 	st->avail_bytes = ni->avail_bytes;
+	st->nearfull = !!(ni->space & SDFS_SPACE_NEARFULL);
+	st->full = !!(ni->space & SDFS_SPACE_FULL);
+	st->enospc = !!(ni->space & SDFS_SPACE_ENOSPC);
+	/* as df's Use%: the blocks kept for root count in neither */
+	uint64_t base = ni->used_bytes + ni->avail_bytes;
+	if (base)
+		st->used_pct = (unsigned)((ni->used_bytes * 100 + base - 1) / base);
 	st->requests = ni->requests;
 	st->errors = ni->errors;
 	st->rec_epoch = ni->rec_epoch;
@@ -162,6 +169,58 @@ int sdfs_node_list(struct sdfs *s, struct sdfs_node_status **out, size_t *n)
 	*n = m->map->n;
 	client_map_put(m);
 	return 0;
+}
+
+/* "1.5 MiB": bytes for a one-line reason. */
+static void human(uint64_t n, char *buf, size_t len)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)n;
+	unsigned u = 0;
+
+	while (v >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%" PRIu64 " B", n);
+	else
+		snprintf(buf, len, "%.1f %s", v, unit[u]);
+}
+
+/* Near full and full nodes among the up ones that answered; the warning
+ * for a near full one (a full one is the reason, set by the caller). */
+static void space_sum(struct sdfs_health *h, const struct cmap *map,
+		      const struct sdfs_node_status *st)
+{
+	const struct sdfs_node_status *near = NULL;
+
+	for (size_t i = 0; i < map->n; i++) {
+		const struct sdfs_node_status *x = &st[i];
+
+		if (map->nodes[i].state != CMAP_UP || !x->reachable)
+			continue;
+		if (x->full) {
+			h->nodes_full++;
+			h->nodes_nearfull++;
+			if (!h->full_id)
+				h->full_id = x->node_id;
+		} else if (x->nearfull) {
+			h->nodes_nearfull++;
+			if (!near)
+				near = x;
+		}
+	}
+	if (!near)
+		return;
+	h->nearfull_id = near->node_id;
+	unsigned more = h->nodes_nearfull - h->nodes_full - 1;
+	if (more)
+		snprintf(h->warning, sizeof(h->warning), "node %" PRIu32 " near full "
+			 "(%u%% used) and %u more", near->node_id, near->used_pct, more);
+	else
+		snprintf(h->warning, sizeof(h->warning), "node %" PRIu32 " near full "
+			 "(%u%% used)", near->node_id, near->used_pct);
 }
 
 /* Recovery totals of the up nodes whose pass is at @h->epoch. */
@@ -267,9 +326,28 @@ int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h)
 			unreachable_id = nd->node_id;
 	}
 	health_sum(h, st, m->map->n);
+	space_sum(h, m->map, st);
+	h->copies = cfg.copies;
+	h->copies_placeable = placed_up < cfg.copies ? placed_up : cfg.copies;
+
+	char avail[32];
+	const struct sdfs_node_status *full = NULL;
+	for (size_t i = 0; i < m->map->n && h->full_id; i++)
+		if (st[i].node_id == h->full_id)
+			full = &st[i];
+	if (full)
+		human(full->avail_bytes, avail, sizeof(avail));
 
 	if (m->map->n == 0)
 		snprintf(h->reason, sizeof(h->reason), "no nodes");
+	else if (full && h->nodes_full == 1)
+		snprintf(h->reason, sizeof(h->reason), "node %" PRIu32 " full (%u%% used, "
+			 "%s available%s)", full->node_id, full->used_pct, avail,
+			 full->enospc ? ", a write hit ENOSPC" : "");
+	else if (full)
+		snprintf(h->reason, sizeof(h->reason), "%u nodes full (node %" PRIu32
+			 ": %u%% used, %s available)", h->nodes_full, full->node_id,
+			 full->used_pct, avail);
 	else if (down_placed == 1)
 		snprintf(h->reason, sizeof(h->reason), "node %" PRIu32 " down (out in %"
 			 PRId64 " s)", h->down_id, h->out_in_s);
@@ -277,8 +355,8 @@ int sdfs_cluster_health(struct sdfs *s, struct sdfs_health *h)
 		snprintf(h->reason, sizeof(h->reason), "%u nodes down (node %" PRIu32
 			 " out in %" PRId64 " s)", down_placed, h->down_id, h->out_in_s);
 	else if (placed_up < cfg.copies)
-		snprintf(h->reason, sizeof(h->reason), "fewer nodes than copies "
-			 "(%u placed, %u copies)", placed_up, cfg.copies);
+		snprintf(h->reason, sizeof(h->reason), "fewer nodes than copies: "
+			 "copies %u, the map can place %u", cfg.copies, placed_up);
 	else if (unreachable_id)
 		snprintf(h->reason, sizeof(h->reason), "node %" PRIu32 " up but not "
 			 "answering", unreachable_id);

@@ -83,6 +83,13 @@ struct sdfs_node_status {
 	uint64_t objects, used_bytes, total_bytes, requests, errors;
 	uint64_t avail_bytes;   /* its data filesystem's statvfs f_bavail
 				   (from a node before 1.6: total - used) */
+	/* Its space as the node judged it (0 from nodes before 1.9):
+	 * above nearfull_pct used; full: above full_pct, or less available
+	 * than an object, or @enospc (a write hit ENOSPC and no object's
+	 * worth of space came back since): it refuses data writes. */
+	int nearfull, full, enospc;
+	unsigned used_pct;      /* as df's Use%: used / (used + avail),
+				   rounded up */
 	/* Recovery, as of its pass at rec_epoch (all 0 from a 1.0 node). */
 	uint64_t rec_epoch;     /* epoch of its current or last pass */
 	uint64_t clean_epoch;   /* last epoch whose pass left nothing to do */
@@ -100,8 +107,9 @@ struct sdfs_health {
 	int healthy;            /* every object has all its copies, current */
 	char reason[128];       /* "ok", "node 3 down (out in 12 s)",
 				   "recovering", "2 objects unavailable",
-				   "fewer nodes than copies (2 placed, 3 copies)",
-				   "node 2 unreachable", "no nodes" */
+				   "fewer nodes than copies: copies 3, the map can place 2",
+				   "node 2 unreachable", "no nodes",
+				   "node 2 full (97% used, 1.2 MiB available)" */
 	uint64_t epoch;         /* of the map judged */
 	unsigned nodes_up, nodes_down, nodes_out, nodes_draining;
 	unsigned nodes_clean;   /* up nodes whose pass at epoch is clean */
@@ -114,6 +122,16 @@ struct sdfs_health {
 	uint64_t moved_objs;    /* objects fetched since the daemons started */
 	uint32_t down_id;       /* the first placed down node, or 0 */
 	int64_t out_in_s;       /* ... seconds until it goes out (0: due) */
+	/* Space (docs/operations.md "Space"): a full node (it refuses data
+	 * writes) makes the cluster unhealthy, an error; a near full one is
+	 * a warning only (healthy stays 1). */
+	unsigned nodes_nearfull, nodes_full;   /* full ones count in both */
+	uint32_t full_id;       /* the first full node, or 0 */
+	uint32_t nearfull_id;   /* the first near full (not full) node, or 0 */
+	char warning[128];      /* "" or "node 3 near full (88% used)" */
+	/* Copies: how many distinct copies the map can place now (placed up
+	 * nodes, at most copies); below copies the cluster is degraded. */
+	unsigned copies, copies_placeable;
 };
 /*
  * Does every object have its full redundancy right now? Healthy iff no

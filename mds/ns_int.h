@@ -155,7 +155,10 @@ void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
  * its data, symlink target and xattrs once ORPHAN_GRACE_MS passed and
  * no client holds it open (mds/opens.h). */
 #define ORPHAN_REC_SIZE 20
-#define ORPHAN_GRACE_MS 5000
+/* 2 s: longer than mount.sdfs's default entry_timeout (1 s), so a
+ * kernel that still had a replaced name cached opens its old inode in
+ * time; short, because the space comes back only after it. */
+#define ORPHAN_GRACE_MS 2000
 void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in);
 /* Making a child of a directory (mknod, mkdir, symlink, volume create
  * and clone): check: 0 with @dir read if @dirino is a live directory

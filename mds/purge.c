@@ -24,7 +24,9 @@
 #include "mds/opens.h"
 #include "mds/vol.h"
 
-#define PURGE_PERIOD_MS  1000
+#define PURGE_PERIOD_MS  1000   /* at most this long between rounds */
+#define PURGE_MIN_WAIT_MS 10
+#define PURGE_BATCH      64     /* orphans freed per round */
 #define REPLY_MAX_AGE_MS (10 * 60 * 1000)
 #define SWEEP_PERIOD_MS  (60 * 1000)
 
@@ -91,26 +93,41 @@ static int drop_records(struct ns *ns, uint64_t ino)
 	return ret;
 }
 
-static void purge_orphans(struct ns *ns)
+/*
+ * Free up to PURGE_BATCH orphans whose grace passed and that no client
+ * holds. Returns how many it freed (PURGE_BATCH: maybe more are due; an
+ * orphan whose data could not be freed waits for the next round), and
+ * in *@next_ms the ns_now ms at which the next one's grace ends (0:
+ * none waiting).
+ */
+static int purge_orphans(struct ns *ns, int64_t *next_ms)
 {
 	int64_t now = ns_now() / 1000000;
 	struct kviter *it = kvdb_iter(ns->db);
-	uint64_t inos[64], sizes[64];
-	uint32_t osz[64];
-	int n = 0;
+	uint64_t inos[PURGE_BATCH], sizes[PURGE_BATCH];
+	uint32_t osz[PURGE_BATCH];
+	int n = 0, freed = 0;
 
+	*next_ms = 0;
 	if (!it)
-		return;
-	for (kviter_seek(it, "O", 1); kviter_valid(it) && n < 64; kviter_next(it)) {
+		return 0;
+	for (kviter_seek(it, "O", 1); kviter_valid(it) && n < PURGE_BATCH;
+	     kviter_next(it)) {
 		size_t klen, vlen;
 		const uint8_t *k = (const uint8_t *)kviter_key(it, &klen);
 		const uint8_t *v = (const uint8_t *)kviter_value(it, &vlen);
 
 		if (k[0] != 'O' || klen != 9)
 			break;
-		if (vlen != ORPHAN_REC_SIZE ||
-		    now - (int64_t)le64_get(v + 12) < ORPHAN_GRACE_MS ||
-		    opens_held(ns, be64_get(k + 1)))
+		if (vlen != ORPHAN_REC_SIZE)
+			continue;
+		int64_t due = (int64_t)le64_get(v + 12) + ORPHAN_GRACE_MS;
+		if (now < due) {
+			if (!*next_ms || due < *next_ms)
+				*next_ms = due;
+			continue;
+		}
+		if (opens_held(ns, be64_get(k + 1)))
 			continue;
 		inos[n] = be64_get(k + 1);
 		sizes[n] = le64_get(v);
@@ -133,7 +150,7 @@ static void purge_orphans(struct ns *ns)
 			uint8_t k[16];
 
 			if (!b)
-				return;
+				return 0;
 			kvbatch_del(b, k, key_orphan(k, inos[i]));
 			ns_commit(ns, b);
 			kvbatch_free(b);
@@ -147,11 +164,13 @@ static void purge_orphans(struct ns *ns)
 			continue;       /* next round */
 		}
 		if (drop_records(ns, inos[i]))
-			return;
+			return 0;
 		atomic_fetch_sub(&ns->inodes, 1);
+		freed++;
 		log_debug("freed inode %" PRIu64 " (%" PRIu64 " bytes of data)",
 			  inos[i], sizes[i]);
 	}
+	return freed;
 }
 
 uint64_t purge_count_strays(struct ns *ns)
@@ -180,24 +199,38 @@ static void *purge_main(void *arg)
 
 	pthread_mutex_lock(&ns->purge_lock);
 	while (!ns->purge_stop) {
+		int64_t wait_ms = PURGE_PERIOD_MS;
 		struct timespec dl;
 
 		pthread_mutex_unlock(&ns->purge_lock);
 		if (!ns_failed(ns)) {
-			int64_t now = ns_now() / 1000000;
+			int64_t now = ns_now() / 1000000, next = 0;
 
 			opens_sweep(ns);
-			purge_orphans(ns);
+			/* A full batch freed: more may be due, go on at once.
+			 * Else wake when the next grace ends (freed space is
+			 * usable about ORPHAN_GRACE_MS after an unlink). */
+			if (purge_orphans(ns, &next) == PURGE_BATCH)
+				wait_ms = 0;
+			else if (next && next - now < wait_ms)
+				wait_ms = next - now > PURGE_MIN_WAIT_MS ? next - now
+									 : PURGE_MIN_WAIT_MS;
 			if (now - last_sweep > SWEEP_PERIOD_MS) {
 				replycache_sweep(ns, REPLY_MAX_AGE_MS);
 				last_sweep = now;
 			}
 		}
 		pthread_mutex_lock(&ns->purge_lock);
+		if (wait_ms == 0 || ns->purge_stop)
+			continue;
 		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_sec += PURGE_PERIOD_MS / 1000;
-		if (!ns->purge_stop)
-			pthread_cond_timedwait(&ns->purge_cond, &ns->purge_lock, &dl);
+		dl.tv_sec += wait_ms / 1000;
+		dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&ns->purge_cond, &ns->purge_lock, &dl);
 	}
 	pthread_mutex_unlock(&ns->purge_lock);
 	return NULL;

@@ -357,3 +357,50 @@ int cli_ns_fail(struct sdfs *s, const char *what, int err)
 	}
 	return cli_fail("%s: %s", what, strerror(-err));
 }
+
+/*
+ * Can the nodes the map has hold @copies distinct copies? Each copy needs
+ * a node of its own (in a zone of its own while there are zones enough),
+ * so more copies than placed nodes leaves every object short: refused
+ * unless @force. A cluster no node has joined yet (a first format: block
+ * daemons join after it) cannot be judged: a note says what it needs.
+ */
+int cli_copies_fit(struct sdfs *s, const char *what, unsigned copies, int force)
+{
+	struct sdfs_node_status *nodes;
+	unsigned placed = 0, zones = 0;
+	uint32_t zone_seen[64];
+	size_t n;
+
+	if (sdfs_node_list(s, &nodes, &n) || n == 0) {
+		if (copies > 1)
+			fprintf(stderr, "sdfs: note: no block daemon has joined yet; "
+				"copies %u needs %u nodes (health says degraded until "
+				"then)\n", copies, copies);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int seen = 0;
+
+		if (!nodes[i].placed || !strcmp(nodes[i].state, "out"))
+			continue;
+		placed++;
+		for (unsigned z = 0; z < zones; z++)
+			seen |= zone_seen[z] == nodes[i].zone;
+		if (!seen && zones < sizeof(zone_seen) / sizeof(zone_seen[0]))
+			zone_seen[zones++] = nodes[i].zone;
+	}
+	free(nodes);
+	if (copies <= placed)
+		return 0;
+	if (force) {
+		fprintf(stderr, "sdfs: warning: copies %u, but the map has %u node%s "
+			"(%u zone%s) to hold them: health says degraded until %u are up\n",
+			copies, placed, placed == 1 ? "" : "s", zones, zones == 1 ? "" : "s",
+			copies);
+		return 0;
+	}
+	return cli_fail("%s %u: the map has %u node%s (%u zone%s) that can hold "
+			"distinct copies; add nodes first, or use --force", what, copies, placed,
+			placed == 1 ? "" : "s", zones, zones == 1 ? "" : "s");
+}

@@ -48,6 +48,15 @@ void cli_stdout_is_data(void);
  * On failure prints the reason and returns NULL. */
 struct sdfs *cli_open(const struct cli *cli);
 
+/*
+ * Can the cluster's map hold @copies distinct copies (a node each)? 0 if
+ * so, or if @force (a warning on stderr then), or if no node joined yet
+ * (a note says how many it needs); else cli_fail's 1 with the reason,
+ * naming the option @what ("--copies"). Health says degraded while
+ * fewer placed nodes than copies are up (docs/operations.md).
+ */
+int cli_copies_fit(struct sdfs *s, const char *what, unsigned copies, int force);
+
 /* OIDs: "0x1f", "31" or 16 hex digits. -1 on bad input. */
 int cli_parse_oid(const char *s, uint64_t *oid);
 int cli_parse_u64(const char *s, uint64_t *out);

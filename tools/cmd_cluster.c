@@ -38,6 +38,13 @@ static int cluster_format(struct cli *cli, struct sdfs *s)
 	if (!copies)
 		return cli_usage("sdfs cluster format --copies N [--obj-size SIZE] "
 				 "[--out-grace S] [--force]");
+	/* (formatted and no --force: the format below says so) */
+	struct sdfs_cluster_info cur;
+	if (sdfs_cluster_info(s, &cur) != 0 || force) {
+		ret = cli_copies_fit(s, "--copies", (unsigned)copies, force);
+		if (ret)
+			return ret;
+	}
 	ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size,
 				  (uint32_t)(grace_s * 1000), force);
 	if (ret == -EEXIST)
@@ -77,15 +84,18 @@ static uint64_t wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* One word for scripts: "ok" iff healthy. */
+/* One word for scripts: "ok" or "warning" (a near full node) iff
+ * healthy; "error" for a full node. */
 static const char *health_word(const struct sdfs_health *h)
 {
 	if (h->healthy)
-		return "ok";
+		return h->nodes_nearfull ? "warning" : "ok";
 	if (h->nodes_up + h->nodes_down + h->nodes_out == 0)
 		return "no-nodes";
 	if (h->nodes_up == 0)
 		return "down";
+	if (h->nodes_full)
+		return "error";
 	if (!strncmp(h->reason, "recovering", 10))
 		return "recovering";
 	return "degraded";
@@ -159,6 +169,15 @@ static void health_json(const struct sdfs_health *h)
 	if (h->down_id)
 		printf(", \"down_node\": %" PRIu32 ", \"out_in_s\": %" PRId64,
 		       h->down_id, h->out_in_s);
+	printf(", \"warning\": ");
+	cli_json_str(stdout, h->warning);
+	printf(", \"nodes_nearfull\": %u, \"nodes_full\": %u", h->nodes_nearfull,
+	       h->nodes_full);
+	if (h->full_id)
+		printf(", \"full_node\": %" PRIu32, h->full_id);
+	if (h->nearfull_id)
+		printf(", \"nearfull_node\": %" PRIu32, h->nearfull_id);
+	printf(", \"copies_placeable\": %u", h->copies_placeable);
 	printf(", \"recovery\": {\"todo_objs\": %" PRIu64 ", \"done_objs\": %" PRIu64
 	       ", \"todo_bytes\": %" PRIu64 ", \"done_bytes\": %" PRIu64
 	       ", \"rate\": %" PRIu64 ", \"eta_s\": %" PRId64 ", \"percent\": %u"
@@ -205,6 +224,12 @@ static void reclaim_json(const struct sdfs_reclaim_status *rs)
 	       rs->objects_freed, rs->bytes_freed, rs->sweeps);
 }
 
+/* A node's space in one word: "ok", "nearfull", "full". */
+static const char *space_word(const struct sdfs_node_status *x)
+{
+	return x->full ? "full" : x->nearfull ? "nearfull" : "ok";
+}
+
 static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
 			const struct sdfs_node_status *nodes, size_t n, uint64_t objects,
 			const struct sdfs_reclaim_status *rs)
@@ -230,6 +255,12 @@ static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_
 		       x->drain ? "true" : "false", x->placed ? "true" : "false",
 		       x->zone, x->weight, x->weight_set ? "true" : "false",
 		       x->reachable ? "true" : "false", x->epoch, x->objects, x->down_ms);
+		if (x->reachable)
+			printf(", \"space\": \"%s\", \"used_pct\": %u, \"used_bytes\": %"
+			       PRIu64 ", \"total_bytes\": %" PRIu64 ", \"avail_bytes\": %"
+			       PRIu64 ", \"enospc\": %s", space_word(x), x->used_pct,
+			       x->used_bytes, x->total_bytes, x->avail_bytes,
+			       x->enospc ? "true" : "false");
 		if (!strcmp(x->state, "down"))
 			printf(", \"out_in_s\": %" PRId64, out_in_s(x, info->out_grace_ms));
 		printf(", \"rec_epoch\": %" PRIu64 ", \"clean_epoch\": %" PRIu64
@@ -261,6 +292,11 @@ static void node_note(const struct sdfs_node_status *x, uint64_t epoch,
 		snprintf(buf, len, "not answering");
 		return;
 	}
+	if (x->full) {
+		snprintf(buf, len, "disk full: data writes refused%s",
+			 x->enospc ? " (a write hit ENOSPC)" : "");
+		return;
+	}
 	if (x->epoch != epoch || x->rec_epoch != epoch)
 		snprintf(buf, len, "catching up to epoch %" PRIu64, epoch);
 	else if (x->rec_unavail)
@@ -276,6 +312,8 @@ static void node_note(const struct sdfs_node_status *x, uint64_t epoch,
 		snprintf(buf, len, "drained: can be stopped");
 	else if (x->rec_extra)
 		snprintf(buf, len, "%" PRIu64 " extra copies to drop", x->rec_extra);
+	else if (x->nearfull)
+		snprintf(buf, len, "disk near full");
 }
 
 static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
@@ -288,10 +326,14 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
 	printf("cluster   %s (formatted %s)\n", info->uuid, when);
 	const char *word = health_word(h);
-	if (h->healthy || !strncmp(h->reason, word, strlen(word)))
+	if (h->healthy && h->warning[0])
+		printf("health    %s: %s\n", word, h->warning);
+	else if (h->healthy || !strncmp(h->reason, word, strlen(word)))
 		printf("health    %s\n", h->healthy ? word : h->reason);
 	else
 		printf("health    %s: %s\n", word, h->reason);
+	if (!h->healthy && h->warning[0])
+		printf("warning   %s\n", h->warning);
 	printf("epoch     %" PRIu64 "\n", info->epoch);
 	printf("copies    %u   object size %s   out grace %" PRIu32 " s\n", info->copies,
 	       cli_human(info->obj_size, c1, sizeof(c1)), info->out_grace_ms / 1000);
@@ -323,21 +365,23 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 		       rs->objects_pending, cli_human(rs->bytes_pending, c1, sizeof(c1)),
 		       rs->objects_freed);
 
-	printf("\n%-6s %-22s %-10s %-9s %-6s %-6s %s\n", "NODE", "ADDRESS", "STATE",
-	       "OBJECTS", "EPOCH", "CLEAN", "NOTE");
+	printf("\n%-6s %-22s %-10s %-9s %-6s %-6s %-5s %s\n", "NODE", "ADDRESS", "STATE",
+	       "OBJECTS", "EPOCH", "CLEAN", "USE", "NOTE");
 	for (size_t i = 0; i < n; i++) {
 		const struct sdfs_node_status *x = &nodes[i];
-		char st[16], obj[24] = "-", ep[24] = "-", cl[24] = "-", note[96];
+		char st[16], obj[24] = "-", ep[24] = "-", cl[24] = "-", use[16] = "-";
+		char note[96];
 
 		snprintf(st, sizeof(st), "%s%s", x->state, x->drain ? ",drain" : "");
 		if (x->reachable) {
 			snprintf(obj, sizeof(obj), "%" PRIu64, x->objects);
 			snprintf(ep, sizeof(ep), "%" PRIu64, x->epoch);
 			snprintf(cl, sizeof(cl), "%" PRIu64, x->clean_epoch);
+			snprintf(use, sizeof(use), "%u%%", x->used_pct);
 		}
 		node_note(x, info->epoch, info->out_grace_ms, note, sizeof(note));
-		printf("%-6" PRIu32 " %-22s %-10s %-9s %-6s %-6s %s\n", x->node_id,
-		       x->addr, st, obj, ep, cl, note);
+		printf("%-6" PRIu32 " %-22s %-10s %-9s %-6s %-6s %-5s %s\n", x->node_id,
+		       x->addr, st, obj, ep, cl, use, note);
 	}
 }
 

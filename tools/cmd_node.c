@@ -38,36 +38,47 @@ static int node_list(struct cli *cli, struct sdfs *s)
 			printf(", \"draining\": %s, \"weight_set\": %s, \"placed\": %s"
 			       ", \"down_ms\": %" PRIu64 ", \"clean_epoch\": %" PRIu64
 			       ", \"rec_epoch\": %" PRIu64 ", \"extra\": %" PRIu64
-			       ", \"unavailable\": %" PRIu64 ", \"moved_objs\": %" PRIu64 "}",
+			       ", \"unavailable\": %" PRIu64 ", \"moved_objs\": %" PRIu64,
 			       x->drain ? "true" : "false", x->weight_set ? "true" : "false",
 			       x->placed ? "true" : "false", x->down_ms, x->clean_epoch,
 			       x->rec_epoch, x->rec_extra, x->rec_unavail, x->moved_objs);
+			if (x->reachable)
+				printf(", \"avail_bytes\": %" PRIu64 ", \"used_pct\": %u"
+				       ", \"space\": \"%s\", \"enospc\": %s", x->avail_bytes,
+				       x->used_pct, x->full ? "full" : x->nearfull ?
+				       "nearfull" : "ok", x->enospc ? "true" : "false");
+			printf("}");
 		}
 		printf("]\n");
 		free(nodes);
 		return 0;
 	}
-	printf("%-6s %-22s %-5s %-5s %-7s %-5s %-9s %-10s %-10s %s\n", "NODE", "ADDRESS",
-	       "STATE", "DRAIN", "WEIGHT", "ZONE", "OBJECTS", "USED", "SIZE", "EPOCH");
+	printf("%-6s %-22s %-5s %-5s %-7s %-5s %-9s %-10s %-10s %-14s %s\n", "NODE",
+	       "ADDRESS", "STATE", "DRAIN", "WEIGHT", "ZONE", "OBJECTS", "USED", "SIZE",
+	       "USE", "EPOCH");
 	for (size_t i = 0; i < n; i++) {
 		const struct sdfs_node_status *x = &nodes[i];
-		char u[32], t[32], e[24], w[16], o[24];
+		char u[32], t[32], e[24], w[16], o[24], p[32];
 
 		snprintf(w, sizeof(w), "%" PRIu32 "%s", x->weight, x->weight_set ? "*" : "");
 		any_wset |= x->weight_set;
 		if (!x->reachable) {
 			printf("%-6" PRIu32 " %-22s %-5s %-5s %-7s %-5" PRIu32
-			       " %-9s %-10s %-10s %s\n", x->node_id, x->addr, x->state,
-			       x->drain ? "yes" : "-", w, x->zone, "-", "-", "-", "unreachable");
+			       " %-9s %-10s %-10s %-14s %s\n", x->node_id, x->addr, x->state,
+			       x->drain ? "yes" : "-", w, x->zone, "-", "-", "-", "-",
+			       "unreachable");
 			continue;
 		}
 		snprintf(e, sizeof(e), "%" PRIu64, x->epoch);
 		snprintf(o, sizeof(o), "%" PRIu64, x->objects);
+		/* "97% full": what the node judged (its nearfull_pct/full_pct) */
+		snprintf(p, sizeof(p), "%u%%%s", x->used_pct, x->full ? " full" :
+			 x->nearfull ? " near full" : "");
 		printf("%-6" PRIu32 " %-22s %-5s %-5s %-7s %-5" PRIu32
-		       " %-9s %-10s %-10s %s\n", x->node_id, x->addr, x->state,
+		       " %-9s %-10s %-10s %-14s %s\n", x->node_id, x->addr, x->state,
 		       x->drain ? "yes" : "-", w, x->zone, o,
 		       cli_human(x->used_bytes, u, sizeof(u)),
-		       cli_human(x->total_bytes, t, sizeof(t)), e);
+		       cli_human(x->total_bytes, t, sizeof(t)), p, e);
 	}
 	if (any_wset)
 		printf("* weight set by sdfs node reweight\n");
@@ -194,7 +205,7 @@ int cmd_node(struct cli *cli)
 	if (cli->argc < 1)
 		return cli_usage(node_usage);
 	const char *sub = cli->argv[0];
-	if (!strcmp(sub, "list")) {
+	if (!strcmp(sub, "list") || !strcmp(sub, "ls")) {      /* ls: as fs ls */
 		if (cli->argc != 1)
 			return cli_usage("sdfs node list [--json]");
 	} else {

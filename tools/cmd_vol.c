@@ -76,6 +76,8 @@ static int vol_create(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		return 2;
 	if (vol_cli_size_fits(s, "vol create", path, size, obj_size))
 		return 1;
+	if (copies && (ret = cli_copies_fit(s, "--copies", copies, !!a->val[2])))
+		return ret;
 	ret = cli_split_path(s, path, &dir, name);
 	if (!ret && !name[0])
 		ret = -EEXIST;
@@ -615,11 +617,12 @@ out_signals:
 }
 
 static const struct vol_cmd vol_cmds[] = {
-	{ "create", { "--copies=", "--obj-size=", NULL }, 2, 2,
-	  "sdfs vol create PATH SIZE [--copies N] [--obj-size SIZE] [--json]", vol_create },
+	{ "create", { "--copies=", "--obj-size=", "--force", NULL }, 2, 2,
+	  "sdfs vol create PATH SIZE [--copies N [--force]] [--obj-size SIZE] [--json]",
+	  vol_create },
 	{ "info", { NULL }, 1, 1, "sdfs vol info PATH[@SNAP] [--json]", vol_info },
-	{ "import", { "--size=", "--copies=", "--obj-size=", "--diff", NULL }, 1, 1,
-	  "sdfs vol import [--diff] PATH [--size SIZE] [--copies N] [--obj-size SIZE] "
+	{ "import", { "--size=", "--copies=", "--obj-size=", "--diff", "--force", NULL }, 1, 1,
+	  "sdfs vol import [--diff] PATH [--size SIZE] [--copies N [--force]] [--obj-size SIZE] "
 	  "< IMAGE|DIFF", vol_stream_import },
 	{ "export", { "--snap=", "--from-snap=", NULL }, 1, 1,
 	  "sdfs vol export PATH[@SNAP] [--snap SNAP] [--from-snap A] > OUT",

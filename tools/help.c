@@ -24,19 +24,21 @@ static const struct help_entry entries[] = {
 	{ "cluster", "format",
 	  "cluster format --copies N [--obj-size SIZE] [--out-grace S] [--force]",
 	  "store the cluster config in ZooKeeper",
-	  "  --copies N        copies of every object, 1..16 (required)\n"
+	  "  --copies N        copies of every object, 1..16 (required); more than\n"
+	  "                    the map's nodes is refused without --force\n"
 	  "  --obj-size SIZE   object size, a multiple of 4K up to 64M (default 4M)\n"
 	  "  --out-grace S     seconds a down node stays in before its data is\n"
 	  "                    copied elsewhere, 1..86400 (default 30)\n"
 	  "  --force           format a formatted cluster again: its data becomes\n"
-	  "                    unreachable\n" },
+	  "                    unreachable (and take more copies than nodes)\n" },
 	{ "cluster", "status", "cluster status",
 	  "health, epoch, nodes, recovery progress", NULL },
 	{ "cluster", "wait-healthy", "cluster wait-healthy [--timeout S]",
 	  "wait until every object has all its copies",
 	  "  --timeout S       give up after S seconds (exit 1), 0..604800\n"
 	  "                    (default 300)\n" },
-	{ "node", "list", "node list", "every block daemon and its numbers", NULL },
+	{ "node", "list", "node list", "every block daemon, its numbers and its disk use\n"
+	  "(also: node ls)", NULL },
 	{ "node", "out", "node out ID", "a down node goes out now (no grace)", NULL },
 	{ "node", "remove", "node remove ID", "drain a node: its data moves off",
 	  "The node keeps serving while its data moves; stop it once sdfs node\n"
@@ -58,19 +60,21 @@ static const struct help_entry entries[] = {
 	{ "fs", "ln", "fs ln [-s] TARGET PATH", "hard link (-s: symbolic link)", NULL },
 	{ "fs", "put", "fs put LOCAL PATH", "copy a local file ('-': stdin) into sdfs", NULL },
 	{ "fs", "cat", "fs cat PATH", "write a file to stdout", NULL },
-	{ "vol", "create", "vol create PATH SIZE [--copies N] [--obj-size SIZE]",
+	{ "vol", "create", "vol create PATH SIZE [--copies N [--force]] [--obj-size SIZE]",
 	  "a new, empty (thin) volume file (VM disk)",
 	  "  SIZE              the volume's size, more than 0: 10G, 512M\n"
-	  "  --copies N        copies of its objects, 1..15 (default: the cluster's)\n"
+	  "  --copies N        copies of its objects, 1..15 (default: the cluster's);\n"
+	  "                    more than the map's nodes is refused without --force\n"
 	  "  --obj-size SIZE   its object size, a power of 2 from 4K up to the\n"
 	  "                    cluster's object size (default: the cluster's)\n" },
 	{ "vol", "info", "vol info PATH[@SNAP]",
 	  "vid, size, copies, object size, snapshots", NULL },
-	{ "vol", "import", "vol import PATH [--size SIZE] [--copies N] [--obj-size SIZE] < IMAGE",
+	{ "vol", "import",
+	  "vol import PATH [--size SIZE] [--copies N [--force]] [--obj-size SIZE] < IMAGE",
 	  "a raw image from stdin into a volume file\n"
 	  "(made if missing; zero chunks skipped)",
 	  "  --size SIZE       the volume's size if more than the image's\n"
-	  "  --copies N, --obj-size SIZE\n"
+	  "  --copies N [--force], --obj-size SIZE\n"
 	  "                    of a new volume, as for vol create\n"
 	  "An empty image is refused; nothing is made or changed then.\n" },
 	{ "vol", "import", "vol import --diff PATH < DIFF",

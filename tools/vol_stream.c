@@ -509,5 +509,7 @@ int vol_stream_import(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	if (a->val[3] && (a->val[0] || a->val[1] || a->val[2]))
 		return cli_bad("vol import --diff: --size, --copies and --obj-size do not "
 			       "apply to a diff");
+	if (o.copies && (ret = cli_copies_fit(s, "--copies", o.copies, !!a->val[4])))
+		return ret;
 	return a->val[3] ? import_diff(cli, s, path) : import_raw(cli, s, path, &o);
 }

@@ -250,12 +250,21 @@ static void conn_put(struct nsclient *nc, int fd, uint64_t gen)
 		close(fd);
 }
 
-/* The active is suspect: forget it (the next call re-reads it). */
-static void active_stale(struct nsclient *nc, uint64_t gen)
+/* The active is suspect: forget it (the next call re-reads it). After
+ * @err a timeout or a refusal, its idle connections go too: they lead
+ * to the same process, and an attempt on each would wait NS_ATTEMPT_MS
+ * in turn (a pool of up to 32 made every call to a hung active fail at
+ * the handle's timeout for as long as it hung). A closed connection
+ * (the mds ended it) says nothing about the others. */
+static void active_stale(struct nsclient *nc, uint64_t gen, int err)
 {
 	pthread_mutex_lock(&nc->lock);
-	if (gen == nc->gen)
-		nc->have_active = 0;
+	if (gen == nc->gen) {
+		if (err == -ETIMEDOUT || err == -ESHUTDOWN || err == -ESTALE)
+			active_forget(nc);
+		else
+			nc->have_active = 0;
+	}
 	pthread_mutex_unlock(&nc->lock);
 }
 
@@ -408,7 +417,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		if (fd < 0) {
 			ret = fd;
 			if (fd != -ENOENT)
-				active_stale(nc, at.gen);
+				active_stale(nc, at.gen, fd);
 			goto retry;     /* no active yet, or unreachable */
 		}
 		net_set_nonblock(fd, 1);
@@ -421,7 +430,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		sent |= at.sent;
 		if (ret) {
 			close(fd);
-			active_stale(nc, at.gen);
+			active_stale(nc, at.gen, ret);
 			goto retry;
 		}
 		if (reply->result == SDFS_RES_SHUTDOWN) {
@@ -429,7 +438,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 			free(*rep);
 			*rep = NULL;
 			close(fd);
-			active_stale(nc, at.gen);
+			active_stale(nc, at.gen, -ESHUTDOWN);
 			ret = -ESHUTDOWN;
 			goto retry;
 		}

@@ -3,7 +3,9 @@
  * failover, not an error (docs/mds.md "Failover and fencing", "Clients
  * and failover").
  *
- * - mount: two threads make, stat, rename, unlink and list files in a
+ * - mount: after a burst of 16 threads' lookups (the mount keeps their
+ *   connections to the active idle: a busy mount's pool), two threads
+ *   make, stat, rename, unlink and list files in a
  *   loop while the active is SIGSTOPped for HANG_MS and then resumed,
  *   one on the fixture's mount (timeout_ms 10 s), one on a second mount
  *   with timeout_ms=SHORT_MS, shorter than a failover takes: a request
@@ -15,7 +17,7 @@
  *   is neither answered with success nor made when it resumes, and it
  *   steps down: the one that took over stays the active.
  * - libsdfs and the CLI: a handle (timeout SHORT_MS) that talked to the
- *   active before it stopped makes and lists directories through the
+ *   active before it stopped (a burst too) makes and lists directories through the
  *   hang, and `sdfs fs mkdir` / `sdfs fs ls` (the same timeout) run
  *   meanwhile succeed.
  * The longest stall per operation is printed, never asserted.
@@ -199,6 +201,47 @@ static unsigned check_worker(struct worker *w)
 	return bad + made_anyway;
 }
 
+/*
+ * BURST threads look up missing names in @dir for BURST_MS: the mount
+ * opens that many connections to the active at once, and keeps them
+ * idle afterwards (a busy mount's pool). Each one left to a hung active
+ * must not cost a call its timeout.
+ */
+#define BURST 16
+#define BURST_MS 1000
+
+struct burst {
+	const char *dir;
+	int k;
+};
+
+static void *burst_main(void *arg)
+{
+	struct burst *b = arg;
+	int64_t end = tnow_ms() + BURST_MS;
+	char p[PATH_MAX + 64];
+	struct stat st;
+
+	for (unsigned i = 0; tnow_ms() < end; i++) {
+		snprintf(p, sizeof(p), "%s/missing-%d-%u", b->dir, b->k, i);
+		stat(p, &st);
+	}
+	return NULL;
+}
+
+static void burst(const char *dir)
+{
+	struct burst b[BURST];
+	pthread_t th[BURST];
+
+	for (int k = 0; k < BURST; k++) {
+		b[k] = (struct burst){ .dir = dir, .k = k };
+		cr_assert_eq(pthread_create(&th[k], NULL, burst_main, &b[k]), 0);
+	}
+	for (int k = 0; k < BURST; k++)
+		pthread_join(th[k], NULL);
+}
+
 /* NS_MKDIR "zombie" in the root on @fd, with a client id of its own. */
 static void zombie_send(int fd)
 {
@@ -253,6 +296,8 @@ Test(mds_hang, mount_ops_go_on_through_a_stopped_active)
 	snprintf(old, sizeof(old), "%s", ms.active);
 	int zfd = wire_connect(ms.addr);
 	free(ms.list);
+	for (int k = 0; k < WORKERS; k++)
+		burst(w[k].dir);
 	atomic_store(&stop, 0);
 	for (int k = 0; k < WORKERS; k++)
 		cr_assert_eq(pthread_create(&th[k], NULL, worker_main, &w[k]), 0);
@@ -366,6 +411,22 @@ static void lib_round(struct lister *l)
 	}
 }
 
+/* The libsdfs counterpart of burst(): BURST threads of lookups. */
+static void *lib_burst_main(void *arg)
+{
+	struct lister *l = arg;
+	int64_t end = tnow_ms() + BURST_MS;
+	struct sdfs_stat st;
+
+	for (unsigned i = 0; tnow_ms() < end; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "missing-%u", i);
+		sdfs_ns_lookup(l->s, l->dir, name, &st);
+	}
+	return NULL;
+}
+
 /* `sdfs fs mkdir` and `sdfs fs ls` in a loop, on a thread of its own
  * so that the first runs while the stopped mds is still published. */
 struct cli_loop {
@@ -433,6 +494,11 @@ Test(mds_hang, libsdfs_and_cli_go_on_through_a_stopped_active)
 
 	cr_assert_eq(sdfs_ns_mkdir(l.s, SDFS_ROOT_INO, "lib", 0755, 0, 0, &st), 0);
 	l.dir = st.ino;
+	pthread_t bt[BURST];
+	for (int k = 0; k < BURST; k++)
+		cr_assert_eq(pthread_create(&bt[k], NULL, lib_burst_main, &l), 0);
+	for (int k = 0; k < BURST; k++)
+		pthread_join(bt[k], NULL);
 	lib_round(&l);          /* the handle knows the active now */
 	cr_assert_eq(tcluster_active_mds(tc, old, sizeof(old)), 0);
 	cr_assert_eq(tcluster_signal(tc, old, SIGSTOP), 0);

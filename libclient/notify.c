@@ -16,7 +16,8 @@
  * active" (SHUTDOWN) answer, or ZooKeeper showing another active (a
  * watch on mds/active, and a re-read every few seconds while idle, as a
  * hung active keeps its connection open) makes the thread subscribe
- * again, to whichever mds is active then. An mds without the op
+ * again, to whichever mds is active then. While none is active (or a
+ * standby answers) it waits for the watch, not a grown backoff. An mds without the op
  * (UNKNOWN_OP) is asked again every 2 s; meanwhile the handle works as
  * without a subscription: its caches expire by their timeouts.
  *
@@ -52,6 +53,7 @@
 #define NOTIFY_RETRY_MIN_MS 100
 #define NOTIFY_RETRY_MAX_MS 2000
 #define NOTIFY_LOG_MS       60000       /* the same error is logged again after */
+#define NOTIFY_MOVED_SLICE_MS 50        /* no active: look at the watch this often */
 
 struct notify {
 	struct sdfs *s;
@@ -96,6 +98,22 @@ static void nap(struct notify *nt, int ms)
 	while (!stopped(nt) && pthread_cond_timedwait(&nt->cond, &nt->mu, &ts) != ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&nt->mu);
+}
+
+/* Sleep @ms, or less if stopped or mds/active changed meanwhile (the
+ * watch subscribe armed): a new active is subscribed to at once, not
+ * after a backoff grown while there was none. */
+static void nap_moved(struct notify *nt, int ms)
+{
+	int64_t end = net_now_ms() + ms;
+
+	while (!stopped(nt) && !atomic_load(&nt->s->mds_changed)) {
+		int64_t left = end - net_now_ms();
+
+		if (left <= 0)
+			break;
+		nap(nt, left < NOTIFY_MOVED_SLICE_MS ? (int)left : NOTIFY_MOVED_SLICE_MS);
+	}
 }
 
 /* Log @err unless it is the one logged last, less than a minute ago
@@ -420,7 +438,11 @@ static void *notify_main(void *arg)
 		if (ret == -ECANCELED)
 			break;
 		if (ret) {
-			nap(nt, subscribe_failed(nt, ret, &backoff));
+			wait_ms = subscribe_failed(nt, ret, &backoff);
+			if (ret == -ENOENT || ret == -ESHUTDOWN)
+				nap_moved(nt, wait_ms);
+			else
+				nap(nt, wait_ms);
 			continue;
 		}
 		log_info("subscribed to invalidations from mds %s at %s (epoch %" PRIu64

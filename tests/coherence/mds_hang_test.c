@@ -519,3 +519,80 @@ Test(mds_hang, libsdfs_and_cli_go_on_through_a_stopped_active)
 		     strerror(-l.first_err));
 	cr_assert_eq(cl.failed, 0, "%u CLI commands failed", cl.failed);
 }
+
+/* NS_MKDIR @name in the root as (@client, @seq) on a new connection to
+ * @addr: the reply's result, the errno of an ERRNO result into *@err
+ * and the new inode into *@ino (when OK). */
+static int raw_mkdir(const char *addr, uint64_t client, uint64_t seq, const char *name,
+		     int *err, uint64_t *ino)
+{
+	struct sdfs_ns_req r = { .ino = SDFS_ROOT_INO, .mode = 040755, .client_id = client,
+				 .seq = seq, .name_len = (uint16_t)strlen(name) };
+	uint8_t pl[SDFS_NS_REQ_SIZE + 64], *rep = NULL;
+	struct sdfs_hdr h = { .opcode = SDFS_OP_NS_MKDIR, .req_id = seq,
+			      .oid = SDFS_ROOT_INO,
+			      .payload_len = (uint32_t)(SDFS_NS_REQ_SIZE + r.name_len) };
+	struct sdfs_hdr reply;
+	int fd = wire_connect(addr);
+
+	proto_ns_req_encode(&r, pl);
+	memcpy(pl + SDFS_NS_REQ_SIZE, name, r.name_len);
+	cr_assert_eq(wire_send_req(fd, &h, pl), 0);
+	cr_assert_eq(wire_recv_hdr(fd, &reply, 10000), 0, "no reply from %s", addr);
+	*err = reply.result == SDFS_RES_ERRNO ? (int)reply.length : 0;
+	*ino = 0;
+	if (reply.payload_len) {
+		struct sdfs_attr a;
+
+		rep = malloc(reply.payload_len);
+		cr_assert(rep);
+		cr_assert_eq(wire_recv(fd, rep, reply.payload_len, 10000), 0);
+		if (reply.result == SDFS_RES_OK &&
+		    proto_attr_decode(rep, reply.payload_len, &a) == 0)
+			*ino = a.ino;
+		free(rep);
+	}
+	close(fd);
+	return reply.result;
+}
+
+/*
+ * The answer to a mutation the old active made but whose reply the
+ * client never got comes from the reply cache of the next active (the
+ * record is in the same database batch as the change): the same (client
+ * id, seq) sent again after the failover gets the first reply, not
+ * EEXIST; a new seq does get EEXIST.
+ */
+Test(mds_hang, a_retry_after_the_failover_gets_the_first_reply)
+{
+	struct sdfs_mds_status ms;
+	const uint64_t client = 0x7e57c0ffee;
+	char old[64], now[64], addr[80];
+	uint64_t ino, ino2;
+	int err;
+
+	cr_assert_eq(sdfs_mds_status(tcluster_client(tc), &ms), 0);
+	cr_assert(ms.has_active && ms.reachable);
+	snprintf(old, sizeof(old), "%s", ms.active);
+	snprintf(addr, sizeof(addr), "%s", ms.addr);
+	free(ms.list);
+	cr_assert_eq(raw_mkdir(addr, client, 1, "once", &err, &ino), SDFS_RES_OK,
+		     "mkdir: errno %d", err);
+	cr_assert_eq(tcluster_signal(tc, old, SIGSTOP), 0);
+	cr_assert_eq(tcluster_wait_active_mds(tc, old, now, sizeof(now), WAIT_MS), 0);
+	cr_assert_eq(sdfs_mds_status(tcluster_client(tc), &ms), 0);
+	snprintf(addr, sizeof(addr), "%s", ms.addr);
+	free(ms.list);
+
+	int res = raw_mkdir(addr, client, 1, "once", &err, &ino2);
+	cr_assert_eq(res, SDFS_RES_OK, "%s answered the retried mkdir with result %d "
+		     "(errno %d) instead of the first reply", now, res, err);
+	cr_assert_eq(ino2, ino, "the retry's reply names inode %" PRIu64 ", the first %"
+		     PRIu64, ino2, ino);
+	res = raw_mkdir(addr, client, 2, "once", &err, &ino2);
+	cr_assert_eq(res, SDFS_RES_ERRNO);
+	cr_assert_eq(err, EEXIST, "a new seq: errno %d", err);
+	cr_assert_eq(tcluster_signal(tc, old, SIGCONT), 0);
+	cr_log_info("mkdir (client, 1) made ino %" PRIu64 " on %s; resent to %s after "
+		    "the failover: the same reply", ino, old, now);
+}

@@ -53,6 +53,10 @@
 #define NS_SLICE_MS 50
 #define NS_BACKOFF_MIN_MS 20
 #define NS_BACKOFF_MAX_MS 100
+/* No active published: wait for the watch this long at most, looking
+ * at its count every NS_POLL_MS (then ZooKeeper is asked again). */
+#define NS_NONE_WAIT_MS 500
+#define NS_POLL_MS 5
 
 struct nsclient {
 	pthread_mutex_t lock;
@@ -187,6 +191,8 @@ static int active_still(struct sdfs *s, struct nsclient *nc, uint64_t gen)
 
 	pthread_mutex_lock(&nc->lock);
 	moved = now != nc->zk_seen;
+	if (moved)
+		nc->zk_seen = now;      /* one thread reads; the rest see gen */
 	cur = nc->gen;
 	pthread_mutex_unlock(&nc->lock);
 	if (moved && cur == gen) {
@@ -344,6 +350,21 @@ static int exchange(struct attempt *at, int fd, const uint8_t *msg, size_t msg_l
 	return 0;
 }
 
+/* No active: wait up to @ms for the watch on mds/active to fire (it was
+ * armed by the read that found none), without asking ZooKeeper. */
+static void wait_moved(struct sdfs *s, struct nsclient *nc, int ms)
+{
+	unsigned seen;
+
+	pthread_mutex_lock(&nc->lock);
+	seen = nc->zk_seen;             /* as of the read that found none */
+	pthread_mutex_unlock(&nc->lock);
+
+	for (int waited = 0; waited < ms && atomic_load(&s->mds_gen) == seen;
+	     waited += NS_POLL_MS)
+		usleep(NS_POLL_MS * 1000);
+}
+
 /*
  * Go on after a failed attempt? Before @deadline always; after it while
  * ZooKeeper showed an active within the last @timeout_ms (the request
@@ -463,7 +484,9 @@ retry:
 
 			if (left <= 0)
 				break;
-			if (ms)
+			if (ret == -ENOENT)
+				wait_moved(s, nc, (int)(left < NS_NONE_WAIT_MS ? left : NS_NONE_WAIT_MS));
+			else if (ms)
 				usleep((useconds_t)(ms < left ? ms : left) * 1000);
 			backoff = backoff * 2 < NS_BACKOFF_MAX_MS ? backoff * 2 : NS_BACKOFF_MAX_MS;
 		}

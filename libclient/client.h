@@ -98,9 +98,9 @@ void holds_free(struct holds *h);       /* sdfs_close; NULL ok */
 /* nsclient.c: one namespace request to the active mds, retried (same
  * client id and seq) across connection losses and failovers. With
  * @timeout_ms 0 (the handle's timeout) it gives up only once that long
- * passed and ZooKeeper showed no active for that long either (or at
- * NSCLIENT_HARD_FACTOR times the timeout): docs/mds.md "Clients and
- * failover". With @timeout_ms > 0, strictly at @timeout_ms (status
+ * passed and no mds took, answered or held its request for that long
+ * either (or at NSCLIENT_HARD_FACTOR times the timeout): docs/mds.md
+ * "Clients and failover". With @timeout_ms > 0, strictly at @timeout_ms (status
  * queries). Fills @req's client_id and seq. Returns the reply's
  * outcome (0 or -errno); on 0, *@rep (malloc'd, NULL if empty) and
  * *@rep_len hold the reply payload and @reply its header. */

@@ -157,8 +157,9 @@ static int active_moved(struct notify *nt, int *retry_ms)
 
 /*
  * Wait until @fd is ready for @events, up to @deadline (monotonic ms).
- * -ECANCELED when stopped. With @idle (no message under way) there is
- * no deadline, and -ESTALE when the active moved.
+ * -ECANCELED when stopped, -ESTALE when the watch says the active moved
+ * (with @idle, no message under way, also at the periodic re-read, and
+ * there is no deadline).
  */
 static int wait_fd(struct notify *nt, int fd, short events, int64_t deadline, int idle)
 {
@@ -178,8 +179,13 @@ static int wait_fd(struct notify *nt, int fd, short events, int64_t deadline, in
 			return 0;       /* ready, or an error the I/O will tell */
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		if (!idle)
+		if (!idle) {
+			/* a reply from a deposed active never comes */
+			if (atomic_exchange(&nt->s->mds_changed, 0) &&
+			    active_moved(nt, &retry_ms))
+				return -ESTALE;
 			continue;
+		}
 		now = net_now_ms();
 		if (atomic_exchange(&nt->s->mds_changed, 0) || now >= nt->recheck_ms) {
 			if (active_moved(nt, &retry_ms))
@@ -402,6 +408,7 @@ static int subscribe_failed(struct notify *nt, int ret, int *backoff)
 	int wait_ms = *backoff;
 
 	switch (ret) {
+	case -ESTALE:           /* deposed while we subscribed */
 	case -ESHUTDOWN:        /* a standby, or an active losing its lease */
 		log_debug("mds %s at %s is not active", nt->mds.name, nt->mds.addr);
 		return NOTIFY_SHUTDOWN_MS;
@@ -439,7 +446,7 @@ static void *notify_main(void *arg)
 			break;
 		if (ret) {
 			wait_ms = subscribe_failed(nt, ret, &backoff);
-			if (ret == -ENOENT || ret == -ESHUTDOWN)
+			if (ret == -ENOENT || ret == -ESHUTDOWN || ret == -ESTALE)
 				nap_moved(nt, wait_ms);
 			else
 				nap(nt, wait_ms);

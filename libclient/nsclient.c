@@ -21,11 +21,14 @@
  * When to give up (docs/mds.md "Clients and failover"): an error from
  * a call means the operation did not happen. A request that reached an
  * mds may have been applied, so the call does not give up merely
- * because the handle's timeout passed: it goes on while ZooKeeper
- * showed an active within the last timeout, and ends with -ETIMEDOUT
- * or -EHOSTDOWN only when no active was seen for a whole timeout (or
- * at NSCLIENT_HARD_FACTOR timeouts). Calls with their own short timeout
- * (status queries) end at it.
+ * because the handle's timeout passed: it goes on while an mds process
+ * took its connection, answered, or held the request without refusing
+ * it within the last timeout (a hung active, a standby taking over),
+ * and ends with -ETIMEDOUT or
+ * -EHOSTDOWN only after a whole timeout without any (connections
+ * refused: the process is gone, and the request never arrived; no
+ * active published), or at NSCLIENT_HARD_FACTOR timeouts. Calls with
+ * their own short timeout (status queries) end at it.
  */
 #include <errno.h>
 #include <poll.h>
@@ -68,7 +71,6 @@ struct nsclient {
 	uint64_t epoch;                 /* the active's MDS epoch */
 	uint64_t gen;                   /* bumps when the active changes */
 	unsigned zk_seen;               /* s->mds_gen at the last read */
-	int64_t active_ms;              /* ZooKeeper last showed an active */
 	int idle[NS_IDLE_MAX];
 	uint64_t idle_gen[NS_IDLE_MAX];
 	int nidle;
@@ -163,7 +165,6 @@ static int refresh_active(struct sdfs *s, struct nsclient *nc)
 	if (ret == -ENOENT && nc->have_active)
 		active_forget(nc);
 	if (ret == 0) {
-		nc->active_ms = net_now_ms();
 		if (!nc->have_active || strcmp(host, nc->host) || port != nc->port ||
 		    d.epoch != nc->epoch) {
 			if (nc->epoch && d.epoch != nc->epoch)
@@ -204,9 +205,10 @@ static int active_still(struct sdfs *s, struct nsclient *nc, uint64_t gen)
 	return cur == gen ? 0 : -ESTALE;
 }
 
-/* A connection to the active: *@gen tells which active it was for. */
+/* A connection to the active: *@gen tells which active it was for,
+ * *@fresh whether it was connected just now (not an idle one). */
 static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
-		    uint64_t *gen)
+		    uint64_t *gen, int *fresh)
 {
 	char host[64];
 	uint16_t port;
@@ -217,6 +219,7 @@ static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
 		nc->nidle--;
 		if (nc->idle_gen[nc->nidle] == nc->gen) {
 			*gen = nc->gen;
+			*fresh = 0;
 			fd = nc->idle[nc->nidle];
 			pthread_mutex_unlock(&nc->lock);
 			return fd;
@@ -240,6 +243,7 @@ static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
 		return -ENOENT;
 	int64_t left = deadline - net_now_ms();
 	fd = net_connect(host, port, (int)(left < 1000 ? (left > 0 ? left : 1) : 1000));
+	*fresh = 1;
 	return fd;
 }
 
@@ -366,24 +370,25 @@ static void wait_moved(struct sdfs *s, struct nsclient *nc, int ms)
 }
 
 /*
- * Go on after a failed attempt? Before @deadline always; after it while
- * ZooKeeper showed an active within the last @timeout_ms (the request
- * may have reached one, and only an active can answer it), unless
- * @strict; never past @hard.
+ * Go on after a failed attempt? Before @deadline always. After it only
+ * if an mds process took our connection, answered, or held the request
+ * without refusing it within the last @timeout_ms (at @reached_ms):
+ * the request may have reached an active
+ * that hangs, or one is taking over, and only an active can tell
+ * whether it was applied. Not when every connection was refused (the
+ * mds is dead: the request never arrived), nor with @strict, nor past
+ * @hard.
  */
-static int may_retry(struct nsclient *nc, int64_t deadline, int64_t hard,
-		     int timeout_ms, int strict)
+static int may_retry(int64_t deadline, int64_t hard, int timeout_ms, int strict,
+		     int64_t reached_ms)
 {
-	int64_t now = net_now_ms(), seen;
+	int64_t now = net_now_ms();
 
 	if (now < deadline)
 		return 1;
 	if (strict || now >= hard)
 		return 0;
-	pthread_mutex_lock(&nc->lock);
-	seen = nc->active_ms;
-	pthread_mutex_unlock(&nc->lock);
-	return seen && now - seen < timeout_ms;
+	return reached_ms && now - reached_ms < timeout_ms;
 }
 
 int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
@@ -401,6 +406,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	struct sdfs_hdr h = { 0 };
 	uint8_t *msg;
 	int ret = -ETIMEDOUT, backoff = NS_BACKOFF_MIN_MS, sent = 0, tries = 0;
+	int64_t reached_ms = 0;         /* an mds took a connection or answered */
 
 	if (!nc)
 		return -ENOMEM;
@@ -433,7 +439,8 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	for (;;) {
 		struct attempt at = { .s = s, .nc = nc };
 		int64_t lim = strict ? deadline : hard;
-		int fd = conn_get(s, nc, lim, &at.gen);
+		int fresh = 0;
+		int fd = conn_get(s, nc, lim, &at.gen, &fresh);
 
 		if (fd < 0) {
 			ret = fd;
@@ -441,6 +448,8 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 				active_stale(nc, at.gen, fd);
 			goto retry;     /* no active yet, or unreachable */
 		}
+		if (fresh)
+			reached_ms = net_now_ms();
 		net_set_nonblock(fd, 1);
 		int64_t now = net_now_ms();
 		/* a request under way is not cut short by the handle's
@@ -449,6 +458,10 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		tries++;
 		ret = exchange(&at, fd, msg, msg_len, h.req_id, reply, rep);
 		sent |= at.sent;
+		/* an mds answered, or held the request without refusing it
+		 * (a hung or deposed one: its successor must be asked) */
+		if (!ret || ret == -ETIMEDOUT || ret == -ESTALE)
+			reached_ms = net_now_ms();
 		if (ret) {
 			close(fd);
 			active_stale(nc, at.gen, ret);
@@ -476,7 +489,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 				  tries, (long long)(net_now_ms() - start));
 		return ret;
 retry:
-		if (!may_retry(nc, deadline, hard, tmo, strict))
+		if (!may_retry(deadline, hard, tmo, strict, reached_ms))
 			break;
 		{
 			int64_t left = (strict ? deadline : hard) - net_now_ms();

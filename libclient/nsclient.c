@@ -406,7 +406,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	struct sdfs_hdr h = { 0 };
 	uint8_t *msg;
 	int ret = -ETIMEDOUT, backoff = NS_BACKOFF_MIN_MS, sent = 0, tries = 0;
-	int64_t reached_ms = 0;         /* an mds took a connection or answered */
+	int64_t reached_ms = 0;         /* an mds took, answered or held it */
 
 	if (!nc)
 		return -ENOMEM;
@@ -446,6 +446,8 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 			ret = fd;
 			if (fd != -ENOENT)
 				active_stale(nc, at.gen, fd);
+			if (fd == -ETIMEDOUT)   /* not refused: hung, or cut off */
+				reached_ms = net_now_ms();
 			goto retry;     /* no active yet, or unreachable */
 		}
 		if (fresh)

@@ -100,8 +100,9 @@ void holds_free(struct holds *h);       /* sdfs_close; NULL ok */
  * @timeout_ms 0 (the handle's timeout) it gives up only once that long
  * passed and no mds took, answered or held its request for that long
  * either (or at NSCLIENT_HARD_FACTOR times the timeout): docs/mds.md
- * "Clients and failover". With @timeout_ms > 0, strictly at @timeout_ms (status
- * queries). Fills @req's client_id and seq. Returns the reply's
+ * "Clients and failover". With @timeout_ms > 0, strictly at
+ * @timeout_ms (status queries). Fills @req's client_id and seq. Returns
+ * the reply's
  * outcome (0 or -errno); on 0, *@rep (malloc'd, NULL if empty) and
  * *@rep_len hold the reply payload and @reply its header. */
 #define NSCLIENT_HARD_FACTOR 4

@@ -17,9 +17,10 @@
  * watch on mds/active, and a re-read every few seconds while idle, as a
  * hung active keeps its connection open) makes the thread subscribe
  * again, to whichever mds is active then. While none is active (or a
- * standby answers) it waits for the watch, not a grown backoff. An mds without the op
- * (UNKNOWN_OP) is asked again every 2 s; meanwhile the handle works as
- * without a subscription: its caches expire by their timeouts.
+ * standby answers) it waits for the watch, not a grown backoff. An mds
+ * without the op (UNKNOWN_OP) is asked again every 2 s; meanwhile the
+ * handle works as without a subscription: its caches expire by their
+ * timeouts.
  *
  * Stopping: notify_stop (from sdfs_close) sets a flag and joins. The
  * thread waits on its socket in slices of 200 ms and sleeps on a

@@ -373,11 +373,10 @@ static void wait_moved(struct sdfs *s, struct nsclient *nc, int ms)
  * Go on after a failed attempt? Before @deadline always. After it only
  * if an mds process took our connection, answered, or held the request
  * without refusing it within the last @timeout_ms (at @reached_ms):
- * the request may have reached an active
- * that hangs, or one is taking over, and only an active can tell
- * whether it was applied. Not when every connection was refused (the
- * mds is dead: the request never arrived), nor with @strict, nor past
- * @hard.
+ * the request may have reached an active that hangs, or one is taking
+ * over, and only an active can tell whether it was applied. Not when
+ * every connection was refused (the mds is dead: the request never
+ * arrived), nor with @strict, nor past @hard.
  */
 static int may_retry(int64_t deadline, int64_t hard, int timeout_ms, int strict,
 		     int64_t reached_ms)

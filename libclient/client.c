@@ -49,8 +49,10 @@ static void on_coord_event(enum coord_event ev, void *arg)
 	}
 	if (ev == COORD_EV_MAP || ev == COORD_EV_CONNECTED || ev == COORD_EV_EXPIRED)
 		atomic_store(&s->map_stale, 1);
-	if (ev == COORD_EV_MDS_ACTIVE || ev == COORD_EV_CONNECTED || ev == COORD_EV_EXPIRED)
+	if (ev == COORD_EV_MDS_ACTIVE || ev == COORD_EV_CONNECTED || ev == COORD_EV_EXPIRED) {
 		atomic_store(&s->mds_changed, 1);
+		atomic_fetch_add(&s->mds_gen, 1);
+	}
 }
 
 uint64_t client_req_id(struct sdfs *s)

@@ -48,6 +48,8 @@ struct sdfs {
 	struct notify *notify;          /* notify.c; sdfs_ns_subscribe (under lock) */
 	atomic_int mds_changed;         /* ZooKeeper: mds/active may have moved
 					   (notify.c re-reads it) */
+	atomic_uint mds_gen;            /* the same, counted: nsclient.c's
+					   attempts re-read it when it moved */
 
 	/* lock.c: the lock identity, a node clients/<lock_id> made in the
 	 * ZooKeeper session numbered lock_gen (session_gen counts the
@@ -94,10 +96,16 @@ struct holds;
 void holds_free(struct holds *h);       /* sdfs_close; NULL ok */
 
 /* nsclient.c: one namespace request to the active mds, retried (same
- * client id and seq) across connection losses and failovers until
- * @timeout_ms (0: the handle's timeout). Fills @req's client_id and seq. Returns the reply's
+ * client id and seq) across connection losses and failovers. With
+ * @timeout_ms 0 (the handle's timeout) it gives up only once that long
+ * passed and no mds took, answered or held its request for that long
+ * either (or at NSCLIENT_HARD_FACTOR times the timeout): docs/mds.md
+ * "Clients and failover". With @timeout_ms > 0, strictly at
+ * @timeout_ms (status queries). Fills @req's client_id and seq. Returns
+ * the reply's
  * outcome (0 or -errno); on 0, *@rep (malloc'd, NULL if empty) and
  * *@rep_len hold the reply payload and @reply its header. */
+#define NSCLIENT_HARD_FACTOR 4
 struct nsclient;
 int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		  const char *name, const char *name2, const void *data,

@@ -16,9 +16,11 @@
  * active" (SHUTDOWN) answer, or ZooKeeper showing another active (a
  * watch on mds/active, and a re-read every few seconds while idle, as a
  * hung active keeps its connection open) makes the thread subscribe
- * again, to whichever mds is active then. An mds without the op
- * (UNKNOWN_OP) is asked again every 2 s; meanwhile the handle works as
- * without a subscription: its caches expire by their timeouts.
+ * again, to whichever mds is active then. While none is active (or a
+ * standby answers) it waits for the watch, not a grown backoff. An mds
+ * without the op (UNKNOWN_OP) is asked again every 2 s; meanwhile the
+ * handle works as without a subscription: its caches expire by their
+ * timeouts.
  *
  * Stopping: notify_stop (from sdfs_close) sets a flag and joins. The
  * thread waits on its socket in slices of 200 ms and sleeps on a
@@ -52,6 +54,7 @@
 #define NOTIFY_RETRY_MIN_MS 100
 #define NOTIFY_RETRY_MAX_MS 2000
 #define NOTIFY_LOG_MS       60000       /* the same error is logged again after */
+#define NOTIFY_MOVED_SLICE_MS 50        /* no active: look at the watch this often */
 
 struct notify {
 	struct sdfs *s;
@@ -98,6 +101,22 @@ static void nap(struct notify *nt, int ms)
 	pthread_mutex_unlock(&nt->mu);
 }
 
+/* Sleep @ms, or less if stopped or mds/active changed meanwhile (the
+ * watch subscribe armed): a new active is subscribed to at once, not
+ * after a backoff grown while there was none. */
+static void nap_moved(struct notify *nt, int ms)
+{
+	int64_t end = net_now_ms() + ms;
+
+	while (!stopped(nt) && !atomic_load(&nt->s->mds_changed)) {
+		int64_t left = end - net_now_ms();
+
+		if (left <= 0)
+			break;
+		nap(nt, left < NOTIFY_MOVED_SLICE_MS ? (int)left : NOTIFY_MOVED_SLICE_MS);
+	}
+}
+
 /* Log @err unless it is the one logged last, less than a minute ago
  * (an mds without the op: only once). */
 static int log_due(struct notify *nt, int err)
@@ -139,8 +158,9 @@ static int active_moved(struct notify *nt, int *retry_ms)
 
 /*
  * Wait until @fd is ready for @events, up to @deadline (monotonic ms).
- * -ECANCELED when stopped. With @idle (no message under way) there is
- * no deadline, and -ESTALE when the active moved.
+ * -ECANCELED when stopped, -ESTALE when the watch says the active moved
+ * (with @idle, no message under way, also at the periodic re-read, and
+ * there is no deadline).
  */
 static int wait_fd(struct notify *nt, int fd, short events, int64_t deadline, int idle)
 {
@@ -160,8 +180,13 @@ static int wait_fd(struct notify *nt, int fd, short events, int64_t deadline, in
 			return 0;       /* ready, or an error the I/O will tell */
 		if (n < 0 && errno != EINTR)
 			return -errno;
-		if (!idle)
+		if (!idle) {
+			/* a reply from a deposed active never comes */
+			if (atomic_exchange(&nt->s->mds_changed, 0) &&
+			    active_moved(nt, &retry_ms))
+				return -ESTALE;
 			continue;
+		}
 		now = net_now_ms();
 		if (atomic_exchange(&nt->s->mds_changed, 0) || now >= nt->recheck_ms) {
 			if (active_moved(nt, &retry_ms))
@@ -384,6 +409,7 @@ static int subscribe_failed(struct notify *nt, int ret, int *backoff)
 	int wait_ms = *backoff;
 
 	switch (ret) {
+	case -ESTALE:           /* deposed while we subscribed */
 	case -ESHUTDOWN:        /* a standby, or an active losing its lease */
 		log_debug("mds %s at %s is not active", nt->mds.name, nt->mds.addr);
 		return NOTIFY_SHUTDOWN_MS;
@@ -420,7 +446,11 @@ static void *notify_main(void *arg)
 		if (ret == -ECANCELED)
 			break;
 		if (ret) {
-			nap(nt, subscribe_failed(nt, ret, &backoff));
+			wait_ms = subscribe_failed(nt, ret, &backoff);
+			if (ret == -ENOENT || ret == -ESHUTDOWN || ret == -ESTALE)
+				nap_moved(nt, wait_ms);
+			else
+				nap(nt, wait_ms);
 			continue;
 		}
 		log_info("subscribed to invalidations from mds %s at %s (epoch %" PRIu64

@@ -8,7 +8,27 @@
  * A failed connection, a "not active" (SHUTDOWN) answer or a timeout
  * makes the call re-read the active and send the same request again
  * (same client id and seq: the mds's reply cache answers a retried
- * mutation with its first result) until the handle's timeout.
+ * mutation with its first result).
+ *
+ * Following the active: every read of mds/active arms a ZooKeeper
+ * watch, and the handle counts its events (s->mds_gen). An attempt
+ * waits for its reply in slices of NS_SLICE_MS and re-reads the active
+ * when the count moved: if the active it talks to is gone (its lease
+ * ran out: it will never answer) or another took over, the attempt is
+ * abandoned at once and the request sent to the new one. NS_ATTEMPT_MS
+ * remains the bound for an active that hangs without losing its lease.
+ *
+ * When to give up (docs/mds.md "Clients and failover"): an error from
+ * a call means the operation did not happen. A request that reached an
+ * mds may have been applied, so the call does not give up merely
+ * because the handle's timeout passed: it goes on while an mds process
+ * took its connection, answered, or held the request without refusing
+ * it within the last timeout (a hung active, a standby taking over),
+ * and ends with -ETIMEDOUT or
+ * -EHOSTDOWN only after a whole timeout without any (connections
+ * refused: the process is gone, and the request never arrived; no
+ * active published), or at NSCLIENT_HARD_FACTOR timeouts. Calls with
+ * their own short timeout (status queries) end at it.
  */
 #include <errno.h>
 #include <poll.h>
@@ -29,8 +49,17 @@
 #define NS_REPLY_MAX (1u << 20)
 /* One attempt waits this long for its reply, then the call re-reads the
  * active and sends again: an active that hangs (SIGSTOP, a partition)
- * never answers nor closes, and a retry is safe (reply cache). */
+ * without losing its ZooKeeper lease never answers nor closes, and a
+ * retry is safe (reply cache). */
 #define NS_ATTEMPT_MS 3000
+/* An attempt looks at the watch count this often. */
+#define NS_SLICE_MS 50
+#define NS_BACKOFF_MIN_MS 20
+#define NS_BACKOFF_MAX_MS 100
+/* No active published: wait for the watch this long at most, looking
+ * at its count every NS_POLL_MS (then ZooKeeper is asked again). */
+#define NS_NONE_WAIT_MS 500
+#define NS_POLL_MS 5
 
 struct nsclient {
 	pthread_mutex_t lock;
@@ -39,12 +68,13 @@ struct nsclient {
 	int have_active;
 	char host[64];
 	uint16_t port;
+	uint64_t epoch;                 /* the active's MDS epoch */
 	uint64_t gen;                   /* bumps when the active changes */
+	unsigned zk_seen;               /* s->mds_gen at the last read */
 	int idle[NS_IDLE_MAX];
 	uint64_t idle_gen[NS_IDLE_MAX];
 	int nidle;
 };
-
 static uint64_t random_id(void)
 {
 	struct timespec ts;
@@ -104,37 +134,81 @@ void nsclient_free(struct nsclient *nc)
 	free(nc);
 }
 
-/* Read the active from ZooKeeper. */
+/* Forget the active (the caller holds nc->lock): a new generation, so
+ * attempts and idle connections to the old one are dropped. */
+static void active_forget(struct nsclient *nc)
+{
+	nc->have_active = 0;
+	nc->gen++;
+	for (int i = 0; i < nc->nidle; i++)
+		close(nc->idle[i]);
+	nc->nidle = 0;
+}
+
+/* Read the active from ZooKeeper, arming the watch. -ENOENT: none is
+ * active (the one we knew lost its lease: it will not answer). */
 static int refresh_active(struct sdfs *s, struct nsclient *nc)
 {
+	unsigned seen = atomic_load(&s->mds_gen);
 	struct coord_mds_doc d;
 	char host[64];
 	uint16_t port;
 	int ret;
 
 	client_coord_renew(s);
-	ret = coord_mds_active_get(s->coord, 0, &d);
-	if (ret)
-		return ret;
-	if (net_parse_addr(d.addr, host, sizeof(host), &port))
-		return -EBADMSG;
+	ret = coord_mds_active_get(s->coord, 1, &d);
+	if (!ret && net_parse_addr(d.addr, host, sizeof(host), &port))
+		ret = -EBADMSG;
 	pthread_mutex_lock(&nc->lock);
-	if (!nc->have_active || strcmp(host, nc->host) || port != nc->port) {
-		snprintf(nc->host, sizeof(nc->host), "%s", host);
-		nc->port = port;
-		nc->have_active = 1;
-		nc->gen++;
-		for (int i = 0; i < nc->nidle; i++)
-			close(nc->idle[i]);
-		nc->nidle = 0;
+	if (ret == 0 || ret == -ENOENT)
+		nc->zk_seen = seen;
+	if (ret == -ENOENT && nc->have_active)
+		active_forget(nc);
+	if (ret == 0) {
+		if (!nc->have_active || strcmp(host, nc->host) || port != nc->port ||
+		    d.epoch != nc->epoch) {
+			if (nc->epoch && d.epoch != nc->epoch)
+				log_info("mds %s at %s (epoch %llu) is the active now",
+					 d.name, d.addr, (unsigned long long)d.epoch);
+			active_forget(nc);
+			snprintf(nc->host, sizeof(nc->host), "%s", host);
+			nc->port = port;
+			nc->epoch = d.epoch;
+			nc->have_active = 1;
+		}
 	}
 	pthread_mutex_unlock(&nc->lock);
-	return 0;
+	return ret;
 }
 
-/* A connection to the active: *@gen tells which active it was for. */
+/* Is the active of generation @gen still the active? Re-reads it when
+ * the ZooKeeper watch fired since the last read; 0: yes (or ZooKeeper
+ * could not tell), -ESTALE: no. */
+static int active_still(struct sdfs *s, struct nsclient *nc, uint64_t gen)
+{
+	unsigned now = atomic_load(&s->mds_gen);
+	uint64_t cur;
+	int moved;
+
+	pthread_mutex_lock(&nc->lock);
+	moved = now != nc->zk_seen;
+	if (moved)
+		nc->zk_seen = now;      /* one thread reads; the rest see gen */
+	cur = nc->gen;
+	pthread_mutex_unlock(&nc->lock);
+	if (moved && cur == gen) {
+		refresh_active(s, nc);
+		pthread_mutex_lock(&nc->lock);
+		cur = nc->gen;
+		pthread_mutex_unlock(&nc->lock);
+	}
+	return cur == gen ? 0 : -ESTALE;
+}
+
+/* A connection to the active: *@gen tells which active it was for,
+ * *@fresh whether it was connected just now (not an idle one). */
 static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
-		    uint64_t *gen)
+		    uint64_t *gen, int *fresh)
 {
 	char host[64];
 	uint16_t port;
@@ -145,6 +219,7 @@ static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
 		nc->nidle--;
 		if (nc->idle_gen[nc->nidle] == nc->gen) {
 			*gen = nc->gen;
+			*fresh = 0;
 			fd = nc->idle[nc->nidle];
 			pthread_mutex_unlock(&nc->lock);
 			return fd;
@@ -159,12 +234,16 @@ static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
 			return ret;
 	}
 	pthread_mutex_lock(&nc->lock);
+	have = nc->have_active;         /* another thread may have seen it go */
 	snprintf(host, sizeof(host), "%s", nc->host);
 	port = nc->port;
 	*gen = nc->gen;
 	pthread_mutex_unlock(&nc->lock);
+	if (!have)
+		return -ENOENT;
 	int64_t left = deadline - net_now_ms();
 	fd = net_connect(host, port, (int)(left < 1000 ? (left > 0 ? left : 1) : 1000));
+	*fresh = 1;
 	return fd;
 }
 
@@ -181,16 +260,34 @@ static void conn_put(struct nsclient *nc, int fd, uint64_t gen)
 		close(fd);
 }
 
-/* The active is suspect: forget it (the next call re-reads it). */
-static void active_stale(struct nsclient *nc, uint64_t gen)
+/* The active is suspect: forget it (the next call re-reads it). After
+ * @err a timeout or a refusal, its idle connections go too: they lead
+ * to the same process, and an attempt on each would wait NS_ATTEMPT_MS
+ * in turn (a pool of up to 32 made every call to a hung active fail at
+ * the handle's timeout for as long as it hung). A closed connection
+ * (the mds ended it) says nothing about the others. */
+static void active_stale(struct nsclient *nc, uint64_t gen, int err)
 {
 	pthread_mutex_lock(&nc->lock);
-	if (gen == nc->gen)
-		nc->have_active = 0;
+	if (gen == nc->gen) {
+		if (err == -ETIMEDOUT || err == -ESHUTDOWN || err == -ESTALE)
+			active_forget(nc);
+		else
+			nc->have_active = 0;
+	}
 	pthread_mutex_unlock(&nc->lock);
 }
 
-static int io_all(int fd, void *buf, size_t len, int writing, int64_t deadline)
+/* What an attempt needs to notice that its active was deposed. */
+struct attempt {
+	struct sdfs *s;
+	struct nsclient *nc;
+	uint64_t gen;
+	int64_t deadline;
+	int sent;                       /* the whole request went out */
+};
+
+static int io_all(struct attempt *at, int fd, void *buf, size_t len, int writing)
 {
 	size_t done = 0;
 
@@ -208,28 +305,32 @@ static int io_all(int fd, void *buf, size_t len, int writing, int64_t deadline)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK)
 			return -errno;
-		int64_t left = deadline - net_now_ms();
+		int64_t left = at->deadline - net_now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
+		if (active_still(at->s, at->nc, at->gen))
+			return -ESTALE;         /* deposed: it will not answer */
 		struct pollfd p = { .fd = fd, .events = writing ? POLLOUT : POLLIN };
-		if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
+		if (poll(&p, 1, (int)(left > NS_SLICE_MS ? NS_SLICE_MS : left)) < 0 &&
+		    errno != EINTR)
 			return -errno;
 	}
 	return 0;
 }
 
 /* One exchange on @fd. 0 with the reply, or a transport -errno. */
-static int exchange(int fd, const uint8_t *msg, size_t msg_len, uint64_t req_id,
-		    int64_t deadline, struct sdfs_hdr *reply, uint8_t **rep)
+static int exchange(struct attempt *at, int fd, const uint8_t *msg, size_t msg_len,
+		    uint64_t req_id, struct sdfs_hdr *reply, uint8_t **rep)
 {
 	uint8_t h[SDFS_HDR_SIZE];
 	int ret;
 
 	*rep = NULL;
-	ret = io_all(fd, (void *)msg, msg_len, 1, deadline);
+	ret = io_all(at, fd, (void *)msg, msg_len, 1);
 	if (ret)
 		return ret;
-	ret = io_all(fd, h, sizeof(h), 0, deadline);
+	at->sent = 1;
+	ret = io_all(at, fd, h, sizeof(h), 0);
 	if (ret)
 		return ret;
 	ret = proto_hdr_decode(h, NS_REPLY_MAX, reply);
@@ -241,7 +342,7 @@ static int exchange(int fd, const uint8_t *msg, size_t msg_len, uint64_t req_id,
 		*rep = malloc(reply->payload_len);
 		if (!*rep)
 			return -ENOMEM;
-		ret = io_all(fd, *rep, reply->payload_len, 0, deadline);
+		ret = io_all(at, fd, *rep, reply->payload_len, 0);
 		if (!ret)
 			ret = proto_payload_check(reply, *rep);
 		if (ret) {
@@ -253,17 +354,58 @@ static int exchange(int fd, const uint8_t *msg, size_t msg_len, uint64_t req_id,
 	return 0;
 }
 
+/* No active: wait up to @ms for the watch on mds/active to fire (it was
+ * armed by the read that found none), without asking ZooKeeper. */
+static void wait_moved(struct sdfs *s, struct nsclient *nc, int ms)
+{
+	unsigned seen;
+
+	pthread_mutex_lock(&nc->lock);
+	seen = nc->zk_seen;             /* as of the read that found none */
+	pthread_mutex_unlock(&nc->lock);
+
+	for (int waited = 0; waited < ms && atomic_load(&s->mds_gen) == seen;
+	     waited += NS_POLL_MS)
+		usleep(NS_POLL_MS * 1000);
+}
+
+/*
+ * Go on after a failed attempt? Before @deadline always. After it only
+ * if an mds process took our connection, answered, or held the request
+ * without refusing it within the last @timeout_ms (at @reached_ms):
+ * the request may have reached an active that hangs, or one is taking
+ * over, and only an active can tell whether it was applied. Not when
+ * every connection was refused (the mds is dead: the request never
+ * arrived), nor with @strict, nor past @hard.
+ */
+static int may_retry(int64_t deadline, int64_t hard, int timeout_ms, int strict,
+		     int64_t reached_ms)
+{
+	int64_t now = net_now_ms();
+
+	if (now < deadline)
+		return 1;
+	if (strict || now >= hard)
+		return 0;
+	return reached_ms && now - reached_ms < timeout_ms;
+}
+
 int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		  const char *name, const char *name2, const void *data,
 		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len,
 		  int timeout_ms)
 {
 	struct nsclient *nc = get_nc(s);
-	int64_t deadline = net_now_ms() + (timeout_ms > 0 ? timeout_ms : s->timeout_ms);
+	int strict = timeout_ms > 0;
+	int tmo = strict ? timeout_ms : s->timeout_ms;
+	int64_t start = net_now_ms();
+	int64_t deadline = start + tmo;
+	int64_t hard = strict ? deadline : start + (int64_t)tmo * NSCLIENT_HARD_FACTOR;
 	size_t plen, msg_len;
 	struct sdfs_hdr h = { 0 };
 	uint8_t *msg;
-	int ret = -ETIMEDOUT, backoff = 20;
+	int ret = -ETIMEDOUT, backoff = NS_BACKOFF_MIN_MS, sent = 0, tries = 0;
+	int64_t reached_ms = 0;         /* an mds took, answered or held it */
 
 	if (!nc)
 		return -ENOMEM;
@@ -293,23 +435,37 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	h.payload_len = (uint32_t)plen;
 	proto_hdr_encode(&h, msg + SDFS_HDR_SIZE, msg);
 
-	while (net_now_ms() < deadline) {
-		uint64_t gen = 0;
-		int fd = conn_get(s, nc, deadline, &gen);
+	for (;;) {
+		struct attempt at = { .s = s, .nc = nc };
+		int64_t lim = strict ? deadline : hard;
+		int fresh = 0;
+		int fd = conn_get(s, nc, lim, &at.gen, &fresh);
 
 		if (fd < 0) {
 			ret = fd;
 			if (fd != -ENOENT)
-				active_stale(nc, gen);
+				active_stale(nc, at.gen, fd);
+			if (fd == -ETIMEDOUT)   /* not refused: hung, or cut off */
+				reached_ms = net_now_ms();
 			goto retry;     /* no active yet, or unreachable */
 		}
+		if (fresh)
+			reached_ms = net_now_ms();
 		net_set_nonblock(fd, 1);
 		int64_t now = net_now_ms();
-		int64_t adl = now + NS_ATTEMPT_MS < deadline ? now + NS_ATTEMPT_MS : deadline;
-		ret = exchange(fd, msg, msg_len, h.req_id, adl, reply, rep);
+		/* a request under way is not cut short by the handle's
+		 * timeout, only by the attempt's bound */
+		at.deadline = now + NS_ATTEMPT_MS < lim ? now + NS_ATTEMPT_MS : lim;
+		tries++;
+		ret = exchange(&at, fd, msg, msg_len, h.req_id, reply, rep);
+		sent |= at.sent;
+		/* an mds answered, or held the request without refusing it
+		 * (a hung or deposed one: its successor must be asked) */
+		if (!ret || ret == -ETIMEDOUT || ret == -ESTALE)
+			reached_ms = net_now_ms();
 		if (ret) {
 			close(fd);
-			active_stale(nc, gen);
+			active_stale(nc, at.gen, ret);
 			goto retry;
 		}
 		if (reply->result == SDFS_RES_SHUTDOWN) {
@@ -317,11 +473,11 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 			free(*rep);
 			*rep = NULL;
 			close(fd);
-			active_stale(nc, gen);
+			active_stale(nc, at.gen, -ESHUTDOWN);
 			ret = -ESHUTDOWN;
 			goto retry;
 		}
-		conn_put(nc, fd, gen);
+		conn_put(nc, fd, at.gen);
 		ret = proto_ns_result(reply);
 		if (ret) {
 			free(*rep);
@@ -329,21 +485,36 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		}
 		*rep_len = reply->payload_len;
 		free(msg);
+		if (tries > 1)
+			log_debug("%s: answered at try %d after %lld ms", proto_op_name(op),
+				  tries, (long long)(net_now_ms() - start));
 		return ret;
 retry:
+		if (!may_retry(deadline, hard, tmo, strict, reached_ms))
+			break;
 		{
-			int64_t left = deadline - net_now_ms();
+			int64_t left = (strict ? deadline : hard) - net_now_ms();
+			int ms = ret == -ESTALE ? 0 : backoff;
 
 			if (left <= 0)
 				break;
-			usleep((useconds_t)(backoff < left ? backoff : left) * 1000);
-			backoff = backoff < 50 ? backoff * 2 : 50;
+			if (ret == -ENOENT)
+				wait_moved(s, nc, (int)(left < NS_NONE_WAIT_MS ? left : NS_NONE_WAIT_MS));
+			else if (ms)
+				usleep((useconds_t)(ms < left ? ms : left) * 1000);
+			backoff = backoff * 2 < NS_BACKOFF_MAX_MS ? backoff * 2 : NS_BACKOFF_MAX_MS;
 		}
 	}
 	free(msg);
-	log_debug("%s: giving up: %s", proto_op_name(op), strerror(-ret));
+	if (strict)
+		log_debug("%s: giving up: %s", proto_op_name(op), strerror(-ret));
+	else
+		log_warn("%s: no answer from an active mds in %lld ms and %d tries "
+			 "(%s): %s", proto_op_name(op), (long long)(net_now_ms() - start),
+			 tries, sent ? "it may have been applied" : "never sent",
+			 strerror(-ret));
 	if (ret == -ENOENT)
 		return -EHOSTDOWN;      /* no mds is active */
-	return ret == -ESHUTDOWN || ret == -ECONNREFUSED || ret == -ECONNRESET ?
-	       -ETIMEDOUT : ret;
+	return ret == -ESHUTDOWN || ret == -ECONNREFUSED || ret == -ECONNRESET ||
+	       ret == -ESTALE ? -ETIMEDOUT : ret;
 }

@@ -6,6 +6,8 @@
  *   cluster = dev                          cluster name (default "sdfs")
  *   timeout_ms = 10000                     client operation timeout
  *   session_ms = 2000                      ZooKeeper session timeout
+ *   replica_timeout_ms = 1500              wait on one replica per try
+ *   lease_ms = 1000                        blockd's serving lease
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -24,6 +26,8 @@ struct sdfs_conf {
 	char cluster[CONF_MAX_NAME];
 	int timeout_ms;
 	int session_ms;
+	int replica_timeout_ms;         /* a try waits this long for a replica */
+	int lease_ms;                   /* blockd serving lease (blockd/lease.h) */
 };
 
 /* Defaults for everything but zk. */

@@ -70,7 +70,10 @@ size_t suspect_decide(const struct cmap *cur, const struct cmap_node *mem, size_
 
 			if (down != (pass == 0) || !is_member(mem, nmem, sus[k].node_id))
 				continue;
-			if (!sus[k].acked &&
+			/* Down already: stays so while marked, whoever wrote
+			 * that (reconcilers that first saw the marker at other
+			 * times must not flap it back up). */
+			if (!down && !sus[k].acked &&
 			    now_ms - first_seen(seen, *nseen, sus[k].node_id, now_ms) < wait_ms) {
 				*pending = 1;
 				continue;

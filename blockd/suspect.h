@@ -29,7 +29,9 @@ struct suspect_seen {
  * the markers @sus (@nsus, sorted by id), given the current map @cur.
  * A marked member goes down once its marker is acked (it stopped
  * serving) or @wait_ms passed since this reconciler first saw the marker
- * (the node's lease ran out even if it never looked); never more than
+ * (the node's lease ran out even if it never looked); one the map has
+ * down already stays down while marked (another reconciler decided, by
+ * its own clock: no flapping); never more than
  * @max_down members at once through markers (those down already in
  * @cur first, then by id), so a client cut off from every node cannot
  * take the whole cluster down. @seen (*@nseen entries, room for

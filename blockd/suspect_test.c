@@ -116,3 +116,19 @@ Test(lease, serves_only_within_the_lease_unmarked_and_on_the_newest_map)
 	v.start_ms = 0;
 	cr_assert_eq(lease_decide(&v, 1, 1000, 4, 0), SDFS_RES_SHUTDOWN, "no check yet");
 }
+
+Test(suspect, a_marked_node_down_in_the_map_stays_down_without_waiting)
+{
+	struct cmap *m = map3(1);
+	struct coord_suspect sus[1] = { { 2, 0 } };
+	struct suspect_seen seen[SUSPECT_SEEN_MAX];
+	size_t nseen = 0;
+	uint32_t drop[3];
+	int pending;
+
+	cr_assert_eq(suspect_decide(m, mem3, 3, sus, 1, seen, &nseen, 1000, 1500, 2,
+				    drop, &pending), 1, "another reconciler decided");
+	cr_assert_eq(drop[0], 2);
+	cr_assert_eq(pending, 0);
+	cmap_free(m);
+}

@@ -19,11 +19,13 @@
 #define HOLD_FIRST_MS 5000
 #define HOLD_MAX_MS 60000
 #define HOLD_MEMORY_MS 60000    /* reported again within this: hold longer */
+#define MAX_IN_FLIGHT 8         /* checks unanswered (ZooKeeper away): send no more */
 
 struct lease {
 	struct coord *coord;
 	uint32_t node_id;
 	int lease_ms;
+	atomic_int in_flight;
 	pthread_t thread;
 	int started;
 
@@ -70,6 +72,7 @@ static void on_check(void *arg, int err, int marked, int32_t map_version)
 		l->view.map_version = map_version;
 	}
 	pthread_mutex_unlock(&l->mu);
+	atomic_fetch_sub(&l->in_flight, 1);
 	free(p);
 }
 
@@ -80,10 +83,16 @@ static void send_check(struct lease *l)
 
 	if (!p)
 		return;
+	if (atomic_load(&l->in_flight) >= MAX_IN_FLIGHT) {
+		free(p);
+		return;
+	}
 	p->l = l;
 	p->start = net_now_ms();
+	atomic_fetch_add(&l->in_flight, 1);
 	ret = coord_lease_check(l->coord, l->node_id, on_check, p);
 	if (ret) {
+		atomic_fetch_sub(&l->in_flight, 1);
 		log_debug("node=%" PRIu32 ": lease check not sent: %s", l->node_id,
 			  strerror(-ret));
 		free(p);
@@ -191,7 +200,7 @@ int lease_new(struct coord *c, uint32_t node_id, int lease_ms, struct lease **ou
 	l->node_id = node_id;
 	l->lease_ms = lease_ms;
 	l->view.map_version = -1;
-	l->serving_logged = 1;  /* nothing said yet: the first valid lease is quiet */
+	l->serving_logged = 0;  /* not serving until the first check: said once it does */
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

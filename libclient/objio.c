@@ -153,16 +153,17 @@ static void complete_split(struct sdfs *s, struct rpc_call *calls, const size_t 
 #define SUSPECT_WAIT_MS 3000
 #define SUSPECT_POLL_MS 50
 
-/* One try's wait on the replicas: the handle's bound, a primary
- * forwarding to the others (blockd/order.c, bounded the same way) twice
- * that and a margin, so that the client does not give up on a primary
- * that is still waiting for a replica; never past @left. */
+/* One try's wait on the replicas: the handle's bound; on a primary
+ * forwarding to the others (blockd/order.c, which waits as long for
+ * them and then answers), a second more, so that the client does not
+ * give up on a primary that is still waiting for a replica; never past
+ * @left. */
 static int try_bound(struct sdfs *s, int via_primary, int64_t left)
 {
 	int64_t b = atomic_load(&s->replica_timeout_ms);
 
 	if (via_primary)
-		b = 2 * b + 1000;
+		b += 1000;
 	return (int)(b < left ? b : left);
 }
 

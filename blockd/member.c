@@ -572,7 +572,9 @@ enum sdfs_res member_admit_any(struct blockd *bd, const struct sdfs_hdr *h)
 {
 	if (!bd->lease)
 		return SDFS_RES_OK;
-	return lease_admit(bd->lease, atomic_load(&bd->map_zversion), h->epoch != 0);
+	/* A request from a newer epoch than ours gets NEW_EPOCH anyway. */
+	return lease_admit(bd->lease, atomic_load(&bd->map_zversion),
+			   h->epoch != 0 && h->epoch <= member_epoch(bd));
 }
 
 enum sdfs_res member_admit(struct blockd *bd, const struct sdfs_hdr *h)

@@ -14,6 +14,8 @@
  *   recover*.c     keeping copies current across epochs (recover.h)
  *   order.c        shared objects' mutations, ordered by their primary
  *                  (order.h)
+ *   lease.c        the serving lease: serve only while ZooKeeper says we
+ *                  may (lease.h); suspect.c its and the markers' rules
  *   main.c         options and start-up
  */
 #ifndef SDFS_BLOCKD_BLOCKD_H
@@ -23,6 +25,7 @@
 
 #include "blockd/objstore.h"
 #include "blockd/recover.h"
+#include "blockd/suspect.h"
 #include "common/cmap.h"
 #include "common/conf.h"
 #include "common/coord.h"
@@ -46,6 +49,7 @@ struct blockd {
 	struct workq *io_q;             /* disk I/O */
 	struct workq *coord_q;          /* ZooKeeper calls (one thread) */
 	struct order *order;            /* primary-ordered mutations (order.h) */
+	struct lease *lease;            /* serving lease (lease.h) */
 	struct objstore *store;
 	struct recover *recover;
 	struct fence *fence;            /* the MDS fence (fence.h) */
@@ -66,11 +70,17 @@ struct blockd {
 	int fence_sync_running, fence_sync_again;
 	unsigned fence_gen;             /* +1 whenever the session may have missed an MDS
 					   epoch or a volume fence */
+	unsigned lease_lapses;          /* lease_lapses() last acted on */
+	int suspect_pending;            /* a marked member's wait runs: reconcile again */
+	/* the coord worker's own (reconcile_fn): markers first seen */
+	struct suspect_seen seen[SUSPECT_SEEN_MAX];
+	size_t nseen;
 
 	/* counters */
 	uint64_t requests;              /* loop thread */
 	atomic_uint_fast64_t errors;    /* replies not OK, from any thread */
 	atomic_uint_fast64_t map_epoch; /* map->epoch, for any thread */
+	atomic_int map_zversion;        /* map->zversion, for any thread (lease) */
 	unsigned conns;
 
 	/* ops.c: the data filesystem's state (SDFS_SPACE_*), any thread */
@@ -105,4 +115,10 @@ int member_node_id_load(struct blockd *bd);     /* read or allocate */
 int member_join(struct blockd *bd);             /* ephemeral + first map */
 void member_on_event(enum coord_event ev, void *arg);  /* coord callback */
 uint64_t member_epoch(const struct blockd *bd);        /* any thread */
+/* Loop thread, before a request is served: SDFS_RES_OK, or the answer
+ * refusing it (the lease, lease.h). After a lapse of the lease the MDS
+ * and volume fences are re-read before their writes are taken again. */
+enum sdfs_res member_admit(struct blockd *bd, const struct sdfs_hdr *h);
+/* Any thread (the primary's own copy): the same without the fences. */
+enum sdfs_res member_admit_any(struct blockd *bd, const struct sdfs_hdr *h);
 #endif

@@ -20,6 +20,7 @@
 
 #include "blockd/blockd.h"
 #include "blockd/fence.h"
+#include "blockd/lease.h"
 #include "blockd/order.h"
 #include "blockd/vfence.h"
 
@@ -290,7 +291,9 @@ int main(int argc, char **argv)
 		log_err("listen on %s:%u: %s", bd.host, bd.port, strerror(-ret));
 		goto out_store;
 	}
-	ret = workq_new(bd.loop, "io", bd.io_threads, &bd.io_q);
+	ret = lease_new(bd.coord, bd.node_id, bd.conf.lease_ms, &bd.lease);
+	if (!ret)
+		ret = workq_new(bd.loop, "io", bd.io_threads, &bd.io_q);
 	if (!ret)
 		ret = workq_new(bd.loop, "coord", 1, &bd.coord_q);
 	if (!ret)
@@ -320,8 +323,11 @@ out_workq:
 	workq_free(bd.io_q);
 	recover_free(bd.recover);
 	workq_free(bd.coord_q);
+	lease_stop(bd.lease);
 	coord_close(bd.coord);
 	bd.coord = NULL;
+	lease_free(bd.lease);   /* its checks in flight answered at the close */
+	bd.lease = NULL;
 	if (bd.listen_fd >= 0)
 		close(bd.listen_fd);
 out_store:

@@ -22,6 +22,13 @@
  * them: a writer raises them with VOL_FENCE after writing ZooKeeper, and
  * a node that could not hear it has lost its session meanwhile.
  *
+ * Unresponsive nodes: a member with a marker suspects/<id>
+ * (coord_suspect.h) counts as down once it acked the marker or a lease
+ * and a half passed since this node first saw it (suspect_decide), at
+ * most copies - 1 of them at once. Until then the job asks again every
+ * quarter lease. docs/recovery.md, "Unresponsive nodes", argues why no
+ * stale read follows.
+ *
  * ZooKeeper events arrive on the library's thread: they only set a bit
  * and post a call to the loop (member_on_event).
  */
@@ -37,9 +44,12 @@
 #include "blockd/blockd.h"
 #include "blockd/datadir.h"
 #include "blockd/fence.h"
+#include "blockd/lease.h"
 #include "blockd/vfence.h"
 #include "common/coord_mds.h"
+#include "common/coord_suspect.h"
 #include "common/log.h"
+#include "common/net.h"
 
 #define MEMBER_CAS_TRIES 32
 
@@ -193,11 +203,60 @@ struct reconcile_job {
 	struct work work;
 	struct blockd *bd;
 	uint32_t grace_ms;
+	int suspect_wait_ms;    /* a marked member's wait without its ack */
+	unsigned max_suspect_down;
 	struct cmap_node self;
 	struct coord *coord;
 	struct cmap *map;       /* result */
+	int pending;            /* a marked member's wait still runs */
 	int ret;
 };
+
+/*
+ * Take the marked members to count as down out of @mem (suspect_decide;
+ * the seen table is the coord worker's, in bd). 0 or -errno.
+ */
+static int drop_suspects(struct reconcile_job *j, const struct cmap *cur,
+			 struct cmap_node *mem, size_t *nmem)
+{
+	struct coord_suspect *sus = NULL;
+	uint32_t *drop;
+	size_t nsus = 0, ndrop, n = 0;
+	int ret = coord_suspects_get(j->coord, 1, &sus, &nsus);
+
+	if (ret)
+		return ret;
+	drop = calloc(*nmem + 1, sizeof(*drop));
+	if (!drop) {
+		free(sus);
+		return -ENOMEM;
+	}
+	ndrop = suspect_decide(cur, mem, *nmem, sus, nsus, j->bd->seen, &j->bd->nseen,
+			       net_now_ms(), j->suspect_wait_ms, j->max_suspect_down,
+			       drop, &j->pending);
+	for (size_t i = 0; i < *nmem; i++) {
+		int gone = 0;
+
+		for (size_t k = 0; k < ndrop && !gone; k++)
+			gone = drop[k] == mem[i].node_id;
+		if (gone) {
+			const struct cmap_node *nd = cmap_find(cur, mem[i].node_id);
+
+			if (nd && nd->state == CMAP_UP)
+				log_warn("node=%" PRIu32 ": reported unresponsive; marking "
+					 "it down", mem[i].node_id);
+			continue;
+		}
+		mem[n++] = mem[i];
+	}
+	if (nsus > ndrop && !j->pending)
+		log_debug("%zu unresponsive reports, %zu acted on (at most %u at once)",
+			  nsus, ndrop, j->max_suspect_down);
+	*nmem = n;
+	free(drop);
+	free(sus);
+	return 0;
+}
 
 /* Worker: bring the map in line with membership; leave the latest in job. */
 static void reconcile_fn(struct work *w)
@@ -238,6 +297,14 @@ static void reconcile_fn(struct work *w)
 			}
 			continue;
 		}
+		j->pending = 0;
+		ret = drop_suspects(j, cur, mem, &nmem);
+		if (ret) {
+			free(mem);
+			cmap_free(cur);
+			j->ret = ret;
+			return;
+		}
 		ret = map_next(cur, mem, nmem, wall_ms(), j->grace_ms, &next);
 		free(mem);
 		if (ret < 0) {
@@ -274,6 +341,7 @@ static void reconcile_done(struct work *w)
 	struct blockd *bd = j->bd;
 
 	bd->reconcile_running = 0;
+	bd->suspect_pending = j->pending;
 	if (j->ret == 0 && j->map) {
 		if (!bd->map || j->map->epoch > bd->map->epoch) {
 			log_info("node=%" PRIu32 " epoch=%" PRIu64 ": now in effect "
@@ -282,6 +350,7 @@ static void reconcile_done(struct work *w)
 			bd->map = j->map;
 			j->map = NULL;
 			atomic_store(&bd->map_epoch, bd->map->epoch);
+			atomic_store(&bd->map_zversion, bd->map->zversion);
 			recover_map_changed(bd->recover, bd->map);
 		}
 	} else if (j->ret) {
@@ -313,6 +382,10 @@ static void reconcile_start(struct blockd *bd)
 	j->bd = bd;
 	j->coord = bd->coord;
 	j->grace_ms = bd->cfg.out_grace_ms;
+	/* The node's lease, and half of it again for clock rates and late
+	 * answers (docs/recovery.md). */
+	j->suspect_wait_ms = bd->conf.lease_ms + bd->conf.lease_ms / 2;
+	j->max_suspect_down = bd->cfg.copies > 1 ? bd->cfg.copies - 1 : 0;
 	self_node(bd, &j->self);
 	j->work.fn = reconcile_fn;
 	j->work.done = reconcile_done;
@@ -446,6 +519,7 @@ static void coord_events_run(void *arg)
 		bd->zk_connected = 1;
 	}
 	if (ev & ((1u << COORD_EV_MEMBERS) | (1u << COORD_EV_MAP) |
+		  (1u << COORD_EV_SUSPECTS) |
 		  (1u << COORD_EV_CONNECTED) | (1u << COORD_EV_EXPIRED)))
 		reconcile_start(bd);
 	if (bd->zk_connected &&
@@ -485,6 +559,42 @@ static void reconcile_tick(void *arg)
 		fence_sync_start(bd);
 }
 
+/* A marked member's wait runs: look again every quarter lease. */
+static void suspect_tick(void *arg)
+{
+	struct blockd *bd = arg;
+
+	if (bd->suspect_pending)
+		reconcile_start(bd);
+}
+
+enum sdfs_res member_admit_any(struct blockd *bd, const struct sdfs_hdr *h)
+{
+	if (!bd->lease)
+		return SDFS_RES_OK;
+	/* A request from a newer epoch than ours gets NEW_EPOCH anyway. */
+	return lease_admit(bd->lease, atomic_load(&bd->map_zversion),
+			   h->epoch != 0 && h->epoch <= member_epoch(bd));
+}
+
+enum sdfs_res member_admit(struct blockd *bd, const struct sdfs_hdr *h)
+{
+	enum sdfs_res res = member_admit_any(bd, h);
+
+	if (res == SDFS_RES_OK && bd->lease &&
+	    lease_lapses(bd->lease) != bd->lease_lapses) {
+		/* We refused whatever came meanwhile, a VOL_FENCE or an
+		 * MDS_FENCE too: read the fences again before their writes. */
+		bd->lease_lapses = lease_lapses(bd->lease);
+		fence_unsync(bd);
+		if (bd->zk_connected)
+			fence_sync_start(bd);
+	}
+	if (res == SDFS_RES_OLD_EPOCH)
+		member_on_event(COORD_EV_MAP, bd);      /* install the newer map */
+	return res;
+}
+
 int member_join(struct blockd *bd)
 {
 	struct cmap_node self;
@@ -517,6 +627,10 @@ again:
 	}
 	bd->zk_connected = coord_is_connected(bd->coord);
 	ret = loop_add_timer(bd->loop, 1000, reconcile_tick, bd);
+	if (ret < 0)
+		return ret;
+	ret = loop_add_timer(bd->loop, bd->conf.lease_ms / 4 > 50 ? bd->conf.lease_ms / 4 : 50,
+			     suspect_tick, bd);
 	if (ret < 0)
 		return ret;
 	reconcile_start(bd);

@@ -4,7 +4,8 @@
  * the objstore.
  *
  * ops_dispatch() runs on the loop thread: it checks the request against
- * the table and the node's epoch, then queues a job on the I/O workers.
+ * the table, the node's serving lease (lease.h) and the node's epoch,
+ * then queues a job on the I/O workers.
  * A job's fn runs on a worker and touches only the job and the
  * (thread-safe) objstore and fence; req_done then replies from the same
  * worker (NODE_INFO's from the loop thread, whose counters it reads).
@@ -594,6 +595,8 @@ int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payloa
 	if (__atomic_load_n(&bd->stopping, __ATOMIC_RELAXED) ||
 	    !__atomic_load_n(&bd->zk_connected, __ATOMIC_RELAXED))
 		return -ESHUTDOWN;
+	if (member_admit_any(bd, h) != SDFS_RES_OK)
+		return -ESHUTDOWN;      /* lease.h */
 	op->fn(&r.work);
 	free(r.out);
 	return r.ret;
@@ -614,6 +617,9 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	else if (bd->stopping ||
 		 (!bd->zk_connected && h->opcode != SDFS_OP_NODE_INFO))
 		res = SDFS_RES_SHUTDOWN;
+	else if (h->opcode != SDFS_OP_NODE_INFO &&
+		 (res = member_admit(bd, h)) != SDFS_RES_OK)
+		;       /* the lease ran out, we are marked, or a newer map */
 	else if (op->mutates && h->epoch == 0)
 		res = SDFS_RES_INVALID;
 	else if (h->epoch && h->epoch < epoch)

@@ -1,15 +1,22 @@
 /*
  * order.c - the primary's side of ordered mutations (order.h).
+ *
+ * The primary waits at most replica_timeout_ms (sdfs.conf) for the
+ * replicas; one that did not answer by then is reported unresponsive
+ * (coord_suspect.h) and the client is told to try again (UNAVAIL): it
+ * does once the map has dropped that node (docs/recovery.md).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "blockd/blockd.h"
 #include "blockd/order.h"
+#include "common/coord_suspect.h"
 #include "common/log.h"
 #include "common/oid.h"
 #include "common/proto.h"
@@ -129,6 +136,24 @@ static size_t local_copy(const struct ordreq *q)
 	return q->n;
 }
 
+/* A replica did not answer within the bound: report it (once per
+ * epoch and node is enough; a marker that exists already is fine). */
+static void report(const struct ordreq *q, uint32_t node_id)
+{
+	char who[32];
+	int r;
+
+	snprintf(who, sizeof(who), "node:%" PRIu32, q->bd->node_id);
+	r = coord_suspect_report(q->bd->coord, node_id, q->h.epoch, who);
+	if (r == 0)
+		log_warn("node=%" PRIu32 " epoch=%" PRIu32 ": no answer within %d ms; "
+			 "reported unresponsive", node_id, q->h.epoch,
+			 q->bd->order->timeout_ms);
+	else if (r != -EEXIST)
+		log_warn("node=%" PRIu32 ": cannot report it unresponsive: %s", node_id,
+			 strerror(-r));
+}
+
 static void ordreq_fn(struct work *w)
 {
 	struct ordreq *q = (struct ordreq *)w;
@@ -158,8 +183,11 @@ static void ordreq_fn(struct work *w)
 	rpc_run(o->pool, c, nc, o->timeout_ms, next_req_id, o);
 	if (mu)
 		pthread_mutex_unlock(mu);
-	for (size_t k = 0; k < nc; k++)
+	for (size_t k = 0; k < nc; k++) {
 		res[at[k]] = rpc_result(&c[k]);
+		if (c[k].ret == -ETIMEDOUT && !q->proxy)
+			report(q, c[k].node->node_id);
+	}
 	if (q->proxy) {
 		int r = rpc_result(&c[0]);
 
@@ -244,7 +272,7 @@ int order_new(struct blockd *bd, int nthreads, struct order **out)
 		return -ENOMEM;
 	for (size_t i = 0; i < ORDER_STRIPES; i++)
 		pthread_mutex_init(&o->stripe[i], NULL);
-	o->timeout_ms = bd->conf.session_ms > 1000 ? 2 * bd->conf.session_ms : 2000;
+	o->timeout_ms = bd->conf.replica_timeout_ms;
 	ret = pool_new(&o->pool);
 	if (!ret)
 		ret = workq_new(bd->loop, "order", nthreads, &o->q);

@@ -297,12 +297,15 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 	have = ret == 0;
 
 	/* Fast path: an up holder since its state was known current got
-	 * every change since (those of that epoch too: it was one then). */
+	 * every change since, those of that epoch too if it was one then:
+	 * so that epoch counts as well. A node alive but down in the map (a
+	 * reported node, one whose session expired) settles and even runs a
+	 * pass in an epoch whose later writes skip it. */
 	start = have && (ltag >> 32) > v ? ltag >> 32 : v;
 	a = authority_epoch(r, oid, r->self, have, clean, full);
 	if (a > start)
 		start = a;
-	if (start > 0 && up_holder_throughout(r, oid, start, E)) {
+	if (start > 0 && up_holder_throughout(r, oid, start - 1, E)) {
 		rec_verified_set(r, oid, E);
 		return 0;
 	}
@@ -391,7 +394,9 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 			return ret == -ENOENT ? -EAGAIN : ret;
 		*fetched = 1;
 	}
-	rec_verified_set(r, oid, E);
+	/* Current now; for the rest of E only if E's writes come here too. */
+	if (history_is_up_holder(m, oid, r->copies, r->self))
+		rec_verified_set(r, oid, E);
 	return 0;
 }
 

@@ -20,6 +20,8 @@ void conf_init(struct sdfs_conf *c)
 	c->max_conns = 4096;
 	c->nearfull_pct = 85;
 	c->full_pct = 95;
+	c->replica_timeout_ms = 1500;
+	c->lease_ms = 1000;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -175,6 +177,10 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_pct(v, &c->nearfull_pct);
 		} else if (strcmp(k, "full_pct") == 0) {
 			ret = parse_pct(v, &c->full_pct);
+		} else if (strcmp(k, "replica_timeout_ms") == 0) {
+			ret = parse_ms(v, &c->replica_timeout_ms);
+		} else if (strcmp(k, "lease_ms") == 0) {
+			ret = parse_ms(v, &c->lease_ms);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

@@ -11,6 +11,8 @@
  *   max_conns = 4096                       daemons: connections at most
  *   nearfull_pct = 85                      blockd: disk this full is a warning
  *   full_pct = 95                          blockd: this full refuses data writes
+ *   replica_timeout_ms = 1500              wait on one replica per try
+ *   lease_ms = 1000                        blockd's serving lease
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -44,6 +46,8 @@ struct sdfs_conf {
 	 * operations.md "Space"). 1..100; full_pct >= nearfull_pct. */
 	int nearfull_pct;
 	int full_pct;
+	int replica_timeout_ms;         /* a try waits this long for a replica */
+	int lease_ms;                   /* blockd serving lease (blockd/lease.h) */
 };
 
 /* Defaults for everything but zk. */

@@ -8,6 +8,7 @@
  *   map               persistent  cluster map; its ZooKeeper version is CAS'd
  *   epochs/<epoch>    persistent  every map ever written, for history
  *   nodeids/n<seq>    persistent  sequence for allocating node ids
+ *   suspects/<id>     persistent  a node reported unresponsive (coord_suspect.h)
  *
  * Thread-safety: every function may be called from any thread; calls
  * block on ZooKeeper round trips (use them from worker threads or at
@@ -32,6 +33,8 @@ enum coord_event {
 	COORD_EV_MAP,           /* the map document changed */
 	COORD_EV_MDS_EPOCH,     /* mds/epoch changed (coord_mds.h) */
 	COORD_EV_MDS_ACTIVE,    /* mds/active created, changed or deleted */
+	COORD_EV_SUSPECTS,      /* suspects/ children or a marker's data changed
+				   (coord_suspect.h) */
 };
 
 typedef void (*coord_event_fn)(enum coord_event ev, void *arg);

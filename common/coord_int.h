@@ -20,6 +20,7 @@ struct coord {
 	char p_map[PATH_MAX_LEN], p_epochs[PATH_MAX_LEN], p_nodeids[PATH_MAX_LEN];
 	char p_mds[PATH_MAX_LEN], p_mds_elect[PATH_MAX_LEN];
 	char p_mds_epoch[PATH_MAX_LEN], p_mds_active[PATH_MAX_LEN];
+	char p_suspects[PATH_MAX_LEN];
 	coord_event_fn fn;
 	void *arg;
 	pthread_mutex_t lock;

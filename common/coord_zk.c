@@ -86,6 +86,9 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
 		c->fn(COORD_EV_MDS_EPOCH, c->arg);
 	else if (strcmp(path, c->p_mds_active) == 0)
 		c->fn(COORD_EV_MDS_ACTIVE, c->arg);
+	else if (strncmp(path, c->p_suspects, strlen(c->p_suspects)) == 0 &&
+		 (path[strlen(c->p_suspects)] == '\0' || path[strlen(c->p_suspects)] == '/'))
+		c->fn(COORD_EV_SUSPECTS, c->arg);
 }
 
 static int wait_connected(struct coord *c, int timeout_ms)
@@ -159,6 +162,7 @@ int coord_open(const char *hosts, const char *name, int session_ms,
 	snprintf(c->p_mds_elect, PATH_MAX_LEN, "%s/mds/election", c->base);
 	snprintf(c->p_mds_epoch, PATH_MAX_LEN, "%s/mds/epoch", c->base);
 	snprintf(c->p_mds_active, PATH_MAX_LEN, "%s/mds/active", c->base);
+	snprintf(c->p_suspects, PATH_MAX_LEN, "%s/suspects", c->base);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	pthread_rwlock_init(&c->zlock, NULL);
@@ -168,7 +172,7 @@ int coord_open(const char *hosts, const char *name, int session_ms,
 	if (ret)
 		goto out_free;
 	const char *paths[] = { "/sdfs", c->base, c->p_members, c->p_epochs,
-				c->p_nodeids, c->p_mds, c->p_mds_elect };
+				c->p_nodeids, c->p_mds, c->p_mds_elect, c->p_suspects };
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		ret = ensure(c, paths[i]);
 		if (ret)

@@ -164,6 +164,7 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 	if (!s)
 		return -ENOMEM;
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
+	atomic_init(&s->replica_timeout_ms, 1500);
 	snprintf(s->cluster, sizeof(s->cluster), "%s", cluster);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->lock_mu, NULL);
@@ -216,7 +217,10 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 			snprintf(err, errlen, "%s", buf);
 		return ret;
 	}
-	return sdfs_connect(conf.zk, conf.cluster, conf.timeout_ms, out, err, errlen);
+	ret = sdfs_connect(conf.zk, conf.cluster, conf.timeout_ms, out, err, errlen);
+	if (!ret)
+		sdfs_set_replica_timeout(*out, conf.replica_timeout_ms);
+	return ret;
 }
 
 void sdfs_close(struct sdfs *s)
@@ -240,6 +244,12 @@ void sdfs_set_timeout(struct sdfs *s, int timeout_ms)
 {
 	if (timeout_ms > 0)
 		s->timeout_ms = timeout_ms;
+}
+
+void sdfs_set_replica_timeout(struct sdfs *s, int timeout_ms)
+{
+	if (timeout_ms > 0)
+		atomic_store(&s->replica_timeout_ms, timeout_ms);
 }
 
 uint32_t sdfs_obj_size(struct sdfs *s)

@@ -33,6 +33,7 @@ struct sdfs {
 	struct coord *coord;
 	char cluster[64];
 	int timeout_ms;
+	atomic_int replica_timeout_ms;  /* one try's wait on the replicas (objio.c) */
 	atomic_uint_fast64_t next_req_id;
 
 	pthread_mutex_t lock;           /* protects map, cfg, formatted */

@@ -12,6 +12,14 @@
  * Mutations are idempotent (same bytes at the same offset), so redoing
  * one is safe. Calls give up at the handle's timeout.
  *
+ * One try of a mutation waits at most the replica timeout (1.5 s) for
+ * its replicas: one that did not answer is reported unresponsive
+ * (coord_suspect.h), and the call re-reads the map until it has moved
+ * past the try's epoch (the node is then down, or answered OLD_EPOCH) or
+ * a few seconds passed, and tries again. So a hung block daemon stalls a
+ * write for about the bound plus a lease, never the handle's timeout
+ * (docs/recovery.md, "Unresponsive nodes").
+ *
  * Every mutation carries the handle's fencing token (the *_tok calls: the
  * caller's, a volume writer's). A replica that answers FENCED (-EPERM)
  * has been told a newer writer took over, one that answers READONLY
@@ -21,10 +29,12 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/coord_suspect.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/oid.h"
@@ -137,6 +147,78 @@ static void complete_split(struct sdfs *s, struct rpc_call *calls, const size_t 
 	rpc_calls_free(c, n);
 }
 
+/* How long a call waits, after reporting a replica, for the map to drop
+ * it (reconciliation takes up to a lease and a half without the node's
+ * own ack) before it tries again anyway. */
+#define SUSPECT_WAIT_MS 3000
+#define SUSPECT_POLL_MS 50
+
+/* One try's wait on the replicas: the handle's bound; on a primary
+ * forwarding to the others (blockd/order.c, which waits as long for
+ * them and then answers), a second more, so that the client does not
+ * give up on a primary that is still waiting for a replica; never past
+ * @left. */
+static int try_bound(struct sdfs *s, int via_primary, int64_t left)
+{
+	int64_t b = atomic_load(&s->replica_timeout_ms);
+
+	if (via_primary)
+		b += 1000;
+	return (int)(b < left ? b : left);
+}
+
+/* Re-read the map: has it moved past @epoch? */
+static int map_moved(struct sdfs *s, uint64_t epoch)
+{
+	struct map_ref *m;
+	int err = 0, moved;
+
+	client_map_refresh(s);
+	m = client_map_get(s, &err);
+	if (!m)
+		return 0;
+	moved = m->map->epoch > epoch;
+	client_map_put(m);
+	return moved;
+}
+
+/*
+ * The nodes @ids did not answer a try in @epoch within its bound.
+ * Unless the map has moved on already (a stopped node's session
+ * expired: retry at once), report them and poll the map until it moves
+ * (the reconcilers mark them down), SUSPECT_WAIT_MS or @deadline.
+ */
+static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
+			   size_t n, int64_t deadline)
+{
+	int64_t until = net_now_ms() + SUSPECT_WAIT_MS;
+	char who[96], host[64] = "?";
+
+	if (map_moved(s, epoch))
+		return;
+	gethostname(host, sizeof(host));
+	host[sizeof(host) - 1] = '\0';
+	snprintf(who, sizeof(who), "client:%s:%ld", host, (long)getpid());
+	for (size_t i = 0; i < n; i++) {
+		int r = coord_suspect_report(s->coord, ids[i], epoch, who);
+
+		if (r == 0)
+			log_warn("node=%" PRIu32 " epoch=%" PRIu64 ": no answer within %d ms; "
+				 "reported unresponsive", ids[i], epoch,
+				 atomic_load(&s->replica_timeout_ms));
+		else if (r != -EEXIST)
+			log_warn("node=%" PRIu32 ": cannot report it unresponsive: %s",
+				 ids[i], strerror(-r));
+	}
+	if (until > deadline)
+		until = deadline;
+	while (net_now_ms() < until) {
+		usleep(SUSPECT_POLL_MS * 1000);
+		if (map_moved(s, epoch))
+			return;
+	}
+}
+
 static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 			  const void *payload, enum mut_kind kind, uint32_t token)
 {
@@ -178,12 +260,19 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			calls[i].req.token = token;
 			calls[i].payload = payload;
 		}
-		rpc_run(s->pool, calls, ncalls, (int)left, next_req_id, s);
+		rpc_run(s->pool, calls, ncalls,
+			try_bound(s, ncalls == 1 && oid_is_ordered(oid), left),
+			next_req_id, s);
 
 		int ok = 0, noent = 0, retry = 0, fatal = 0, fenced = 0, nperm = 0;
-		size_t rofs[RING_MAX_COPIES], nrofs = 0;
+		size_t rofs[RING_MAX_COPIES], nrofs = 0, nsus = 0;
+		uint32_t sus[RING_MAX_COPIES];
+		uint64_t epoch = p.m->map->epoch;
 		for (size_t i = 0; i < ncalls; i++) {
 			int r = rpc_result(&calls[i]);
+
+			if (calls[i].ret == -ETIMEDOUT)
+				sus[nsus++] = p.up[i]->node_id;
 
 			/* The primary's try applied it somewhere: a retried
 			 * removal that then finds nothing still removed it. */
@@ -211,7 +300,7 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 				fatal = r;
 		}
 		if (nrofs && !nperm && ok + noent > 0)
-			complete_split(s, calls, rofs, nrofs, oid, (int)left);
+			complete_split(s, calls, rofs, nrofs, oid, try_bound(s, 0, left));
 		rpc_calls_free(calls, ncalls);
 		placement_done(&p);
 		if (fenced == -EPERM)
@@ -225,6 +314,10 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		if (!retry)
 			return ok == 0 && noent && !done_before ? -ENOENT : 0;
 		done_before |= ok > 0;
+		if (nsus) {
+			suspects_await(s, epoch, sus, nsus, deadline);
+			continue;
+		}
 		client_map_refresh(s);
 		backoff(attempt);
 	}
@@ -330,7 +423,7 @@ static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_
 	struct rpc_call calls[RPC_MAX_CALLS];
 	struct placement p[RPC_MAX_CALLS];
 	size_t first[RPC_MAX_CALLS + 1], nobj = 0, ncalls = 0;
-	int bad[RPC_MAX_CALLS] = { 0 }, ok[RPC_MAX_CALLS] = { 0 }, ret = 0, timed_out = 0;
+	int bad[RPC_MAX_CALLS] = { 0 }, ok[RPC_MAX_CALLS] = { 0 }, ret = 0;
 
 	memset(calls, 0, sizeof(calls));
 	while (nobj < n && nobj < RPC_MAX_CALLS) {
@@ -362,8 +455,12 @@ static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_
 	}
 	first[nobj] = ncalls;
 	*used = nobj;
+	/* Bounded like one try: an object a replica did not answer for goes
+	 * through the one-object call, which reports the replica and waits
+	 * for the map to drop it; the objects after it find the new map. */
 	if (ncalls)
-		rpc_run(s->pool, calls, ncalls, s->timeout_ms, next_req_id, s);
+		rpc_run(s->pool, calls, ncalls, try_bound(s, op != SDFS_OP_OBJ_FLUSH,
+							  s->timeout_ms), next_req_id, s);
 	for (size_t o = 0; o < nobj; o++) {
 		for (size_t c = first[o]; c < first[o + 1]; c++) {
 			int r = rpc_result(&calls[c]);
@@ -371,15 +468,12 @@ static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_
 			if (r && r != -ENOENT)
 				bad[o] = 1;
 			ok[o] |= r == 0;
-			timed_out |= r == -ETIMEDOUT;
 		}
 		if (p[o].m)
 			placement_done(&p[o]);
 	}
 	rpc_calls_free(calls, ncalls);
-	/* the handle's timeout is spent; otherwise one by one, up to the
-	 * first failure: each may take the whole timeout */
-	ret = timed_out ? -ETIMEDOUT : 0;
+	/* one by one, up to the first failure */
 	for (size_t o = 0; o < nobj; o++) {
 		if (ret)
 			res[o] = ret;

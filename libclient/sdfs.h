@@ -46,6 +46,11 @@ void sdfs_close(struct sdfs *s);        /* NULL ok */
 
 /* Per-operation timeout, in milliseconds. */
 void sdfs_set_timeout(struct sdfs *s, int timeout_ms);
+/* How long one try of a replicated write waits for the replicas
+ * (default 1500 ms, sdfs.conf replica_timeout_ms): a replica that did not
+ * answer by then is reported unresponsive and the write goes on without
+ * it once the map says so (docs/recovery.md). */
+void sdfs_set_replica_timeout(struct sdfs *s, int timeout_ms);
 
 /* ---- cluster ---- */
 

@@ -1,0 +1,239 @@
+/*
+ * coord_suspect.c - coord_suspect.h on libzookeeper-mt.
+ */
+#include "common/coord_suspect.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zookeeper/zookeeper.h>
+
+#include "common/coord_int.h"
+#include "common/log.h"
+
+#define SUSPECT_ACK "ack\n"
+
+static void marker_path(const struct coord *c, uint32_t node_id, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%" PRIu32, c->p_suspects, node_id);
+}
+
+int coord_suspect_report(struct coord *c, uint32_t node_id, uint64_t epoch,
+			 const char *reporter)
+{
+	char path[PATH_MAX_LEN * 2], doc[256];
+	struct timespec ts;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(doc, sizeof(doc), "sdfs-suspect 1\nreporter %s\nepoch %" PRIu64
+		 "\ntime %lld\n", reporter, epoch,
+		 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+	marker_path(c, node_id, path, sizeof(path));
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_create(c->zh, path, doc, (int)strlen(doc), &ZOO_OPEN_ACL_UNSAFE, 0,
+			NULL, 0);
+	pthread_rwlock_unlock(&c->zlock);
+	return coord_zerr(rc);
+}
+
+static int cmp_suspect(const void *a, const void *b)
+{
+	const struct coord_suspect *x = a, *y = b;
+
+	return x->node_id < y->node_id ? -1 : x->node_id > y->node_id;
+}
+
+static int suspects_get_locked(struct coord *c, int watch, struct coord_suspect **out,
+			       size_t *n)
+{
+	struct String_vector kids = { 0 };
+	struct coord_suspect *v;
+	size_t cnt = 0;
+	int rc;
+
+	rc = zoo_get_children(c->zh, c->p_suspects, watch, &kids);
+	if (rc == ZNONODE) {
+		*out = NULL;
+		*n = 0;
+		return 0;
+	}
+	if (rc != ZOK)
+		return coord_zerr(rc);
+	v = calloc(kids.count ? kids.count : 1, sizeof(*v));
+	if (!v) {
+		deallocate_String_vector(&kids);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < kids.count; i++) {
+		char path[PATH_MAX_LEN * 2], buf[64], *end;
+		unsigned long id = strtoul(kids.data[i], &end, 10);
+		int len = sizeof(buf) - 1;
+		struct Stat st;
+
+		if (*end || id == 0 || id > UINT32_MAX) {
+			log_warn("suspect %s: not a node id, ignored", kids.data[i]);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", c->p_suspects, kids.data[i]);
+		rc = zoo_get(c->zh, path, watch, buf, &len, &st);
+		if (rc == ZNONODE)
+			continue;       /* cleared while we listed */
+		if (rc != ZOK) {
+			deallocate_String_vector(&kids);
+			free(v);
+			return coord_zerr(rc);
+		}
+		buf[len < 0 ? 0 : len] = '\0';
+		v[cnt].node_id = (uint32_t)id;
+		v[cnt].acked = strcmp(buf, SUSPECT_ACK) == 0;
+		cnt++;
+	}
+	deallocate_String_vector(&kids);
+	qsort(v, cnt, sizeof(*v), cmp_suspect);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int coord_suspects_get(struct coord *c, int watch, struct coord_suspect **out, size_t *n)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = suspects_get_locked(c, watch, out, n);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_suspect_ack(struct coord *c, uint32_t node_id)
+{
+	char path[PATH_MAX_LEN * 2];
+	int rc;
+
+	marker_path(c, node_id, path, sizeof(path));
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_set(c->zh, path, SUSPECT_ACK, (int)strlen(SUSPECT_ACK), -1);
+	pthread_rwlock_unlock(&c->zlock);
+	return coord_zerr(rc);
+}
+
+int coord_suspect_clear(struct coord *c, uint32_t node_id)
+{
+	char path[PATH_MAX_LEN * 2];
+	int rc;
+
+	marker_path(c, node_id, path, sizeof(path));
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_delete(c->zh, path, -1);
+	pthread_rwlock_unlock(&c->zlock);
+	return rc == ZNONODE ? 0 : coord_zerr(rc);
+}
+
+/* One lease check in flight: freed by whoever drops the last reference
+ * (the sender and each request sent hold one). */
+struct lease_check {
+	atomic_int refs;
+	int err, marked;        /* the completion thread's */
+	int send_err;           /* the sender's, set before it drops its reference */
+	int32_t map_version;
+	coord_lease_fn fn;
+	void *arg;
+};
+
+static void check_put(struct lease_check *k)
+{
+	if (atomic_fetch_sub(&k->refs, 1) != 1)
+		return;
+	k->fn(k->arg, k->send_err ? k->send_err : k->err, k->marked, k->map_version);
+	free(k);
+}
+
+static void note_err(struct lease_check *k, int rc)
+{
+	if (rc != ZOK && !k->err)
+		k->err = coord_zerr(rc) ? coord_zerr(rc) : -EIO;
+}
+
+static void sync_done(int rc, const char *value, const void *data)
+{
+	struct lease_check *k = (struct lease_check *)data;
+
+	(void)value;
+	note_err(k, rc);
+	check_put(k);
+}
+
+static void marker_done(int rc, const struct Stat *st, const void *data)
+{
+	struct lease_check *k = (struct lease_check *)data;
+
+	(void)st;
+	k->marked = rc == ZOK;
+	if (rc != ZNONODE)
+		note_err(k, rc);
+	check_put(k);
+}
+
+static void map_done(int rc, const struct Stat *st, const void *data)
+{
+	struct lease_check *k = (struct lease_check *)data;
+
+	note_err(k, rc);
+	if (rc == ZOK && st)
+		k->map_version = st->version;
+	check_put(k);
+}
+
+int coord_lease_check(struct coord *c, uint32_t node_id, coord_lease_fn fn, void *arg)
+{
+	struct lease_check *k = calloc(1, sizeof(*k));
+	char path[PATH_MAX_LEN * 2];
+	int rc = ZOK;
+
+	if (!k)
+		return -ENOMEM;
+	k->fn = fn;
+	k->arg = arg;
+	k->map_version = -1;
+	atomic_init(&k->refs, 1);
+	marker_path(c, node_id, path, sizeof(path));
+	pthread_rwlock_rdlock(&c->zlock);
+	if (!c->zh) {
+		pthread_rwlock_unlock(&c->zlock);
+		free(k);
+		return -ESHUTDOWN;
+	}
+	/* The completions all run on the one completion thread, in order;
+	 * the counts are taken before each request can complete. */
+	atomic_fetch_add(&k->refs, 1);
+	rc = zoo_async(c->zh, c->p_map, sync_done, k);
+	if (rc == ZOK) {
+		atomic_fetch_add(&k->refs, 1);
+		rc = zoo_aexists(c->zh, path, 0, marker_done, k);
+		if (rc == ZOK) {
+			atomic_fetch_add(&k->refs, 1);
+			rc = zoo_aexists(c->zh, c->p_map, 0, map_done, k);
+			if (rc != ZOK)
+				atomic_fetch_sub(&k->refs, 1);
+		} else {
+			atomic_fetch_sub(&k->refs, 1);
+		}
+	} else {
+		atomic_fetch_sub(&k->refs, 1);
+	}
+	pthread_rwlock_unlock(&c->zlock);
+	if (rc != ZOK && atomic_load(&k->refs) == 1) {
+		/* nothing was sent: the caller hears it here, fn never runs */
+		free(k);
+		return coord_zerr(rc) ? coord_zerr(rc) : -EIO;
+	}
+	if (rc != ZOK)
+		k->send_err = coord_zerr(rc) ? coord_zerr(rc) : -EIO;
+	check_put(k);
+	return 0;
+}

@@ -1,0 +1,487 @@
+/*
+ * hung_blockd_test.c - a block daemon that stops answering must not
+ * stall writes past the replica bound (docs/recovery.md, "Unresponsive
+ * nodes"), and the node that missed them must never serve old data:
+ *
+ *   - hung.writes_go_on_*: one blockd SIGSTOPped for 15 s while a thread
+ *     writes objects (mds-kind ones straight to every replica, raw ones
+ *     through their primary) and another reads them back: no write
+ *     fails, every read returns the last acknowledged content or a newer
+ *     one, and after SIGCONT all three copies of every object agree;
+ *   - partition.*: a blockd cut off from clients and peers (an nft rule
+ *     on its port) while its ZooKeeper session stays live: a write goes
+ *     on without it once a client reported it, and when the rule goes
+ *     the node refuses the old epoch and never returns the old data,
+ *     until it has rejoined and recovered (where nft cannot add a rule,
+ *     or with SDFS_TEST_NO_NFT=1, the test reports the node itself, as
+ *     a client would, and checks the same);
+ *   - hung_mds.*: the same SIGSTOP while the mount creates files (every
+ *     create is a write of the mds's database): no create fails.
+ *
+ * The longest single stall is printed, never asserted.
+ */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/conf.h"
+#include "common/coord_suspect.h"
+#include "common/oid.h"
+#include "tests/cluster/fixture.h"
+#include "tests/cluster/wire.h"
+
+#define NBLOCKD 3
+#define COPIES 3
+#define NOBJ 32
+#define OBJ_LEN 8192
+#define STOP_MS 15000
+#define VICTIM "blockd.1"
+
+static struct tcluster *tc;
+
+static void up(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = COPIES,
+						     .out_grace_s = 300 });
+}
+
+static void up_mount(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = COPIES,
+						     .out_grace_s = 300, .mds = 1,
+						     .mount = 1 });
+}
+
+static void down(void)
+{
+	tcluster_stop(tc);
+}
+
+TestSuite(hung, .init = up, .fini = down, .timeout = 240);
+TestSuite(hung_mds, .init = up_mount, .fini = down, .timeout = 240);
+
+/* Half the objects mds-kind (written to every replica by the client),
+ * half raw (through their primary, blockd/order.c). */
+static uint64_t oid_of(unsigned i)
+{
+	return oid_make(i % 2 ? OID_KIND_MDS : OID_KIND_RAW, 0x7e57 + i, 0);
+}
+
+/* Content of version @seq of object @i: its number, then bytes from both. */
+static void fill(unsigned char *buf, unsigned i, uint64_t seq)
+{
+	memcpy(buf, &seq, sizeof(seq));
+	tfill_random(buf + sizeof(seq), OBJ_LEN - sizeof(seq), seq * 1000003u + i);
+}
+
+static int is_version(const unsigned char *buf, unsigned i, uint64_t *seq)
+{
+	static __thread unsigned char want[OBJ_LEN];
+
+	memcpy(seq, buf, sizeof(*seq));
+	fill(want, i, *seq);
+	return memcmp(buf, want, OBJ_LEN) == 0;
+}
+
+/* Every object's copies all present, and equal (size and checksum). */
+static void assert_converged(const char *when)
+{
+	struct sdfs *s = tcluster_client(tc);
+	int64_t deadline = tnow_ms() + TCLUSTER_WAIT_MS;
+
+	for (unsigned i = 0; i < NOBJ; i++) {
+		struct sdfs_replica r[COPIES];
+		size_t n = 0;
+		int same = 0;
+
+		while (!same) {
+			cr_assert_eq(sdfs_obj_locate(s, oid_of(i), r, COPIES, &n), 0);
+			cr_assert_eq(n, COPIES);
+			same = 1;
+			for (size_t k = 0; k < n; k++)
+				same &= r[k].result == 0 && r[k].size == r[0].size &&
+					r[k].csum == r[0].csum;
+			if (!same && tnow_ms() > deadline)
+				cr_assert_fail("%s: object %u: copies differ (node %u: %d %" PRIx64
+					       ", node %u: %d %" PRIx64 ", node %u: %d %" PRIx64 ")",
+					       when, i, r[0].node_id, r[0].result, r[0].csum,
+					       r[1].node_id, r[1].result, r[1].csum, r[2].node_id,
+					       r[2].result, r[2].csum);
+			if (!same)
+				tsleep_ms(200);
+		}
+	}
+}
+
+/* ---- hung: a SIGSTOPped blockd under writes and reads ---- */
+
+struct load {
+	struct sdfs *s;
+	pthread_mutex_t mu;
+	uint64_t acked[NOBJ], inflight[NOBJ];
+	atomic_int stop;
+	/* writer */
+	unsigned writes, write_fails;
+	int first_err;
+	int64_t max_stall_ms;
+	/* reader */
+	unsigned reads, read_errs, bad_reads;
+	char bad[256];
+};
+
+static void *writer(void *arg)
+{
+	struct load *ld = arg;
+	static unsigned char buf[OBJ_LEN];
+	uint64_t seq = 0;
+
+	for (unsigned i = 0; !atomic_load(&ld->stop); i = (i + 1) % NOBJ) {
+		int64_t t0;
+		int r;
+
+		seq++;
+		fill(buf, i, seq);
+		pthread_mutex_lock(&ld->mu);
+		ld->inflight[i] = seq;
+		pthread_mutex_unlock(&ld->mu);
+		t0 = tnow_ms();
+		r = sdfs_obj_write(ld->s, oid_of(i), buf, OBJ_LEN, 0);
+		pthread_mutex_lock(&ld->mu);
+		if (tnow_ms() - t0 > ld->max_stall_ms)
+			ld->max_stall_ms = tnow_ms() - t0;
+		ld->writes++;
+		if (r) {
+			ld->write_fails++;
+			if (!ld->first_err)
+				ld->first_err = r;
+		} else {
+			ld->acked[i] = seq;
+		}
+		pthread_mutex_unlock(&ld->mu);
+	}
+	return NULL;
+}
+
+static void *reader(void *arg)
+{
+	struct load *ld = arg;
+	static unsigned char buf[OBJ_LEN];
+
+	for (unsigned i = 0; !atomic_load(&ld->stop); i = (i + 7) % NOBJ) {
+		uint64_t lo, hi, seq = 0;
+		ssize_t got;
+
+		pthread_mutex_lock(&ld->mu);
+		lo = ld->acked[i];
+		pthread_mutex_unlock(&ld->mu);
+		if (!lo) {
+			tsleep_ms(5);
+			continue;
+		}
+		got = sdfs_obj_read(ld->s, oid_of(i), buf, OBJ_LEN, 0);
+		pthread_mutex_lock(&ld->mu);
+		hi = ld->inflight[i];
+		ld->reads++;
+		if (got < 0) {
+			/* Bounding reads is another change's: count, go on. */
+			ld->read_errs++;
+		} else if (got != OBJ_LEN || !is_version(buf, i, &seq) || seq < lo || seq > hi) {
+			if (!ld->bad_reads++)
+				snprintf(ld->bad, sizeof(ld->bad), "object %u: read %zd bytes, "
+					 "version %" PRIu64 ", acknowledged %" PRIu64 ", newest "
+					 "sent %" PRIu64, i, got, seq, lo, hi);
+		}
+		pthread_mutex_unlock(&ld->mu);
+	}
+	return NULL;
+}
+
+Test(hung, writes_go_on_while_a_blockd_is_stopped)
+{
+	static struct load ld;
+	static unsigned char buf[OBJ_LEN];
+	pthread_t w, r;
+	uint64_t epoch;
+
+	ld.s = tcluster_client(tc);
+	pthread_mutex_init(&ld.mu, NULL);
+	cr_assert_eq(pthread_create(&w, NULL, writer, &ld), 0);
+	cr_assert_eq(pthread_create(&r, NULL, reader, &ld), 0);
+	tsleep_ms(2000);        /* pacing: some load before the stop */
+	epoch = tcluster_epoch(tc);
+	cr_assert_eq(tcluster_signal(tc, VICTIM, SIGSTOP), 0);
+	tsleep_ms(STOP_MS);     /* the scenario: stopped this long */
+	cr_assert_eq(tcluster_signal(tc, VICTIM, SIGCONT), 0);
+	tsleep_ms(2000);
+	atomic_store(&ld.stop, 1);
+	pthread_join(w, NULL);
+	pthread_join(r, NULL);
+
+	cr_log_info("max stall %.1f s over %u writes (%u failed); %u reads, %u failed, "
+		    "%u wrong; epoch %" PRIu64 " -> %" PRIu64, ld.max_stall_ms / 1000.0,
+		    ld.writes, ld.write_fails, ld.reads, ld.read_errs, ld.bad_reads, epoch,
+		    tcluster_epoch(tc));
+	printf("hung.writes_go_on: max stall %.1f s\n", ld.max_stall_ms / 1000.0);
+	cr_assert_eq(ld.write_fails, 0, "%u writes failed, the first with %s",
+		     ld.write_fails, strerror(-ld.first_err));
+	cr_assert_eq(ld.bad_reads, 0, "%u reads returned the wrong version: %s",
+		     ld.bad_reads, ld.bad);
+	cr_assert_gt(tcluster_epoch(tc), epoch, "the map never changed");
+
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 60000), 0);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0);
+	for (unsigned i = 0; i < NOBJ; i++) {
+		uint64_t seq;
+
+		cr_assert_eq(sdfs_obj_read(ld.s, oid_of(i), buf, OBJ_LEN, 0), OBJ_LEN);
+		cr_assert(is_version(buf, i, &seq) && seq == ld.acked[i],
+			  "object %u reads version %" PRIu64 ", last acknowledged %" PRIu64,
+			  i, seq, ld.acked[i]);
+	}
+	assert_converged("after SIGCONT");
+}
+
+/* ---- partition: a node clients cannot reach, ZooKeeper can ---- */
+
+static char nft_table[64];
+
+static int nft(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int nft(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static void unblock(void)
+{
+	if (nft_table[0])
+		nft("nft delete table inet %s 2>/dev/null", nft_table);
+	nft_table[0] = '\0';
+}
+
+/* Drop every packet to @port (the node's clients and peers); 0 or not. */
+static int block_port(unsigned port)
+{
+	snprintf(nft_table, sizeof(nft_table), "sdfs_test_%d", (int)getpid());
+	if (nft("nft add table inet %s 2>/dev/null && nft add chain inet %s input "
+		"'{ type filter hook input priority 0; }' && nft add rule inet %s input "
+		"tcp dport %u drop", nft_table, nft_table, nft_table, port) != 0) {
+		unblock();
+		return -1;
+	}
+	return 0;
+}
+
+/* Without nft: report @name the way a client does (its marker), so the
+ * rest of the test still runs the path after the report. */
+static void report_directly(const char *name, uint64_t epoch)
+{
+	struct sdfs_conf conf;
+	struct coord *c;
+	char err[256];
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(coord_open(conf.zk, conf.cluster, 2000, 10000, NULL, NULL, &c), 0);
+	cr_assert_eq(coord_suspect_report(c, tcluster_node_id(tc, name), epoch,
+					  "test:hung_blockd"), 0);
+	coord_close(c);
+}
+
+static void partition_fini(void)
+{
+	unblock();
+	tcluster_stop(tc);
+}
+
+TestSuite(partition, .init = up, .fini = partition_fini, .timeout = 240);
+
+/* One OBJ_READ of object @i from the node at @addr in @epoch: the
+ * reply's result; on SDFS_RES_OK the content goes to @buf. */
+static int read_from(const char *addr, unsigned i, uint32_t epoch, unsigned char *buf)
+{
+	static uint64_t req_id = 1;
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_READ, .oid = oid_of(i),
+			      .length = OBJ_LEN, .epoch = epoch, .req_id = req_id++ }, rh;
+	int fd = wire_connect(addr), res;
+
+	cr_assert_eq(wire_send_req(fd, &h, NULL), 0);
+	cr_assert_eq(wire_recv_hdr(fd, &rh, 10000), 0, "no answer from %s", addr);
+	res = (int)rh.result;
+	if (res == SDFS_RES_OK) {
+		cr_assert_eq(rh.payload_len, OBJ_LEN);
+		cr_assert_eq(wire_recv(fd, buf, OBJ_LEN, 10000), 0);
+	} else if (rh.payload_len) {
+		cr_assert_eq(wire_skip(fd, rh.payload_len, 10000), 0);
+	}
+	close(fd);
+	return res;
+}
+
+Test(partition, a_node_cut_off_from_clients_never_serves_what_it_missed)
+{
+	struct sdfs *s = tcluster_client(tc);
+	static unsigned char buf[OBJ_LEN];
+	char addr[80], *colon;
+	uint64_t e1, e2, seq;
+	int64_t max_stall = 0;
+	unsigned refused = 0;
+
+	for (unsigned i = 0; i < NOBJ; i++) {
+		fill(buf, i, 1);
+		cr_assert_eq(sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0), 0);
+	}
+	e1 = tcluster_epoch(tc);
+	tcluster_node_addr(tc, VICTIM, addr, sizeof(addr));
+	colon = strrchr(addr, ':');
+	cr_assert(colon);
+	if (!getenv("SDFS_TEST_NO_NFT") && block_port((unsigned)atoi(colon + 1)) == 0) {
+		cr_log_info("%s (%s) cut off from clients and peers; its ZooKeeper "
+			    "session stays", VICTIM, addr);
+	} else {
+		cr_log_info("no nft rule here (not root, no nf_tables, or "
+			    "SDFS_TEST_NO_NFT): reporting %s directly", VICTIM);
+		report_directly(VICTIM, e1);
+		/* Reachable, it would take the writes before it saw the
+		 * marker: write once the map has dropped it. */
+		cr_assert_eq(tcluster_wait_epoch_above(tc, e1, TCLUSTER_WAIT_MS), 0);
+	}
+
+	/* Version 2 of everything: acknowledged without the cut-off node. */
+	for (unsigned i = 0; i < NOBJ; i++) {
+		int64_t t0 = tnow_ms();
+		int r;
+
+		fill(buf, i, 2);
+		r = sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0);
+		if (tnow_ms() - t0 > max_stall)
+			max_stall = tnow_ms() - t0;
+		cr_assert_eq(r, 0, "object %u: write with %s cut off: %s", i, VICTIM,
+			     strerror(-r));
+	}
+	printf("partition: max stall %.1f s\n", max_stall / 1000.0);
+	cr_log_info("partition: max stall %.1f s", max_stall / 1000.0);
+	e2 = tcluster_epoch(tc);
+	cr_assert_gt(e2, e1, "the map never dropped %s", VICTIM);
+	cr_assert_eq(tcluster_wait_state(tc, VICTIM, "down", 5000), 0,
+		     "%s is not down in epoch %" PRIu64 " (its session is live)", VICTIM, e2);
+	char *line = tcluster_log_line(tc, VICTIM, "reported unresponsive", 10000);
+	cr_assert(line, "%s never saw its marker", VICTIM);
+	free(line);
+
+	/* The rule goes: the node answers again, but holds version 1 only. */
+	unblock();
+	for (unsigned i = 0; i < NOBJ; i++) {
+		int res = read_from(addr, i, (uint32_t)e1, buf);
+
+		cr_assert_neq(res, SDFS_RES_OK, "object %u: %s served epoch %" PRIu64
+			      " after epoch %" PRIu64 " was written without it", i, VICTIM,
+			      e1, e2);
+		res = read_from(addr, i, (uint32_t)tcluster_epoch(tc), buf);
+		if (res != SDFS_RES_OK) {
+			refused++;
+			continue;
+		}
+		cr_assert(is_version(buf, i, &seq) && seq == 2,
+			  "object %u: %s served version %" PRIu64 ", the acknowledged one "
+			  "is 2", i, VICTIM, seq);
+	}
+	cr_log_info("%u of %u reads at the current epoch refused while %s rejoins",
+		    refused, NOBJ, VICTIM);
+
+	/* It comes back up, and its copies are current. */
+	cr_assert_eq(tcluster_wait_state(tc, VICTIM, "up", 90000), 0);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0);
+	for (unsigned i = 0; i < NOBJ; i++) {
+		int64_t deadline = tnow_ms() + TCLUSTER_WAIT_MS;
+		int res;
+
+		while ((res = read_from(addr, i, (uint32_t)tcluster_epoch(tc), buf)) !=
+		       SDFS_RES_OK && tnow_ms() < deadline)
+			tsleep_ms(200);
+		cr_assert_eq(res, SDFS_RES_OK, "object %u: %s still refuses", i, VICTIM);
+		cr_assert(is_version(buf, i, &seq) && seq == 2,
+			  "object %u: %s serves version %" PRIu64 " after rejoining", i,
+			  VICTIM, seq);
+	}
+	assert_converged("after the partition");
+}
+
+/* ---- hung_mds: creates through the mount while a blockd is stopped ---- */
+
+struct creates {
+	const char *mnt;
+	atomic_int stop;
+	unsigned made, fails;
+	int first_errno;
+	int64_t max_stall_ms;
+};
+
+static void *creator(void *arg)
+{
+	struct creates *c = arg;
+	char path[4096];
+
+	while (!atomic_load(&c->stop)) {
+		int64_t t0 = tnow_ms();
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/f%u", c->mnt, c->made + c->fails);
+		fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+		if (fd >= 0 && close(fd) == 0) {
+			c->made++;
+		} else {
+			if (!c->fails++)
+				c->first_errno = errno;
+		}
+		if (tnow_ms() - t0 > c->max_stall_ms)
+			c->max_stall_ms = tnow_ms() - t0;
+	}
+	return NULL;
+}
+
+Test(hung_mds, creates_go_on_while_a_blockd_is_stopped)
+{
+	static struct creates c;
+	char path[4096];
+	struct stat st;
+	pthread_t t;
+
+	c.mnt = tcluster_mnt(tc);
+	cr_assert_eq(pthread_create(&t, NULL, creator, &c), 0);
+	tsleep_ms(2000);        /* pacing: some creates before the stop */
+	cr_assert_eq(tcluster_signal(tc, VICTIM, SIGSTOP), 0);
+	tsleep_ms(STOP_MS);
+	cr_assert_eq(tcluster_signal(tc, VICTIM, SIGCONT), 0);
+	tsleep_ms(2000);
+	atomic_store(&c.stop, 1);
+	pthread_join(t, NULL);
+
+	printf("hung_mds.creates: max stall %.1f s\n", c.max_stall_ms / 1000.0);
+	cr_log_info("max stall %.1f s over %u creates (%u failed)",
+		    c.max_stall_ms / 1000.0, c.made, c.fails);
+	cr_assert_eq(c.fails, 0, "%u creates failed, the first with %s", c.fails,
+		     strerror(c.first_errno));
+	for (unsigned i = 0; i < c.made; i++) {
+		snprintf(path, sizeof(path), "%s/f%u", c.mnt, i);
+		cr_assert_eq(stat(path, &st), 0, "%s: %s", path, strerror(errno));
+	}
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 60000), 0);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0);
+}

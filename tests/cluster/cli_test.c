@@ -16,8 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #include "common/version.h"
 #include "tests/cluster/fixture.h"
@@ -45,6 +47,7 @@ static void down(void)
 TestSuite(cli, .init = up3, .fini = down, .timeout = 120);
 TestSuite(cli_nodes0, .init = up0, .fini = down, .timeout = 120);
 TestSuite(cli_noconf, .timeout = 60);
+TestSuite(cli_again);
 
 /* Run the CLI on the cluster; it must succeed. Returns its stdout. */
 static char *ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -123,6 +126,16 @@ static void *read_file(const char *path, size_t *len)
 	close(fd);
 	*len = (size_t)st.st_size;
 	return buf;
+}
+
+/* @path's text, NUL-terminated (malloc'd). */
+static char *slurp(const char *path)
+{
+	size_t len;
+	char *s = read_file(path, &len);
+
+	s[len] = '\0';
+	return s;
 }
 
 static void cluster_uuid(char *uuid, size_t len)
@@ -805,4 +818,70 @@ Test(cli_nodes0, mds_status_without_an_mds_fails_but_prints_json)
 	cr_assert(strstr(err, "no active mds"), "%s", err);
 	free(out);
 	free(err);
+}
+
+/*
+ * `sdfs dev up` on a dir that dev add grew, after dev down, with
+ * ZooKeeper's old port taken meanwhile (it has to move): every block
+ * daemon comes back, the added one included, on the current address,
+ * and every object is readable. copies 1: an object whose one copy is
+ * on the added daemon is unreadable without it. (Before: dev up
+ * restarted blockd.0-2 only; blockd.3's recorded command line had the
+ * old --zk.)
+ */
+Test(cli_again, dev_up_again_restarts_added_blockd_on_the_current_zk, .timeout = 240)
+{
+	enum { NOBJ = 64, LEN = 3000 };
+	struct tcluster *c = tcluster_start(&(struct tcluster_opts){
+		.blockd = 3, .copies = 1, .mds = 1, .private_zk = 1 });
+	char name[32], path[PATH_MAX], *cfg, buf[LEN];
+	uint64_t seed = tseed("dev up again");
+	int port, hold, one = 1;
+
+	tc = c;
+	tcluster_add(c, name, sizeof(name));
+	cr_assert_str_eq(name, "blockd.3");
+	cr_assert_eq(tcluster_wait_healthy(c, 60), 0);
+	for (uint64_t i = 0; i < NOBJ; i++) {
+		tfill_random(buf, LEN, seed + i);
+		cr_assert_eq(sdfs_obj_put(tcluster_client(c), 0x5a000 + i, buf, LEN), 0);
+	}
+	cr_assert_eq(tcluster_down(c), 0);
+
+	snprintf(path, sizeof(path), "%s/zk/zoo.cfg", tcluster_dir(c));
+	cfg = slurp(path);
+	cr_assert(cfg && strstr(cfg, "\nclientPort="), "%s: no clientPort", path);
+	port = atoi(strstr(cfg, "\nclientPort=") + 12);
+	free(cfg);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	hold = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(hold >= 0);
+	setsockopt(hold, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	cr_assert_eq(bind(hold, (struct sockaddr *)&sa, sizeof(sa)), 0,
+		     "cannot hold ZooKeeper's old port %d: %s", port, strerror(errno));
+	cr_assert_eq(listen(hold, 1), 0);
+
+	tcluster_up_again(c);
+	close(hold);
+	char *conf = slurp(tcluster_conf(c));
+	char old[32];
+	snprintf(old, sizeof(old), ":%d\n", port);
+	cr_assert(conf && !strstr(conf, old), "ZooKeeper did not move: %s", conf);
+	free(conf);
+	cr_assert_eq(tcluster_wait_nodes_up(c, 4, 30000), 0,
+		     "not 4 block daemons up after dev up again (see %s/log/blockd.3.log)",
+		     tcluster_dir(c));
+	cr_assert(tcluster_running(c, "blockd.3"));
+	for (uint64_t i = 0; i < NOBJ; i++) {
+		char want[LEN];
+
+		tfill_random(want, LEN, seed + i);
+		memset(buf, 0, LEN);
+		cr_assert_eq(sdfs_obj_read(tcluster_client(c), 0x5a000 + i, buf, LEN, 0),
+			     LEN, "object %#" PRIx64 " unreadable", 0x5a000 + i);
+		cr_assert_arr_eq(buf, want, LEN, "object %#" PRIx64 " differs", 0x5a000 + i);
+	}
+	tcluster_stop(c);
+	tc = NULL;
 }

@@ -39,6 +39,7 @@
 #include <netinet/in.h>
 
 #include "tools/cli.h"
+#include "tools/dev_netns.h"
 
 #define DEV_MAX_ARGS 32
 #define DEV_MDS_MAX 8
@@ -53,7 +54,13 @@ struct dev {
 	char zk[256];           /* ZooKeeper hosts */
 	char cluster[64];
 	int external_zk;        /* --zk given: no private server */
+	int netns;              /* --netns: each daemon in its own namespace */
+	struct dev_net net;     /* then: the bridge's subnet... (dev_netns.h) */
 };
+
+#define DEV_ZK_NETNS_PORT 2181          /* --netns: every daemon has its */
+#define DEV_BLOCKD_NETNS_PORT 7000      /* own address, so fixed ports */
+#define DEV_MDS_NETNS_PORT 7100
 
 static int64_t now_ms(void)
 {
@@ -253,6 +260,15 @@ static int spawn(const struct dev *d, const char *name, char *const argv[])
 
 		close(sync[0]);
 		setsid();
+		err = dev_netns_enter(d->dir, name);
+		if (err) {
+			dprintf(lfd, "sdfs dev: cannot enter %s's network namespace: %s\n",
+				name, strerror(-err));
+			err = -err;
+			if (write(sync[1], &err, sizeof(err)) < 0)
+				_exit(127);
+			_exit(127);
+		}
 		if (lfd >= 0 && nfd >= 0) {
 			dup2(nfd, 0);
 			dup2(lfd, 1);
@@ -282,24 +298,51 @@ static int spawn(const struct dev *d, const char *name, char *const argv[])
 	return write_file(path, buf);
 }
 
-/* A listen address "HOST:PORT" to use again: as it was if HOST is not
- * loopback or PORT can still be bound there, else on a new port (into
- * @buf). */
-static char *listen_again(char *addr, char *buf, size_t len)
+/*
+ * A listen address to use again, "@host:PORT" (into @buf): in its own
+ * namespace (@host not loopback) the port recorded in @addr; on
+ * loopback that port if it can still be bound there, else a new one.
+ */
+static char *listen_again(const char *host, const char *addr, char *buf, size_t len)
 {
-	char *colon = strrchr(addr, ':');
-	int port, fresh;
+	const char *colon = strrchr(addr, ':');
+	int port = colon ? atoi(colon + 1) : 0;
+	int loop = !strcmp(host, "127.0.0.1");
 
-	if (!colon || strncmp(addr, "127.0.0.1:", 10))
-		return addr;
-	port = atoi(colon + 1);
-	if (port > 0 && try_port(port) == port)
-		return addr;
-	fresh = free_port();
-	if (fresh <= 0)
-		return addr;
-	snprintf(buf, len, "%.*s:%d", (int)(colon - addr), addr, fresh);
+	if (loop && (port <= 0 || strncmp(addr, "127.0.0.1:", 10) ||
+		     try_port(port) != port))
+		port = free_port();
+	snprintf(buf, len, "%s:%d", host, port);
 	return buf;
+}
+
+/*
+ * The address @name listens on: 127.0.0.1, or with --netns its own
+ * namespace's, which is made now if it is not there (dev up again, dev
+ * start after a dev down). 0, or 1 after saying what failed.
+ */
+static int daemon_host(const struct dev *d, const char *name, char *host, size_t len)
+{
+	char path[PATH_MAX + 64], text[256], ns[128], addr[64], err[512];
+	int ret;
+
+	if (!d->netns) {
+		snprintf(host, len, "127.0.0.1");
+		return 0;
+	}
+	run_path(d, name, "netns", path, sizeof(path));
+	if (read_file(path, text, sizeof(text)) > 0 &&
+	    sscanf(text, "%127s %63s", ns, addr) == 2) {
+		snprintf(path, sizeof(path), "/run/netns/%s", ns);
+		if (access(path, F_OK) == 0) {
+			snprintf(host, len, "%s", addr);
+			return 0;
+		}
+	}
+	ret = dev_netns_add(d->dir, &d->net, name, host, len, err, sizeof(err));
+	if (ret)
+		return cli_fail("%s", err);
+	return 0;
 }
 
 /*
@@ -311,7 +354,7 @@ static char *listen_again(char *addr, char *buf, size_t len)
  * into @listen). ZooKeeper and the mounts start as recorded.
  */
 static void again_argv(const struct dev *d, const char *name, char *cmd, int n,
-		       char *argv[], char *listen, size_t llen)
+		       const char *host, char *argv[], char *listen, size_t llen)
 {
 	int daemon = !strncmp(name, "blockd.", 7) || !strncmp(name, "mds.", 4);
 	char *words[DEV_MAX_ARGS];
@@ -329,7 +372,7 @@ static void again_argv(const struct dev *d, const char *name, char *cmd, int n,
 		}
 		argv[argc++] = words[i];
 		if (daemon && has_value && !strcmp(words[i], "--listen"))
-			argv[argc++] = listen_again(words[++i], listen, llen);
+			argv[argc++] = listen_again(host, words[++i], listen, llen);
 	}
 	if (daemon) {
 		argv[argc++] = "--conf";
@@ -338,10 +381,11 @@ static void again_argv(const struct dev *d, const char *name, char *cmd, int n,
 	argv[argc] = NULL;
 }
 
-/* Start @name again from its recorded command line (again_argv). */
+/* Start @name again from its recorded command line (again_argv), in
+ * its namespace with --netns. */
 static int respawn(const struct dev *d, const char *name)
 {
-	char path[PATH_MAX + 64], cmd[4096], listen[64];
+	char path[PATH_MAX + 64], cmd[4096], listen[96], host[64];
 	char *argv[DEV_MAX_ARGS + 1];
 	int n;
 
@@ -349,7 +393,9 @@ static int respawn(const struct dev *d, const char *name)
 	n = read_file(path, cmd, sizeof(cmd));
 	if (n <= 0)
 		return -ENOENT;
-	again_argv(d, name, cmd, n, argv, listen, sizeof(listen));
+	if (daemon_host(d, name, host, sizeof(host)))
+		return -EIO;
+	again_argv(d, name, cmd, n, host, argv, listen, sizeof(listen));
 	return spawn(d, name, argv);
 }
 
@@ -427,6 +473,7 @@ static int dev_init(struct dev *d, const char *dir, int create)
 	if (strlen(d->dir) > PATH_MAX - 128)
 		return cli_fail("%s: path too long", dir);
 	snprintf(d->conf, sizeof(d->conf), "%s/sdfs.conf", d->dir);
+	d->netns = dev_netns_load(d->dir, &d->net) == 0;
 	if (create) {
 		snprintf(sub, sizeof(sub), "%s/log", d->dir);
 		mkdir(sub, 0755);
@@ -489,8 +536,8 @@ static int zk_port(const struct dev *d)
 static int start_zk(struct dev *d)
 {
 	char cfgdir[PATH_MAX + 16], cfg[PATH_MAX + 32], text[PATH_MAX + 512];
-	char java[PATH_MAX], logdir[PATH_MAX + 32], logopt[PATH_MAX + 64];
-	int port = zk_port(d), ret;
+	char java[PATH_MAX], logdir[PATH_MAX + 32], logopt[PATH_MAX + 64], host[64];
+	int port = d->netns ? DEV_ZK_NETNS_PORT : zk_port(d), ret;
 
 	if (port <= 0)
 		return cli_fail("no free port for ZooKeeper");
@@ -498,16 +545,18 @@ static int start_zk(struct dev *d)
 		return cli_fail("%s not found (apt-get install zookeeper)", ZK_JAR);
 	if (find_binary("java", "-", java, sizeof(java)))
 		return cli_fail("java not found (apt-get install default-jre-headless)");
+	if (daemon_host(d, "zk", host, sizeof(host)))
+		return 1;
 	snprintf(cfgdir, sizeof(cfgdir), "%s/zk", d->dir);
 	mkdir(cfgdir, 0755);
 	snprintf(cfg, sizeof(cfg), "%s/zoo.cfg", cfgdir);
 	snprintf(text, sizeof(text),
 		 "# written by sdfs dev up\ntickTime=500\ninitLimit=10\nsyncLimit=5\n"
-		 "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
+		 "dataDir=%s\nclientPort=%d\nclientPortAddress=%s\n"
 		 "maxClientCnxns=0\nadmin.enableServer=false\n"
 		 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"
 		 "# a local test server: no fsync per change, so a loaded disk\n"
-		 "# cannot stall sessions into expiring\nforceSync=no\n", cfgdir, port);
+		 "# cannot stall sessions into expiring\nforceSync=no\n", cfgdir, port, host);
 	ret = write_file(cfg, text);
 	if (ret)
 		return cli_fail("%s: %s", cfg, strerror(-ret));
@@ -521,7 +570,7 @@ static int start_zk(struct dev *d)
 	ret = spawn(d, "zk", argv);
 	if (ret)
 		return cli_fail("cannot start ZooKeeper: %s", strerror(-ret));
-	snprintf(d->zk, sizeof(d->zk), "127.0.0.1:%d", port);
+	snprintf(d->zk, sizeof(d->zk), "%s:%d", host, port);
 	return 0;
 }
 
@@ -633,15 +682,17 @@ static int start_mds(struct dev *d, struct sdfs *s, char *bin, unsigned n,
 	int ret;
 
 	for (unsigned i = 0; i < n; i++) {
-		char name[32], listen[64];
-		int port = free_port();
+		char name[32], listen[96], host[64];
+		int port = d->netns ? DEV_MDS_NETNS_PORT : free_port();
 
 		if (port <= 0) {
 			cli_fail("no free port for mds.%u", i);
 			return -EADDRINUSE;
 		}
 		snprintf(name, sizeof(name), "mds.%u", i);
-		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		if (daemon_host(d, name, host, sizeof(host)))
+			return -EIO;
+		snprintf(listen, sizeof(listen), "%s:%d", host, port);
 		char *argv[] = { bin, "--name", name, "--listen", listen, "--conf",
 				 d->conf, NULL };
 		ret = spawn(d, name, argv);
@@ -908,6 +959,9 @@ static int start_mount(struct dev *d, char *bin, const char *name)
 		cli_fail("%s: still mounted and busy (fusermount3 -u -z failed)", mnt);
 		return -EBUSY;
 	}
+	char host[64];
+	if (daemon_host(d, name, host, sizeof(host)))
+		return -EIO;
 	snprintf(opts, sizeof(opts), "conf=%s/sdfs.conf,log=%s/log/%s.log", d->dir,
 		 d->dir, name);
 	char *argv[] = { bin, "-f", d->cluster, mnt, "-o", opts, NULL };
@@ -978,6 +1032,8 @@ static int dev_up(struct cli *cli)
 	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], mnt_bin[PATH_MAX], names[64][64];
 	char active[32] = "", mnt[DEV_MOUNTS_MAX][PATH_MAX + 32];
 	int ret, no_mount = 0, mounts_set = 0;
+	uint64_t delay_ms = 1;
+	int netns = 0;
 
 	strcpy(d.cluster, "dev");
 	for (int i = 0; i < cli->argc; i++) {
@@ -985,6 +1041,12 @@ static int dev_up(struct cli *cli)
 			dir = v;
 		else if (!strcmp(cli->argv[i], "--no-mount"))
 			no_mount = 1;
+		else if (!strcmp(cli->argv[i], "--netns"))
+			netns = 1;
+		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--netns-delay-ms"))) {
+			if (cli_parse_u64(v, &delay_ms) || delay_ms > 10000)
+				return cli_bad("--netns-delay-ms must be 0..10000");
+		}
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--mounts"))) {
 			mounts_set = 1;
 			if (cli_parse_u64(v, &nmounts) || nmounts > DEV_MOUNTS_MAX)
@@ -1019,6 +1081,7 @@ static int dev_up(struct cli *cli)
 					 "[--mounts N | --no-mount] [--copies N] "
 					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
+					 "[--netns [--netns-delay-ms MS]] "
 					 "[--zk HOSTS --cluster NAME]");
 		}
 	}
@@ -1030,8 +1093,11 @@ static int dev_up(struct cli *cli)
 			       "objects): use --blockd 1 or more, or --mds 0");
 	if (!copies)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
+	if (netns && d.external_zk)
+		return cli_bad("--netns starts its own ZooKeeper in a namespace: no --zk");
 	if ((ret = dev_init(&d, dir, 1)))
 		return ret;
+	d.netns = netns;        /* not what an earlier run left (dev_init) */
 	/* The filesystem needs an mds to serve it. Again in a dir that had
 	 * more mounts: as many as it had, unless told how many. */
 	if (!mounts_set && !no_mount && nmds)
@@ -1067,8 +1133,21 @@ static int dev_up(struct cli *cli)
 		run_path(&d, name, "pid", path, sizeof(path));
 		unlink(path);
 	}
-	if (!d.external_zk && (ret = start_zk(&d)))
+	/* what an earlier --netns run (or a crash of one) left */
+	dev_netns_destroy(d.dir);
+	if (d.netns) {
+		char err[512];
+
+		if (dev_netns_create(d.dir, (unsigned)delay_ms, &d.net, err, sizeof(err)))
+			return cli_fail("--netns: %s", err);
+		if (delay_ms && !d.net.netem)
+			fprintf(stderr, "sdfs: warning: --netns: this kernel has no sch_netem "
+				"(tc netem): the links have no delay\n");
+	}
+	if (!d.external_zk && (ret = start_zk(&d))) {
+		dev_netns_destroy(d.dir);
 		return ret;
+	}
 	/* before any daemon: they read it (--conf) */
 	char text[512];
 	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n",
@@ -1093,12 +1172,15 @@ static int dev_up(struct cli *cli)
 	char bnames[64][64];
 	unsigned nb = 0;
 	for (unsigned i = 0; i < nblockd; i++) {
-		char *name = bnames[nb++], ddir[PATH_MAX + 32], listen[64], zone[16], mbps[24];
-		int port = free_port();
+		char *name = bnames[nb++], ddir[PATH_MAX + 32], listen[96], zone[16], mbps[24];
+		char host[64];
+		int port = d.netns ? DEV_BLOCKD_NETNS_PORT : free_port();
 
 		snprintf(name, 64, "blockd.%u", i);
 		snprintf(ddir, sizeof(ddir), "%s/%s", d.dir, name);
-		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		if (daemon_host(&d, name, host, sizeof(host)))
+			goto fail_close;
+		snprintf(listen, sizeof(listen), "%s:%d", host, port);
 		snprintf(zone, sizeof(zone), "%u", i);
 		snprintf(mbps, sizeof(mbps), "%" PRIu64, rec_mbps);
 		char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen,
@@ -1195,6 +1277,7 @@ fail:
 	dev_unmount_all(&d, 0, 0);
 	nd = list_daemons(&d, names, 64);
 	stop_daemons(&d, names, nd, 3000);
+	dev_netns_destroy(d.dir);
 	return 1;
 }
 
@@ -1216,6 +1299,8 @@ static int dev_down(struct dev *d, struct cli *cli)
 	for (int g = 0; g < 4; g++)
 		if (ng[g])
 			stopped += stop_daemons(d, group[g], ng[g], 10000);
+	/* with --netns: the namespaces, veths and the bridge */
+	dev_netns_destroy(d->dir);
 	if (!cli->json)
 		printf("stopped %d daemon%s under %s\n", stopped, stopped == 1 ? "" : "s",
 		       d->dir);
@@ -1411,8 +1496,8 @@ static int wait_added(const struct dev *d, struct sdfs *s, const char *name,
 static int dev_add(struct cli *cli)
 {
 	const char *dir = NULL, *v, *usage = "sdfs dev add --dir DIR [--zone N] [--weight W]";
-	char blockd_bin[PATH_MAX], name[32], ddir[PATH_MAX + 32], listen[64];
-	char zone[24], weight[24] = "";
+	char blockd_bin[PATH_MAX], name[32], ddir[PATH_MAX + 32], listen[96];
+	char zone[24], weight[24] = "", host[64];
 	uint64_t zone_v = UINT64_MAX, weight_v = 0;
 	struct sdfs_node_status st;
 	struct dev d = { 0 };
@@ -1440,12 +1525,14 @@ static int dev_add(struct cli *cli)
 	if (find_binary("sdfs-blockd", "blockd", blockd_bin, sizeof(blockd_bin)))
 		return cli_fail("sdfs-blockd not found next to sdfs or on PATH");
 	idx = dev_next_index(&d);
-	port = free_port();
+	port = d.netns ? DEV_BLOCKD_NETNS_PORT : free_port();
 	if (idx < 0 || port <= 0)
 		return cli_fail("no free %s", idx < 0 ? "blockd index" : "port");
 	snprintf(name, sizeof(name), "blockd.%d", idx);
 	snprintf(ddir, sizeof(ddir), "%s/%s", d.dir, name);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	if (daemon_host(&d, name, host, sizeof(host)))
+		return 1;
+	snprintf(listen, sizeof(listen), "%s:%d", host, port);
 	snprintf(zone, sizeof(zone), "%" PRIu64, zone_v == UINT64_MAX ? (uint64_t)idx : zone_v);
 	if (weight_v)
 		snprintf(weight, sizeof(weight), "%" PRIu64, weight_v);

@@ -528,7 +528,9 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		argv[argc++] = "--mounts";
 		argv[argc++] = nn;
 	}
-	if (zk && *zk && !o->private_zk) {
+	if (o->netns)
+		argv[argc++] = "--netns";
+	else if (zk && *zk && !o->private_zk) {
 		argv[argc++] = "--zk";
 		argv[argc++] = (char *)zk;
 	}

@@ -51,6 +51,9 @@ struct tcluster_opts {
 	unsigned private_zk;    /* 1: the cluster's own ZooKeeper server, also
 				   when $SDFS_TEST_ZK is set (a dev up again
 				   may move it: tcluster_up_again) */
+	unsigned netns;         /* 1: dev up --netns, each daemon in its own
+				   network namespace (docs/faults.md; needs
+				   root; implies private_zk) */
 };
 #define TCLUSTER_MOUNTS_MAX 4
 

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -884,4 +885,65 @@ Test(cli_again, dev_up_again_restarts_added_blockd_on_the_current_zk, .timeout =
 	}
 	tcluster_stop(c);
 	tc = NULL;
+}
+
+/* Entries of @dir whose name starts with @prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * dev up --netns: every daemon in a network namespace of its own (zk,
+ * 3 blockd, mds.0, mnt: 6), listening on its 10.77.K.H address, a
+ * mount that works; and dev down removes every namespace, veth and the
+ * bridge, also one whose record a crash lost (its run/NAME.netns
+ * removed here before dev down).
+ */
+Test(cli_again, netns_cluster_runs_and_dev_down_removes_every_namespace, .timeout = 240)
+{
+	struct tcluster *c = tcluster_start(&(struct tcluster_opts){
+		.blockd = 3, .copies = 3, .mds = 1, .mount = 1, .netns = 1 });
+	char path[PATH_MAX], id[8] = "", ns[32], br[32], veth[32], *text, *out;
+	char file[PATH_MAX];
+
+	tc = c;
+	snprintf(path, sizeof(path), "%s/netns.conf", tcluster_dir(c));
+	text = slurp(path);
+	cr_assert_eq(sscanf(text, "id %7s", id), 1, "%s: %s", path, text);
+	free(text);
+	snprintf(ns, sizeof(ns), "sdfs-%s-", id);
+	snprintf(veth, sizeof(veth), "sv%s-", id);
+	snprintf(br, sizeof(br), "/sys/class/net/sdb%s", id);
+	cr_assert_eq(count_prefixed("/run/netns", ns), 6, "not 6 namespaces %s*", ns);
+	cr_assert_eq(count_prefixed("/sys/class/net", veth), 6);
+	cr_assert_eq(access(br, F_OK), 0, "no bridge %s", br);
+
+	out = ok("node list");
+	cr_assert_eq(tcount_lines(out), 4, "%s", out);
+	cr_assert(strstr(out, "10.77.") && strstr(out, ":7000") && !strstr(out, "127.0.0.1"),
+		  "block daemons not on their namespace addresses: %s", out);
+	free(out);
+	snprintf(file, sizeof(file), "%s/hello", tcluster_mnt(c));
+	write_file(file, "through a namespace\n", 20);
+	out = ok("fs cat /hello");
+	cr_assert_str_eq(out, "through a namespace\n");
+	free(out);
+
+	/* a crash between `ip netns add` and its record */
+	snprintf(path, sizeof(path), "%s/run/blockd.1.netns", tcluster_dir(c));
+	cr_assert_eq(unlink(path), 0);
+	tcluster_stop(c);
+	tc = NULL;
+	cr_assert_eq(count_prefixed("/run/netns", ns), 0, "namespaces %s* left", ns);
+	cr_assert_eq(count_prefixed("/sys/class/net", veth), 0, "veths %s* left", veth);
+	cr_assert_neq(access(br, F_OK), 0, "bridge %s left", br);
 }

@@ -859,9 +859,11 @@ Test(cli_again, dev_up_again_restarts_added_blockd_on_the_current_zk, .timeout =
 	hold = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert(hold >= 0);
 	setsockopt(hold, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	cr_assert_eq(bind(hold, (struct sockaddr *)&sa, sizeof(sa)), 0,
-		     "cannot hold ZooKeeper's old port %d: %s", port, strerror(errno));
-	cr_assert_eq(listen(hold, 1), 0);
+	/* taken by someone else already: as good */
+	if (bind(hold, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		cr_assert_eq(listen(hold, 1), 0);
+	else
+		cr_assert_eq(errno, EADDRINUSE, "bind %d: %s", port, strerror(errno));
 
 	tcluster_up_again(c);
 	close(hold);

@@ -13,6 +13,9 @@
  *                        mount.sdfs (dev names mnt2 ... mntN)
  *   DIR/log/NAME.log     each daemon's output
  *   DIR/run/NAME.pid     its pid; DIR/run/NAME.cmd its command line
+ *   DIR/netns.conf,      with --netns: the bridge's subnet, and each
+ *   DIR/run/NAME.netns   daemon's network namespace and address
+ *                        (dev_netns.h)
  * Daemons are stopped by the pids recorded here, never by name.
  *
  * The block daemons and the mds read ZooKeeper's address and the

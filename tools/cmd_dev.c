@@ -13,7 +13,16 @@
  *                        mount.sdfs (dev names mnt2 ... mntN)
  *   DIR/log/NAME.log     each daemon's output
  *   DIR/run/NAME.pid     its pid; DIR/run/NAME.cmd its command line
+ *   DIR/netns.conf,      with --netns: the bridge's subnet, and each
+ *   DIR/run/NAME.netns   daemon's network namespace and address
+ *                        (dev_netns.h)
  * Daemons are stopped by the pids recorded here, never by name.
+ *
+ * The block daemons and the mds read ZooKeeper's address and the
+ * cluster name from DIR/sdfs.conf (--conf), not from their command
+ * line: `dev up` on an existing dir may have to move ZooKeeper to
+ * another port, and every daemon recorded under DIR/run (added block
+ * daemons, more mds, mounts) then starts again with the current one.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +42,7 @@
 #include <netinet/in.h>
 
 #include "tools/cli.h"
+#include "tools/dev_netns.h"
 
 #define DEV_MAX_ARGS 32
 #define DEV_MDS_MAX 8
@@ -43,10 +53,17 @@
 
 struct dev {
 	char dir[PATH_MAX];
+	char conf[PATH_MAX + 32];       /* DIR/sdfs.conf */
 	char zk[256];           /* ZooKeeper hosts */
 	char cluster[64];
 	int external_zk;        /* --zk given: no private server */
+	int netns;              /* --netns: each daemon in its own namespace */
+	struct dev_net net;     /* then: the bridge's subnet... (dev_netns.h) */
 };
+
+#define DEV_ZK_NETNS_PORT 2181          /* --netns: every daemon has its */
+#define DEV_BLOCKD_NETNS_PORT 7000      /* own address, so fixed ports */
+#define DEV_MDS_NETNS_PORT 7100
 
 static int64_t now_ms(void)
 {
@@ -246,6 +263,15 @@ static int spawn(const struct dev *d, const char *name, char *const argv[])
 
 		close(sync[0]);
 		setsid();
+		err = dev_netns_enter(d->dir, name);
+		if (err) {
+			dprintf(lfd, "sdfs dev: cannot enter %s's network namespace: %s\n",
+				name, strerror(-err));
+			err = -err;
+			if (write(sync[1], &err, sizeof(err)) < 0)
+				_exit(127);
+			_exit(127);
+		}
 		if (lfd >= 0 && nfd >= 0) {
 			dup2(nfd, 0);
 			dup2(lfd, 1);
@@ -275,20 +301,104 @@ static int spawn(const struct dev *d, const char *name, char *const argv[])
 	return write_file(path, buf);
 }
 
-/* Start @name again from its recorded command line. */
+/*
+ * A listen address to use again, "@host:PORT" (into @buf): in its own
+ * namespace (@host not loopback) the port recorded in @addr; on
+ * loopback that port if it can still be bound there, else a new one.
+ */
+static char *listen_again(const char *host, const char *addr, char *buf, size_t len)
+{
+	const char *colon = strrchr(addr, ':');
+	int port = colon ? atoi(colon + 1) : 0;
+	int loop = !strcmp(host, "127.0.0.1");
+
+	if (loop && (port <= 0 || strncmp(addr, "127.0.0.1:", 10) ||
+		     try_port(port) != port))
+		port = free_port();
+	snprintf(buf, len, "%s:%d", host, port);
+	return buf;
+}
+
+/*
+ * The address @name listens on: 127.0.0.1, or with --netns its own
+ * namespace's, which is made now if it is not there (dev up again, dev
+ * start after a dev down). 0, or 1 after saying what failed.
+ */
+static int daemon_host(const struct dev *d, const char *name, char *host, size_t len)
+{
+	char path[PATH_MAX + 64], text[256], ns[128], addr[64], err[512];
+	int ret;
+
+	if (!d->netns) {
+		snprintf(host, len, "127.0.0.1");
+		return 0;
+	}
+	run_path(d, name, "netns", path, sizeof(path));
+	if (read_file(path, text, sizeof(text)) > 0 &&
+	    sscanf(text, "%127s %63s", ns, addr) == 2) {
+		snprintf(path, sizeof(path), "/run/netns/%s", ns);
+		if (access(path, F_OK) == 0) {
+			snprintf(host, len, "%s", addr);
+			return 0;
+		}
+	}
+	ret = dev_netns_add(d->dir, &d->net, name, host, len, err, sizeof(err));
+	if (ret)
+		return cli_fail("%s", err);
+	return 0;
+}
+
+/*
+ * The command line to start @name with again, from the one recorded
+ * (@cmd, @n bytes, NUL-separated) into @argv. A block daemon or an mds
+ * gets --conf DIR/sdfs.conf in place of whatever --zk, --cluster or
+ * --conf it had (a dir from an older sdfs recorded the address itself),
+ * and keeps its --listen port if still free (else a new one, written
+ * into @listen). ZooKeeper and the mounts start as recorded.
+ */
+static void again_argv(const struct dev *d, const char *name, char *cmd, int n,
+		       const char *host, char *argv[], char *listen, size_t llen)
+{
+	int daemon = !strncmp(name, "blockd.", 7) || !strncmp(name, "mds.", 4);
+	char *words[DEV_MAX_ARGS];
+	int nw = 0, argc = 0;
+
+	for (int off = 0; off < n && nw < DEV_MAX_ARGS; off += (int)strlen(cmd + off) + 1)
+		words[nw++] = cmd + off;
+	for (int i = 0; i < nw && argc < DEV_MAX_ARGS - 2; i++) {
+		int has_value = i + 1 < nw;
+
+		if (daemon && i > 0 && has_value && (!strcmp(words[i], "--zk") ||
+		    !strcmp(words[i], "--cluster") || !strcmp(words[i], "--conf"))) {
+			i++;
+			continue;
+		}
+		argv[argc++] = words[i];
+		if (daemon && has_value && !strcmp(words[i], "--listen"))
+			argv[argc++] = listen_again(host, words[++i], listen, llen);
+	}
+	if (daemon) {
+		argv[argc++] = "--conf";
+		argv[argc++] = (char *)d->conf;
+	}
+	argv[argc] = NULL;
+}
+
+/* Start @name again from its recorded command line (again_argv), in
+ * its namespace with --netns. */
 static int respawn(const struct dev *d, const char *name)
 {
-	char path[PATH_MAX + 64], cmd[4096];
+	char path[PATH_MAX + 64], cmd[4096], listen[96], host[64];
 	char *argv[DEV_MAX_ARGS + 1];
-	int n, argc = 0;
+	int n;
 
 	run_path(d, name, "cmd", path, sizeof(path));
 	n = read_file(path, cmd, sizeof(cmd));
 	if (n <= 0)
 		return -ENOENT;
-	for (int off = 0; off < n && argc < DEV_MAX_ARGS; off += strlen(cmd + off) + 1)
-		argv[argc++] = cmd + off;
-	argv[argc] = NULL;
+	if (daemon_host(d, name, host, sizeof(host)))
+		return -EIO;
+	again_argv(d, name, cmd, n, host, argv, listen, sizeof(listen));
 	return spawn(d, name, argv);
 }
 
@@ -365,6 +475,8 @@ static int dev_init(struct dev *d, const char *dir, int create)
 		return cli_fail("%s: %s", dir, strerror(errno));
 	if (strlen(d->dir) > PATH_MAX - 128)
 		return cli_fail("%s: path too long", dir);
+	snprintf(d->conf, sizeof(d->conf), "%s/sdfs.conf", d->dir);
+	d->netns = dev_netns_load(d->dir, &d->net) == 0;
 	if (create) {
 		snprintf(sub, sizeof(sub), "%s/log", d->dir);
 		mkdir(sub, 0755);
@@ -405,11 +517,30 @@ static int list_daemons(const struct dev *d, char names[][64], int max)
 	return n;
 }
 
+/* The clientPort of an earlier DIR/zk/zoo.cfg, if it can be bound
+ * again; else a new port. The daemons read the address from sdfs.conf,
+ * but keeping it spares everyone else (a shell's SDFS_CONF is fine
+ * either way) a surprise. */
+static int zk_port(const struct dev *d)
+{
+	char cfg[PATH_MAX + 32], text[4096];
+	const char *p;
+
+	snprintf(cfg, sizeof(cfg), "%s/zk/zoo.cfg", d->dir);
+	if (read_file(cfg, text, sizeof(text)) > 0 && (p = strstr(text, "\nclientPort="))) {
+		int port = atoi(p + 12);
+
+		if (port > 0 && try_port(port) == port)
+			return port;
+	}
+	return free_port();
+}
+
 static int start_zk(struct dev *d)
 {
 	char cfgdir[PATH_MAX + 16], cfg[PATH_MAX + 32], text[PATH_MAX + 512];
-	char java[PATH_MAX], logdir[PATH_MAX + 32], logopt[PATH_MAX + 64];
-	int port = free_port(), ret;
+	char java[PATH_MAX], logdir[PATH_MAX + 32], logopt[PATH_MAX + 64], host[64];
+	int port = d->netns ? DEV_ZK_NETNS_PORT : zk_port(d), ret;
 
 	if (port <= 0)
 		return cli_fail("no free port for ZooKeeper");
@@ -417,16 +548,18 @@ static int start_zk(struct dev *d)
 		return cli_fail("%s not found (apt-get install zookeeper)", ZK_JAR);
 	if (find_binary("java", "-", java, sizeof(java)))
 		return cli_fail("java not found (apt-get install default-jre-headless)");
+	if (daemon_host(d, "zk", host, sizeof(host)))
+		return 1;
 	snprintf(cfgdir, sizeof(cfgdir), "%s/zk", d->dir);
 	mkdir(cfgdir, 0755);
 	snprintf(cfg, sizeof(cfg), "%s/zoo.cfg", cfgdir);
 	snprintf(text, sizeof(text),
 		 "# written by sdfs dev up\ntickTime=500\ninitLimit=10\nsyncLimit=5\n"
-		 "dataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n"
+		 "dataDir=%s\nclientPort=%d\nclientPortAddress=%s\n"
 		 "maxClientCnxns=0\nadmin.enableServer=false\n"
 		 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"
 		 "# a local test server: no fsync per change, so a loaded disk\n"
-		 "# cannot stall sessions into expiring\nforceSync=no\n", cfgdir, port);
+		 "# cannot stall sessions into expiring\nforceSync=no\n", cfgdir, port, host);
 	ret = write_file(cfg, text);
 	if (ret)
 		return cli_fail("%s: %s", cfg, strerror(-ret));
@@ -440,7 +573,7 @@ static int start_zk(struct dev *d)
 	ret = spawn(d, "zk", argv);
 	if (ret)
 		return cli_fail("cannot start ZooKeeper: %s", strerror(-ret));
-	snprintf(d->zk, sizeof(d->zk), "127.0.0.1:%d", port);
+	snprintf(d->zk, sizeof(d->zk), "%s:%d", host, port);
 	return 0;
 }
 
@@ -472,18 +605,17 @@ static int has_exited(const struct dev *d, const char *name)
 	return pid <= 0 || waitpid(pid, NULL, WNOHANG) == pid || kill(pid, 0) != 0;
 }
 
-/* Wait until @want nodes are up and answer with the current epoch;
- * -ESRCH at once if one of the daemons we started has exited. */
-static int wait_nodes(const struct dev *d, struct sdfs *s, unsigned want,
-		      int timeout_ms)
+/* Wait until the @want block daemons @names are up and answer with the
+ * current epoch; -ESRCH at once if one of them has exited. */
+static int wait_nodes(const struct dev *d, struct sdfs *s, char names[][64],
+		      unsigned want, int timeout_ms)
 {
 	int64_t end = now_ms() + timeout_ms;
 
 	while (now_ms() < end) {
 		for (unsigned i = 0; i < want; i++) {
-			char name[32];
+			const char *name = names[i];
 
-			snprintf(name, sizeof(name), "blockd.%u", i);
 			if (has_exited(d, name)) {
 				cli_fail("%s exited during start-up (see %s/log/%s.log)",
 					 name, d->dir, name);
@@ -553,17 +685,19 @@ static int start_mds(struct dev *d, struct sdfs *s, char *bin, unsigned n,
 	int ret;
 
 	for (unsigned i = 0; i < n; i++) {
-		char name[32], listen[64];
-		int port = free_port();
+		char name[32], listen[96], host[64];
+		int port = d->netns ? DEV_MDS_NETNS_PORT : free_port();
 
 		if (port <= 0) {
 			cli_fail("no free port for mds.%u", i);
 			return -EADDRINUSE;
 		}
 		snprintf(name, sizeof(name), "mds.%u", i);
-		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
-		char *argv[] = { bin, "--name", name, "--listen", listen, "--zk", d->zk,
-				 "--cluster", d->cluster, NULL };
+		if (daemon_host(d, name, host, sizeof(host)))
+			return -EIO;
+		snprintf(listen, sizeof(listen), "%s:%d", host, port);
+		char *argv[] = { bin, "--name", name, "--listen", listen, "--conf",
+				 d->conf, NULL };
 		ret = spawn(d, name, argv);
 		if (ret) {
 			cli_fail("cannot start %s: %s", name, strerror(-ret));
@@ -828,6 +962,9 @@ static int start_mount(struct dev *d, char *bin, const char *name)
 		cli_fail("%s: still mounted and busy (fusermount3 -u -z failed)", mnt);
 		return -EBUSY;
 	}
+	char host[64];
+	if (daemon_host(d, name, host, sizeof(host)))
+		return -EIO;
 	snprintf(opts, sizeof(opts), "conf=%s/sdfs.conf,log=%s/log/%s.log", d->dir,
 		 d->dir, name);
 	char *argv[] = { bin, "-f", d->cluster, mnt, "-o", opts, NULL };
@@ -839,6 +976,56 @@ static int start_mount(struct dev *d, char *bin, const char *name)
 	return wait_mounted(d, name, DEV_MOUNT_WAIT_MS);
 }
 
+/* How many mounts an earlier dev up in this dir recorded (DIR/run/mnt.cmd,
+ * mnt2.cmd ...). */
+static unsigned recorded_mounts(const struct dev *d)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < DEV_MOUNTS_MAX; i++) {
+		char name[16], path[PATH_MAX + 64];
+
+		mnt_name(i, name, sizeof(name));
+		run_path(d, name, "cmd", path, sizeof(path));
+		if (access(path, F_OK) == 0)
+			n = i + 1;
+	}
+	return n;
+}
+
+/*
+ * Start again each daemon @prefix<N> recorded under DIR/run with N >=
+ * @from (dev add's block daemons, more mds than this dev up asks for),
+ * from its command line (again_argv: the current sdfs.conf); their
+ * names are appended to @names (*@n of them already). 0, or 1 after
+ * saying what failed.
+ */
+static int start_recorded(struct dev *d, const char *prefix, unsigned from,
+			  char names[][64], unsigned *n)
+{
+	char rec[64][64];
+	int nr = list_daemons(d, rec, 64);
+	size_t pl = strlen(prefix);
+
+	for (int i = 0; i < nr && *n < 64; i++) {
+		char *end;
+		unsigned long idx;
+
+		if (strncmp(rec[i], prefix, pl))
+			continue;
+		idx = strtoul(rec[i] + pl, &end, 10);
+		if (end == rec[i] + pl || *end || idx < from)
+			continue;
+		int ret = respawn(d, rec[i]);
+		if (ret) {
+			cli_fail("cannot start %s again: %s", rec[i], strerror(-ret));
+			return 1;
+		}
+		memcpy(names[(*n)++], rec[i], 64);
+	}
+	return 0;
+}
+
 static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
@@ -847,7 +1034,9 @@ static int dev_up(struct cli *cli)
 	struct dev d = { 0 };
 	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], mnt_bin[PATH_MAX], names[64][64];
 	char active[32] = "", mnt[DEV_MOUNTS_MAX][PATH_MAX + 32];
-	int ret, no_mount = 0;
+	int ret, no_mount = 0, mounts_set = 0;
+	uint64_t delay_ms = 1;
+	int netns = 0;
 
 	strcpy(d.cluster, "dev");
 	for (int i = 0; i < cli->argc; i++) {
@@ -855,7 +1044,14 @@ static int dev_up(struct cli *cli)
 			dir = v;
 		else if (!strcmp(cli->argv[i], "--no-mount"))
 			no_mount = 1;
+		else if (!strcmp(cli->argv[i], "--netns"))
+			netns = 1;
+		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--netns-delay-ms"))) {
+			if (cli_parse_u64(v, &delay_ms) || delay_ms > 10000)
+				return cli_bad("--netns-delay-ms must be 0..10000");
+		}
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--mounts"))) {
+			mounts_set = 1;
 			if (cli_parse_u64(v, &nmounts) || nmounts > DEV_MOUNTS_MAX)
 				return cli_bad("--mounts must be 0..%d (0: no mount)",
 					       DEV_MOUNTS_MAX);
@@ -888,6 +1084,7 @@ static int dev_up(struct cli *cli)
 					 "[--mounts N | --no-mount] [--copies N] "
 					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
+					 "[--netns [--netns-delay-ms MS]] "
 					 "[--zk HOSTS --cluster NAME]");
 		}
 	}
@@ -899,11 +1096,17 @@ static int dev_up(struct cli *cli)
 			       "objects): use --blockd 1 or more, or --mds 0");
 	if (!copies)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
-	/* The filesystem needs an mds to serve it. */
-	unsigned mounts = no_mount || nmds == 0 ? 0 : (unsigned)nmounts;
-	int mount = mounts > 0;
+	if (netns && d.external_zk)
+		return cli_bad("--netns starts its own ZooKeeper in a namespace: no --zk");
 	if ((ret = dev_init(&d, dir, 1)))
 		return ret;
+	d.netns = netns;        /* not what an earlier run left (dev_init) */
+	/* The filesystem needs an mds to serve it. Again in a dir that had
+	 * more mounts: as many as it had, unless told how many. */
+	if (!mounts_set && !no_mount && nmds)
+		nmounts = nmounts > recorded_mounts(&d) ? nmounts : recorded_mounts(&d);
+	unsigned mounts = no_mount || nmds == 0 ? 0 : (unsigned)nmounts;
+	int mount = mounts > 0;
 	for (unsigned i = 0; i < DEV_MOUNTS_MAX; i++) {
 		char name[16];
 
@@ -933,8 +1136,29 @@ static int dev_up(struct cli *cli)
 		run_path(&d, name, "pid", path, sizeof(path));
 		unlink(path);
 	}
-	if (!d.external_zk && (ret = start_zk(&d)))
+	/* what an earlier --netns run (or a crash of one) left */
+	dev_netns_destroy(d.dir);
+	if (d.netns) {
+		char err[512];
+
+		if (dev_netns_create(d.dir, (unsigned)delay_ms, &d.net, err, sizeof(err)))
+			return cli_fail("--netns: %s", err);
+		if (delay_ms && !d.net.netem)
+			fprintf(stderr, "sdfs: warning: --netns: this kernel has no sch_netem "
+				"(tc netem): the links have no delay\n");
+	}
+	if (!d.external_zk && (ret = start_zk(&d))) {
+		dev_netns_destroy(d.dir);
 		return ret;
+	}
+	/* before any daemon: they read it (--conf) */
+	char text[512];
+	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n",
+		 d.zk, d.cluster);
+	if ((ret = write_file(d.conf, text))) {
+		cli_fail("%s: %s", d.conf, strerror(-ret));
+		goto fail;
+	}
 
 	struct sdfs *s = connect_wait(&d, 30000);
 	if (!s)
@@ -948,17 +1172,22 @@ static int dev_up(struct cli *cli)
 			goto fail_close;
 		}
 	}
+	char bnames[64][64];
+	unsigned nb = 0;
 	for (unsigned i = 0; i < nblockd; i++) {
-		char name[32], ddir[PATH_MAX + 32], listen[64], zone[16], mbps[24];
-		int port = free_port();
+		char *name = bnames[nb++], ddir[PATH_MAX + 32], listen[96], zone[16], mbps[24];
+		char host[64];
+		int port = d.netns ? DEV_BLOCKD_NETNS_PORT : free_port();
 
-		snprintf(name, sizeof(name), "blockd.%u", i);
+		snprintf(name, 64, "blockd.%u", i);
 		snprintf(ddir, sizeof(ddir), "%s/%s", d.dir, name);
-		snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+		if (daemon_host(&d, name, host, sizeof(host)))
+			goto fail_close;
+		snprintf(listen, sizeof(listen), "%s:%d", host, port);
 		snprintf(zone, sizeof(zone), "%u", i);
 		snprintf(mbps, sizeof(mbps), "%" PRIu64, rec_mbps);
 		char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen,
-				 "--zk", d.zk, "--cluster", d.cluster, "--zone", zone,
+				 "--conf", d.conf, "--zone", zone,
 				 rec_mbps ? "--recovery-mbps" : NULL, mbps, NULL };
 		ret = spawn(&d, name, argv);
 		if (ret) {
@@ -966,16 +1195,12 @@ static int dev_up(struct cli *cli)
 			goto fail_close;
 		}
 	}
-	char conf[PATH_MAX + 32], text[512];
-	snprintf(conf, sizeof(conf), "%s/sdfs.conf", d.dir);
-	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n",
-		 d.zk, d.cluster);
-	if ((ret = write_file(conf, text))) {
-		cli_fail("%s: %s", conf, strerror(-ret));
+	/* the ones dev add started in this dir before */
+	if (start_recorded(&d, "blockd.", (unsigned)nblockd, bnames, &nb))
 		goto fail_close;
-	}
-	if (nblockd) {
-		ret = wait_nodes(&d, s, (unsigned)nblockd, 60000);
+	const char *conf = d.conf;
+	if (nb) {
+		ret = wait_nodes(&d, s, bnames, nb, 60000);
 		if (ret == -ETIMEDOUT)
 			cli_fail("block daemons did not come up within 60 s (see %s/log/)",
 				 d.dir);
@@ -984,7 +1209,11 @@ static int dev_up(struct cli *cli)
 	}
 	if (nmds && start_mds(&d, s, mds_bin, (unsigned)nmds, active, sizeof(active)))
 		goto fail_close;
-	if (nblockd)
+	char mnames[64][64];
+	unsigned nm = 0;
+	if (start_recorded(&d, "mds.", (unsigned)nmds, mnames, &nm))
+		goto fail_close;
+	if (nb)
 		wait_healthy(&d, s, 30000);
 	for (unsigned i = 0; i < mounts; i++) {
 		char name[16];
@@ -1002,7 +1231,7 @@ static int dev_up(struct cli *cli)
 		cli_json_str(stdout, conf);
 		printf(", \"zk\": \"%s\", \"cluster\": \"%s\", \"blockd\": %" PRIu64
 		       ", \"mds\": %" PRIu64 ", \"active_mds\": ", d.zk, d.cluster,
-		       nblockd, nmds);
+		       (uint64_t)nb, nmds + nm);
 		if (nmds)
 			cli_json_str(stdout, active);
 		else
@@ -1024,11 +1253,11 @@ static int dev_up(struct cli *cli)
 		char mds[64] = "";
 
 		if (nmds)
-			snprintf(mds, sizeof(mds), ", %" PRIu64 " mds (active %s)", nmds,
-				 active);
+			snprintf(mds, sizeof(mds), ", %" PRIu64 " mds (active %s)",
+				 nmds + nm, active);
 		printf("sdfs dev cluster '%s' is up: ZooKeeper %s, %" PRIu64
 		       " blockd%s, copies=%u, epoch %" PRIu64 "\n", d.cluster, d.zk,
-		       nblockd, mds, info.copies, info.epoch);
+		       (uint64_t)nb, mds, info.copies, info.epoch);
 		char self[PATH_MAX / 2];
 		ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
@@ -1051,6 +1280,7 @@ fail:
 	dev_unmount_all(&d, 0, 0);
 	nd = list_daemons(&d, names, 64);
 	stop_daemons(&d, names, nd, 3000);
+	dev_netns_destroy(d.dir);
 	return 1;
 }
 
@@ -1072,6 +1302,8 @@ static int dev_down(struct dev *d, struct cli *cli)
 	for (int g = 0; g < 4; g++)
 		if (ng[g])
 			stopped += stop_daemons(d, group[g], ng[g], 10000);
+	/* with --netns: the namespaces, veths and the bridge */
+	dev_netns_destroy(d->dir);
 	if (!cli->json)
 		printf("stopped %d daemon%s under %s\n", stopped, stopped == 1 ? "" : "s",
 		       d->dir);
@@ -1167,13 +1399,19 @@ static int conf_value(const char *text, const char *key, char *out, size_t len)
 	return -ENOENT;
 }
 
-/* ZooKeeper hosts and cluster name the existing block daemons use: from
- * blockd.0's command line, else DIR/sdfs.conf. */
+/* ZooKeeper hosts and cluster name of the dev cluster in DIR: from
+ * DIR/sdfs.conf (which the daemons read), else, in a dir of an older
+ * sdfs, from blockd.0's command line. */
 static int dev_find_cluster(struct dev *d)
 {
 	char path[PATH_MAX + 64], buf[4096];
 	int n;
 
+	if (read_file(d->conf, buf, sizeof(buf)) > 0 &&
+	    !conf_value(buf, "zk", d->zk, sizeof(d->zk)) &&
+	    !conf_value(buf, "cluster", d->cluster, sizeof(d->cluster)))
+		return 0;
+	d->zk[0] = d->cluster[0] = '\0';
 	run_path(d, "blockd.0", "cmd", path, sizeof(path));
 	n = read_file(path, buf, sizeof(buf));
 	/* NUL-separated arguments, as spawn() recorded them */
@@ -1188,14 +1426,7 @@ static int dev_find_cluster(struct dev *d)
 		else if (!strcmp(arg, "--cluster"))
 			snprintf(d->cluster, sizeof(d->cluster), "%s", buf + off);
 	}
-	if (d->zk[0] && d->cluster[0])
-		return 0;
-	snprintf(path, sizeof(path), "%s/sdfs.conf", d->dir);
-	if (read_file(path, buf, sizeof(buf)) <= 0 ||
-	    conf_value(buf, "zk", d->zk, sizeof(d->zk)) ||
-	    conf_value(buf, "cluster", d->cluster, sizeof(d->cluster)))
-		return -ENOENT;
-	return 0;
+	return d->zk[0] && d->cluster[0] ? 0 : -ENOENT;
 }
 
 /* The lowest N with neither DIR/run/blockd.N.cmd nor DIR/blockd.N. */
@@ -1268,8 +1499,8 @@ static int wait_added(const struct dev *d, struct sdfs *s, const char *name,
 static int dev_add(struct cli *cli)
 {
 	const char *dir = NULL, *v, *usage = "sdfs dev add --dir DIR [--zone N] [--weight W]";
-	char blockd_bin[PATH_MAX], name[32], ddir[PATH_MAX + 32], listen[64];
-	char zone[24], weight[24] = "";
+	char blockd_bin[PATH_MAX], name[32], ddir[PATH_MAX + 32], listen[96];
+	char zone[24], weight[24] = "", host[64];
 	uint64_t zone_v = UINT64_MAX, weight_v = 0;
 	struct sdfs_node_status st;
 	struct dev d = { 0 };
@@ -1297,12 +1528,14 @@ static int dev_add(struct cli *cli)
 	if (find_binary("sdfs-blockd", "blockd", blockd_bin, sizeof(blockd_bin)))
 		return cli_fail("sdfs-blockd not found next to sdfs or on PATH");
 	idx = dev_next_index(&d);
-	port = free_port();
+	port = d.netns ? DEV_BLOCKD_NETNS_PORT : free_port();
 	if (idx < 0 || port <= 0)
 		return cli_fail("no free %s", idx < 0 ? "blockd index" : "port");
 	snprintf(name, sizeof(name), "blockd.%d", idx);
 	snprintf(ddir, sizeof(ddir), "%s/%s", d.dir, name);
-	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	if (daemon_host(&d, name, host, sizeof(host)))
+		return 1;
+	snprintf(listen, sizeof(listen), "%s:%d", host, port);
 	snprintf(zone, sizeof(zone), "%" PRIu64, zone_v == UINT64_MAX ? (uint64_t)idx : zone_v);
 	if (weight_v)
 		snprintf(weight, sizeof(weight), "%" PRIu64, weight_v);
@@ -1317,8 +1550,8 @@ static int dev_add(struct cli *cli)
 		return cli_fail("cluster '%s' at %s: %s", d.cluster, d.zk,
 				ret == -ENOENT ? "not formatted" : strerror(-ret));
 	}
-	char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen, "--zk", d.zk,
-			 "--cluster", d.cluster, "--zone", zone,
+	char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen, "--conf", d.conf,
+			 "--zone", zone,
 			 weight_v ? "--weight" : NULL, weight, NULL };
 	ret = spawn(&d, name, argv);
 	if (ret) {

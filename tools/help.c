@@ -112,7 +112,7 @@ static const struct help_entry entries[] = {
 	{ "obj", "stat", "obj stat OID", "size and epoch of object OID", NULL },
 	{ "obj", "locate", "obj locate OID", "which nodes hold OID, and their paths", NULL },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
-	  "       [--out-grace S] [--recovery-mbps N]",
+	  "       [--out-grace S] [--recovery-mbps N] [--netns]",
 	  "start a local cluster under DIR (by\n"
 	  "default 3 blockd and 2 mds) and mount\n"
 	  "it at DIR/mnt (not with --no-mount)",
@@ -124,8 +124,13 @@ static const struct help_entry entries[] = {
 	  "  --obj-size SIZE   the cluster's object size (default 4M)\n"
 	  "  --out-grace S     as for cluster format (default 30)\n"
 	  "  --recovery-mbps N the block daemons' recovery cap in MB/s\n"
+	  "  --netns           each daemon and mount in its own network namespace\n"
+	  "                    on a bridge, 10.77.K.0/24 (root; docs/faults.md)\n"
+	  "  --netns-delay-ms MS  tc netem delay on each link (default 1)\n"
 	  "  --zk HOSTS --cluster NAME\n"
-	  "                    use a running ZooKeeper instead of starting one\n" },
+	  "                    use a running ZooKeeper instead of starting one\n"
+	  "Again on a DIR that was up: every daemon dev started there, dev add's\n"
+	  "too; they read ZooKeeper's address from DIR/sdfs.conf.\n" },
 	{ "dev", "add", "dev add --dir DIR [--zone N] [--weight W]",
 	  "start one more blockd in it", NULL },
 	{ "dev", "status|down", "dev status|down --dir DIR",

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #include "common/version.h"
 #include "tests/cluster/fixture.h"
@@ -45,6 +48,7 @@ static void down(void)
 TestSuite(cli, .init = up3, .fini = down, .timeout = 120);
 TestSuite(cli_nodes0, .init = up0, .fini = down, .timeout = 120);
 TestSuite(cli_noconf, .timeout = 60);
+TestSuite(cli_again);
 
 /* Run the CLI on the cluster; it must succeed. Returns its stdout. */
 static char *ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -123,6 +127,16 @@ static void *read_file(const char *path, size_t *len)
 	close(fd);
 	*len = (size_t)st.st_size;
 	return buf;
+}
+
+/* @path's text, NUL-terminated (malloc'd). */
+static char *slurp(const char *path)
+{
+	size_t len;
+	char *s = read_file(path, &len);
+
+	s[len] = '\0';
+	return s;
 }
 
 static void cluster_uuid(char *uuid, size_t len)
@@ -867,4 +881,133 @@ Test(cli_nodes0, mds_status_without_an_mds_fails_but_prints_json)
 	cr_assert(strstr(err, "no active mds"), "%s", err);
 	free(out);
 	free(err);
+}
+
+/*
+ * `sdfs dev up` on a dir that dev add grew, after dev down, with
+ * ZooKeeper's old port taken meanwhile (it has to move): every block
+ * daemon comes back, the added one included, on the current address,
+ * and every object is readable. copies 1: an object whose one copy is
+ * on the added daemon is unreadable without it. (Before: dev up
+ * restarted blockd.0-2 only; blockd.3's recorded command line had the
+ * old --zk.)
+ */
+Test(cli_again, dev_up_again_restarts_added_blockd_on_the_current_zk, .timeout = 240)
+{
+	enum { NOBJ = 64, LEN = 3000 };
+	struct tcluster *c = tcluster_start(&(struct tcluster_opts){
+		.blockd = 3, .copies = 1, .mds = 1, .private_zk = 1 });
+	char name[32], path[PATH_MAX], *cfg, buf[LEN];
+	uint64_t seed = tseed("dev up again");
+	int port, hold, one = 1;
+
+	tc = c;
+	tcluster_add(c, name, sizeof(name));
+	cr_assert_str_eq(name, "blockd.3");
+	cr_assert_eq(tcluster_wait_healthy(c, 60), 0);
+	for (uint64_t i = 0; i < NOBJ; i++) {
+		tfill_random(buf, LEN, seed + i);
+		cr_assert_eq(sdfs_obj_put(tcluster_client(c), 0x5a000 + i, buf, LEN), 0);
+	}
+	cr_assert_eq(tcluster_down(c), 0);
+
+	snprintf(path, sizeof(path), "%s/zk/zoo.cfg", tcluster_dir(c));
+	cfg = slurp(path);
+	cr_assert(cfg && strstr(cfg, "\nclientPort="), "%s: no clientPort", path);
+	port = atoi(strstr(cfg, "\nclientPort=") + 12);
+	free(cfg);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	hold = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert(hold >= 0);
+	setsockopt(hold, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* taken by someone else already: as good */
+	if (bind(hold, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		cr_assert_eq(listen(hold, 1), 0);
+	else
+		cr_assert_eq(errno, EADDRINUSE, "bind %d: %s", port, strerror(errno));
+
+	tcluster_up_again(c);
+	close(hold);
+	char *conf = slurp(tcluster_conf(c));
+	char old[32];
+	snprintf(old, sizeof(old), ":%d\n", port);
+	cr_assert(conf && !strstr(conf, old), "ZooKeeper did not move: %s", conf);
+	free(conf);
+	cr_assert_eq(tcluster_wait_nodes_up(c, 4, 30000), 0,
+		     "not 4 block daemons up after dev up again (see %s/log/blockd.3.log)",
+		     tcluster_dir(c));
+	cr_assert(tcluster_running(c, "blockd.3"));
+	for (uint64_t i = 0; i < NOBJ; i++) {
+		char want[LEN];
+
+		tfill_random(want, LEN, seed + i);
+		memset(buf, 0, LEN);
+		cr_assert_eq(sdfs_obj_read(tcluster_client(c), 0x5a000 + i, buf, LEN, 0),
+			     LEN, "object %#" PRIx64 " unreadable", 0x5a000 + i);
+		cr_assert_arr_eq(buf, want, LEN, "object %#" PRIx64 " differs", 0x5a000 + i);
+	}
+	tcluster_stop(c);
+	tc = NULL;
+}
+
+/* Entries of @dir whose name starts with @prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += !strncmp(e->d_name, prefix, strlen(prefix));
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * dev up --netns: every daemon in a network namespace of its own (zk,
+ * 3 blockd, mds.0, mnt: 6), listening on its 10.77.K.H address, a
+ * mount that works; and dev down removes every namespace, veth and the
+ * bridge, also one whose record a crash lost (its run/NAME.netns
+ * removed here before dev down).
+ */
+Test(cli_again, netns_cluster_runs_and_dev_down_removes_every_namespace, .timeout = 240)
+{
+	struct tcluster *c = tcluster_start(&(struct tcluster_opts){
+		.blockd = 3, .copies = 3, .mds = 1, .mount = 1, .netns = 1 });
+	char path[PATH_MAX], id[8] = "", ns[32], br[32], veth[32], *text, *out;
+	char file[PATH_MAX];
+
+	tc = c;
+	snprintf(path, sizeof(path), "%s/netns.conf", tcluster_dir(c));
+	text = slurp(path);
+	cr_assert_eq(sscanf(text, "id %7s", id), 1, "%s: %s", path, text);
+	free(text);
+	snprintf(ns, sizeof(ns), "sdfs-%s-", id);
+	snprintf(veth, sizeof(veth), "sv%s-", id);
+	snprintf(br, sizeof(br), "/sys/class/net/sdb%s", id);
+	cr_assert_eq(count_prefixed("/run/netns", ns), 6, "not 6 namespaces %s*", ns);
+	cr_assert_eq(count_prefixed("/sys/class/net", veth), 6);
+	cr_assert_eq(access(br, F_OK), 0, "no bridge %s", br);
+
+	out = ok("node list");
+	cr_assert_eq(tcount_lines(out), 4, "%s", out);
+	cr_assert(strstr(out, "10.77.") && strstr(out, ":7000") && !strstr(out, "127.0.0.1"),
+		  "block daemons not on their namespace addresses: %s", out);
+	free(out);
+	snprintf(file, sizeof(file), "%s/hello", tcluster_mnt(c));
+	write_file(file, "through a namespace\n", 20);
+	out = ok("fs cat /hello");
+	cr_assert_str_eq(out, "through a namespace\n");
+	free(out);
+
+	/* a crash between `ip netns add` and its record */
+	snprintf(path, sizeof(path), "%s/run/blockd.1.netns", tcluster_dir(c));
+	cr_assert_eq(unlink(path), 0);
+	tcluster_stop(c);
+	tc = NULL;
+	cr_assert_eq(count_prefixed("/run/netns", ns), 0, "namespaces %s* left", ns);
+	cr_assert_eq(count_prefixed("/sys/class/net", veth), 0, "veths %s* left", veth);
+	cr_assert_neq(access(br, F_OK), 0, "bridge %s left", br);
 }

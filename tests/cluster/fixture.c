@@ -44,6 +44,7 @@ struct tcluster {
 	FILE *client_log;
 	pid_t watchdog;
 	int watchdog_fd;        /* write end: a byte = torn down; EOF = died */
+	char *up_argv[24];      /* tcluster_start's dev up, for tcluster_up_again */
 };
 
 int64_t tnow_ms(void)
@@ -527,11 +528,15 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		argv[argc++] = "--mounts";
 		argv[argc++] = nn;
 	}
-	if (zk && *zk) {
+	if (o->netns)
+		argv[argc++] = "--netns";
+	else if (zk && *zk && !o->private_zk) {
 		argv[argc++] = "--zk";
 		argv[argc++] = (char *)zk;
 	}
 	argv[argc] = NULL;
+	for (int i = 0; i < argc; i++)
+		cr_assert((tc->up_argv[i] = strdup(argv[i])));
 	int ret = run_argv(argv, &out, &err);
 	if (ret) {
 		cr_log_error("sdfs dev up: exit %d\n%s%s", ret, out, err);
@@ -656,12 +661,39 @@ void tcluster_stop(struct tcluster *tc)
 		leave_to_runner(tc->dir);
 	watchdog_stop(tc);
 	snprintf(name, sizeof(name), "%s", tc->name);
+	for (size_t i = 0; i < sizeof(tc->up_argv) / sizeof(tc->up_argv[0]); i++)
+		free(tc->up_argv[i]);
 	free(tc);
 	/* Last, after the cleanup. In a suite's .fini (where most tests stop
 	 * their cluster) criterion prints this under the test but counts
 	 * the test as passed: the run's check in tests/run is the gate. */
 	cr_assert(nsan == 0, "%d sanitizer report(s) from cluster %s's processes "
 		  "(in $SDFS_SAN_DIR/%s/)", nsan, name, name);
+}
+
+int tcluster_down(struct tcluster *tc)
+{
+	sdfs_close(tc->client);
+	tc->client = NULL;
+	return dev(tc, "down", NULL);
+}
+
+void tcluster_up_again(struct tcluster *tc)
+{
+	char *out = NULL, *err = NULL, err_buf[512] = "";
+	int ret = run_argv(tc->up_argv, &out, &err);
+
+	cr_assert_eq(ret, 0, "sdfs dev up again: exit %d\n%s%s", ret, out, err);
+	cr_log_info("dev up again: %s", out);
+	free(out);
+	free(err);
+	sdfs_close(tc->client);
+	ret = sdfs_open(tc->conf, &tc->client, err_buf, sizeof(err_buf));
+	cr_assert_eq(ret, 0, "sdfs_open(%s): %s", tc->conf, err_buf);
+	if (tc->nmds)
+		cr_assert_eq(tcluster_wait_mds(tc, tc->nmds, TCLUSTER_WAIT_MS), 0,
+			     "%u mds with one active did not come back within %d ms",
+			     tc->nmds, TCLUSTER_WAIT_MS);
 }
 
 struct sdfs *tcluster_client(struct tcluster *tc)

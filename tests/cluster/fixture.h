@@ -48,6 +48,12 @@ struct tcluster_opts {
 	unsigned mounts;        /* 2..TCLUSTER_MOUNTS_MAX: that many mounts
 				   (needs mds >= 1; mount is then ignored);
 				   0 or 1: as opts.mount says */
+	unsigned private_zk;    /* 1: the cluster's own ZooKeeper server, also
+				   when $SDFS_TEST_ZK is set (a dev up again
+				   may move it: tcluster_up_again) */
+	unsigned netns;         /* 1: dev up --netns, each daemon in its own
+				   network namespace (docs/faults.md; needs
+				   root; implies private_zk) */
 };
 #define TCLUSTER_MOUNTS_MAX 4
 
@@ -94,6 +100,17 @@ int tcluster_term(struct tcluster *tc, const char *name);
  * the map's epoch when this returns; its dev name ("blockd.N") goes
  * into @name, which is returned. Fails the test if it cannot. */
 const char *tcluster_add(struct tcluster *tc, char *name, size_t len);
+
+/*
+ * `sdfs dev down` (returns its exit status), then `sdfs dev up` again
+ * on the same dir with tcluster_start's options: every daemon dev
+ * recorded there starts again, dev add's too. The fixture's client is
+ * closed by tcluster_down and opened again on the current sdfs.conf by
+ * tcluster_up_again, which fails the test if dev up fails and returns
+ * once the mds (opts.mds) are back with one active.
+ */
+int tcluster_down(struct tcluster *tc);
+void tcluster_up_again(struct tcluster *tc);
 
 /* blockd.N <-> node id (from DIR/blockd.N/node_id); 0 / NULL if none. */
 uint32_t tcluster_node_id(struct tcluster *tc, const char *name);

@@ -1034,7 +1034,7 @@ static int dev_up(struct cli *cli)
 	struct dev d = { 0 };
 	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], mnt_bin[PATH_MAX], names[64][64];
 	char active[32] = "", mnt[DEV_MOUNTS_MAX][PATH_MAX + 32];
-	int ret, no_mount = 0, mounts_set = 0;
+	int ret, no_mount = 0, mounts_set = 0, force = 0;
 	uint64_t delay_ms = 1;
 	int netns = 0;
 
@@ -1046,6 +1046,8 @@ static int dev_up(struct cli *cli)
 			no_mount = 1;
 		else if (!strcmp(cli->argv[i], "--netns"))
 			netns = 1;
+		else if (!strcmp(cli->argv[i], "--force"))
+			force = 1;
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--netns-delay-ms"))) {
 			if (cli_parse_u64(v, &delay_ms) || delay_ms > 10000)
 				return cli_bad("--netns-delay-ms must be 0..10000");
@@ -1081,7 +1083,7 @@ static int dev_up(struct cli *cli)
 			snprintf(d.cluster, sizeof(d.cluster), "%s", v);
 		} else {
 			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--mds N] "
-					 "[--mounts N | --no-mount] [--copies N] "
+					 "[--mounts N | --no-mount] [--copies N [--force]] "
 					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
 					 "[--netns [--netns-delay-ms MS]] "
@@ -1094,6 +1096,12 @@ static int dev_up(struct cli *cli)
 	if (nmds && !nblockd)
 		return cli_bad("--mds needs block daemons (its database lives in "
 			       "objects): use --blockd 1 or more, or --mds 0");
+	/* More copies than block daemons could never be placed: the
+	 * cluster would only ever be degraded (docs/operations.md). */
+	if (copies && nblockd && copies > nblockd && !force)
+		return cli_bad("--copies %" PRIu64 " needs at least %" PRIu64 " block daemons "
+			       "(--blockd %" PRIu64 "); add --force to run degraded",
+			       copies, copies, nblockd);
 	if (!copies)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
 	if (netns && d.external_zk)

@@ -348,6 +348,10 @@ Test(cli, usage_errors_exit_2)
 	fails(2, "sdfs cluster --help", "cluster frob");
 	fails(2, "sdfs --help", "frobnicate");
 	fails(2, "sdfs obj put --help", "obj put 1");
+	/* copies a dev cluster could never place: refused before anything
+	 * starts (the dir is never made) */
+	fails(2, "needs at least 5 block daemons",
+	      "dev up --dir /nonexistent/sdfs-cli-test --blockd 3 --copies 5");
 	/* runtime failures stay 1 */
 	fails(1, "no such object", "obj stat 0x4321");
 }

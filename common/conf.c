@@ -15,6 +15,7 @@ void conf_init(struct sdfs_conf *c)
 	strcpy(c->cluster, "sdfs");
 	c->timeout_ms = 10000;
 	c->session_ms = 2000;
+	c->read_timeout_ms = 1000;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -134,6 +135,8 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_ms(v, &c->timeout_ms);
 		} else if (strcmp(k, "session_ms") == 0) {
 			ret = parse_ms(v, &c->session_ms);
+		} else if (strcmp(k, "read_timeout_ms") == 0) {
+			ret = parse_ms(v, &c->read_timeout_ms);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

@@ -6,6 +6,7 @@
  *   cluster = dev                          cluster name (default "sdfs")
  *   timeout_ms = 10000                     client operation timeout
  *   session_ms = 2000                      ZooKeeper session timeout
+ *   read_timeout_ms = 1000                 a read tries the next replica
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -24,6 +25,7 @@ struct sdfs_conf {
 	char cluster[CONF_MAX_NAME];
 	int timeout_ms;
 	int session_ms;
+	int read_timeout_ms;    /* a read asks the next replica after this */
 };
 
 /* Defaults for everything but zk. */

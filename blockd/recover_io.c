@@ -90,8 +90,11 @@ void rec_throttle(struct recover *r, uint64_t bytes)
 {
 	double rate = (double)r->opts.mbps * 1e6 / 1000.0;     /* bytes per ms */
 
-	/* Client I/O first: while requests queue on the disk workers, wait. */
-	for (int i = 0; i < 25 && workq_depth(r->bd->io_q) > 0; i++)
+	/* Client I/O first: while requests queue on the disk workers, wait.
+	 * Queue: more than the workers run. One long request running (a
+	 * peer's listing, a NODE_INFO count) is no queue, and yielding to
+	 * it cost each fetch 50 ms. */
+	for (int i = 0; i < 25 && workq_depth(r->bd->io_q) > (unsigned)r->bd->io_threads; i++)
 		usleep(2000);
 	for (;;) {
 		int64_t now = rec_now_ms(), wait_ms;
@@ -215,7 +218,7 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 	call.req.oid = oid;
 	call.req.length = r->obj_size;
 	call.req.epoch = (uint32_t)m->epoch;
-	rpc_run(r->pool, &call, 1, r->opts.peer_timeout_ms * 4, next_req_id, NULL);
+	rpc_run(r->pool, &call, 1, r->opts.peer_timeout_ms, next_req_id, NULL);
 	ret = rpc_result(&call);
 	if (ret == 0 && call.reply.epoch != m->epoch)
 		ret = -EAGAIN;

@@ -335,7 +335,8 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 {
 	struct pollfd pfd[RPC_MAX_CALLS];
 	size_t idx[RPC_MAX_CALLS], started = 0;
-	int64_t now = net_now_ms(), deadline = now + timeout_ms, next_at = now;
+	int64_t start_ms[RPC_MAX_CALLS];
+	int64_t now = net_now_ms(), deadline = now + timeout_ms;
 	int won = -1;
 
 	if (n > RPC_MAX_CALLS)
@@ -348,27 +349,30 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 		calls[i].ret = -ECANCELED;
 	}
 	for (;;) {
+		/* The next one starts once every call in flight is late. */
+		int64_t next_at = now;
 		size_t np = 0;
 
 		now = net_now_ms();
 		for (size_t i = 0; i < started; i++)
-			np += calls[i].state != ST_DONE;
-		if (started < n && (np == 0 || now >= next_at) && now < deadline) {
-			struct rpc_call *c = &calls[started++];
+			if (calls[i].state != ST_DONE && start_ms[i] + hedge_ms > next_at)
+				next_at = start_ms[i] + hedge_ms;
+		if (started < n && now >= next_at && now < deadline) {
+			struct rpc_call *c = &calls[started];
 
+			start_ms[started++] = now;
 			c->state = ST_INIT;
 			c->ret = -EINPROGRESS;
 			call_start(p, c, req_id(arg));
-			next_at = now + hedge_ms;
 			if (c->state == ST_DONE && !accept(c))
 				continue;       /* failed at once: the next now */
+			next_at = now + hedge_ms;
 		}
-		np = 0;
 		for (size_t i = 0; i < started; i++) {
 			struct rpc_call *c = &calls[i];
 
 			if (c->state == ST_DONE) {
-				if (won < 0 && c->ret != -ECANCELED && accept(c))
+				if (won < 0 && accept(c))
 					won = (int)i;
 				continue;
 			}
@@ -387,7 +391,7 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 			continue;       /* start the next one */
 		int64_t left = deadline - now, wait = left;
 		if (started < n && next_at - now < wait)
-			wait = next_at - now > 0 ? next_at - now : 0;
+			wait = next_at > now ? next_at - now : 0;
 		if (left <= 0) {
 			for (size_t k = 0; k < np; k++)
 				call_fail(&calls[idx[k]], -ETIMEDOUT);

@@ -56,10 +56,10 @@ void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
 	     uint64_t (*req_id)(void *), void *arg);
 /*
  * A hedged run, for reads that any one of several nodes can answer:
- * calls[0] starts at once; calls[i + 1] starts when every call started
- * so far has finished without @accept taking its outcome, or when
- * @hedge_ms passed since calls[i] started (calls[i] goes on waiting for
- * its reply too). Returns the index of the first finished call that
+ * calls[0] starts at once; calls[i + 1] starts as soon as every call
+ * still in flight has been for @hedge_ms (none at all: at once, when the
+ * ones before failed without @accept taking their outcome). A late call
+ * goes on waiting for its reply too. Returns the index of the first finished call that
  * @accept(call) returns nonzero for, at once: the calls still in flight
  * are dropped (ret -ETIMEDOUT, their connections closed). Returns -1
  * when none was accepted by @timeout_ms: every started call has its

@@ -55,6 +55,7 @@ struct sdfs {
 	/* objio.c: a read asks the next replica too when one has not
 	 * answered in read_timeout_ms; the late ones, under late_mu */
 	int read_timeout_ms;
+	atomic_int_fast64_t late_until_ms;      /* the latest until_ms set */
 	pthread_mutex_t late_mu;
 	struct client_late late[CLIENT_LATE_MAX];
 	struct nsclient *ns;            /* nsclient.c; made on first use */

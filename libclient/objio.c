@@ -489,6 +489,8 @@ static int is_late(struct sdfs *s, uint32_t node_id, int64_t now)
 {
 	int late = 0;
 
+	if (now >= atomic_load(&s->late_until_ms))
+		return 0;       /* none is: no lock on the common path */
 	pthread_mutex_lock(&s->late_mu);
 	for (int i = 0; i < CLIENT_LATE_MAX; i++)
 		if (s->late[i].node_id == node_id && s->late[i].until_ms > now)
@@ -503,6 +505,8 @@ static void set_late(struct sdfs *s, uint32_t node_id, int late)
 	int64_t now = net_now_ms();
 	int slot = -1;
 
+	if (!late && now >= atomic_load(&s->late_until_ms))
+		return;
 	pthread_mutex_lock(&s->late_mu);
 	for (int i = 0; i < CLIENT_LATE_MAX; i++) {
 		struct client_late *l = &s->late[i];
@@ -520,6 +524,7 @@ static void set_late(struct sdfs *s, uint32_t node_id, int late)
 			log_info("node=%" PRIu32 ": no answer to a read in %d ms; asking "
 				 "the other replicas first", node_id, s->read_timeout_ms);
 		s->late[slot] = (struct client_late){ node_id, now + LATE_MS };
+		atomic_store(&s->late_until_ms, now + LATE_MS);
 	} else if (s->late[slot].node_id == node_id) {
 		s->late[slot].until_ms = 0;
 	}

@@ -354,10 +354,13 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 		size_t np = 0;
 
 		now = net_now_ms();
+		for (size_t i = 0; i < started && won < 0; i++)
+			if (calls[i].state == ST_DONE && accept(&calls[i]))
+				won = (int)i;
 		for (size_t i = 0; i < started; i++)
 			if (calls[i].state != ST_DONE && start_ms[i] + hedge_ms > next_at)
 				next_at = start_ms[i] + hedge_ms;
-		if (started < n && now >= next_at && now < deadline) {
+		if (won < 0 && started < n && now >= next_at && now < deadline) {
 			struct rpc_call *c = &calls[started];
 
 			start_ms[started++] = now;
@@ -373,7 +376,7 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 
 			if (c->state == ST_DONE) {
 				if (won < 0 && accept(c))
-					won = (int)i;
+					won = (int)i;   /* the one just started */
 				continue;
 			}
 			pfd[np].fd = c->fd;

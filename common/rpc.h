@@ -64,7 +64,8 @@ void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
  * are dropped (ret -ETIMEDOUT, their connections closed). Returns -1
  * when none was accepted by @timeout_ms: every started call has its
  * outcome (-ETIMEDOUT for those without). Calls never started have ret
- * -ECANCELED. Free with rpc_calls_free either way.
+ * -ECANCELED; calls past RPC_MAX_CALLS are not touched. Free with
+ * rpc_calls_free either way.
  */
 int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
 		   int hedge_ms, int (*accept)(const struct rpc_call *),

@@ -3,7 +3,8 @@
  * parallel (a volume's or the mds's objects: one fenced writer) or
  * through the object's primary (shared objects: file data, raw;
  * blockd/order.h), reads from one with failover, repair of a corrupt
- * replica.
+ * replica. A read (or stat) asks the next replica as well when one has
+ * not answered in read_timeout_ms, and keeps the first good answer.
  *
  * Every request carries the epoch of the map it was placed with. A
  * daemon that knows a newer map answers OLD_EPOCH, and the call re-reads

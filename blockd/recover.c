@@ -17,10 +17,12 @@
  * doubling up to PASS_RETRY_MAX_MS while it keeps failing; copies not
  * yet safe to drop: after PASS_RETRY_MS); a new epoch starts a new pass.
  *
- * Every request to a peer is bounded by opts.peer_timeout_ms: a peer
- * that does not answer in time (a hung process) counts as unreachable
- * for this pass, like a down one. That can leave objects unavailable
- * here, never stale (the rule), and the pass runs again.
+ * Every request to a peer is bounded by opts.peer_timeout_ms (a listing
+ * page: that, then twice and four times as long while the map keeps
+ * the peer up): a peer that does not answer in time (a hung process)
+ * counts as unreachable for this pass, like a down one. That can leave
+ * objects unavailable here, never stale (the rule), and the pass runs
+ * again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +41,7 @@
 #define PASS_RETRY_MAX_MS 5000
 #define PASS_TOMB_RETRY_MS 10000
 #define LIST_PAGE 8192
+#define PAGE_TRIES 3            /* waiting peer_timeout_ms, twice, 4 times */
 
 struct listed {
 	uint64_t oid, tag, size;
@@ -115,8 +118,24 @@ static int list_peer(struct pass *p, const struct cmap_node *nd)
 		c.req.offset = after;
 		c.req.length = LIST_PAGE;
 		c.req.epoch = (uint32_t)p->m->epoch;
-		rpc_run(p->r->pool, &c, 1, p->r->opts.peer_timeout_ms, next_req_id, NULL);
-		ret = rpc_result(&c);
+		/*
+		 * A page is 8192 object headers read on the peer: on a cold
+		 * disk under load that can take longer than the bound. A hung
+		 * peer is marked down meanwhile (a new epoch supersedes this
+		 * pass); one that is still in the map is asked again, waiting
+		 * twice as long, up to PAGE_TRIES times.
+		 */
+		for (int tmo = p->r->opts.peer_timeout_ms, k = 0;; tmo *= 2) {
+			rpc_run(p->r->pool, &c, 1, tmo, next_req_id, NULL);
+			ret = rpc_result(&c);
+			if (ret != -ETIMEDOUT || ++k == PAGE_TRIES ||
+			    superseded(p->r, p->m->epoch))
+				break;
+			log_info("epoch=%" PRIu64 ": node %" PRIu32 " did not list %d "
+				 "objects in %d ms; asking again", p->m->epoch,
+				 nd->node_id, LIST_PAGE, tmo);
+			rpc_calls_free(&c, 1);
+		}
 		if (ret == 0 && c.reply.epoch != p->m->epoch)
 			ret = c.reply.epoch < p->m->epoch ? -EAGAIN : -ESTALE;
 		if (ret == 0 && c.reply.payload_len % SDFS_LIST_ENT_SIZE)

@@ -551,14 +551,17 @@ static size_t read_order(struct sdfs *s, const struct placement *p,
 	return n;
 }
 
-/* An answer that ends a read: data, a newer epoch, or an error no other
- * replica would help with. Not: a corrupt, missing or not current copy
- * (ENODATA: that node cannot vouch for it), or no answer. */
+/* An answer that ends a read: data, a newer epoch than ours, or an
+ * error no other replica would help with. Not: a corrupt, missing or not
+ * current copy (ENODATA: that node cannot vouch for it), a node behind
+ * our epoch (EAGAIN: one just back, say; the others are current), or
+ * no answer. */
 static int read_accept(const struct rpc_call *c)
 {
 	int r = rpc_result(c);
 
-	return !(r == -EBADMSG || r == -ENOENT || r == -ENODATA || rpc_is_transport(r));
+	return !(r == -EBADMSG || r == -ENOENT || r == -ENODATA || r == -EAGAIN ||
+		 rpc_is_transport(r));
 }
 
 /* One hedged round of @c (its req) to every up replica of @p. */
@@ -566,10 +569,10 @@ struct read_round {
 	size_t n;                                       /* replicas asked */
 	const struct cmap_node *node[RING_MAX_COPIES];
 	struct rpc_call calls[RING_MAX_COPIES];
-	int won;                                        /* index, or -1 */
+	int won;                /* index of the answer (not OLD_EPOCH), or -1 */
 	size_t nbad, noent, nodata;
 	const struct cmap_node *bad[RING_MAX_COPIES];   /* failed checksums */
-	int stale;                                      /* a newer epoch */
+	int stale;              /* OLD_EPOCH, or a node behind: go again */
 	int transport;                                  /* one did not answer */
 };
 
@@ -622,12 +625,16 @@ static void read_round(struct sdfs *s, const struct placement *p,
 			/* That node cannot vouch for its copy: never take
 			 * old data, ask the next one. */
 			rr->nodata++;
+		} else if (r == -EAGAIN) {
+			rr->stale = 1;  /* if nobody else answers: again */
 		} else if (rpc_is_transport(r) && (rr->won < 0 || (int)i < rr->won)) {
 			rr->transport = 1;
 		}
 	}
-	if (rr->won >= 0 && is_epoch_miss(rpc_result(&rr->calls[rr->won])))
+	if (rr->won >= 0 && is_epoch_miss(rpc_result(&rr->calls[rr->won]))) {
+		rr->won = -1;   /* our map is old: a new one, then again */
 		rr->stale = 1;
+	}
 }
 
 /*
@@ -676,7 +683,7 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 			len = p.obj_size;
 		req.length = (uint32_t)len;
 		read_round(s, &p, &req, buf, len, (int)left, &rr);
-		if (rr.won >= 0 && !rr.stale) {
+		if (rr.won >= 0) {
 			struct rpc_call *c = &rr.calls[rr.won];
 			ssize_t got = c->reply.payload_len;
 
@@ -726,7 +733,7 @@ int sdfs_obj_stat(struct sdfs *s, uint64_t oid, struct sdfs_obj_info *info)
 		}
 		read_round(s, &p, &req, NULL, 0, (int)left, &rr);
 		placement_done(&p);
-		if (rr.won >= 0 && !rr.stale) {
+		if (rr.won >= 0) {
 			struct rpc_call *c = &rr.calls[rr.won];
 
 			ret = rpc_result(c);

@@ -565,7 +565,10 @@ static void run_pass(struct recover *r, const struct cmap *m)
 	 * good): no hurry. */
 	if (atomic_load(&r->extra) == 0 && !relist)
 		retry_ms = PASS_TOMB_RETRY_MS;
-	log_info("epoch=%" PRIu64 ": recovery pass again in %" PRId64 " ms: %" PRIu64
+	/* (tombstones alone can wait for a node out for good: no log line
+	 * every 10 s for that) */
+	sdfs_log(retry_ms == PASS_TOMB_RETRY_MS ? LOG_DEBUG : LOG_INFO,
+		 "epoch=%" PRIu64 ": recovery pass again in %" PRId64 " ms: %" PRIu64
 		 " extra copies kept, %zu tombstones pending, %zu fetched here (%zu "
 		 "listed newer elsewhere)", m->epoch, retry_ms,
 		 (uint64_t)atomic_load(&r->extra), atomic_load(&p.tomb_pending),

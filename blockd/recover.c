@@ -565,9 +565,9 @@ static void run_pass(struct recover *r, const struct cmap *m)
 	 * good): no hurry. */
 	if (atomic_load(&r->extra) == 0 && !relist)
 		retry_ms = PASS_TOMB_RETRY_MS;
-	/* (tombstones alone can wait for a node out for good: no log line
-	 * every 10 s for that) */
-	sdfs_log(retry_ms == PASS_TOMB_RETRY_MS ? LOG_DEBUG : LOG_INFO,
+	/* (extra copies and tombstones can wait for a node for long: no log
+	 * line every few seconds for those) */
+	sdfs_log(relist ? LOG_INFO : LOG_DEBUG,
 		 "epoch=%" PRIu64 ": recovery pass again in %" PRId64 " ms: %" PRIu64
 		 " extra copies kept, %zu tombstones pending, %zu fetched here (%zu "
 		 "listed newer elsewhere)", m->epoch, retry_ms,

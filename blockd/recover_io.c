@@ -90,11 +90,8 @@ void rec_throttle(struct recover *r, uint64_t bytes)
 {
 	double rate = (double)r->opts.mbps * 1e6 / 1000.0;     /* bytes per ms */
 
-	/* Client I/O first: while requests queue on the disk workers, wait.
-	 * Queue: more than the workers run. One long request running (a
-	 * peer's listing, a NODE_INFO count) is no queue, and yielding to
-	 * it cost each fetch 50 ms. */
-	for (int i = 0; i < 25 && workq_depth(r->bd->io_q) > (unsigned)r->bd->io_threads; i++)
+	/* Client I/O first: while requests queue on the disk workers, wait. */
+	for (int i = 0; i < 25 && workq_depth(r->bd->io_q) > 0; i++)
 		usleep(2000);
 	for (;;) {
 		int64_t now = rec_now_ms(), wait_ms;

@@ -13,7 +13,16 @@
  *      holder in E is up and has a copy at least as new;
  *   4. if nothing was left undone, records E as its clean epoch.
  * Leftovers (unreachable holders, copies not yet safe to drop) make the
- * pass run again a few seconds later; a new epoch starts a new pass.
+ * pass run again later (unavailable objects: after PASS_RETRY_MIN_MS,
+ * doubling up to PASS_RETRY_MAX_MS while it keeps failing; copies not
+ * yet safe to drop: after PASS_RETRY_MS); a new epoch starts a new pass.
+ *
+ * Every request to a peer is bounded by opts.peer_timeout_ms (a listing
+ * page: that, then twice and four times as long while the map keeps
+ * the peer up): a peer that does not answer in time (a hung process)
+ * counts as unreachable for this pass, like a down one. That can leave
+ * objects unavailable here, never stale (the rule), and the pass runs
+ * again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,9 +36,12 @@
 #include "common/oid.h"
 #include "common/proto.h"
 
+#define PASS_RETRY_MIN_MS 500
 #define PASS_RETRY_MS 3000
+#define PASS_RETRY_MAX_MS 5000
 #define PASS_TOMB_RETRY_MS 10000
 #define LIST_PAGE 8192
+#define PAGE_TRIES 3            /* waiting peer_timeout_ms, twice, 4 times */
 
 struct listed {
 	uint64_t oid, tag, size;
@@ -46,7 +58,7 @@ struct pass {
 	uint64_t resp_clean[REC_MAX_PEERS + 1];
 	uint64_t resp_full[REC_MAX_PEERS + 1];
 	atomic_size_t tomb_pending;     /* tombstones not collectable yet */
-	int relist;                     /* copies came here: list again after */
+	size_t newer;                   /* objects listed newer elsewhere */
 	/* objects to settle, as indexes of their first entry in ents */
 	size_t *work, nwork;
 	atomic_size_t next;
@@ -106,8 +118,24 @@ static int list_peer(struct pass *p, const struct cmap_node *nd)
 		c.req.offset = after;
 		c.req.length = LIST_PAGE;
 		c.req.epoch = (uint32_t)p->m->epoch;
-		rpc_run(p->r->pool, &c, 1, p->r->opts.peer_timeout_ms * 3, next_req_id, NULL);
-		ret = rpc_result(&c);
+		/*
+		 * A page is 8192 object headers read on the peer: on a cold
+		 * disk under load that can take longer than the bound. A hung
+		 * peer is marked down meanwhile (a new epoch supersedes this
+		 * pass); one that is still in the map is asked again, waiting
+		 * twice as long, up to PAGE_TRIES times.
+		 */
+		for (int tmo = p->r->opts.peer_timeout_ms, k = 0;; tmo *= 2) {
+			rpc_run(p->r->pool, &c, 1, tmo, next_req_id, NULL);
+			ret = rpc_result(&c);
+			if (ret != -ETIMEDOUT || ++k == PAGE_TRIES ||
+			    superseded(p->r, p->m->epoch))
+				break;
+			log_info("epoch=%" PRIu64 ": node %" PRIu32 " did not list %d "
+				 "objects in %d ms; asking again", p->m->epoch,
+				 nd->node_id, LIST_PAGE, tmo);
+			rpc_calls_free(&c, 1);
+		}
 		if (ret == 0 && c.reply.epoch != p->m->epoch)
 			ret = c.reply.epoch < p->m->epoch ? -EAGAIN : -ESTALE;
 		if (ret == 0 && c.reply.payload_len % SDFS_LIST_ENT_SIZE)
@@ -166,10 +194,14 @@ static int list_self(struct pass *p)
 	return ret;
 }
 
-/* Every up node's list; waits (bounded) for peers to reach the epoch. */
+/*
+ * Every up node's list. A peer still on an older epoch is asked again
+ * for up to opts.peer_timeout_ms, then left out like one that does not
+ * answer: the pass goes on with the others (what only that peer could
+ * vouch for stays unavailable) and runs again later.
+ */
 static int list_all(struct pass *p)
 {
-	int64_t deadline = rec_now_ms() + 30000;
 	int ret = list_self(p);
 
 	for (size_t i = 0; ret == 0 && i < p->m->n; i++) {
@@ -180,15 +212,17 @@ static int list_all(struct pass *p)
 		if (p->nresp == REC_MAX_PEERS)
 			break;
 		size_t mark = p->n;
+		int64_t deadline = rec_now_ms() + p->r->opts.peer_timeout_ms;
 
 		for (;;) {
-
 			ret = list_peer(p, nd);
 			if (ret != -EAGAIN)
 				break;
 			p->n = mark;    /* drop a partial list, ask again */
-			if (rec_now_ms() > deadline || superseded(p->r, p->m->epoch))
+			if (superseded(p->r, p->m->epoch))
 				return -EAGAIN;
+			if (rec_now_ms() > deadline)
+				break;  /* left out below */
 			usleep(100 * 1000);
 		}
 		if (ret == -ESTALE)
@@ -398,7 +432,15 @@ static void run_pass(struct recover *r, const struct cmap *m)
 	struct pass p = { .r = r, .m = m };
 	uint32_t ids[RING_MAX_COPIES];
 	int64_t retry_ms = PASS_RETRY_MS;
+	uint64_t moved = atomic_load(&r->moved);
 	int ret;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->backoff_epoch != m->epoch) {
+		r->backoff_epoch = m->epoch;
+		r->backoff_ms = PASS_RETRY_MIN_MS;
+	}
+	pthread_mutex_unlock(&r->lock);
 
 	atomic_store(&r->todo_objs, 0);
 	atomic_store(&r->done_objs, 0);
@@ -413,13 +455,13 @@ static void run_pass(struct recover *r, const struct cmap *m)
 	if (ret) {
 		log_every(LOG_EVERY_MS, LOG_INFO, "epoch=%" PRIu64 ": recovery pass "
 			  "deferred (%s)", m->epoch, strerror(-ret));
-		goto out_retry;
+		goto out_backoff;
 	}
 	if (p.n)        /* nothing listed: ents is NULL, and qsort's nonnull */
 		qsort(p.ents, p.n, sizeof(*p.ents), cmp_listed);
 	p.work = malloc((p.n + 1) * sizeof(*p.work));
 	if (!p.work)
-		goto out_retry;
+		goto out_backoff;
 	/* What must be here: settle it (most settle by the fast path). */
 	for (size_t i = 0, next; i < p.n; i = next) {
 		uint64_t oid = p.ents[i].oid, size = 0;
@@ -435,7 +477,7 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		atomic_fetch_add(&r->todo_objs, 1);
 		if (needs_fetch(&p, i, &size)) {
 			atomic_fetch_add(&r->todo_bytes, size);
-			p.relist = 1;   /* here or on demand, the lists go stale */
+			p.newer++;
 		}
 	}
 	log_info("epoch=%" PRIu64 ": recovery pass: %zu objects listed on %zu "
@@ -462,7 +504,7 @@ static void run_pass(struct recover *r, const struct cmap *m)
 			  "left %" PRIu64 " objects unavailable, %d failed; retrying",
 			  m->epoch, (uint64_t)atomic_load(&r->unavail),
 			  atomic_load(&p.failed));
-		goto out_retry;
+		goto out_backoff;
 	}
 	if (atomic_load(&r->clean_epoch) < m->epoch) {
 		/*
@@ -509,15 +551,39 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		if (gc_tombstone(&p, i, gc) && !mine)
 			cleanup(&p, i);
 	}
-	/* What this pass fetched is not in its lists: one more look lets
-	 * copies and tombstones it made redundant go. */
-	if (atomic_load(&r->extra) == 0 && atomic_load(&p.tomb_pending) == 0 &&
-	    !p.relist)
+	/*
+	 * What was fetched here during the pass (by it or on demand) is not
+	 * in its lists: one more look lets copies and tombstones it made
+	 * redundant go. A copy listed newer elsewhere that this node's own
+	 * copy was current against (a retried write applied twice there)
+	 * moved nothing: no reason to list every node again, which while
+	 * a peer recovers meant every 3 s.
+	 */
+	int relist = atomic_load(&r->moved) != moved;
+	if (atomic_load(&r->extra) == 0 && atomic_load(&p.tomb_pending) == 0 && !relist)
 		goto out;
 	/* Only tombstones waiting (maybe for a node that is away for
 	 * good): no hurry. */
-	if (atomic_load(&r->extra) == 0 && !p.relist)
+	if (atomic_load(&r->extra) == 0 && !relist)
 		retry_ms = PASS_TOMB_RETRY_MS;
+	/* (extra copies and tombstones can wait for a node for long: no log
+	 * line every few seconds for those) */
+	sdfs_log(relist ? LOG_INFO : LOG_DEBUG,
+		 "epoch=%" PRIu64 ": recovery pass again in %" PRId64 " ms: %" PRIu64
+		 " extra copies kept, %zu tombstones pending, %zu fetched here (%zu "
+		 "listed newer elsewhere)", m->epoch, retry_ms,
+		 (uint64_t)atomic_load(&r->extra), atomic_load(&p.tomb_pending),
+		 (size_t)(atomic_load(&r->moved) - moved), p.newer);
+	goto out_retry;
+out_backoff:
+	/* A peer did not answer or an object stayed unavailable: soon at
+	 * first (a hung peer is usually marked down within a session
+	 * timeout, which starts a new pass anyway), then less often. */
+	pthread_mutex_lock(&r->lock);
+	retry_ms = r->backoff_ms;
+	r->backoff_ms = r->backoff_ms * 2 < PASS_RETRY_MAX_MS ? r->backoff_ms * 2
+							      : PASS_RETRY_MAX_MS;
+	pthread_mutex_unlock(&r->lock);
 out_retry:
 	pthread_mutex_lock(&r->lock);
 	if (r->pass_epoch == m->epoch)

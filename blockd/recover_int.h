@@ -62,6 +62,8 @@ struct recover {
 	uint64_t cur_epoch;                     /* latest map installed */
 	uint64_t pass_epoch;                    /* pass running or last run */
 	int64_t retry_at_ms;                    /* re-run the pass then (0: no) */
+	uint64_t backoff_epoch;                 /* failed passes of this epoch */
+	int64_t backoff_ms;                     /* wait before the next one */
 	int stop;
 	pthread_t thread;
 

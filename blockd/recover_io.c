@@ -215,7 +215,7 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 	call.req.oid = oid;
 	call.req.length = r->obj_size;
 	call.req.epoch = (uint32_t)m->epoch;
-	rpc_run(r->pool, &call, 1, r->opts.peer_timeout_ms * 4, next_req_id, NULL);
+	rpc_run(r->pool, &call, 1, r->opts.peer_timeout_ms, next_req_id, NULL);
 	ret = rpc_result(&call);
 	if (ret == 0 && call.reply.epoch != m->epoch)
 		ret = -EAGAIN;

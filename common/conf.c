@@ -22,6 +22,7 @@ void conf_init(struct sdfs_conf *c)
 	c->full_pct = 95;
 	c->replica_timeout_ms = 1500;
 	c->lease_ms = 1000;
+	c->read_timeout_ms = 1000;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -181,6 +182,8 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_ms(v, &c->replica_timeout_ms);
 		} else if (strcmp(k, "lease_ms") == 0) {
 			ret = parse_ms(v, &c->lease_ms);
+		} else if (strcmp(k, "read_timeout_ms") == 0) {
+			ret = parse_ms(v, &c->read_timeout_ms);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

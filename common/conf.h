@@ -13,6 +13,7 @@
  *   full_pct = 95                          blockd: this full refuses data writes
  *   replica_timeout_ms = 1500              wait on one replica per try
  *   lease_ms = 1000                        blockd's serving lease
+ *   read_timeout_ms = 1000                 a read tries the next replica
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -48,6 +49,7 @@ struct sdfs_conf {
 	int full_pct;
 	int replica_timeout_ms;         /* a try waits this long for a replica */
 	int lease_ms;                   /* blockd serving lease (blockd/lease.h) */
+	int read_timeout_ms;    /* a read asks the next replica after this */
 };
 
 /* Defaults for everything but zk. */

@@ -95,11 +95,13 @@ Test(conf, parses_a_full_file)
 			  "cluster=dev-1\n"
 			  "  timeout_ms   =   2500  \n"
 			  "session_ms\t=\t4000\n"
+			  "read_timeout_ms = 300\n"
 			  "# the end\n", &c, NULL), 0, "%s", err);
 	cr_assert_str_eq(c.zk, "127.0.0.1:2181,127.0.0.2:2181");
 	cr_assert_str_eq(c.cluster, "dev-1");
 	cr_assert_eq(c.timeout_ms, 2500);
 	cr_assert_eq(c.session_ms, 4000);
+	cr_assert_eq(c.read_timeout_ms, 300);
 }
 
 Test(conf, init_sets_the_documented_defaults)
@@ -117,6 +119,7 @@ Test(conf, init_sets_the_documented_defaults)
 	cr_assert_eq(c.max_conns, 4096);
 	cr_assert_eq(c.nearfull_pct, 85);
 	cr_assert_eq(c.full_pct, 95);
+	cr_assert_eq(c.read_timeout_ms, 1000);
 }
 
 Test(conf, parses_connection_limits)
@@ -157,6 +160,7 @@ Test(conf, defaults_apply_to_keys_not_given)
 	cr_assert_str_eq(c.cluster, "sdfs");
 	cr_assert_eq(c.timeout_ms, 10000);
 	cr_assert_eq(c.session_ms, 2000);
+	cr_assert_eq(c.read_timeout_ms, 1000);
 }
 
 Test(conf, ignores_unknown_keys)
@@ -278,9 +282,9 @@ Test(conf, rejects_bad_timeout_values)
 		"0x100", "10 000", "99999999999999999999", "-99999999999999999999",
 		"2147483648",
 	};
-	static const char *const keys[] = { "timeout_ms", "session_ms" };
+	static const char *const keys[] = { "timeout_ms", "session_ms", "read_timeout_ms" };
 
-	for (size_t k = 0; k < 2; k++) {
+	for (size_t k = 0; k < 3; k++) {
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			struct sdfs_conf c;
 			const char *path;

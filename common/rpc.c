@@ -329,6 +329,89 @@ void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
 	}
 }
 
+int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
+		   int hedge_ms, int (*accept)(const struct rpc_call *),
+		   uint64_t (*req_id)(void *), void *arg)
+{
+	struct pollfd pfd[RPC_MAX_CALLS];
+	size_t idx[RPC_MAX_CALLS], started = 0;
+	int64_t start_ms[RPC_MAX_CALLS];
+	int64_t now = net_now_ms(), deadline = now + timeout_ms;
+	int won = -1;
+
+	if (n > RPC_MAX_CALLS)
+		n = RPC_MAX_CALLS;
+	for (size_t i = 0; i < n; i++) {
+		calls[i].fd = -1;
+		calls[i].state = ST_DONE;
+		calls[i].retried = 0;
+		calls[i].rpayload = NULL;
+		calls[i].ret = -ECANCELED;
+	}
+	for (;;) {
+		/* The next one starts once every call in flight is late. */
+		int64_t next_at = now;
+		size_t np = 0;
+
+		now = net_now_ms();
+		for (size_t i = 0; i < started && won < 0; i++)
+			if (calls[i].state == ST_DONE && accept(&calls[i]))
+				won = (int)i;
+		for (size_t i = 0; i < started; i++)
+			if (calls[i].state != ST_DONE && start_ms[i] + hedge_ms > next_at)
+				next_at = start_ms[i] + hedge_ms;
+		if (won < 0 && started < n && now >= next_at && now < deadline) {
+			struct rpc_call *c = &calls[started];
+
+			start_ms[started++] = now;
+			c->state = ST_INIT;
+			c->ret = -EINPROGRESS;
+			call_start(p, c, req_id(arg));
+			if (c->state == ST_DONE && !accept(c))
+				continue;       /* failed at once: the next now */
+			next_at = now + hedge_ms;
+		}
+		for (size_t i = 0; i < started; i++) {
+			struct rpc_call *c = &calls[i];
+
+			if (c->state == ST_DONE) {
+				if (won < 0 && accept(c))
+					won = (int)i;   /* the one just started */
+				continue;
+			}
+			pfd[np].fd = c->fd;
+			pfd[np].events = c->state == ST_CONNECTING || c->state == ST_SENDING
+				? POLLOUT : POLLIN;
+			pfd[np].revents = 0;
+			idx[np++] = i;
+		}
+		if (won >= 0 || (np == 0 && (started == n || now >= deadline))) {
+			for (size_t k = 0; k < np; k++)
+				call_fail(&calls[idx[k]], -ETIMEDOUT);
+			return won;
+		}
+		if (np == 0)
+			continue;       /* start the next one */
+		int64_t left = deadline - now, wait = left;
+		if (started < n && next_at - now < wait)
+			wait = next_at > now ? next_at - now : 0;
+		if (left <= 0) {
+			for (size_t k = 0; k < np; k++)
+				call_fail(&calls[idx[k]], -ETIMEDOUT);
+			return -1;
+		}
+		int r = poll(pfd, np, (int)wait);
+		if (r < 0 && errno != EINTR) {
+			for (size_t k = 0; k < np; k++)
+				call_fail(&calls[idx[k]], -errno);
+			return -1;
+		}
+		for (size_t k = 0; r > 0 && k < np; k++)
+			if (pfd[k].revents)
+				call_step(p, &calls[idx[k]], pfd[k].revents, req_id(arg));
+	}
+}
+
 void rpc_calls_free(struct rpc_call *calls, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -54,6 +54,22 @@ struct rpc_call {
  */
 void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
 	     uint64_t (*req_id)(void *), void *arg);
+/*
+ * A hedged run, for reads that any one of several nodes can answer:
+ * calls[0] starts at once; calls[i + 1] starts as soon as every call
+ * still in flight has been for @hedge_ms (none at all: at once, when the
+ * ones before failed without @accept taking their outcome). A late call
+ * goes on waiting for its reply too. Returns the index of the first finished call that
+ * @accept(call) returns nonzero for, at once: the calls still in flight
+ * are dropped (ret -ETIMEDOUT, their connections closed). Returns -1
+ * when none was accepted by @timeout_ms: every started call has its
+ * outcome (-ETIMEDOUT for those without). Calls never started have ret
+ * -ECANCELED; calls past RPC_MAX_CALLS are not touched. Free with
+ * rpc_calls_free either way.
+ */
+int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
+		   int hedge_ms, int (*accept)(const struct rpc_call *),
+		   uint64_t (*req_id)(void *), void *arg);
 void rpc_calls_free(struct rpc_call *calls, size_t n);
 /* The call's outcome as one errno: transport error or reply result. */
 int rpc_result(const struct rpc_call *c);

@@ -165,9 +165,11 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 		return -ENOMEM;
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	atomic_init(&s->replica_timeout_ms, 1500);
+	s->read_timeout_ms = SDFS_READ_TIMEOUT_MS;
 	snprintf(s->cluster, sizeof(s->cluster), "%s", cluster);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->lock_mu, NULL);
+	pthread_mutex_init(&s->late_mu, NULL);
 	pthread_mutex_init(&s->wake_mu, NULL);
 	{
 		pthread_condattr_t ca;
@@ -198,6 +200,7 @@ out_pool:
 out_free:
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->lock_mu);
+	pthread_mutex_destroy(&s->late_mu);
 	pthread_mutex_destroy(&s->wake_mu);
 	pthread_cond_destroy(&s->wake_cond);
 	free(s);
@@ -218,8 +221,10 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 		return ret;
 	}
 	ret = sdfs_connect(conf.zk, conf.cluster, conf.timeout_ms, out, err, errlen);
-	if (!ret)
+	if (ret == 0) {
 		sdfs_set_replica_timeout(*out, conf.replica_timeout_ms);
+		sdfs_set_read_timeout(*out, conf.read_timeout_ms);
+	}
 	return ret;
 }
 
@@ -235,9 +240,16 @@ void sdfs_close(struct sdfs *s)
 	pool_free(s->pool);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->lock_mu);
+	pthread_mutex_destroy(&s->late_mu);
 	pthread_mutex_destroy(&s->wake_mu);
 	pthread_cond_destroy(&s->wake_cond);
 	free(s);
+}
+
+void sdfs_set_read_timeout(struct sdfs *s, int timeout_ms)
+{
+	if (timeout_ms > 0)
+		s->read_timeout_ms = timeout_ms;
 }
 
 void sdfs_set_timeout(struct sdfs *s, int timeout_ms)

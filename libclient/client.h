@@ -29,6 +29,14 @@ struct map_ref {
 
 struct pool;
 
+#define CLIENT_LATE_MAX 8       /* replicas remembered as late (objio.c) */
+
+/* A replica that let a read wait past the hedge: tried last until then. */
+struct client_late {
+	uint32_t node_id;
+	int64_t until_ms;       /* net_now_ms(); 0: free slot */
+};
+
 struct sdfs {
 	struct coord *coord;
 	char cluster[64];
@@ -45,6 +53,12 @@ struct sdfs {
 	atomic_uint fence_token;        /* sdfs_set_fence_token: in every mutation */
 
 	struct pool *pool;
+	/* objio.c: a read asks the next replica too when one has not
+	 * answered in read_timeout_ms; the late ones, under late_mu */
+	int read_timeout_ms;
+	atomic_int_fast64_t late_until_ms;      /* the latest until_ms set */
+	pthread_mutex_t late_mu;
+	struct client_late late[CLIENT_LATE_MAX];
 	struct nsclient *ns;            /* nsclient.c; made on first use */
 	struct notify *notify;          /* notify.c; sdfs_ns_subscribe (under lock) */
 	atomic_int mds_changed;         /* ZooKeeper: mds/active may have moved

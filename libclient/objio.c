@@ -3,7 +3,8 @@
  * parallel (a volume's or the mds's objects: one fenced writer) or
  * through the object's primary (shared objects: file data, raw;
  * blockd/order.h), reads from one with failover, repair of a corrupt
- * replica.
+ * replica. A read (or stat) asks the next replica as well when one has
+ * not answered in read_timeout_ms, and keeps the first good answer.
  *
  * Every request carries the epoch of the map it was placed with. A
  * daemon that knows a newer map answers OLD_EPOCH, and the call re-reads
@@ -38,6 +39,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/oid.h"
+#include "common/proto.h"
 #include "libclient/client.h"
 #include "common/rpc.h"
 
@@ -576,6 +578,180 @@ static void repair(struct sdfs *s, struct placement *p, uint64_t oid,
 	rpc_calls_free(&rd, 1);
 }
 
+/* How long a replica that let a read wait past the hedge is asked last. */
+#define LATE_MS 5000
+
+static int is_late(struct sdfs *s, uint32_t node_id, int64_t now)
+{
+	int late = 0;
+
+	if (now >= atomic_load(&s->late_until_ms))
+		return 0;       /* none is: no lock on the common path */
+	pthread_mutex_lock(&s->late_mu);
+	for (int i = 0; i < CLIENT_LATE_MAX; i++)
+		if (s->late[i].node_id == node_id && s->late[i].until_ms > now)
+			late = 1;
+	pthread_mutex_unlock(&s->late_mu);
+	return late;
+}
+
+/* @late: remember @node_id as late for LATE_MS, or forget it. */
+static void set_late(struct sdfs *s, uint32_t node_id, int late)
+{
+	int64_t now = net_now_ms();
+	int slot = -1;
+
+	if (!late && now >= atomic_load(&s->late_until_ms))
+		return;
+	pthread_mutex_lock(&s->late_mu);
+	for (int i = 0; i < CLIENT_LATE_MAX; i++) {
+		struct client_late *l = &s->late[i];
+
+		if (l->node_id == node_id) {
+			slot = i;
+			break;
+		}
+		/* a free or expired slot, else the one that expires first */
+		if (slot < 0 || l->until_ms <= now || l->until_ms < s->late[slot].until_ms)
+			slot = i;
+	}
+	if (late) {
+		if (s->late[slot].node_id != node_id || s->late[slot].until_ms <= now)
+			log_info("node=%" PRIu32 ": no answer to a read in %d ms; asking "
+				 "the other replicas first", node_id, s->read_timeout_ms);
+		s->late[slot] = (struct client_late){ node_id, now + LATE_MS };
+		atomic_store(&s->late_until_ms, now + LATE_MS);
+	} else if (s->late[slot].node_id == node_id) {
+		s->late[slot].until_ms = 0;
+	}
+	pthread_mutex_unlock(&s->late_mu);
+}
+
+/* The up replicas in the order a read asks them: the late ones last. */
+static size_t read_order(struct sdfs *s, const struct placement *p,
+			 const struct cmap_node **out)
+{
+	int64_t now = net_now_ms();
+	size_t n = 0, nlate = 0;
+	const struct cmap_node *late[RING_MAX_COPIES];
+
+	for (size_t i = 0; i < p->nup; i++) {
+		if (is_late(s, p->up[i]->node_id, now))
+			late[nlate++] = p->up[i];
+		else
+			out[n++] = p->up[i];
+	}
+	for (size_t i = 0; i < nlate; i++)
+		out[n++] = late[i];
+	return n;
+}
+
+/* An answer that ends a read: data, a newer epoch than ours, or an
+ * error no other replica would help with. Not: a corrupt, missing or not
+ * current copy (ENODATA: that node cannot vouch for it), a node behind
+ * our epoch (EAGAIN: one just back, say; the others are current), or
+ * no answer. */
+static int read_accept(const struct rpc_call *c)
+{
+	int r = rpc_result(c);
+
+	return !(r == -EBADMSG || r == -ENOENT || r == -ENODATA || r == -EAGAIN ||
+		 rpc_is_transport(r));
+}
+
+/* One hedged round of @c (its req) to every up replica of @p. */
+struct read_round {
+	size_t n;                                       /* replicas asked */
+	const struct cmap_node *node[RING_MAX_COPIES];
+	struct rpc_call calls[RING_MAX_COPIES];
+	int won;                /* index of the answer (not OLD_EPOCH), or -1 */
+	size_t nbad, noent, nodata;
+	const struct cmap_node *bad[RING_MAX_COPIES];   /* failed checksums */
+	int stale;              /* OLD_EPOCH, or a node behind: go again */
+	int transport;                                  /* one did not answer */
+};
+
+/*
+ * Ask the replicas of @p for @req, each after the one before has failed
+ * or read_timeout_ms passed, until one answers for good (rr->won) or
+ * @timeout_ms. The first call reads into @buf (@len), the others into
+ * their own buffers. Counts the outcomes; replicas still silent when
+ * another answered become late, one that answered is not any more.
+ * rpc_calls_free(rr->calls, rr->n) afterwards.
+ */
+static void read_round(struct sdfs *s, const struct placement *p,
+		       const struct sdfs_hdr *req, void *buf, size_t len,
+		       int timeout_ms, struct read_round *rr)
+{
+	memset(rr, 0, sizeof(*rr));
+	rr->n = read_order(s, p, rr->node);
+	for (size_t i = 0; i < rr->n; i++) {
+		rr->calls[i].node = rr->node[i];
+		rr->calls[i].req = *req;
+		rr->calls[i].req.epoch = (uint32_t)p->m->map->epoch;
+	}
+	if (buf) {
+		rr->calls[0].rbuf = buf;
+		rr->calls[0].rbuf_len = len;
+	}
+	rr->won = rpc_run_hedged(s->pool, rr->calls, rr->n, timeout_ms, s->read_timeout_ms,
+				 read_accept, next_req_id, s);
+	for (size_t i = 0; i < rr->n; i++) {
+		struct rpc_call *c = &rr->calls[i];
+		int r = rpc_result(c);
+
+		if (c->ret == -ECANCELED)
+			continue;       /* never asked */
+		/* Silent past the hedge: the next one was asked meanwhile. */
+		if (c->ret == -ETIMEDOUT && (rr->won < 0 || (int)i < rr->won))
+			set_late(s, rr->node[i]->node_id, 1);
+		else if (c->ret == 0)
+			set_late(s, rr->node[i]->node_id, 0);
+		if ((int)i == rr->won)
+			continue;
+		if (r == -EBADMSG) {
+			log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": replica failed "
+				 "its checksum; reading another", rr->node[i]->node_id,
+				 req->oid);
+			rr->bad[rr->nbad++] = rr->node[i];
+		} else if (r == -ENOENT) {
+			rr->noent++;
+		} else if (r == -ENODATA) {
+			/* That node cannot vouch for its copy: never take
+			 * old data, ask the next one. */
+			rr->nodata++;
+		} else if (r == -EAGAIN) {
+			rr->stale = 1;  /* if nobody else answers: again */
+		} else if (rpc_is_transport(r) && (rr->won < 0 || (int)i < rr->won)) {
+			rr->transport = 1;
+		}
+	}
+	if (rr->won >= 0 && is_epoch_miss(rpc_result(&rr->calls[rr->won]))) {
+		rr->won = -1;   /* our map is old: a new one, then again */
+		rr->stale = 1;
+	}
+}
+
+/*
+ * After a round that nobody won: the outcome if it is final (0 if the
+ * call should go on): every replica says the object is gone, or none
+ * can give it.
+ */
+static int read_verdict(const struct read_round *rr)
+{
+	size_t nup = rr->n;
+
+	if (rr->stale || !nup)
+		return 0;
+	if (rr->noent == nup)
+		return -ENOENT;
+	if (rr->noent && rr->noent + rr->nodata == nup)
+		return -ENOENT; /* a replica that can vouch says it is gone */
+	if (rr->nbad + rr->noent + rr->nodata == nup)
+		return -EIO;    /* corrupt, missing or not current everywhere */
+	return 0;
+}
+
 ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 		      uint64_t off)
 {
@@ -585,66 +761,45 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 	if (len > SDFS_MAX_PAYLOAD)
 		len = SDFS_MAX_PAYLOAD;
 	for (int attempt = 0;; attempt++) {
-		const struct cmap_node *bad[RING_MAX_COPIES];
+		struct sdfs_hdr req = { .opcode = SDFS_OP_OBJ_READ, .oid = oid,
+					.offset = off };
+		struct read_round rr;
 		struct placement p;
-		size_t nbad = 0, noent = 0, nodata = 0;
-		int ret = placement_get(s, oid, &p), stale = 0;
+		int ret = placement_get(s, oid, &p);
+		int64_t left = deadline - net_now_ms();
 
 		if (ret)
 			return ret;
+		if (left <= 0) {
+			placement_done(&p);
+			return last;
+		}
 		if (len > p.obj_size)
 			len = p.obj_size;
-		for (size_t i = 0; i < p.nup && !stale; i++) {
-			struct rpc_call c = { 0 };
-			int64_t left = deadline - net_now_ms();
+		req.length = (uint32_t)len;
+		read_round(s, &p, &req, buf, len, (int)left, &rr);
+		if (rr.won >= 0) {
+			struct rpc_call *c = &rr.calls[rr.won];
+			ssize_t got = c->reply.payload_len;
 
-			if (left <= 0)
-				break;
-			c.node = p.up[i];
-			c.req.opcode = SDFS_OP_OBJ_READ;
-			c.req.oid = oid;
-			c.req.offset = off;
-			c.req.length = (uint32_t)len;
-			c.req.epoch = (uint32_t)p.m->map->epoch;
-			c.rbuf = buf;
-			c.rbuf_len = len;
-			rpc_run(s->pool, &c, 1, (int)left, next_req_id, s);
-			ret = rpc_result(&c);
-			if (ret == 0) {
-				ssize_t got = c.reply.payload_len;
-
-				if (nbad)
-					repair(s, &p, oid, p.up[i], bad, nbad);
-				placement_done(&p);
-				return got;
-			}
-			if (ret == -EBADMSG) {
-				log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": replica failed "
-					 "its checksum; reading another", p.up[i]->node_id, oid);
-				bad[nbad++] = p.up[i];
-			} else if (ret == -ENOENT) {
-				noent++;
-			} else if (ret == -ENODATA) {
-				/* That node cannot vouch for its copy: never take
-				 * old data, ask the next one. */
-				nodata++;
-			} else if (is_epoch_miss(ret)) {
-				stale = 1;
-			} else if (!rpc_is_transport(ret)) {
-				placement_done(&p);
-				return ret;     /* EINVAL and the like: no replica helps */
-			} else {
-				last = -EIO;
-			}
+			ret = rpc_result(c);
+			if (ret == 0 && (size_t)got > len)
+				ret = -EPROTO;  /* more than asked: a broken node */
+			if (ret == 0 && rr.won > 0 && got)
+				memcpy(buf, c->rpayload, (size_t)got);
+			if (ret == 0 && rr.nbad)
+				repair(s, &p, oid, c->node, rr.bad, rr.nbad);
+			rpc_calls_free(rr.calls, rr.n);
+			placement_done(&p);
+			return ret ? ret : got; /* EINVAL and the like: no replica helps */
 		}
-		size_t nup = p.nup;
+		rpc_calls_free(rr.calls, rr.n);
 		placement_done(&p);
-		if (!stale && nup && noent == nup)
-			return -ENOENT;
-		if (!stale && nup && noent && noent + nodata == nup)
-			return -ENOENT; /* a replica that can vouch says it is gone */
-		if (!stale && nup && nbad + noent + nodata == nup)
-			return -EIO;    /* corrupt, missing or not current everywhere */
+		if (rr.transport)
+			last = -EIO;
+		ret = read_verdict(&rr);
+		if (ret)
+			return ret;
 		if (deadline - net_now_ms() <= 0)
 			return last;
 		client_map_refresh(s);
@@ -654,19 +809,48 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 
 int sdfs_obj_stat(struct sdfs *s, uint64_t oid, struct sdfs_obj_info *info)
 {
-	struct sdfs_replica r[RING_MAX_COPIES];
-	size_t n;
-	int ret = sdfs_obj_locate(s, oid, r, RING_MAX_COPIES, &n), noent = 0;
+	int64_t deadline = net_now_ms() + s->timeout_ms;
+	int last = -ETIMEDOUT;
 
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < n; i++) {
-		if (r[i].result == 0) {
-			info->size = r[i].size;
-			info->epoch = r[i].epoch;
-			return 0;
+	for (int attempt = 0;; attempt++) {
+		struct sdfs_hdr req = { .opcode = SDFS_OP_OBJ_STAT, .oid = oid };
+		struct sdfs_obj_stat st;
+		struct read_round rr;
+		struct placement p;
+		int ret = placement_get(s, oid, &p);
+		int64_t left = deadline - net_now_ms();
+
+		if (ret)
+			return ret;
+		if (left <= 0) {
+			placement_done(&p);
+			return last;
 		}
-		noent += r[i].result == -ENOENT;
+		read_round(s, &p, &req, NULL, 0, (int)left, &rr);
+		placement_done(&p);
+		if (rr.won >= 0) {
+			struct rpc_call *c = &rr.calls[rr.won];
+
+			ret = rpc_result(c);
+			if (ret == 0 && (!c->rpayload ||
+			    proto_obj_stat_decode(c->rpayload, c->reply.payload_len, &st)))
+				ret = -EPROTO;
+			if (ret == 0) {
+				info->size = st.size;
+				info->epoch = st.epoch;
+			}
+			rpc_calls_free(rr.calls, rr.n);
+			return ret;
+		}
+		rpc_calls_free(rr.calls, rr.n);
+		if (rr.transport)
+			last = -EIO;
+		ret = read_verdict(&rr);
+		if (ret)
+			return ret;
+		if (deadline - net_now_ms() <= 0)
+			return last;
+		client_map_refresh(s);
+		backoff(attempt);
 	}
-	return noent ? -ENOENT : -EIO;
 }

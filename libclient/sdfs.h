@@ -51,6 +51,14 @@ void sdfs_set_timeout(struct sdfs *s, int timeout_ms);
  * answer by then is reported unresponsive and the write goes on without
  * it once the map says so (docs/recovery.md). */
 void sdfs_set_replica_timeout(struct sdfs *s, int timeout_ms);
+/*
+ * How long a read waits for one replica before it asks the next one as
+ * well (keeping the first answer that comes; the config's
+ * read_timeout_ms, default SDFS_READ_TIMEOUT_MS). A replica that made a
+ * read wait this long is asked last for a few seconds. 0: unchanged.
+ */
+#define SDFS_READ_TIMEOUT_MS 1000
+void sdfs_set_read_timeout(struct sdfs *s, int timeout_ms);
 
 /* ---- cluster ---- */
 

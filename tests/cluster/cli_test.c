@@ -925,8 +925,16 @@ Test(cli_again, dev_up_again_restarts_added_blockd_on_the_current_zk, .timeout =
 	hold = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert(hold >= 0);
 	setsockopt(hold, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* taken by someone else already: as good */
-	if (bind(hold, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+	/* The old ZooKeeper may still be on its way out after dev down:
+	 * wait for the port rather than take its last moments for a
+	 * holder (dev up would then find the port free and keep it).
+	 * Taken by someone else for good: as good. */
+	int bound = -1;
+	for (int64_t end = tnow_ms() + 10000; tnow_ms() < end; tsleep_ms(100))
+		if ((bound = bind(hold, (struct sockaddr *)&sa, sizeof(sa))) == 0 ||
+		    errno != EADDRINUSE)
+			break;
+	if (bound == 0)
 		cr_assert_eq(listen(hold, 1), 0);
 	else
 		cr_assert_eq(errno, EADDRINUSE, "bind %d: %s", port, strerror(errno));

@@ -1,10 +1,18 @@
 /*
  * order.c - the primary's side of ordered mutations (order.h).
  *
- * The primary waits at most replica_timeout_ms (sdfs.conf) for the
- * replicas; one that did not answer by then is reported unresponsive
- * (coord_suspect.h) and the client is told to try again (UNAVAIL): it
- * does once the map has dropped that node (docs/recovery.md).
+ * The primary answers within replica_timeout_ms (sdfs.conf) of a
+ * request's arrival, the time it waited for a worker and for the
+ * object's stripe (held by the mutation before it, which may be waiting
+ * for a hung replica) included: the client waits only a second more
+ * before it reports the primary itself. A request that waited more than
+ * half of that answers UNAVAIL untouched (the client tries again); the
+ * others wait what is left for the replicas, and one that did not
+ * answer by then is reported unresponsive (coord_suspect.h) and the
+ * client is told to try again (UNAVAIL): it does once the map has
+ * dropped that node (docs/recovery.md). We never report ourselves (our
+ * own SDFS_F_SYNC copy goes out with the others): the client does if
+ * we are the slow one.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +26,7 @@
 #include "blockd/order.h"
 #include "common/coord_suspect.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
 #include "common/ring.h"
@@ -44,6 +53,7 @@ struct ordreq {
 	struct cmap_node node[RING_MAX_COPIES];
 	enum sdfs_res res;
 	uint32_t applied;
+	int64_t arrived_ms;             /* net_now_ms() at dispatch */
 };
 
 static const uint8_t repl_of[SDFS_OP_MAX] = {
@@ -177,15 +187,25 @@ static void ordreq_fn(struct work *w)
 	}
 	if (mu)
 		pthread_mutex_lock(mu);
+	int64_t waited = net_now_ms() - q->arrived_ms;
+	if (!q->proxy && waited > o->timeout_ms / 2) {
+		/* The client's bound ran meanwhile: nothing done, again. */
+		if (mu)
+			pthread_mutex_unlock(mu);
+		q->res = SDFS_RES_UNAVAIL;
+		return;
+	}
 	if (self < q->n)        /* same answer as over the wire */
 		res[self] = proto_res_to_errno(proto_res_from_errno(
 			ops_apply(q->bd, &h, q->payload)));
-	rpc_run(o->pool, c, nc, o->timeout_ms, next_req_id, o);
+	rpc_run(o->pool, c, nc, q->proxy ? o->timeout_ms : o->timeout_ms - (int)waited,
+		next_req_id, o);
 	if (mu)
 		pthread_mutex_unlock(mu);
 	for (size_t k = 0; k < nc; k++) {
 		res[at[k]] = rpc_result(&c[k]);
-		if (c[k].ret == -ETIMEDOUT && !q->proxy)
+		if (c[k].ret == -ETIMEDOUT && !q->proxy &&
+		    c[k].node->node_id != q->bd->node_id)
 			report(q, c[k].node->node_id);
 	}
 	if (q->proxy) {
@@ -257,6 +277,7 @@ void order_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	q->conn = c;
 	q->h = *h;
 	q->payload = payload;
+	q->arrived_ms = net_now_ms();
 	q->work.fn = ordreq_fn;
 	q->work.finish = ordreq_done;   /* replies from the order worker */
 	client_conn_get(c);

@@ -153,6 +153,10 @@ static void report(const struct ordreq *q, uint32_t node_id)
 	char who[32];
 	int r;
 
+	/* As a client: only while our map is still the try's (the node
+	 * may be down, or back, in a newer one: the client retries). */
+	if (member_epoch(q->bd) > q->h.epoch)
+		return;
 	snprintf(who, sizeof(who), "node:%" PRIu32, q->bd->node_id);
 	r = coord_suspect_report(q->bd->coord, node_id, q->h.epoch, who);
 	if (r == 0)

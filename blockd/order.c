@@ -5,14 +5,15 @@
  * request's arrival, the time it waited for a worker and for the
  * object's stripe (held by the mutation before it, which may be waiting
  * for a hung replica) included: the client waits only a second more
- * before it reports the primary itself. A request that waited more than
- * half of that answers UNAVAIL untouched (the client tries again); the
- * others wait what is left for the replicas, and one that did not
- * answer by then is reported unresponsive (coord_suspect.h) and the
- * client is told to try again (UNAVAIL): it does once the map has
- * dropped that node (docs/recovery.md). We never report ourselves (our
- * own SDFS_F_SYNC copy goes out with the others): the client does if
- * we are the slow one.
+ * before it reports the primary itself. A request with less than a
+ * quarter of that left answers UNAVAIL untouched (the client tries
+ * again); the others wait what is left for the replicas. One that did
+ * not answer by then (and had at least half the bound) is reported
+ * unresponsive (coord_suspect.h), and the client is told to try again
+ * (UNAVAIL): it does once the map has dropped that node
+ * (docs/recovery.md). We never report ourselves (our own SDFS_F_SYNC
+ * copy goes out with the others): the client does if we are the slow
+ * one.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -191,9 +192,11 @@ static void ordreq_fn(struct work *w)
 	}
 	if (mu)
 		pthread_mutex_lock(mu);
+	/* What is left of the bound since the request came (the client's
+	 * runs meanwhile); too little: nothing done, the client retries. */
 	int64_t waited = net_now_ms() - q->arrived_ms;
-	if (!q->proxy && waited > o->timeout_ms / 2) {
-		/* The client's bound ran meanwhile: nothing done, again. */
+	int left = q->proxy ? o->timeout_ms : o->timeout_ms - (int)waited;
+	if (left < o->timeout_ms / 4) {
 		if (mu)
 			pthread_mutex_unlock(mu);
 		q->res = SDFS_RES_UNAVAIL;
@@ -202,13 +205,13 @@ static void ordreq_fn(struct work *w)
 	if (self < q->n)        /* same answer as over the wire */
 		res[self] = proto_res_to_errno(proto_res_from_errno(
 			ops_apply(q->bd, &h, q->payload)));
-	rpc_run(o->pool, c, nc, q->proxy ? o->timeout_ms : o->timeout_ms - (int)waited,
-		next_req_id, o);
+	rpc_run(o->pool, c, nc, left, next_req_id, o);
 	if (mu)
 		pthread_mutex_unlock(mu);
 	for (size_t k = 0; k < nc; k++) {
 		res[at[k]] = rpc_result(&c[k]);
-		if (c[k].ret == -ETIMEDOUT && !q->proxy &&
+		/* silent for at least half the bound; never ourselves */
+		if (c[k].ret == -ETIMEDOUT && !q->proxy && left >= o->timeout_ms / 2 &&
 		    c[k].node->node_id != q->bd->node_id)
 			report(q, c[k].node->node_id);
 	}

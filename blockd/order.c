@@ -1,10 +1,19 @@
 /*
  * order.c - the primary's side of ordered mutations (order.h).
  *
- * The primary waits at most replica_timeout_ms (sdfs.conf) for the
- * replicas; one that did not answer by then is reported unresponsive
- * (coord_suspect.h) and the client is told to try again (UNAVAIL): it
- * does once the map has dropped that node (docs/recovery.md).
+ * The primary answers within replica_timeout_ms (sdfs.conf) of a
+ * request's arrival, the time it waited for a worker and for the
+ * object's stripe (held by the mutation before it, which may be waiting
+ * for a hung replica) included: the client waits only a second more
+ * before it reports the primary itself. A request with less than a
+ * quarter of that left answers UNAVAIL untouched (the client tries
+ * again); the others wait what is left for the replicas. One that did
+ * not answer by then (and had at least half the bound) is reported
+ * unresponsive (coord_suspect.h), and the client is told to try again
+ * (UNAVAIL): it does once the map has dropped that node
+ * (docs/recovery.md). We never report ourselves (our own SDFS_F_SYNC
+ * copy goes out with the others): the client does if we are the slow
+ * one.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +27,7 @@
 #include "blockd/order.h"
 #include "common/coord_suspect.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
 #include "common/ring.h"
@@ -44,6 +54,7 @@ struct ordreq {
 	struct cmap_node node[RING_MAX_COPIES];
 	enum sdfs_res res;
 	uint32_t applied;
+	int64_t arrived_ms;             /* net_now_ms() at dispatch */
 };
 
 static const uint8_t repl_of[SDFS_OP_MAX] = {
@@ -143,6 +154,10 @@ static void report(const struct ordreq *q, uint32_t node_id)
 	char who[32];
 	int r;
 
+	/* As a client: only while our map is still the try's (the node
+	 * may be down, or back, in a newer one: the client retries). */
+	if (member_epoch(q->bd) > q->h.epoch)
+		return;
 	snprintf(who, sizeof(who), "node:%" PRIu32, q->bd->node_id);
 	r = coord_suspect_report(q->bd->coord, node_id, q->h.epoch, who);
 	if (r == 0)
@@ -177,15 +192,27 @@ static void ordreq_fn(struct work *w)
 	}
 	if (mu)
 		pthread_mutex_lock(mu);
+	/* What is left of the bound since the request came (the client's
+	 * runs meanwhile); too little: nothing done, the client retries. */
+	int64_t waited = net_now_ms() - q->arrived_ms;
+	int left = q->proxy ? o->timeout_ms : o->timeout_ms - (int)waited;
+	if (left < o->timeout_ms / 4) {
+		if (mu)
+			pthread_mutex_unlock(mu);
+		q->res = SDFS_RES_UNAVAIL;
+		return;
+	}
 	if (self < q->n)        /* same answer as over the wire */
 		res[self] = proto_res_to_errno(proto_res_from_errno(
 			ops_apply(q->bd, &h, q->payload)));
-	rpc_run(o->pool, c, nc, o->timeout_ms, next_req_id, o);
+	rpc_run(o->pool, c, nc, left, next_req_id, o);
 	if (mu)
 		pthread_mutex_unlock(mu);
 	for (size_t k = 0; k < nc; k++) {
 		res[at[k]] = rpc_result(&c[k]);
-		if (c[k].ret == -ETIMEDOUT && !q->proxy)
+		/* silent for at least half the bound; never ourselves */
+		if (c[k].ret == -ETIMEDOUT && !q->proxy && left >= o->timeout_ms / 2 &&
+		    c[k].node->node_id != q->bd->node_id)
 			report(q, c[k].node->node_id);
 	}
 	if (q->proxy) {
@@ -257,6 +284,7 @@ void order_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	q->conn = c;
 	q->h = *h;
 	q->payload = payload;
+	q->arrived_ms = net_now_ms();
 	q->work.fn = ordreq_fn;
 	q->work.finish = ordreq_done;   /* replies from the order worker */
 	client_conn_get(c);

@@ -28,6 +28,14 @@ int64_t net_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int net_idle_dead(int fd)
+{
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
+
 int net_parse_addr(const char *s, char *host, size_t hostlen, uint16_t *port)
 {
 	const char *colon = strrchr(s, ':');

@@ -24,6 +24,11 @@ int net_connect(const char *host, uint16_t port, int timeout_ms);
 int net_set_nonblock(int fd, int on);
 void net_tune(int fd);  /* TCP_NODELAY and large socket buffers */
 
+/* Is an idle pooled connection unusable: the peer closed it (a daemon's
+ * idle_timeout_ms), it failed, or it holds bytes nobody asked for?
+ * Does not block. 1: close it and take another; 0: use it. */
+int net_idle_dead(int fd);
+
 /* Monotonic milliseconds, for deadlines. */
 int64_t net_now_ms(void);
 #endif

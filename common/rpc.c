@@ -87,8 +87,14 @@ static int pool_take(struct pool *p, const struct cmap_node *nd)
 
 	pthread_mutex_lock(&p->lock);
 	struct pool_entry *e = pool_find(p, nd, 0);
-	if (e && e->nfd)
+	/* those the daemon closed meanwhile (idle) go: each would cost a try */
+	while (e && e->nfd && fd < 0) {
 		fd = e->fds[--e->nfd];
+		if (net_idle_dead(fd)) {
+			close(fd);
+			fd = -1;
+		}
+	}
 	pthread_mutex_unlock(&p->lock);
 	return fd;
 }

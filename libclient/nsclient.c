@@ -217,7 +217,9 @@ static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
 	pthread_mutex_lock(&nc->lock);
 	while (nc->nidle > 0) {
 		nc->nidle--;
-		if (nc->idle_gen[nc->nidle] == nc->gen) {
+		/* not one the mds closed meanwhile (idle_timeout_ms): each
+		 * would cost an attempt and a backoff */
+		if (nc->idle_gen[nc->nidle] == nc->gen && !net_idle_dead(nc->idle[nc->nidle])) {
 			*gen = nc->gen;
 			*fresh = 0;
 			fd = nc->idle[nc->nidle];

@@ -14,8 +14,10 @@
  *   - idle_and_max_conns: a connection that sends nothing is closed
  *     after the idle timeout, and a libsdfs client whose pooled
  *     connections (to block daemons and the mds) were closed that way
- *     goes on without an error; beyond max_conns new connections are
- *     closed at once, with a log line at most every 10 s.
+ *     goes on without an error, and without spending an attempt on a
+ *     closed one (nsclient's "answered at try N" line); beyond max_conns
+ *     new connections are closed at once, with a log line at most every
+ *     10 s.
  *
  * Every daemon is restarted with a config file that sets the limits
  * short (dev up starts them with --zk only, which reads no file).
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "common/proto.h"
 #include "tests/cluster/fixture.h"
 #include "tests/cluster/wire.h"
@@ -250,6 +253,7 @@ static void client_round(const char *dir)
 	cr_assert_eq(memcmp(buf, got, sizeof(buf)), 0);
 }
 
+/* Lines of log/@name.log (NULL: this process's libsdfs log) with @needle. */
 static unsigned log_count(const char *name, const char *needle)
 {
 	char path[4096], *line = NULL;
@@ -257,7 +261,10 @@ static unsigned log_count(const char *name, const char *needle)
 	unsigned n = 0;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/log/%s.log", tcluster_dir(tc), name);
+	if (name)
+		snprintf(path, sizeof(path), "%s/log/%s.log", tcluster_dir(tc), name);
+	else
+		snprintf(path, sizeof(path), "%s/client.log", tcluster_dir(tc));
 	f = fopen(path, "r");
 	cr_assert(f);
 	while (getline(&line, &cap, f) > 0)
@@ -282,7 +289,14 @@ Test(conn_limits, idle_and_max_conns)
 		     "(idle timeout %d ms): %s", CLOSE_WAIT_MS, IDLE_TIMEOUT_MS,
 		     strerror(-ret));
 	close(fd);
+	/* The pooled connections the daemons closed are not tried first
+	 * (nsclient.c says at debug when a call needed another try). */
+	log_level = LOG_DEBUG;
 	client_round("after_idle");
+	log_level = LOG_INFO;
+	unsigned retried = log_count(NULL, "answered at try");
+	cr_expect_eq(retried, 0, "%u namespace calls after the idle timeout were "
+		     "answered only at a later try", retried);
 
 	/* max_conns: the daemon already has a few of its own. Each
 	 * connection asks at once, so one that was let in has its answer

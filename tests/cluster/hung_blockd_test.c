@@ -15,6 +15,12 @@
  *     until it has rejoined and recovered (where nft cannot add a rule,
  *     or with SDFS_TEST_NO_NFT=1, the test reports the node itself, as
  *     a client would, and checks the same);
+ *   - hung.a_primary_with_queued_writes_*: a replica SIGSTOPped while
+ *     several writes of one object through its primary arrive at once
+ *     (they queue for the object's stripe, each behind one waiting for
+ *     the replica): every write succeeds, and the healthy primary is
+ *     never reported unresponsive (it answers every one within the
+ *     client's bound);
  *   - hung_mds.*: the same SIGSTOP while the mount creates files (every
  *     create is a write of the mds's database): no create fails.
  *
@@ -250,6 +256,65 @@ Test(hung, writes_go_on_while_a_blockd_is_stopped)
 			  i, seq, ld.acked[i]);
 	}
 	assert_converged("after SIGCONT");
+}
+
+/* ---- hung: writes queued on a primary behind a hung replica ---- */
+
+#define NQUEUED 4
+
+struct queued {
+	struct sdfs *s;
+	uint64_t oid;
+	unsigned k;
+	int ret;
+};
+
+static void *queued_writer(void *arg)
+{
+	struct queued *q = arg;
+	unsigned char buf[OBJ_LEN];
+
+	fill(buf, q->k, 1);
+	q->ret = sdfs_obj_write(q->s, q->oid, buf, OBJ_LEN, (uint64_t)q->k * OBJ_LEN);
+	return NULL;
+}
+
+Test(hung, a_primary_with_queued_writes_is_not_reported)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint64_t oid = oid_make(OID_KIND_RAW, 0x9a11, 0);
+	static unsigned char buf[OBJ_LEN];
+	struct sdfs_replica r[COPIES];
+	struct queued q[NQUEUED];
+	pthread_t t[NQUEUED];
+	char primary[32], victim[32];
+	size_t n = 0;
+
+	fill(buf, 0, 1);
+	cr_assert_eq(sdfs_obj_write(s, oid, buf, OBJ_LEN, 0), 0);
+	cr_assert_eq(sdfs_obj_locate(s, oid, r, COPIES, &n), 0);
+	cr_assert_eq(n, COPIES);
+	/* placement order: the first up holder is the primary */
+	cr_assert(tcluster_node_name(tc, r[0].node_id, primary, sizeof(primary)));
+	cr_assert(tcluster_node_name(tc, r[1].node_id, victim, sizeof(victim)));
+	cr_assert_eq(tcluster_signal(tc, victim, SIGSTOP), 0);
+	for (unsigned k = 0; k < NQUEUED; k++) {
+		q[k] = (struct queued){ .s = s, .oid = oid, .k = k };
+		cr_assert_eq(pthread_create(&t[k], NULL, queued_writer, &q[k]), 0);
+	}
+	for (unsigned k = 0; k < NQUEUED; k++)
+		pthread_join(t[k], NULL);
+	cr_assert_eq(tcluster_signal(tc, victim, SIGCONT), 0);
+
+	char *line = tcluster_log_line(tc, primary, "reported unresponsive; serving nothing", 0);
+
+	cr_log_info("%s (primary) with %s (replica) stopped: %u writes of one object "
+		    "at once; primary reported: %s", primary, victim, NQUEUED,
+		    line ? line : "no");
+	for (unsigned k = 0; k < NQUEUED; k++)
+		cr_expect_eq(q[k].ret, 0, "write %u: %s", k, strerror(-q[k].ret));
+	cr_expect_null(line, "the healthy primary %s was reported: %s", primary, line);
+	free(line);
 }
 
 /* ---- partition: a node clients cannot reach, ZooKeeper can ---- */

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "libclient/sdfs.h"
 
@@ -18,7 +19,19 @@ static struct {
 	const char *what;               /* "write", "read"...; NULL: none */
 	uint64_t oid;
 	int err;                        /* positive errno */
+	int64_t at_ms;                  /* CLOCK_MONOTONIC */
 } last;
+
+/* An older failure did not make this step-down: it was retried past. */
+#define LAST_ERROR_MS 30000
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int note(const char *what, uint64_t oid, int ret)
 {
@@ -28,6 +41,7 @@ static int note(const char *what, uint64_t oid, int ret)
 	last.what = what;
 	last.oid = oid;
 	last.err = -ret;
+	last.at_ms = mono_ms();
 	pthread_mutex_unlock(&last_lock);
 	return ret;
 }
@@ -37,7 +51,7 @@ int store_last_error(char *buf, size_t len)
 	int err;
 
 	pthread_mutex_lock(&last_lock);
-	err = last.what ? last.err : 0;
+	err = last.what && mono_ms() - last.at_ms < LAST_ERROR_MS ? last.err : 0;
 	if (err)
 		snprintf(buf, len, "database %s of object %016" PRIx64 " failed: %s%s",
 			 last.what, last.oid, strerror(err),

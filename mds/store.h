@@ -15,7 +15,8 @@ struct sdfs;
 /* Fill @st to use @s (which must outlive the database). */
 void store_init(struct objenv_store *st, struct sdfs *s);
 /*
- * The last object call of this process's store that failed, as one line
+ * The last object call of this process's store that failed within the
+ * last 30 s (an older one was retried past), as one line
  * ("database write of object 0100000000300000 failed: Connection timed
  * out") into @buf; returns its errno (EPERM: refused by a fence), or 0
  * and leaves @buf alone if none failed. Any thread.

@@ -99,6 +99,25 @@ static int try_port(int port)
 	return got;
 }
 
+/* Can @port be bound again by a server that sets SO_REUSEADDR (Java's
+ * ZooKeeper does): one whose old connections wait in TIME_WAIT is fine. */
+static int port_reusable(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ok;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || port <= 0) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
 /*
  * A port for a daemon to listen on, below the kernel's ephemeral range
  * (ip_local_port_range): a port from that range may be taken by any
@@ -617,7 +636,8 @@ static int zk_ports(const struct dev *d, unsigned n, unsigned k, struct zk_serve
 				dup = taken[j] == port;
 			for (int j = 0; j < i && !dup; j++)
 				dup = *out[j] == port;
-			if (!dup && try_port(port) == port)
+			if (!dup && (port == want[i] ? port_reusable(port) :
+				     try_port(port) == port))
 				break;
 			if (++tries > 50)
 				return -EADDRINUSE;

@@ -133,7 +133,8 @@ static const struct help_entry entries[] = {
 	  "  --zk HOSTS --cluster NAME\n"
 	  "                    use a running ZooKeeper instead of starting one\n"
 	  "Again on a DIR that was up: every daemon dev started there, dev add's\n"
-	  "too; they read ZooKeeper's address from DIR/sdfs.conf.\n" },
+	  "too, and as many ZooKeeper servers as before (another --zk-servers is\n"
+	  "refused); they read ZooKeeper's address from DIR/sdfs.conf.\n" },
 	{ "dev", "add", "dev add --dir DIR [--zone N] [--weight W]",
 	  "start one more blockd in it", NULL },
 	{ "dev", "status|down", "dev status|down --dir DIR",

@@ -4,7 +4,8 @@
  *
  * Everything lives under one directory:
  *   DIR/sdfs.conf        how clients reach it (SDFS_CONF=DIR/sdfs.conf)
- *   DIR/zk/              the private ZooKeeper server's config and data
+ *   DIR/zk/              the private ZooKeeper server's config and data;
+ *   DIR/zk.K/            with --zk-servers N, server K's of N (K = 1..N)
  *   DIR/blockd.N/        block daemon N's data directory (dev add: one more)
  *   (mds.N)              metadata server N: no local state, its database
  *                        lives in objects on the block daemons
@@ -57,6 +58,7 @@ struct dev {
 	char zk[256];           /* ZooKeeper hosts */
 	char cluster[64];
 	int external_zk;        /* --zk given: no private server */
+	unsigned zk_servers;    /* else how many: 1 (zk), 3 or 5 (zk.1...) */
 	int netns;              /* --netns: each daemon in its own namespace */
 	struct dev_net net;     /* then: the bridge's subnet... (dev_netns.h) */
 };
@@ -95,6 +97,25 @@ static int try_port(int port)
 		got = ntohs(sa.sin_port);
 	close(fd);
 	return got;
+}
+
+/* Can @port be bound again by a server that sets SO_REUSEADDR (Java's
+ * ZooKeeper does): one whose old connections wait in TIME_WAIT is fine. */
+static int port_reusable(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, ok;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || port <= 0) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
 }
 
 /*
@@ -517,63 +538,206 @@ static int list_daemons(const struct dev *d, char names[][64], int max)
 	return n;
 }
 
-/* The clientPort of an earlier DIR/zk/zoo.cfg, if it can be bound
- * again; else a new port. The daemons read the address from sdfs.conf,
- * but keeping it spares everyone else (a shell's SDFS_CONF is fine
- * either way) a surprise. */
-static int zk_port(const struct dev *d)
+/*
+ * The private ZooKeeper: one server "zk" (DIR/zk/), or with
+ * --zk-servers N an ensemble of N (3 or 5), "zk.1" ... "zk.N", each with
+ * its own DIR/zk.K/ (zoo.cfg, myid, data), client port and quorum and
+ * election ports; DIR/sdfs.conf's zk lists them all.
+ */
+#define DEV_ZK_MAX 5
+#define DEV_ZK_NETNS_QUORUM 2888        /* --netns: each server its address */
+#define DEV_ZK_NETNS_ELECTION 3888
+
+struct zk_server {
+	char name[16];          /* zk, zk.K */
+	char host[64];
+	int port, quorum, election;     /* client, peer, leader election */
+};
+
+static void zk_name(unsigned n, unsigned k, char *out, size_t len)
 {
-	char cfg[PATH_MAX + 32], text[4096];
-	const char *p;
-
-	snprintf(cfg, sizeof(cfg), "%s/zk/zoo.cfg", d->dir);
-	if (read_file(cfg, text, sizeof(text)) > 0 && (p = strstr(text, "\nclientPort="))) {
-		int port = atoi(p + 12);
-
-		if (port > 0 && try_port(port) == port)
-			return port;
-	}
-	return free_port();
+	if (n == 1)
+		snprintf(out, len, "zk");
+	else
+		snprintf(out, len, "zk.%u", k);
 }
 
-static int start_zk(struct dev *d)
+/* Is @name the private ZooKeeper server (zk) or one of an ensemble (zk.K)? */
+static int is_zk_name(const char *name)
 {
-	char cfgdir[PATH_MAX + 16], cfg[PATH_MAX + 32], text[PATH_MAX + 512];
-	char java[PATH_MAX], logdir[PATH_MAX + 32], logopt[PATH_MAX + 64], host[64];
-	int port = d->netns ? DEV_ZK_NETNS_PORT : zk_port(d), ret;
+	char *end;
 
-	if (port <= 0)
-		return cli_fail("no free port for ZooKeeper");
+	if (!strcmp(name, "zk"))
+		return 1;
+	if (strncmp(name, "zk.", 3))
+		return 0;
+	unsigned long k = strtoul(name + 3, &end, 10);
+	return end != name + 3 && !*end && k >= 1 && k <= DEV_ZK_MAX;
+}
+
+/* How many servers an earlier dev up in DIR ran (run/zk.cmd: 1, else the
+ * highest K of run/zk.K.cmd); 0 if none. */
+static unsigned zk_recorded(const struct dev *d)
+{
+	char path[PATH_MAX + 64], name[16];
+	unsigned n = 0;
+
+	run_path(d, "zk", "cmd", path, sizeof(path));
+	if (access(path, F_OK) == 0)
+		return 1;
+	for (unsigned k = 1; k <= DEV_ZK_MAX; k++) {
+		snprintf(name, sizeof(name), "zk.%u", k);
+		run_path(d, name, "cmd", path, sizeof(path));
+		if (access(path, F_OK) == 0)
+			n = k;
+	}
+	return n;
+}
+
+/* The value of "@key=" in a zoo.cfg's @text, or 0. */
+static int cfg_int(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = text; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, kl) && p[kl] == '=')
+			return atoi(p + kl + 1);
+	return 0;
+}
+
+/*
+ * The ports of @z (server @k of @n) on loopback: those of its earlier
+ * zoo.cfg if each can still be bound, else new ones. Keeping them spares
+ * everyone else (a shell's SDFS_CONF) a surprise; the daemons read the
+ * address from sdfs.conf either way. @taken: ports given to the servers
+ * before this one.
+ */
+static int zk_ports(const struct dev *d, unsigned n, unsigned k, struct zk_server *z,
+		    const int *taken, int ntaken)
+{
+	char cfg[PATH_MAX + 32], text[4096], key[16];
+	int want[3] = { 0 }, *out[3] = { &z->port, &z->quorum, &z->election };
+
+	snprintf(cfg, sizeof(cfg), "%s/%s/zoo.cfg", d->dir, z->name);
+	if (read_file(cfg, text, sizeof(text)) > 0) {
+		want[0] = cfg_int(text, "clientPort");
+		snprintf(key, sizeof(key), "server.%u", k);
+		const char *p = strstr(text, key);
+		if (p && (p = strchr(p, ':')))
+			sscanf(p, ":%d:%d", &want[1], &want[2]);
+	}
+	for (int i = 0; i < (n == 1 ? 1 : 3); i++) {
+		int port = want[i], tries = 0;
+
+		for (;;) {
+			int dup = port <= 0;
+
+			for (int j = 0; j < ntaken && !dup; j++)
+				dup = taken[j] == port;
+			for (int j = 0; j < i && !dup; j++)
+				dup = *out[j] == port;
+			if (!dup && (port == want[i] ? port_reusable(port) :
+				     try_port(port) == port))
+				break;
+			if (++tries > 50)
+				return -EADDRINUSE;
+			port = free_port();
+		}
+		*out[i] = port;
+	}
+	return 0;
+}
+
+/* DIR/@name/zoo.cfg (and myid for an ensemble) for server @k of @zs. */
+static int zk_write_cfg(const struct dev *d, const struct zk_server *zs, unsigned n,
+			unsigned k)
+{
+	const struct zk_server *z = &zs[k - 1];
+	char cfgdir[PATH_MAX + 512], path[PATH_MAX + 528], text[PATH_MAX + 1536];
+	int off, ret;
+
+	snprintf(cfgdir, sizeof(cfgdir), "%s/%s", d->dir, z->name);
+	mkdir(cfgdir, 0755);
+	off = snprintf(text, sizeof(text),
+		       "# written by sdfs dev up\ntickTime=500\ninitLimit=10\nsyncLimit=%d\n"
+		       "dataDir=%s\nclientPort=%d\nclientPortAddress=%s\n"
+		       "maxClientCnxns=0\nadmin.enableServer=false\n"
+		       "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"
+		       "# a local test server: no fsync per change, so a loaded disk\n"
+		       "# cannot stall sessions into expiring\nforceSync=no\n",
+		       n == 1 ? 5 : 2, cfgdir, z->port, z->host);
+	if (n > 1) {
+		/* syncLimit 2 ticks: a follower gives up on a leader that
+		 * went silent after 1 s and a new one is elected */
+		off += snprintf(text + off, sizeof(text) - off,
+				"# tests find the leader with srvr (tests/fault)\n"
+				"4lw.commands.whitelist=srvr,ruok,mntr\n");
+		for (unsigned i = 0; i < n; i++)
+			off += snprintf(text + off, sizeof(text) - off, "server.%u=%s:%d:%d\n",
+					i + 1, zs[i].host, zs[i].quorum, zs[i].election);
+		snprintf(path, sizeof(path), "%s/myid", cfgdir);
+		char id[16];
+		snprintf(id, sizeof(id), "%u\n", k);
+		if ((ret = write_file(path, id)))
+			return cli_fail("%s: %s", path, strerror(-ret));
+	}
+	snprintf(path, sizeof(path), "%s/zoo.cfg", cfgdir);
+	if ((ret = write_file(path, text)))
+		return cli_fail("%s: %s", path, strerror(-ret));
+	return 0;
+}
+
+/* Start the @n ZooKeeper servers; d->zk lists their client addresses. */
+static int start_zk(struct dev *d, unsigned n)
+{
+	char java[PATH_MAX], logdir[PATH_MAX + 32], cfg[PATH_MAX + 528];
+	struct zk_server zs[DEV_ZK_MAX];
+	int taken[3 * DEV_ZK_MAX], ntaken = 0, ret, off = 0;
+
 	if (access(ZK_JAR, R_OK) != 0)
 		return cli_fail("%s not found (apt-get install zookeeper)", ZK_JAR);
 	if (find_binary("java", "-", java, sizeof(java)))
 		return cli_fail("java not found (apt-get install default-jre-headless)");
-	if (daemon_host(d, "zk", host, sizeof(host)))
-		return 1;
-	snprintf(cfgdir, sizeof(cfgdir), "%s/zk", d->dir);
-	mkdir(cfgdir, 0755);
-	snprintf(cfg, sizeof(cfg), "%s/zoo.cfg", cfgdir);
-	snprintf(text, sizeof(text),
-		 "# written by sdfs dev up\ntickTime=500\ninitLimit=10\nsyncLimit=5\n"
-		 "dataDir=%s\nclientPort=%d\nclientPortAddress=%s\n"
-		 "maxClientCnxns=0\nadmin.enableServer=false\n"
-		 "minSessionTimeout=1000\nmaxSessionTimeout=20000\n"
-		 "# a local test server: no fsync per change, so a loaded disk\n"
-		 "# cannot stall sessions into expiring\nforceSync=no\n", cfgdir, port, host);
-	ret = write_file(cfg, text);
-	if (ret)
-		return cli_fail("%s: %s", cfg, strerror(-ret));
+	for (unsigned k = 1; k <= n; k++) {
+		struct zk_server *z = &zs[k - 1];
+
+		zk_name(n, k, z->name, sizeof(z->name));
+		if (daemon_host(d, z->name, z->host, sizeof(z->host)))
+			return 1;
+		if (d->netns) {
+			z->port = DEV_ZK_NETNS_PORT;
+			z->quorum = DEV_ZK_NETNS_QUORUM;
+			z->election = DEV_ZK_NETNS_ELECTION;
+		} else if (zk_ports(d, n, k, z, taken, ntaken)) {
+			return cli_fail("no free port for ZooKeeper");
+		} else {
+			taken[ntaken++] = z->port;
+			taken[ntaken++] = z->quorum;
+			taken[ntaken++] = z->election;
+		}
+	}
+	for (unsigned k = 1; k <= n; k++)
+		if (zk_write_cfg(d, zs, n, k))
+			return 1;
 	snprintf(logdir, sizeof(logdir), "-Dzookeeper.log.dir=%s/log", d->dir);
-	snprintf(logopt, sizeof(logopt), "-Dzookeeper.root.logger=WARN,CONSOLE");
-	char *argv[] = {
-		java, "-Xmx256m", "-XX:+UseSerialGC", "-Dzookeeper.admin.enableServer=false",
-		logdir, logopt, "-cp", "/etc/zookeeper/conf:" ZK_JAR,
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg, NULL,
-	};
-	ret = spawn(d, "zk", argv);
-	if (ret)
-		return cli_fail("cannot start ZooKeeper: %s", strerror(-ret));
-	snprintf(d->zk, sizeof(d->zk), "%s:%d", host, port);
+	d->zk[0] = '\0';
+	for (unsigned k = 1; k <= n; k++) {
+		struct zk_server *z = &zs[k - 1];
+
+		snprintf(cfg, sizeof(cfg), "%s/%s/zoo.cfg", d->dir, z->name);
+		char *argv[] = {
+			java, "-Xmx256m", "-XX:+UseSerialGC",
+			"-Dzookeeper.admin.enableServer=false", logdir,
+			"-Dzookeeper.root.logger=WARN,CONSOLE",
+			"-cp", "/etc/zookeeper/conf:" ZK_JAR,
+			"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg, NULL,
+		};
+		ret = spawn(d, z->name, argv);
+		if (ret)
+			return cli_fail("cannot start ZooKeeper %s: %s", z->name, strerror(-ret));
+		off += snprintf(d->zk + off, sizeof(d->zk) - off, "%s%s:%d", k > 1 ? "," : "",
+				z->host, z->port);
+	}
 	return 0;
 }
 
@@ -592,7 +756,7 @@ static struct sdfs *connect_wait(const struct dev *d, int timeout_ms)
 			break;
 		sleep_ms(200);
 	}
-	cli_fail("%s (see %s/log/zk.log)", err, d->dir);
+	cli_fail("%s (see %s/log/%s.log)", err, d->dir, d->zk_servers > 1 ? "zk.1" : "zk");
 	return NULL;
 }
 
@@ -1035,7 +1199,7 @@ static int dev_up(struct cli *cli)
 	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], mnt_bin[PATH_MAX], names[64][64];
 	char active[32] = "", mnt[DEV_MOUNTS_MAX][PATH_MAX + 32];
 	int ret, no_mount = 0, mounts_set = 0, force = 0;
-	uint64_t delay_ms = 1;
+	uint64_t delay_ms = 1, zk_servers = 0;
 	int netns = 0;
 
 	strcpy(d.cluster, "dev");
@@ -1076,6 +1240,10 @@ static int dev_up(struct cli *cli)
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--recovery-mbps"))) {
 			if (cli_parse_u64(v, &rec_mbps) || rec_mbps < 1 || rec_mbps > 100000)
 				return cli_bad("--recovery-mbps must be 1..100000");
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zk-servers"))) {
+			if (cli_parse_u64(v, &zk_servers) ||
+			    (zk_servers != 1 && zk_servers != 3 && zk_servers != 5))
+				return cli_bad("--zk-servers must be 1, 3 or 5");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zk"))) {
 			snprintf(d.zk, sizeof(d.zk), "%s", v);
 			d.external_zk = 1;
@@ -1086,7 +1254,7 @@ static int dev_up(struct cli *cli)
 					 "[--mounts N | --no-mount] [--copies N [--force]] "
 					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
-					 "[--netns [--netns-delay-ms MS]] "
+					 "[--netns [--netns-delay-ms MS]] [--zk-servers N] "
 					 "[--zk HOSTS --cluster NAME]");
 		}
 	}
@@ -1106,8 +1274,19 @@ static int dev_up(struct cli *cli)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
 	if (netns && d.external_zk)
 		return cli_bad("--netns starts its own ZooKeeper in a namespace: no --zk");
+	if (zk_servers && d.external_zk)
+		return cli_bad("--zk-servers starts ZooKeeper servers: no --zk");
 	if ((ret = dev_init(&d, dir, 1)))
 		return ret;
+	/* Again in a dir: as many servers as it had. Another count would be
+	 * another ensemble, without the cluster's map and config. */
+	unsigned zk_had = zk_recorded(&d);
+	if (!d.external_zk && zk_had && zk_servers && zk_servers != zk_had)
+		return cli_bad("%s ran %u ZooKeeper server%s: --zk-servers %" PRIu64
+			       " needs a new dir (its data is the cluster's map)", d.dir,
+			       zk_had, zk_had == 1 ? "" : "s", zk_servers);
+	d.zk_servers = d.external_zk ? 0 : zk_servers ? (unsigned)zk_servers :
+		       zk_had ? zk_had : 1;
 	d.netns = netns;        /* not what an earlier run left (dev_init) */
 	/* The filesystem needs an mds to serve it. Again in a dir that had
 	 * more mounts: as many as it had, unless told how many. */
@@ -1155,7 +1334,7 @@ static int dev_up(struct cli *cli)
 			fprintf(stderr, "sdfs: warning: --netns: this kernel has no sch_netem "
 				"(tc netem): the links have no delay\n");
 	}
-	if (!d.external_zk && (ret = start_zk(&d))) {
+	if (!d.external_zk && (ret = start_zk(&d, d.zk_servers))) {
 		dev_netns_destroy(d.dir);
 		return ret;
 	}
@@ -1302,7 +1481,7 @@ static int dev_down(struct dev *d, struct cli *cli)
 	 * block daemons, then ZooKeeper; each group all at once. */
 	for (int i = 0; i < n; i++) {
 		int g = is_mnt_name(names[i]) ? 0 : !strncmp(names[i], "mds.", 4) ? 1 :
-			strcmp(names[i], "zk") ? 2 : 3;
+			!is_zk_name(names[i]) ? 2 : 3;
 
 		memcpy(group[g][ng[g]++], names[i], 64);
 	}
@@ -1590,7 +1769,7 @@ static int dev_add(struct cli *cli)
 int cmd_dev(struct cli *cli)
 {
 	const char *usage = "sdfs dev up|add|down|status|kill|start --dir DIR [NAME] "
-			    "(NAME: blockd.N, mds.N, zk, mnt, mnt2...)";
+			    "(NAME: blockd.N, mds.N, zk or zk.K, mnt, mnt2...)";
 	const char *dir = NULL, *name = NULL, *v;
 	struct dev d = { 0 };
 	int ret;

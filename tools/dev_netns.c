@@ -81,8 +81,9 @@ static void net_id(const char *dir, char *out, size_t len)
 	snprintf(out, len, "%04x", (h ^ (h >> 16)) & 0xffff);
 }
 
-/* The host number of a dev name in its /24: zk 2, blockd.N 10+N,
- * mds.N 50+N, mnt 70, mntN 69+N. 0 if @name is none of these. */
+/* The host number of a dev name in its /24: zk 2, zk.K 2+K (an
+ * ensemble, K = 1..5), blockd.N 10+N, mds.N 50+N, mnt 70, mntN 69+N. 0 if
+ * @name is none of these. */
 static unsigned host_of(const char *name)
 {
 	char *end;
@@ -92,6 +93,10 @@ static unsigned host_of(const char *name)
 		return 2;
 	if (!strcmp(name, "mnt"))
 		return 70;
+	if (!strncmp(name, "zk.", 3)) {
+		v = strtoul(name + 3, &end, 10);
+		return end != name + 3 && !*end && v >= 1 && v <= 5 ? 2 + (unsigned)v : 0;
+	}
 	if (!strncmp(name, "blockd.", 7)) {
 		v = strtoul(name + 7, &end, 10);
 		return end != name + 7 && !*end && v < 40 ? 10 + (unsigned)v : 0;

@@ -7,8 +7,8 @@
  *   bridge sdb<ID>             10.77.K.1/24 in this (the host's)
  *                              namespace: the CLI, the tests and the
  *                              FUSE mounts' users reach every daemon
- *   namespace sdfs-<ID>-NAME   one per daemon (zk, blockd.N, mds.N, mnt,
- *                              mnt2...): lo, and eth0 = 10.77.K.H/24, the
+ *   namespace sdfs-<ID>-NAME   one per daemon (zk or zk.1..zk.5, blockd.N,
+ *                              mds.N, mnt, mnt2...): lo, and eth0 = 10.77.K.H/24, the
  *                              peer of veth sv<ID>-<H> on the bridge
  *   netem delay D ms           on each eth0 (so D each way between two
  *                              daemons) when the kernel has sch_netem

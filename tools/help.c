@@ -112,7 +112,7 @@ static const struct help_entry entries[] = {
 	{ "obj", "stat", "obj stat OID", "size and epoch of object OID", NULL },
 	{ "obj", "locate", "obj locate OID", "which nodes hold OID, and their paths", NULL },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
-	  "       [--out-grace S] [--recovery-mbps N] [--netns]",
+	  "       [--out-grace S] [--recovery-mbps N] [--netns] [--zk-servers N]",
 	  "start a local cluster under DIR (by\n"
 	  "default 3 blockd and 2 mds) and mount\n"
 	  "it at DIR/mnt (not with --no-mount)",
@@ -128,10 +128,13 @@ static const struct help_entry entries[] = {
 	  "  --netns           each daemon and mount in its own network namespace\n"
 	  "                    on a bridge, 10.77.K.0/24 (root; docs/faults.md)\n"
 	  "  --netns-delay-ms MS  tc netem delay on each link (default 1)\n"
+	  "  --zk-servers N    ZooKeeper servers, 1, 3 or 5 (default 1): an\n"
+	  "                    ensemble zk.1..zk.N, DIR/zk.K, all in sdfs.conf's zk\n"
 	  "  --zk HOSTS --cluster NAME\n"
 	  "                    use a running ZooKeeper instead of starting one\n"
 	  "Again on a DIR that was up: every daemon dev started there, dev add's\n"
-	  "too; they read ZooKeeper's address from DIR/sdfs.conf.\n" },
+	  "too, and as many ZooKeeper servers as before (another --zk-servers is\n"
+	  "refused); they read ZooKeeper's address from DIR/sdfs.conf.\n" },
 	{ "dev", "add", "dev add --dir DIR [--zone N] [--weight W]",
 	  "start one more blockd in it", NULL },
 	{ "dev", "status|down", "dev status|down --dir DIR",
@@ -140,7 +143,8 @@ static const struct help_entry entries[] = {
 	  "SIGKILL / restart one daemon (blockd.1,\n"
 	  "mds.0, zk, mnt: the mount; a kill also\n"
 	  "unmounts it)",
-	  "  NAME              blockd.N, mds.N, zk, mnt (the mount at DIR/mnt), or\n"
+	  "  NAME              blockd.N, mds.N, zk (zk.K of --zk-servers N), mnt\n"
+	  "                    (the mount at DIR/mnt), or\n"
 	  "                    mnt2.. (more mounts: dev up --mounts N)\n" },
 };
 

@@ -1023,3 +1023,103 @@ Test(cli_again, netns_cluster_runs_and_dev_down_removes_every_namespace, .timeou
 	cr_assert_eq(count_prefixed("/sys/class/net", veth), 0, "veths %s* left", veth);
 	cr_assert_neq(access(br, F_OK), 0, "bridge %s left", br);
 }
+
+/*
+ * dev up --zk-servers 3: three ZooKeeper servers zk.1..zk.3, each with
+ * its own DIR/zk.K (myid), all three in sdfs.conf's zk; with one of them
+ * killed the cluster still answers; dev kill/start act on zk.K; dev up
+ * again on the dir refuses another count. (Before: --zk-servers was an
+ * unknown option, and a dev cluster had one server.)
+ */
+static char zk_dir[64];
+
+static void zk_dir_down(void)
+{
+	if (!zk_dir[0])
+		return;
+	tsdfs_run(NULL, NULL, "dev down --dir %s", zk_dir);
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", zk_dir);
+	if (system(cmd))
+		cr_log_warn("%s failed", cmd);
+}
+
+static int zk_running(const char *name)
+{
+	char *out = NULL, want[64];
+	int st = tsdfs_run(&out, NULL, "--json dev status --dir %s", zk_dir), up;
+
+	cr_assert_eq(st, 0);
+	snprintf(want, sizeof(want), "\"name\": \"%s\"", name);
+	char *at = strstr(out, want), *end = at ? strchr(at, '}') : NULL;
+	if (end)
+		*end = '\0';   /* this daemon's object only */
+	up = at && strstr(at, "\"running\": true");
+	free(out);
+	return up;
+}
+
+Test(cli_again, dev_up_zk_ensemble_of_three, .timeout = 240, .fini = zk_dir_down)
+{
+	char *out = NULL, *err = NULL, path[128], *text;
+	int st;
+
+	snprintf(zk_dir, sizeof(zk_dir), "/tmp/sdfs-cli-zk.XXXXXX");
+	cr_assert(mkdtemp(zk_dir), "mkdtemp: %s", strerror(errno));
+	st = tsdfs_run(&out, &err, "dev up --dir %s --zk-servers 3 --blockd 1 --mds 0 "
+		       "--no-mount --cluster zkens", zk_dir);
+	cr_assert_eq(st, 0, "dev up --zk-servers 3: exit %d: %s", st, err);
+	free(out);
+	free(err);
+	snprintf(path, sizeof(path), "%s/sdfs.conf", zk_dir);
+	text = slurp(path);
+	char *zk = strstr(text, "\nzk = ");
+	cr_assert(zk, "%s: %s", path, text);
+	int commas = 0;
+	for (char *p = zk + 1; *p && *p != '\n'; p++)
+		commas += *p == ',';
+	cr_assert_eq(commas, 2, "zk should list 3 servers: %s", text);
+	free(text);
+	for (int k = 1; k <= 3; k++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "zk.%d", k);
+		cr_assert(zk_running(name), "%s not running", name);
+		snprintf(path, sizeof(path), "%s/zk.%d/myid", zk_dir, k);
+		text = slurp(path);
+		cr_assert(text && atoi(text) == k, "%s: %s", path, text ? text : "missing");
+		free(text);
+	}
+	cr_assert(!zk_running("zk"));
+
+	/* one of three gone: the others still serve the cluster */
+	cr_assert_eq(tsdfs_run(NULL, NULL, "dev kill --dir %s zk.1", zk_dir), 0);
+	cr_assert(!zk_running("zk.1"));
+	st = tsdfs_run(&out, &err, "-c %s/sdfs.conf cluster status", zk_dir);
+	cr_assert_eq(st, 0, "cluster status with zk.1 down: exit %d: %s", st, err);
+	cr_assert(strstr(out, "1 up"), "%s", out);
+	free(out);
+	free(err);
+	cr_assert_eq(tsdfs_run(NULL, NULL, "dev start --dir %s zk.1", zk_dir), 0);
+	cr_assert(zk_running("zk.1"));
+
+	/* the dir's data is this ensemble's: another count is refused */
+	cr_assert_eq(tsdfs_run(NULL, NULL, "dev down --dir %s", zk_dir), 0);
+	st = tsdfs_run(&out, &err, "dev up --dir %s --zk-servers 1 --no-mount", zk_dir);
+	assert_fails_one_line(st, 2, out, err, "needs a new dir", "dev up --zk-servers 1 again");
+	st = tsdfs_run(&out, &err, "dev up --dir %s --zk-servers 2", zk_dir);
+	assert_fails_one_line(st, 2, out, err, "--zk-servers must be 1, 3 or 5",
+			      "dev up --zk-servers 2");
+	/* and without the option dev up again starts all three */
+	st = tsdfs_run(&out, &err, "dev up --dir %s --no-mount --mds 0 --blockd 1 --cluster zkens",
+		       zk_dir);
+	cr_assert_eq(st, 0, "dev up again: exit %d: %s", st, err);
+	free(out);
+	free(err);
+	for (int k = 1; k <= 3; k++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "zk.%d", k);
+		cr_assert(zk_running(name), "%s not running after dev up again", name);
+	}
+}

@@ -25,9 +25,18 @@
  *
  * Concurrency: a striped array of rwlocks keyed by the oid. Reads,
  * stat, verify and sync share a stripe; write, replace, create and
- * remove hold it alone. There is no lock across objects; list walks the
- * directories without one and may or may not see objects created or
+ * remove hold it alone. There is no lock across objects; list takes the
+ * stripes one at a time and may or may not see objects created or
  * removed meanwhile. One process per store directory.
+ *
+ * Names: the store keeps the ids that have a file (objects and
+ * tombstones) in memory, per stripe a sorted array (struct oid_set),
+ * filled by the one walk of the 256 directories at open and changed
+ * only where a name appears or goes (obj_commit_tmp, objstore_remove),
+ * under the stripe's write lock. So objstore_count needs no walk and a
+ * listing page costs O(page + stripes * log n), not a walk of every
+ * directory: a full listing of n objects was O(n * n / page) entries
+ * read (docs/recovery.md "At scale"). 8 bytes per object.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* syncfs, rwlock kinds */
@@ -102,6 +111,12 @@ struct obj {
 	uint64_t data_off;
 };
 
+/* The ids of one stripe that have a file, ascending. */
+struct oid_set {
+	uint64_t *ids;
+	size_t n, cap;
+};
+
 /* An object kept open for the next write; o.fd < 0: empty. */
 struct obj_slot {
 	struct obj o;
@@ -120,6 +135,9 @@ struct objstore {
 	/* Under the stripe's write lock only (see the top of this file). */
 	struct obj_slot slots[OBJ_STRIPES][OBJ_SLOTS];
 	uint64_t writes[OBJ_STRIPES];
+	/* Under the stripe's lock: write to change, read to look. */
+	struct oid_set names[OBJ_STRIPES];
+	atomic_uint_fast64_t nnames;    /* sum of names[].n */
 };
 
 
@@ -398,6 +416,67 @@ static void slot_drop(struct objstore *s, uint64_t oid)
 
 	if (slot_take(s, oid, &o))
 		obj_close(&o);
+}
+
+/* The index of the first id in @set that is >= @oid. */
+static size_t set_lower(const struct oid_set *set, uint64_t oid)
+{
+	size_t lo = 0, hi = set->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (set->ids[mid] < oid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Room for one more id, so that adding one after a rename cannot fail. */
+static int set_reserve(struct oid_set *set)
+{
+	size_t cap;
+	uint64_t *ids;
+
+	if (set->n < set->cap)
+		return 0;
+	cap = set->cap ? set->cap * 2 : 16;
+	ids = realloc(set->ids, cap * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	set->ids = ids;
+	set->cap = cap;
+	return 0;
+}
+
+/* @oid has a file now; stripe held for writing, set_reserve done. */
+static void names_add(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	size_t i = set_lower(set, oid);
+
+	if (i < set->n && set->ids[i] == oid)
+		return;
+	assert(set->n < set->cap);
+	memmove(set->ids + i + 1, set->ids + i, (set->n - i) * sizeof(*set->ids));
+	set->ids[i] = oid;
+	set->n++;
+	atomic_fetch_add(&s->nnames, 1);
+}
+
+/* @oid's file is gone; stripe held for writing. */
+static void names_del(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	size_t i = set_lower(set, oid);
+
+	if (i == set->n || set->ids[i] != oid)
+		return;
+	memmove(set->ids + i, set->ids + i + 1, (set->n - i - 1) * sizeof(*set->ids));
+	set->n--;
+	atomic_fetch_sub(&s->nnames, 1);
 }
 
 /* Entries [b0, b0 + n) in host order. The file always covers the whole
@@ -764,14 +843,22 @@ static int obj_commit_tmp(struct objstore *s, uint64_t oid, bool replace)
 
 	obj_name(oid, ".tmp", tmp);
 	obj_name(oid, "", name);
+	ret = set_reserve(&s->names[stripe_of(oid)]);
+	if (ret < 0)
+		goto out_unlink;
 	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (replace) {
-		if (renameat(s->obj_fd, tmp, s->obj_fd, name) == 0)
+		if (renameat(s->obj_fd, tmp, s->obj_fd, name) == 0) {
+			names_add(s, oid);
 			return 0;
+		}
 		ret = -errno;
 	} else if (linkat(s->obj_fd, tmp, s->obj_fd, name, 0) < 0) {
 		ret = -errno;
+	} else {
+		names_add(s, oid);
 	}
+out_unlink:
 	unlinkat(s->obj_fd, tmp, 0);
 	return ret;
 }
@@ -837,12 +924,50 @@ static bool parse_obj_name(const char *name, uint64_t *oid)
 	return true;
 }
 
-/* Create the 256 subdirectories and remove leftover temporary files. */
-static int store_prepare(int obj_fd)
+static bool is_regular(int dir_fd, const struct dirent *de)
 {
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_REG;
+	return fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A name found at open: appended, sorted once the walk is done. */
+static int names_load(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	int ret = set_reserve(set);
+
+	if (ret == 0) {
+		set->ids[set->n++] = oid;
+		atomic_fetch_add(&s->nnames, 1);
+	}
+	return ret;
+}
+
+/*
+ * Create the 256 subdirectories, remove leftover temporary files and
+ * learn the names of the objects (the one walk of every directory; the
+ * rules are those objstore_list always had: 16 lowercase hex digits, in
+ * the directory of the id's low byte, a regular file).
+ */
+static int store_prepare(struct objstore *s)
+{
+	int obj_fd = s->obj_fd;
+
 	for (unsigned i = 0; i < 256; i++) {
 		char sub[3];
 		struct dirent *de;
+		uint64_t oid;
 		DIR *d;
 		int fd;
 
@@ -858,6 +983,16 @@ static int store_prepare(int obj_fd)
 			return -errno;
 		}
 		while ((de = readdir(d)) != NULL) {
+			if (parse_obj_name(de->d_name, &oid) && (oid & 0xff) == i &&
+			    is_regular(fd, de)) {
+				int ret = names_load(s, oid);
+
+				if (ret < 0) {
+					closedir(d);
+					return ret;
+				}
+				continue;
+			}
 			if (!is_tmp_name(de->d_name))
 				continue;
 			log_info("removing leftover %s/%s", sub, de->d_name);
@@ -871,6 +1006,8 @@ static int store_prepare(int obj_fd)
 		}
 		closedir(d);
 	}
+	for (unsigned k = 0; k < OBJ_STRIPES; k++)
+		qsort(s->names[k].ids, s->names[k].n, sizeof(uint64_t), cmp_u64);
 	return 0;
 }
 
@@ -915,7 +1052,7 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 		goto out_free;
 	}
 	close(dir_fd);
-	ret = store_prepare(s->obj_fd);
+	ret = store_prepare(s);
 	if (ret < 0)
 		goto out_close;
 
@@ -933,6 +1070,8 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 	return 0;
 out_close:
 	close(s->obj_fd);
+	for (i = 0; i < OBJ_STRIPES; i++)
+		free(s->names[i].ids);
 out_free:
 	log_err("dir=%s: cannot open object store: %s", dir, strerror(-ret));
 	free(s->dir);
@@ -948,6 +1087,7 @@ void objstore_close(struct objstore *s)
 		pthread_rwlock_destroy(&s->locks[i]);
 		for (int j = 0; j < OBJ_SLOTS; j++)
 			obj_close(&s->slots[i][j].o);
+		free(s->names[i].ids);
 	}
 	close(s->obj_fd);
 	free(s->dir);
@@ -1124,6 +1264,8 @@ int objstore_remove(struct objstore *s, uint64_t oid)
 	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (unlinkat(s->obj_fd, name, 0) < 0)
 		ret = -errno;
+	if (ret == 0 || ret == -ENOENT)
+		names_del(s, oid);
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
 }
@@ -1286,59 +1428,37 @@ static void heap_offer(uint64_t *h, size_t max, size_t *n, uint64_t id)
 	h[i] = id;
 }
 
-static bool is_regular(int dir_fd, const struct dirent *de)
-{
-	struct stat st;
-
-	if (de->d_type != DT_UNKNOWN)
-		return de->d_type == DT_REG;
-	return fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       S_ISREG(st.st_mode);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 		  uint64_t *oids, size_t max, size_t *n)
 {
 	bool all = include_zero && after == 0;
 	size_t cnt = 0;
 
-	for (unsigned i = 0; i < 256 && max; i++) {
-		struct dirent *de;
-		char sub[3];
-		uint64_t oid;
-		DIR *d;
-		int fd;
+	for (unsigned k = 0; k < OBJ_STRIPES && max; k++) {
+		const struct oid_set *set = &s->names[k];
+		size_t i;
 
-		snprintf(sub, sizeof(sub), "%02x", i);
-		fd = openat(s->obj_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			return -errno;
+		pthread_rwlock_rdlock(&s->locks[k]);
+		i = all ? 0 : set_lower(set, after);
+		if (!all && i < set->n && set->ids[i] == after)
+			i++;
+		/* Ascending: once the heap is full, the first id not below
+		 * its largest ends this stripe. */
+		for (; i < set->n; i++) {
+			if (cnt == max && set->ids[i] >= oids[0])
+				break;
+			heap_offer(oids, max, &cnt, set->ids[i]);
 		}
-		while ((de = readdir(d)) != NULL) {
-			if (!parse_obj_name(de->d_name, &oid))
-				continue;
-			if ((oid & 0xff) != i || (!all && oid <= after))
-				continue;
-			if (!is_regular(fd, de))
-				continue;
-			heap_offer(oids, max, &cnt, oid);
-		}
-		closedir(d);
+		pthread_rwlock_unlock(&s->locks[k]);
 	}
 	qsort(oids, cnt, sizeof(*oids), cmp_u64);
 	*n = cnt;
 	return 0;
+}
+
+uint64_t objstore_count(struct objstore *s)
+{
+	return atomic_load(&s->nnames);
 }
 
 int objstore_path(const struct objstore *s, uint64_t oid, char *buf, size_t len)

@@ -103,9 +103,17 @@ int objstore_sync_all(struct objstore *s);
  * of them, into @oids; *@n is the count. A caller pages through the
  * store by passing the last id it got. Pass @after = 0 and
  * @include_zero = 1 for the first page (oid 0 is a valid id).
+ * Tombstones are listed too. From the store's index in memory (built at
+ * open): no disk access, O(@max + 256 log n) whatever the page. Every
+ * id that has a file from the first page to the last is listed exactly
+ * once; one created or removed meanwhile may or may not be.
  */
 int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 		  uint64_t *oids, size_t max, size_t *n);
+
+/* How many ids objstore_list would list (objects and tombstones), kept
+ * as they come and go: no disk access. */
+uint64_t objstore_count(struct objstore *s);
 
 /* Size, version and whether it is a tombstone, from the object's header
  * only (cheap: no block checks). -ENOENT, -EBADMSG. @deleted may be NULL. */

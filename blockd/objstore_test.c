@@ -17,6 +17,7 @@
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1050,6 +1051,200 @@ Test(list, ignores_junk_names)
 	cr_assert_eq(objstore_list(s, 0, 1, ids, 16, &n), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(ids[0], 0x1234);
+}
+
+/*
+ * The ids with a file, as the store's directories show them: what a walk
+ * of every directory finds, sorted, into @ids (room for @max); the count.
+ */
+static size_t walk_ids(uint64_t *ids, size_t max)
+{
+	char path[300];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < 256; i++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "%s/obj/%02x", dir, i);
+		d = opendir(path);
+		cr_assert_not_null(d, "%s", path);
+		while ((de = readdir(d)) != NULL) {
+			uint64_t oid;
+			char *end;
+
+			if (strlen(de->d_name) != 16 ||
+			    strspn(de->d_name, "0123456789abcdef") != 16)
+				continue;
+			oid = strtoull(de->d_name, &end, 16);
+			if ((oid & 0xff) != i)
+				continue;
+			cr_assert_lt(n, max);
+			ids[n++] = oid;
+		}
+		closedir(d);
+	}
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	return n;
+}
+
+/* Every id in pages of @page, into @ids (room for @max); the count. */
+static size_t list_all(uint64_t *ids, size_t max, size_t page)
+{
+	uint64_t after = 0;
+	size_t total = 0, n;
+	int first = 1;
+
+	do {
+		cr_assert_leq(total + page, max + page);
+		cr_assert_eq(objstore_list(s, after, first, ids + total,
+					   total + page <= max ? page : max - total, &n), 0);
+		total += n;
+		if (n)
+			after = ids[total - 1];
+		first = 0;
+	} while (n == page && total < max);
+	return total;
+}
+
+/* The store's count and list agree with a walk of its directories. */
+static void expect_index_is_walk(const char *when)
+{
+	enum { MAX = 4096 };
+	static uint64_t walked[MAX], listed[MAX];
+	size_t nw = walk_ids(walked, MAX), nl = list_all(listed, MAX, 13);
+
+	cr_assert_eq(objstore_count(s), nw, "%s: count %" PRIu64 ", walk %zu",
+		     when, objstore_count(s), nw);
+	cr_assert_eq(nl, nw, "%s: listed %zu, walk %zu", when, nl, nw);
+	cr_assert_arr_eq(listed, walked, nw * sizeof(walked[0]), "%s", when);
+}
+
+Test(list, count_and_list_equal_a_walk_after_random_changes_and_reopens)
+{
+	enum { IDS = 600, ROUNDS = 4, OPS = 900 };
+	static uint64_t pool[IDS];
+	unsigned seed = 14;
+	char buf[100];
+
+	memset(buf, 7, sizeof(buf));
+	for (int i = 0; i < IDS; i++)   /* clustered ids share stripes and dirs */
+		pool[i] = i < IDS / 2 ? (uint64_t)rand_r(&seed) << 31 ^ rand_r(&seed)
+				      : 0x4200000000ull + (uint64_t)i * 0x100;
+	pool[0] = 0;
+	pool[1] = UINT64_MAX;
+	expect_index_is_walk("empty");
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int k = 0; k < OPS; k++) {
+			uint64_t oid = pool[rand_r(&seed) % IDS];
+			uint64_t epoch = 1 + (uint64_t)r;
+
+			switch (rand_r(&seed) % 8) {
+			case 0: (void)objstore_create(s, oid, epoch); break;
+			case 1: (void)objstore_write(s, oid, 0, buf, sizeof(buf), epoch,
+						     OBJSTORE_CREATE); break;
+			case 2: (void)objstore_put(s, oid, buf, 10, epoch); break;
+			case 3: (void)objstore_replace(s, oid, buf, 20, epoch << 32 | 9); break;
+			case 4: (void)objstore_remove(s, oid); break;
+			case 5: (void)objstore_remove_at(s, oid, epoch); break;
+			case 6: (void)objstore_bury(s, oid, epoch << 32 | 7); break;
+			case 7: (void)objstore_write(s, oid, 50, buf, 5, epoch, 0); break;
+			}
+		}
+		expect_index_is_walk("after changes");
+		/* A file the store did not make is not one of its names. */
+		char junk[300];
+		snprintf(junk, sizeof(junk), "%s/obj/07/00000000000000ab", dir);
+		int fd = open(junk, O_WRONLY | O_CREAT, 0600);
+		cr_assert_geq(fd, 0);
+		close(fd);
+		expect_index_is_walk("with a file in the wrong directory");
+		unlink(junk);
+		objstore_close(s);
+		s = NULL;
+		cr_assert_eq(objstore_open(dir, MAX_OBJ, &s), 0);
+		expect_index_is_walk("after reopening");
+	}
+	cr_assert_gt(objstore_count(s), 0, "the test made some objects");
+}
+
+Test(list, count_and_list_read_no_directory)
+{
+	char a[300], b[300];
+	uint64_t ids[8];
+	size_t n;
+
+	cr_assert_eq(objstore_create(s, 0x505, 1), 0);
+	cr_assert_eq(objstore_create(s, 0x1005, 1), 0);
+	cr_assert_eq(objstore_create(s, 0x77, 1), 0);
+	/* Directory 05 gone behind the store's back: nothing it lists or
+	 * counts comes from a walk any more (cluster status and each
+	 * listing page used to walk all 256). */
+	snprintf(a, sizeof(a), "%s/obj/05", dir);
+	snprintf(b, sizeof(b), "%s/obj/05.away", dir);
+	cr_assert_eq(rename(a, b), 0);
+	cr_assert_eq(objstore_count(s), 3);
+	cr_assert_eq(objstore_list(s, 0, 1, ids, 8, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(ids[0], 0x77);
+	cr_assert_eq(ids[1], 0x505);
+	cr_assert_eq(ids[2], 0x1005);
+	cr_assert_eq(rename(b, a), 0);
+}
+
+Test(list, pages_list_every_old_id_once_while_ids_are_added_and_removed)
+{
+	enum { OLD = 2000, PAGE = 37 };
+	static uint64_t old[OLD], got[8 * OLD];
+	unsigned seed = 99;
+	uint64_t after = 0, page[PAGE], added = 0;
+	size_t total = 0, n, o = 0, adds = 0;
+	int first = 1;
+
+	for (int i = 0; i < OLD; i++) {
+		old[i] = (uint64_t)rand_r(&seed) << 32 ^ (uint64_t)rand_r(&seed) << 1;
+		cr_assert_eq(objstore_create(s, old[i], 1), 0);
+	}
+	qsort(old, OLD, sizeof(old[0]), cmp_u64);
+	for (;;) {
+		cr_assert_eq(objstore_list(s, after, first, page, PAGE, &n), 0);
+		if (n == 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			cr_assert(first && i == 0 ? 1 : page[i] > after,
+				  "ascending past the cursor");
+			if (i)
+				cr_assert_gt(page[i], page[i - 1]);
+			cr_assert_lt(total, 8 * OLD);
+			got[total++] = page[i];
+		}
+		after = page[n - 1];
+		first = 0;
+		/* New ids (odd: never an old one) around and behind the cursor,
+		 * and the new ones removed again now and then; for the first
+		 * pages only (one just ahead each time would never let it end). */
+		for (int k = 0; k < 5 && adds++ < 200; k++) {
+			uint64_t id = (uint64_t)rand_r(&seed) << 32 ^
+				      (uint64_t)rand_r(&seed) << 1 ^ 1;
+
+			if (k == 0)
+				id = after + 1 + 2 * (uint64_t)(rand_r(&seed) % 64);
+			cr_assert_eq(objstore_create(s, id | 1, 2), 0);
+			added++;
+			if (k == 4)
+				cr_assert_eq(objstore_remove(s, id | 1), 0);
+		}
+	}
+	cr_assert_gt(added, 0);
+	/* Every old id exactly once, in order. */
+	for (size_t i = 0; i < total; i++) {
+		if (got[i] & 1)
+			continue;
+		cr_assert_lt(o, OLD, "an old id listed twice or an unknown one");
+		cr_assert_eq(got[i], old[o], "old id %zu", o);
+		o++;
+	}
+	cr_assert_eq(o, OLD, "listed %zu of %d old ids", o, OLD);
 }
 
 /* ---- concurrency ---- */

@@ -111,9 +111,20 @@ struct obj {
 	uint64_t data_off;
 };
 
-/* The ids of one stripe that have a file, ascending. */
+/*
+ * A name and, once a listing read it, its header's version, size and
+ * tombstone flag: what objstore_head returned then. Forgotten (known = 0)
+ * whenever the stripe is taken for writing for that id, and filled only
+ * under the stripe held for reading, so it is never older than the file.
+ */
+struct name {
+	uint64_t oid, version, size;
+	uint32_t known, deleted;
+};
+
+/* The names of one stripe, ascending by id. */
 struct oid_set {
-	uint64_t *ids;
+	struct name *ents;
 	size_t n, cap;
 };
 
@@ -135,8 +146,10 @@ struct objstore {
 	/* Under the stripe's write lock only (see the top of this file). */
 	struct obj_slot slots[OBJ_STRIPES][OBJ_SLOTS];
 	uint64_t writes[OBJ_STRIPES];
-	/* Under the stripe's lock: write to change, read to look. */
+	/* Under the stripe's lock: write to change, read to look; a name's
+	 * header fields also under name_mu when the stripe is only read. */
 	struct oid_set names[OBJ_STRIPES];
+	pthread_mutex_t name_mu[OBJ_STRIPES];
 	atomic_uint_fast64_t nnames;    /* sum of names[].n */
 };
 
@@ -426,7 +439,7 @@ static size_t set_lower(const struct oid_set *set, uint64_t oid)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (set->ids[mid] < oid)
+		if (set->ents[mid].oid < oid)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -437,16 +450,16 @@ static size_t set_lower(const struct oid_set *set, uint64_t oid)
 /* Room for one more id, so that adding one after a rename cannot fail. */
 static int set_reserve(struct oid_set *set)
 {
+	struct name *ents;
 	size_t cap;
-	uint64_t *ids;
 
 	if (set->n < set->cap)
 		return 0;
 	cap = set->cap ? set->cap * 2 : 16;
-	ids = realloc(set->ids, cap * sizeof(*ids));
-	if (!ids)
+	ents = realloc(set->ents, cap * sizeof(*ents));
+	if (!ents)
 		return -ENOMEM;
-	set->ids = ids;
+	set->ents = ents;
 	set->cap = cap;
 	return 0;
 }
@@ -457,11 +470,11 @@ static void names_add(struct objstore *s, uint64_t oid)
 	struct oid_set *set = &s->names[stripe_of(oid)];
 	size_t i = set_lower(set, oid);
 
-	if (i < set->n && set->ids[i] == oid)
+	if (i < set->n && set->ents[i].oid == oid)
 		return;
 	assert(set->n < set->cap);
-	memmove(set->ids + i + 1, set->ids + i, (set->n - i) * sizeof(*set->ids));
-	set->ids[i] = oid;
+	memmove(set->ents + i + 1, set->ents + i, (set->n - i) * sizeof(*set->ents));
+	set->ents[i] = (struct name){ .oid = oid };
 	set->n++;
 	atomic_fetch_add(&s->nnames, 1);
 }
@@ -472,11 +485,24 @@ static void names_del(struct objstore *s, uint64_t oid)
 	struct oid_set *set = &s->names[stripe_of(oid)];
 	size_t i = set_lower(set, oid);
 
-	if (i == set->n || set->ids[i] != oid)
+	if (i == set->n || set->ents[i].oid != oid)
 		return;
-	memmove(set->ids + i, set->ids + i + 1, (set->n - i - 1) * sizeof(*set->ids));
+	memmove(set->ents + i, set->ents + i + 1, (set->n - i - 1) * sizeof(*set->ents));
 	set->n--;
 	atomic_fetch_sub(&s->nnames, 1);
+}
+
+/* @oid's stripe for writing; what a listing learnt of its header is
+ * forgotten (the file may change now). */
+static void stripe_wrlock(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	size_t i;
+
+	pthread_rwlock_wrlock(stripe(s, oid));
+	i = set_lower(set, oid);
+	if (i < set->n && set->ents[i].oid == oid)
+		set->ents[i].known = 0;
 }
 
 /* Entries [b0, b0 + n) in host order. The file always covers the whole
@@ -941,6 +967,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct name *)a)->oid, &((const struct name *)b)->oid);
+}
+
 /* A name found at open: appended, sorted once the walk is done. */
 static int names_load(struct objstore *s, uint64_t oid)
 {
@@ -948,7 +979,7 @@ static int names_load(struct objstore *s, uint64_t oid)
 	int ret = set_reserve(set);
 
 	if (ret == 0) {
-		set->ids[set->n++] = oid;
+		set->ents[set->n++] = (struct name){ .oid = oid };
 		atomic_fetch_add(&s->nnames, 1);
 	}
 	return ret;
@@ -1007,7 +1038,7 @@ static int store_prepare(struct objstore *s)
 		closedir(d);
 	}
 	for (unsigned k = 0; k < OBJ_STRIPES; k++)
-		qsort(s->names[k].ids, s->names[k].n, sizeof(uint64_t), cmp_u64);
+		qsort(s->names[k].ents, s->names[k].n, sizeof(struct name), cmp_name);
 	return 0;
 }
 
@@ -1062,6 +1093,7 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	for (i = 0; i < OBJ_STRIPES; i++) {
 		pthread_rwlock_init(&s->locks[i], &attr);
+		pthread_mutex_init(&s->name_mu[i], NULL);
 		for (int j = 0; j < OBJ_SLOTS; j++)
 			s->slots[i][j].o.fd = -1;
 	}
@@ -1071,7 +1103,7 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 out_close:
 	close(s->obj_fd);
 	for (i = 0; i < OBJ_STRIPES; i++)
-		free(s->names[i].ids);
+		free(s->names[i].ents);
 out_free:
 	log_err("dir=%s: cannot open object store: %s", dir, strerror(-ret));
 	free(s->dir);
@@ -1085,9 +1117,10 @@ void objstore_close(struct objstore *s)
 		return;
 	for (int i = 0; i < OBJ_STRIPES; i++) {
 		pthread_rwlock_destroy(&s->locks[i]);
+		pthread_mutex_destroy(&s->name_mu[i]);
 		for (int j = 0; j < OBJ_SLOTS; j++)
 			obj_close(&s->slots[i][j].o);
-		free(s->names[i].ids);
+		free(s->names[i].ents);
 	}
 	close(s->obj_fd);
 	free(s->dir);
@@ -1102,7 +1135,7 @@ int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch)
 	struct obj o;
 
 	obj_name(oid, "", name);
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
@@ -1128,7 +1161,7 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 
 	if (off > s->max_obj_size || len > s->max_obj_size - off)
 		return -EFBIG;
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	ret = slot_take(s, oid, &o) ? 0 : obj_open(s, oid, O_RDWR, &o);
 	bool buried = ret == 0 && o.flags & OBJ_F_DELETED;
 	uint64_t was = ret == 0 ? o.epoch : 0;
@@ -1164,7 +1197,7 @@ int objstore_replace(struct objstore *s, uint64_t oid, const void *buf,
 
 	if (len > s->max_obj_size)
 		return -EFBIG;
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	ret = obj_build(s, oid, 0, buf, len, version, true);
 	pthread_rwlock_unlock(stripe(s, oid));
@@ -1180,7 +1213,7 @@ int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
 
 	if (len > s->max_obj_size)
 		return -EFBIG;
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	if (obj_open(s, oid, O_RDONLY, &o) == 0) {
 		was = o.epoch;
@@ -1259,7 +1292,7 @@ int objstore_remove(struct objstore *s, uint64_t oid)
 	int ret = 0;
 
 	obj_name(oid, "", name);
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (unlinkat(s->obj_fd, name, 0) < 0)
@@ -1440,14 +1473,14 @@ int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 
 		pthread_rwlock_rdlock(&s->locks[k]);
 		i = all ? 0 : set_lower(set, after);
-		if (!all && i < set->n && set->ids[i] == after)
+		if (!all && i < set->n && set->ents[i].oid == after)
 			i++;
 		/* Ascending: once the heap is full, the first id not below
 		 * its largest ends this stripe. */
 		for (; i < set->n; i++) {
-			if (cnt == max && set->ids[i] >= oids[0])
+			if (cnt == max && set->ents[i].oid >= oids[0])
 				break;
-			heap_offer(oids, max, &cnt, set->ids[i]);
+			heap_offer(oids, max, &cnt, set->ents[i].oid);
 		}
 		pthread_rwlock_unlock(&s->locks[k]);
 	}
@@ -1494,13 +1527,13 @@ int objstore_avail(const struct objstore *s, uint64_t *avail)
 	return 0;
 }
 
-int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *version,
-		  int *deleted)
+/* objstore_head with the stripe held (either way). */
+static int head_locked(struct objstore *s, uint64_t oid, uint64_t *size,
+		       uint64_t *version, int *deleted)
 {
 	struct obj o;
 	int ret;
 
-	pthread_rwlock_rdlock(stripe(s, oid));
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
 		*size = o.size;
@@ -1509,7 +1542,60 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ve
 			*deleted = !!(o.flags & OBJ_F_DELETED);
 		obj_close(&o);
 	}
+	return ret;
+}
+
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *version,
+		  int *deleted)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = head_locked(s, oid, size, version, deleted);
 	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+/*
+ * objstore_head for a listing: from the name's fields when a listing
+ * read them since the object last changed, else from the file (and kept
+ * for the next listing; a header that fails its checks is not kept).
+ * -ENOENT also when the name went meanwhile.
+ */
+static int head_listed(struct objstore *s, uint64_t oid, struct objstore_ent *e)
+{
+	unsigned k = stripe_of(oid);
+	struct oid_set *set = &s->names[k];
+	int ret = -ENOENT, deleted = 0;
+	size_t i;
+
+	pthread_rwlock_rdlock(&s->locks[k]);
+	i = set_lower(set, oid);
+	if (i == set->n || set->ents[i].oid != oid)
+		goto out_unlock;
+	pthread_mutex_lock(&s->name_mu[k]);
+	if (set->ents[i].known) {
+		e->version = set->ents[i].version;
+		e->size = set->ents[i].size;
+		e->deleted = (int)set->ents[i].deleted;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&s->name_mu[k]);
+	if (ret == 0)
+		goto out_unlock;
+	/* No writer can change the file while we hold the stripe. */
+	ret = head_locked(s, oid, &e->size, &e->version, &deleted);
+	if (ret == 0) {
+		e->deleted = deleted;
+		pthread_mutex_lock(&s->name_mu[k]);
+		set->ents[i].version = e->version;
+		set->ents[i].size = e->size;
+		set->ents[i].deleted = (uint32_t)deleted;
+		set->ents[i].known = 1;
+		pthread_mutex_unlock(&s->name_mu[k]);
+	}
+out_unlock:
+	pthread_rwlock_unlock(&s->locks[k]);
 	return ret;
 }
 
@@ -1574,7 +1660,7 @@ int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version)
 {
 	int ret;
 
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	ret = obj_entomb(s, oid, version);
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
@@ -1585,7 +1671,7 @@ int objstore_remove_at(struct objstore *s, uint64_t oid, uint64_t epoch)
 	struct obj o;
 	int ret;
 
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
 		bool buried = o.flags & OBJ_F_DELETED;
@@ -1611,8 +1697,7 @@ int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 		return -ENOMEM;
 	ret = objstore_list(s, after, include_zero, oids, max, &cnt);
 	for (size_t i = 0; ret == 0 && i < cnt; i++) {
-		int r = objstore_head(s, oids[i], &ents[out].size, &ents[out].version,
-				      &ents[out].deleted);
+		int r = head_listed(s, oids[i], &ents[out]);
 
 		if (r == -ENOENT)
 			continue;       /* removed while we listed */

@@ -36,7 +36,10 @@
  * under the stripe's write lock. So objstore_count needs no walk and a
  * listing page costs O(page + stripes * log n), not a walk of every
  * directory: a full listing of n objects was O(n * n / page) entries
- * read (docs/recovery.md "At scale"). 8 bytes per object.
+ * read (docs/recovery.md "At scale"). With each name, what a listing
+ * read of its header (struct name), forgotten when the stripe is taken
+ * for writing for it: a listing reads only headers that changed since
+ * the last one. 32 bytes per object.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* syncfs, rwlock kinds */

@@ -144,7 +144,11 @@ struct objstore_ent {
 	int deleted;            /* a tombstone */
 };
 /* objstore_list with each object's epoch and size; a copy whose header
- * is unreadable is listed with epoch 0 (older than any real copy). */
+ * is unreadable is listed with epoch 0 (older than any real copy). A
+ * header is read from disk only the first time it is listed after the
+ * object changed (or the store opened); the other times the listing
+ * repeats what it read then, so one changed behind the store's back is
+ * seen only after the next change through it or a restart. */
 int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 		      struct objstore_ent *ents, size_t max, size_t *n);
 

@@ -25,9 +25,21 @@
  *
  * Concurrency: a striped array of rwlocks keyed by the oid. Reads,
  * stat, verify and sync share a stripe; write, replace, create and
- * remove hold it alone. There is no lock across objects; list walks the
- * directories without one and may or may not see objects created or
+ * remove hold it alone. There is no lock across objects; list takes the
+ * stripes one at a time and may or may not see objects created or
  * removed meanwhile. One process per store directory.
+ *
+ * Names: the store keeps the ids that have a file (objects and
+ * tombstones) in memory, per stripe a sorted array (struct oid_set),
+ * filled by the one walk of the 256 directories at open and changed
+ * only where a name appears or goes (obj_commit_tmp, objstore_remove),
+ * under the stripe's write lock. So objstore_count needs no walk and a
+ * listing page costs O(page + stripes * log n), not a walk of every
+ * directory: a full listing of n objects was O(n * n / page) entries
+ * read (docs/recovery.md "At scale"). With each name, what a listing
+ * read of its header (struct name), forgotten when the stripe is taken
+ * for writing for it: a listing reads only headers that changed since
+ * the last one. 32 bytes per object.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE     /* syncfs, rwlock kinds */
@@ -102,6 +114,23 @@ struct obj {
 	uint64_t data_off;
 };
 
+/*
+ * A name and, once a listing read it, its header's version, size and
+ * tombstone flag: what objstore_head returned then. Forgotten (known = 0)
+ * whenever the stripe is taken for writing for that id, and filled only
+ * under the stripe held for reading, so it is never older than the file.
+ */
+struct name {
+	uint64_t oid, version, size;
+	uint32_t known, deleted;
+};
+
+/* The names of one stripe, ascending by id. */
+struct oid_set {
+	struct name *ents;
+	size_t n, cap;
+};
+
 /* An object kept open for the next write; o.fd < 0: empty. */
 struct obj_slot {
 	struct obj o;
@@ -120,6 +149,11 @@ struct objstore {
 	/* Under the stripe's write lock only (see the top of this file). */
 	struct obj_slot slots[OBJ_STRIPES][OBJ_SLOTS];
 	uint64_t writes[OBJ_STRIPES];
+	/* Under the stripe's lock: write to change, read to look; a name's
+	 * header fields also under name_mu when the stripe is only read. */
+	struct oid_set names[OBJ_STRIPES];
+	pthread_mutex_t name_mu[OBJ_STRIPES];
+	atomic_uint_fast64_t nnames;    /* sum of names[].n */
 };
 
 
@@ -398,6 +432,80 @@ static void slot_drop(struct objstore *s, uint64_t oid)
 
 	if (slot_take(s, oid, &o))
 		obj_close(&o);
+}
+
+/* The index of the first id in @set that is >= @oid. */
+static size_t set_lower(const struct oid_set *set, uint64_t oid)
+{
+	size_t lo = 0, hi = set->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (set->ents[mid].oid < oid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Room for one more id, so that adding one after a rename cannot fail. */
+static int set_reserve(struct oid_set *set)
+{
+	struct name *ents;
+	size_t cap;
+
+	if (set->n < set->cap)
+		return 0;
+	cap = set->cap ? set->cap * 2 : 16;
+	ents = realloc(set->ents, cap * sizeof(*ents));
+	if (!ents)
+		return -ENOMEM;
+	set->ents = ents;
+	set->cap = cap;
+	return 0;
+}
+
+/* @oid has a file now; stripe held for writing, set_reserve done. */
+static void names_add(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	size_t i = set_lower(set, oid);
+
+	if (i < set->n && set->ents[i].oid == oid)
+		return;
+	assert(set->n < set->cap);
+	memmove(set->ents + i + 1, set->ents + i, (set->n - i) * sizeof(*set->ents));
+	set->ents[i] = (struct name){ .oid = oid };
+	set->n++;
+	atomic_fetch_add(&s->nnames, 1);
+}
+
+/* @oid's file is gone; stripe held for writing. */
+static void names_del(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	size_t i = set_lower(set, oid);
+
+	if (i == set->n || set->ents[i].oid != oid)
+		return;
+	memmove(set->ents + i, set->ents + i + 1, (set->n - i - 1) * sizeof(*set->ents));
+	set->n--;
+	atomic_fetch_sub(&s->nnames, 1);
+}
+
+/* @oid's stripe for writing; what a listing learnt of its header is
+ * forgotten (the file may change now). */
+static void stripe_wrlock(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	size_t i;
+
+	pthread_rwlock_wrlock(stripe(s, oid));
+	i = set_lower(set, oid);
+	if (i < set->n && set->ents[i].oid == oid)
+		set->ents[i].known = 0;
 }
 
 /* Entries [b0, b0 + n) in host order. The file always covers the whole
@@ -764,14 +872,22 @@ static int obj_commit_tmp(struct objstore *s, uint64_t oid, bool replace)
 
 	obj_name(oid, ".tmp", tmp);
 	obj_name(oid, "", name);
+	ret = set_reserve(&s->names[stripe_of(oid)]);
+	if (ret < 0)
+		goto out_unlink;
 	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (replace) {
-		if (renameat(s->obj_fd, tmp, s->obj_fd, name) == 0)
+		if (renameat(s->obj_fd, tmp, s->obj_fd, name) == 0) {
+			names_add(s, oid);
 			return 0;
+		}
 		ret = -errno;
 	} else if (linkat(s->obj_fd, tmp, s->obj_fd, name, 0) < 0) {
 		ret = -errno;
+	} else {
+		names_add(s, oid);
 	}
+out_unlink:
 	unlinkat(s->obj_fd, tmp, 0);
 	return ret;
 }
@@ -837,12 +953,55 @@ static bool parse_obj_name(const char *name, uint64_t *oid)
 	return true;
 }
 
-/* Create the 256 subdirectories and remove leftover temporary files. */
-static int store_prepare(int obj_fd)
+static bool is_regular(int dir_fd, const struct dirent *de)
 {
+	struct stat st;
+
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type == DT_REG;
+	return fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct name *)a)->oid, &((const struct name *)b)->oid);
+}
+
+/* A name found at open: appended, sorted once the walk is done. */
+static int names_load(struct objstore *s, uint64_t oid)
+{
+	struct oid_set *set = &s->names[stripe_of(oid)];
+	int ret = set_reserve(set);
+
+	if (ret == 0) {
+		set->ents[set->n++] = (struct name){ .oid = oid };
+		atomic_fetch_add(&s->nnames, 1);
+	}
+	return ret;
+}
+
+/*
+ * Create the 256 subdirectories, remove leftover temporary files and
+ * learn the names of the objects (the one walk of every directory; the
+ * rules are those objstore_list always had: 16 lowercase hex digits, in
+ * the directory of the id's low byte, a regular file).
+ */
+static int store_prepare(struct objstore *s)
+{
+	int obj_fd = s->obj_fd;
+
 	for (unsigned i = 0; i < 256; i++) {
 		char sub[3];
 		struct dirent *de;
+		uint64_t oid;
 		DIR *d;
 		int fd;
 
@@ -858,6 +1017,16 @@ static int store_prepare(int obj_fd)
 			return -errno;
 		}
 		while ((de = readdir(d)) != NULL) {
+			if (parse_obj_name(de->d_name, &oid) && (oid & 0xff) == i &&
+			    is_regular(fd, de)) {
+				int ret = names_load(s, oid);
+
+				if (ret < 0) {
+					closedir(d);
+					return ret;
+				}
+				continue;
+			}
 			if (!is_tmp_name(de->d_name))
 				continue;
 			log_info("removing leftover %s/%s", sub, de->d_name);
@@ -871,6 +1040,8 @@ static int store_prepare(int obj_fd)
 		}
 		closedir(d);
 	}
+	for (unsigned k = 0; k < OBJ_STRIPES; k++)
+		qsort(s->names[k].ents, s->names[k].n, sizeof(struct name), cmp_name);
 	return 0;
 }
 
@@ -915,7 +1086,7 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 		goto out_free;
 	}
 	close(dir_fd);
-	ret = store_prepare(s->obj_fd);
+	ret = store_prepare(s);
 	if (ret < 0)
 		goto out_close;
 
@@ -925,6 +1096,7 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 			PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
 	for (i = 0; i < OBJ_STRIPES; i++) {
 		pthread_rwlock_init(&s->locks[i], &attr);
+		pthread_mutex_init(&s->name_mu[i], NULL);
 		for (int j = 0; j < OBJ_SLOTS; j++)
 			s->slots[i][j].o.fd = -1;
 	}
@@ -933,6 +1105,8 @@ int objstore_open(const char *dir, uint32_t max_obj_size, struct objstore **out)
 	return 0;
 out_close:
 	close(s->obj_fd);
+	for (i = 0; i < OBJ_STRIPES; i++)
+		free(s->names[i].ents);
 out_free:
 	log_err("dir=%s: cannot open object store: %s", dir, strerror(-ret));
 	free(s->dir);
@@ -946,8 +1120,10 @@ void objstore_close(struct objstore *s)
 		return;
 	for (int i = 0; i < OBJ_STRIPES; i++) {
 		pthread_rwlock_destroy(&s->locks[i]);
+		pthread_mutex_destroy(&s->name_mu[i]);
 		for (int j = 0; j < OBJ_SLOTS; j++)
 			obj_close(&s->slots[i][j].o);
+		free(s->names[i].ents);
 	}
 	close(s->obj_fd);
 	free(s->dir);
@@ -962,7 +1138,7 @@ int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch)
 	struct obj o;
 
 	obj_name(oid, "", name);
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
@@ -988,7 +1164,7 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 
 	if (off > s->max_obj_size || len > s->max_obj_size - off)
 		return -EFBIG;
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	ret = slot_take(s, oid, &o) ? 0 : obj_open(s, oid, O_RDWR, &o);
 	bool buried = ret == 0 && o.flags & OBJ_F_DELETED;
 	uint64_t was = ret == 0 ? o.epoch : 0;
@@ -1024,7 +1200,7 @@ int objstore_replace(struct objstore *s, uint64_t oid, const void *buf,
 
 	if (len > s->max_obj_size)
 		return -EFBIG;
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	ret = obj_build(s, oid, 0, buf, len, version, true);
 	pthread_rwlock_unlock(stripe(s, oid));
@@ -1040,7 +1216,7 @@ int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
 
 	if (len > s->max_obj_size)
 		return -EFBIG;
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	if (obj_open(s, oid, O_RDONLY, &o) == 0) {
 		was = o.epoch;
@@ -1119,11 +1295,13 @@ int objstore_remove(struct objstore *s, uint64_t oid)
 	int ret = 0;
 
 	obj_name(oid, "", name);
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	slot_drop(s, oid);
 	atomic_fetch_add(&s->dir_gen[oid & 0xff], 1);
 	if (unlinkat(s->obj_fd, name, 0) < 0)
 		ret = -errno;
+	if (ret == 0 || ret == -ENOENT)
+		names_del(s, oid);
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
 }
@@ -1286,59 +1464,37 @@ static void heap_offer(uint64_t *h, size_t max, size_t *n, uint64_t id)
 	h[i] = id;
 }
 
-static bool is_regular(int dir_fd, const struct dirent *de)
-{
-	struct stat st;
-
-	if (de->d_type != DT_UNKNOWN)
-		return de->d_type == DT_REG;
-	return fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       S_ISREG(st.st_mode);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 		  uint64_t *oids, size_t max, size_t *n)
 {
 	bool all = include_zero && after == 0;
 	size_t cnt = 0;
 
-	for (unsigned i = 0; i < 256 && max; i++) {
-		struct dirent *de;
-		char sub[3];
-		uint64_t oid;
-		DIR *d;
-		int fd;
+	for (unsigned k = 0; k < OBJ_STRIPES && max; k++) {
+		const struct oid_set *set = &s->names[k];
+		size_t i;
 
-		snprintf(sub, sizeof(sub), "%02x", i);
-		fd = openat(s->obj_fd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		d = fdopendir(fd);
-		if (!d) {
-			close(fd);
-			return -errno;
+		pthread_rwlock_rdlock(&s->locks[k]);
+		i = all ? 0 : set_lower(set, after);
+		if (!all && i < set->n && set->ents[i].oid == after)
+			i++;
+		/* Ascending: once the heap is full, the first id not below
+		 * its largest ends this stripe. */
+		for (; i < set->n; i++) {
+			if (cnt == max && set->ents[i].oid >= oids[0])
+				break;
+			heap_offer(oids, max, &cnt, set->ents[i].oid);
 		}
-		while ((de = readdir(d)) != NULL) {
-			if (!parse_obj_name(de->d_name, &oid))
-				continue;
-			if ((oid & 0xff) != i || (!all && oid <= after))
-				continue;
-			if (!is_regular(fd, de))
-				continue;
-			heap_offer(oids, max, &cnt, oid);
-		}
-		closedir(d);
+		pthread_rwlock_unlock(&s->locks[k]);
 	}
 	qsort(oids, cnt, sizeof(*oids), cmp_u64);
 	*n = cnt;
 	return 0;
+}
+
+uint64_t objstore_count(struct objstore *s)
+{
+	return atomic_load(&s->nnames);
 }
 
 int objstore_path(const struct objstore *s, uint64_t oid, char *buf, size_t len)
@@ -1374,13 +1530,13 @@ int objstore_avail(const struct objstore *s, uint64_t *avail)
 	return 0;
 }
 
-int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *version,
-		  int *deleted)
+/* objstore_head with the stripe held (either way). */
+static int head_locked(struct objstore *s, uint64_t oid, uint64_t *size,
+		       uint64_t *version, int *deleted)
 {
 	struct obj o;
 	int ret;
 
-	pthread_rwlock_rdlock(stripe(s, oid));
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
 		*size = o.size;
@@ -1389,7 +1545,60 @@ int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *ve
 			*deleted = !!(o.flags & OBJ_F_DELETED);
 		obj_close(&o);
 	}
+	return ret;
+}
+
+int objstore_head(struct objstore *s, uint64_t oid, uint64_t *size, uint64_t *version,
+		  int *deleted)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = head_locked(s, oid, size, version, deleted);
 	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+/*
+ * objstore_head for a listing: from the name's fields when a listing
+ * read them since the object last changed, else from the file (and kept
+ * for the next listing; a header that fails its checks is not kept).
+ * -ENOENT also when the name went meanwhile.
+ */
+static int head_listed(struct objstore *s, uint64_t oid, struct objstore_ent *e)
+{
+	unsigned k = stripe_of(oid);
+	struct oid_set *set = &s->names[k];
+	int ret = -ENOENT, deleted = 0;
+	size_t i;
+
+	pthread_rwlock_rdlock(&s->locks[k]);
+	i = set_lower(set, oid);
+	if (i == set->n || set->ents[i].oid != oid)
+		goto out_unlock;
+	pthread_mutex_lock(&s->name_mu[k]);
+	if (set->ents[i].known) {
+		e->version = set->ents[i].version;
+		e->size = set->ents[i].size;
+		e->deleted = (int)set->ents[i].deleted;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&s->name_mu[k]);
+	if (ret == 0)
+		goto out_unlock;
+	/* No writer can change the file while we hold the stripe. */
+	ret = head_locked(s, oid, &e->size, &e->version, &deleted);
+	if (ret == 0) {
+		e->deleted = deleted;
+		pthread_mutex_lock(&s->name_mu[k]);
+		set->ents[i].version = e->version;
+		set->ents[i].size = e->size;
+		set->ents[i].deleted = (uint32_t)deleted;
+		set->ents[i].known = 1;
+		pthread_mutex_unlock(&s->name_mu[k]);
+	}
+out_unlock:
+	pthread_rwlock_unlock(&s->locks[k]);
 	return ret;
 }
 
@@ -1454,7 +1663,7 @@ int objstore_bury(struct objstore *s, uint64_t oid, uint64_t version)
 {
 	int ret;
 
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	ret = obj_entomb(s, oid, version);
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;
@@ -1465,7 +1674,7 @@ int objstore_remove_at(struct objstore *s, uint64_t oid, uint64_t epoch)
 	struct obj o;
 	int ret;
 
-	pthread_rwlock_wrlock(stripe(s, oid));
+	stripe_wrlock(s, oid);
 	ret = obj_open(s, oid, O_RDONLY, &o);
 	if (ret == 0) {
 		bool buried = o.flags & OBJ_F_DELETED;
@@ -1491,8 +1700,7 @@ int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 		return -ENOMEM;
 	ret = objstore_list(s, after, include_zero, oids, max, &cnt);
 	for (size_t i = 0; ret == 0 && i < cnt; i++) {
-		int r = objstore_head(s, oids[i], &ents[out].size, &ents[out].version,
-				      &ents[out].deleted);
+		int r = head_listed(s, oids[i], &ents[out]);
 
 		if (r == -ENOENT)
 			continue;       /* removed while we listed */

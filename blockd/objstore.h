@@ -103,9 +103,17 @@ int objstore_sync_all(struct objstore *s);
  * of them, into @oids; *@n is the count. A caller pages through the
  * store by passing the last id it got. Pass @after = 0 and
  * @include_zero = 1 for the first page (oid 0 is a valid id).
+ * Tombstones are listed too. From the store's index in memory (built at
+ * open): no disk access, O(@max + 256 log n) whatever the page. Every
+ * id that has a file from the first page to the last is listed exactly
+ * once; one created or removed meanwhile may or may not be.
  */
 int objstore_list(struct objstore *s, uint64_t after, int include_zero,
 		  uint64_t *oids, size_t max, size_t *n);
+
+/* How many ids objstore_list would list (objects and tombstones), kept
+ * as they come and go: no disk access. */
+uint64_t objstore_count(struct objstore *s);
 
 /* Size, version and whether it is a tombstone, from the object's header
  * only (cheap: no block checks). -ENOENT, -EBADMSG. @deleted may be NULL. */
@@ -136,7 +144,11 @@ struct objstore_ent {
 	int deleted;            /* a tombstone */
 };
 /* objstore_list with each object's epoch and size; a copy whose header
- * is unreadable is listed with epoch 0 (older than any real copy). */
+ * is unreadable is listed with epoch 0 (older than any real copy). A
+ * header is read from disk only the first time it is listed after the
+ * object changed (or the store opened); the other times the listing
+ * repeats what it read then, so one changed behind the store's back is
+ * seen only after the next change through it or a restart. */
 int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 		      struct objstore_ent *ents, size_t max, size_t *n);
 

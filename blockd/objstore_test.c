@@ -17,6 +17,7 @@
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1050,6 +1051,298 @@ Test(list, ignores_junk_names)
 	cr_assert_eq(objstore_list(s, 0, 1, ids, 16, &n), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_eq(ids[0], 0x1234);
+}
+
+/*
+ * The ids with a file, as the store's directories show them: what a walk
+ * of every directory finds, sorted, into @ids (room for @max); the count.
+ */
+static size_t walk_ids(uint64_t *ids, size_t max)
+{
+	char path[300];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < 256; i++) {
+		struct dirent *de;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "%s/obj/%02x", dir, i);
+		d = opendir(path);
+		cr_assert_not_null(d, "%s", path);
+		while ((de = readdir(d)) != NULL) {
+			uint64_t oid;
+			char *end;
+
+			if (strlen(de->d_name) != 16 ||
+			    strspn(de->d_name, "0123456789abcdef") != 16)
+				continue;
+			oid = strtoull(de->d_name, &end, 16);
+			if ((oid & 0xff) != i)
+				continue;
+			cr_assert_lt(n, max);
+			ids[n++] = oid;
+		}
+		closedir(d);
+	}
+	qsort(ids, n, sizeof(*ids), cmp_u64);
+	return n;
+}
+
+/* Every id in pages of @page, into @ids (room for @max); the count. */
+static size_t list_all(uint64_t *ids, size_t max, size_t page)
+{
+	uint64_t after = 0;
+	size_t total = 0, n;
+	int first = 1;
+
+	do {
+		cr_assert_leq(total + page, max + page);
+		cr_assert_eq(objstore_list(s, after, first, ids + total,
+					   total + page <= max ? page : max - total, &n), 0);
+		total += n;
+		if (n)
+			after = ids[total - 1];
+		first = 0;
+	} while (n == page && total < max);
+	return total;
+}
+
+/* The store's count and list agree with a walk of its directories. */
+static void expect_index_is_walk(const char *when)
+{
+	enum { MAX = 4096 };
+	static uint64_t walked[MAX], listed[MAX];
+	size_t nw = walk_ids(walked, MAX), nl = list_all(listed, MAX, 13);
+
+	cr_assert_eq(objstore_count(s), nw, "%s: count %" PRIu64 ", walk %zu",
+		     when, objstore_count(s), nw);
+	cr_assert_eq(nl, nw, "%s: listed %zu, walk %zu", when, nl, nw);
+	cr_assert_arr_eq(listed, walked, nw * sizeof(walked[0]), "%s", when);
+}
+
+Test(list, count_and_list_equal_a_walk_after_random_changes_and_reopens)
+{
+	enum { IDS = 600, ROUNDS = 4, OPS = 900 };
+	static uint64_t pool[IDS];
+	unsigned seed = 14;
+	char buf[100];
+
+	memset(buf, 7, sizeof(buf));
+	for (int i = 0; i < IDS; i++)   /* clustered ids share stripes and dirs */
+		pool[i] = i < IDS / 2 ? (uint64_t)rand_r(&seed) << 31 ^ rand_r(&seed)
+				      : 0x4200000000ull + (uint64_t)i * 0x100;
+	pool[0] = 0;
+	pool[1] = UINT64_MAX;
+	expect_index_is_walk("empty");
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int k = 0; k < OPS; k++) {
+			uint64_t oid = pool[rand_r(&seed) % IDS];
+			uint64_t epoch = 1 + (uint64_t)r;
+
+			switch (rand_r(&seed) % 8) {
+			case 0: (void)objstore_create(s, oid, epoch); break;
+			case 1: (void)objstore_write(s, oid, 0, buf, sizeof(buf), epoch,
+						     OBJSTORE_CREATE); break;
+			case 2: (void)objstore_put(s, oid, buf, 10, epoch); break;
+			case 3: (void)objstore_replace(s, oid, buf, 20, epoch << 32 | 9); break;
+			case 4: (void)objstore_remove(s, oid); break;
+			case 5: (void)objstore_remove_at(s, oid, epoch); break;
+			case 6: (void)objstore_bury(s, oid, epoch << 32 | 7); break;
+			case 7: (void)objstore_write(s, oid, 50, buf, 5, epoch, 0); break;
+			}
+		}
+		expect_index_is_walk("after changes");
+		/* A file the store did not make is not one of its names. */
+		char junk[300];
+		snprintf(junk, sizeof(junk), "%s/obj/07/00000000000000ab", dir);
+		int fd = open(junk, O_WRONLY | O_CREAT, 0600);
+		cr_assert_geq(fd, 0);
+		close(fd);
+		expect_index_is_walk("with a file in the wrong directory");
+		unlink(junk);
+		objstore_close(s);
+		s = NULL;
+		cr_assert_eq(objstore_open(dir, MAX_OBJ, &s), 0);
+		expect_index_is_walk("after reopening");
+	}
+	cr_assert_gt(objstore_count(s), 0, "the test made some objects");
+}
+
+Test(list, count_and_list_read_no_directory)
+{
+	char a[300], b[300];
+	uint64_t ids[8];
+	size_t n;
+
+	cr_assert_eq(objstore_create(s, 0x505, 1), 0);
+	cr_assert_eq(objstore_create(s, 0x1005, 1), 0);
+	cr_assert_eq(objstore_create(s, 0x77, 1), 0);
+	/* Directory 05 gone behind the store's back: nothing it lists or
+	 * counts comes from a walk any more (cluster status and each
+	 * listing page used to walk all 256). */
+	snprintf(a, sizeof(a), "%s/obj/05", dir);
+	snprintf(b, sizeof(b), "%s/obj/05.away", dir);
+	cr_assert_eq(rename(a, b), 0);
+	cr_assert_eq(objstore_count(s), 3);
+	cr_assert_eq(objstore_list(s, 0, 1, ids, 8, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(ids[0], 0x77);
+	cr_assert_eq(ids[1], 0x505);
+	cr_assert_eq(ids[2], 0x1005);
+	cr_assert_eq(rename(b, a), 0);
+}
+
+Test(list, pages_list_every_old_id_once_while_ids_are_added_and_removed)
+{
+	enum { OLD = 2000, PAGE = 37 };
+	static uint64_t old[OLD], got[8 * OLD];
+	unsigned seed = 99;
+	uint64_t after = 0, page[PAGE], added = 0;
+	size_t total = 0, n, o = 0, adds = 0;
+	int first = 1;
+
+	for (int i = 0; i < OLD; i++) {
+		old[i] = (uint64_t)rand_r(&seed) << 32 ^ (uint64_t)rand_r(&seed) << 1;
+		cr_assert_eq(objstore_create(s, old[i], 1), 0);
+	}
+	qsort(old, OLD, sizeof(old[0]), cmp_u64);
+	for (;;) {
+		cr_assert_eq(objstore_list(s, after, first, page, PAGE, &n), 0);
+		if (n == 0)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			cr_assert(first && i == 0 ? 1 : page[i] > after,
+				  "ascending past the cursor");
+			if (i)
+				cr_assert_gt(page[i], page[i - 1]);
+			cr_assert_lt(total, 8 * OLD);
+			got[total++] = page[i];
+		}
+		after = page[n - 1];
+		first = 0;
+		/* New ids (odd: never an old one) around and behind the cursor,
+		 * and the new ones removed again now and then; for the first
+		 * pages only (one just ahead each time would never let it end). */
+		for (int k = 0; k < 5 && adds++ < 200; k++) {
+			uint64_t id = (uint64_t)rand_r(&seed) << 32 ^
+				      (uint64_t)rand_r(&seed) << 1 ^ 1;
+
+			if (k == 0)
+				id = after + 1 + 2 * (uint64_t)(rand_r(&seed) % 64);
+			cr_assert_eq(objstore_create(s, id | 1, 2), 0);
+			added++;
+			if (k == 4)
+				cr_assert_eq(objstore_remove(s, id | 1), 0);
+		}
+	}
+	cr_assert_gt(added, 0);
+	/* Every old id exactly once, in order. */
+	for (size_t i = 0; i < total; i++) {
+		if (got[i] & 1)
+			continue;
+		cr_assert_lt(o, OLD, "an old id listed twice or an unknown one");
+		cr_assert_eq(got[i], old[o], "old id %zu", o);
+		o++;
+	}
+	cr_assert_eq(o, OLD, "listed %zu of %d old ids", o, OLD);
+}
+
+/* Every listed entry is what objstore_head says of that object now. */
+static void expect_list_ent_is_head(const char *when)
+{
+	enum { MAX = 4096 };
+	static struct objstore_ent e[MAX];
+	uint64_t after = 0, size, version;
+	size_t n, total = 0;
+	int first = 1, deleted;
+
+	do {
+		cr_assert_eq(objstore_list_ent(s, after, first, e, 11, &n), 0);
+		for (size_t i = 0; i < n; i++) {
+			cr_assert_eq(objstore_head(s, e[i].oid, &size, &version, &deleted), 0);
+			cr_assert_eq(e[i].version, version, "%s: oid %" PRIx64 " listed "
+				     "version %" PRIx64 ", header %" PRIx64, when,
+				     e[i].oid, e[i].version, version);
+			cr_assert_eq(e[i].size, size, "%s: oid %" PRIx64, when, e[i].oid);
+			cr_assert_eq(e[i].deleted, deleted, "%s: oid %" PRIx64, when, e[i].oid);
+		}
+		total += n;
+		if (n)
+			after = e[n - 1].oid;
+		first = 0;
+	} while (n == 11);
+	cr_assert_eq(total, objstore_count(s), "%s", when);
+}
+
+Test(list, listed_versions_follow_every_change_after_a_listing)
+{
+	enum { IDS = 300, ROUNDS = 12, OPS = 150 };
+	uint64_t pool[IDS];
+	unsigned seed = 41;
+	char buf[64];
+
+	memset(buf, 3, sizeof(buf));
+	for (int i = 0; i < IDS; i++)
+		pool[i] = 0x900000 + (uint64_t)i * 0x101;
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t epoch = 1 + (uint64_t)r / 3;   /* changes within an epoch too */
+
+		for (int k = 0; k < OPS; k++) {
+			uint64_t oid = pool[rand_r(&seed) % IDS];
+
+			switch (rand_r(&seed) % 7) {
+			case 0: (void)objstore_create(s, oid, epoch); break;
+			case 1: (void)objstore_write(s, oid, (uint64_t)(rand_r(&seed) % 8192),
+						     buf, sizeof(buf), epoch, OBJSTORE_CREATE); break;
+			case 2: (void)objstore_write(s, oid, 0, buf, 8, epoch, 0); break;
+			case 3: (void)objstore_put(s, oid, buf, (size_t)(rand_r(&seed) % 64), epoch); break;
+			case 4: (void)objstore_replace(s, oid, buf, 9, epoch << 32 | 77); break;
+			case 5: (void)objstore_remove_at(s, oid, epoch); break;
+			case 6: (void)objstore_remove(s, oid); break;
+			}
+		}
+		/* Twice: the second listing answers from what the first read. */
+		expect_list_ent_is_head("first listing");
+		expect_list_ent_is_head("second listing");
+		if (r % 4 == 3) {
+			objstore_close(s);
+			s = NULL;
+			cr_assert_eq(objstore_open(dir, MAX_OBJ, &s), 0);
+			expect_list_ent_is_head("after reopening");
+		}
+	}
+}
+
+Test(list, a_second_listing_reads_no_unchanged_header)
+{
+	struct objstore_ent e[8];
+	char a[300], b[300];
+	size_t n;
+
+	cr_assert_eq(objstore_write(s, 0x605, 0, "abc", 3, 2, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_create(s, 0x77, 1), 0);
+	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 8, &n), 0);
+	cr_assert_eq(n, 2);
+	/* Directory 05 gone behind the store's back: a listing that read
+	 * 0x605's header again would miss it (a cold disk paid one header
+	 * read per object and listing page, every pass of every peer). */
+	snprintf(a, sizeof(a), "%s/obj/05", dir);
+	snprintf(b, sizeof(b), "%s/obj/05.away", dir);
+	cr_assert_eq(rename(a, b), 0);
+	memset(e, 0, sizeof(e));
+	cr_assert_eq(objstore_list_ent(s, 0, 1, e, 8, &n), 0);
+	cr_assert_eq(rename(b, a), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(e[0].oid, 0x77);
+	cr_assert_eq(e[1].oid, 0x605);
+	cr_assert_eq(e[1].size, 3);
+	cr_assert_eq(e[1].version, 2ull << 32 | 1);
+	/* A change is seen by the next listing. */
+	cr_assert_eq(objstore_write(s, 0x605, 10, "de", 2, 3, 0), 0);
+	cr_assert_eq(objstore_list_ent(s, 0x77, 0, e, 8, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(e[0].size, 12);
+	cr_assert_eq(e[0].version, 3ull << 32 | 1);
 }
 
 /* ---- concurrency ---- */

@@ -131,30 +131,84 @@ static const char *eta_text(int64_t s, char *buf, size_t len)
 	return buf;
 }
 
-/* "1203/2650 objects  310/700 MiB  52 MiB/s  ETA 8s" */
-static void progress_text(const struct sdfs_health *h, const char *sep,
-			  char *buf, size_t len)
+/*
+ * Why the ETA is unknown (h->eta_s < 0), from the nodes' passes, in place
+ * of "ETA ?": "listing on 2 of 3 nodes" (a pass lists every peer's
+ * objects before it counts its work), "node 3 catching up to epoch 9"
+ * (its pass has not started), "12 objects unavailable" (waiting for a
+ * node), "estimating" (work counted, nothing done yet). @nodes may be
+ * NULL: then only what @h says.
+ */
+static const char *eta_wait(const struct sdfs_health *h,
+			    const struct sdfs_node_status *nodes, size_t n,
+			    char *buf, size_t len)
 {
-	char d[32], t[32], r[32], e[48];
+	unsigned up = 0, listing = 0;
+	uint32_t behind = 0;
+
+	for (size_t i = 0; nodes && i < n; i++) {
+		const struct sdfs_node_status *x = &nodes[i];
+
+		if (!x->reachable)
+			continue;
+		up++;
+		if (x->epoch != h->epoch || x->rec_epoch != h->epoch) {
+			if (!behind)
+				behind = x->node_id;
+		} else if (x->clean_epoch != h->epoch && !x->rec_todo_objs) {
+			listing++;
+		}
+	}
+	if (h->unavail)
+		snprintf(buf, len, "%" PRIu64 " objects unavailable", h->unavail);
+	else if (behind)
+		snprintf(buf, len, "node %" PRIu32 " catching up to epoch %" PRIu64,
+			 behind, h->epoch);
+	else if (listing)
+		snprintf(buf, len, "listing on %u of %u nodes", listing, up);
+	else if (!nodes && !h->todo_objs)
+		snprintf(buf, len, "listing");
+	else
+		snprintf(buf, len, "estimating");
+	return buf;
+}
+
+/* "1203/2650 objects  310/700 MiB  52 MiB/s  ETA 8s"; in place of the
+ * ETA, why there is none yet (eta_wait). */
+static void progress_text(const struct sdfs_health *h,
+			  const struct sdfs_node_status *nodes, size_t n,
+			  const char *sep, char *buf, size_t len)
+{
+	char d[32], t[32], r[32], e[80];
 
 	cli_human(h->done_bytes, d, sizeof(d));
 	cli_human(h->todo_bytes, t, sizeof(t));
 	cli_human(h->rate, r, sizeof(r));
-	snprintf(buf, len, "%" PRIu64 "/%" PRIu64 " objects%s%s/%s%s%s/s%sETA %s",
-		 h->done_objs, h->todo_objs, sep, d, t, sep, r, sep,
-		 eta_text(h->eta_s, e, sizeof(e)));
+	if (h->eta_s < 0 && !h->healthy) {
+		char w[64];
+
+		snprintf(e, sizeof(e), "ETA ? (%s)", eta_wait(h, nodes, n, w, sizeof(w)));
+	} else {
+		char v[48];
+
+		snprintf(e, sizeof(e), "ETA %s", eta_text(h->eta_s, v, sizeof(v)));
+	}
+	snprintf(buf, len, "%" PRIu64 "/%" PRIu64 " objects%s%s/%s%s%s/s%s%s",
+		 h->done_objs, h->todo_objs, sep, d, t, sep, r, sep, e);
 }
 
 /* "recovery [#########.........] 45%  1203/2650 objects ..." */
-static void progress_bar(const struct sdfs_health *h, char *buf, size_t len)
+static void progress_bar(const struct sdfs_health *h,
+			 const struct sdfs_node_status *nodes, size_t n,
+			 char *buf, size_t len)
 {
 	unsigned pct = progress_pct(h), fill = pct * BAR_WIDTH / 100;
-	char bar[BAR_WIDTH + 1], rest[160];
+	char bar[BAR_WIDTH + 1], rest[192];
 
 	for (unsigned i = 0; i < BAR_WIDTH; i++)
 		bar[i] = i < fill ? '#' : '.';
 	bar[BAR_WIDTH] = '\0';
-	progress_text(h, "  ", rest, sizeof(rest));
+	progress_text(h, nodes, n, "  ", rest, sizeof(rest));
 	snprintf(buf, len, "recovery [%s] %3u%%  %s", bar, pct, rest);
 }
 
@@ -351,10 +405,10 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 		printf("recovery  done at epoch %" PRIu64 " (%" PRIu64 " objects checked)\n",
 		       h->epoch, h->todo_objs);
 	} else if (isatty(1)) {
-		progress_bar(h, line, sizeof(line));
+		progress_bar(h, nodes, n, line, sizeof(line));
 		printf("%s\n", line);
 	} else {
-		progress_text(h, ", ", line, sizeof(line));
+		progress_text(h, nodes, n, ", ", line, sizeof(line));
 		printf("recovery  %u%%: %s\n", progress_pct(h), line);
 	}
 	printf("          %" PRIu64 " unavailable, %" PRIu64 " extra copies kept, %"
@@ -428,12 +482,18 @@ static int cluster_status(struct cli *cli, struct sdfs *s)
 	return 0;
 }
 
-static void wait_show(const struct sdfs_health *h, int tty)
+static void wait_show(struct sdfs *s, const struct sdfs_health *h, int tty)
 {
+	struct sdfs_node_status *nodes = NULL;
 	char line[512], bar[256];
+	size_t n = 0;
 
+	/* Why no ETA yet needs the nodes' passes (NODE_INFO is cheap: the
+	 * stores keep their counts). */
+	if (!h->healthy && h->eta_s < 0 && sdfs_node_list(s, &nodes, &n))
+		nodes = NULL;
 	if (tty) {
-		progress_bar(h, bar, sizeof(bar));
+		progress_bar(h, nodes, n, bar, sizeof(bar));
 		/* The reason only when it says more than "recovering". */
 		if (!h->healthy && strncmp(h->reason, "recovering", 10))
 			snprintf(line, sizeof(line), "%s  (%s)", bar, h->reason);
@@ -441,10 +501,11 @@ static void wait_show(const struct sdfs_health *h, int tty)
 			snprintf(line, sizeof(line), "%s", bar);
 		printf("\r\033[K%s", line);
 	} else {
-		progress_text(h, ", ", bar, sizeof(bar));
+		progress_text(h, nodes, n, ", ", bar, sizeof(bar));
 		printf("waiting: %s; %u%%: %s\n", h->reason, progress_pct(h), bar);
 	}
 	fflush(stdout);
+	free(nodes);
 }
 
 static int cluster_wait_healthy(struct cli *cli, struct sdfs *s)
@@ -485,7 +546,7 @@ static int cluster_wait_healthy(struct cli *cli, struct sdfs *s)
 		if (now >= end)
 			break;
 		if (tty || (!cli->json && now >= next_plain)) {
-			wait_show(&h, tty);
+			wait_show(s, &h, tty);
 			shown = 1;
 			next_plain = now + WAIT_PLAIN_EVERY_MS;
 		}
@@ -496,7 +557,7 @@ static int cluster_wait_healthy(struct cli *cli, struct sdfs *s)
 	double took = (double)(mono_ms() - start) / 1000;
 	if (tty && shown) {
 		if (h.healthy)
-			wait_show(&h, tty);
+			wait_show(s, &h, tty);
 		printf("\n");
 	}
 	if (cli->json) {

@@ -1041,7 +1041,9 @@ static int store_prepare(struct objstore *s)
 		closedir(d);
 	}
 	for (unsigned k = 0; k < OBJ_STRIPES; k++)
-		qsort(s->names[k].ents, s->names[k].n, sizeof(struct name), cmp_name);
+		if (s->names[k].n)      /* empty: ents is NULL, and qsort's nonnull */
+			qsort(s->names[k].ents, s->names[k].n, sizeof(struct name),
+			      cmp_name);
 	return 0;
 }
 

@@ -229,8 +229,14 @@ Test(conn_limits, stalled_frames_mds)
 	char active[32];
 	long grew = stall_many("mds.0", SDFS_OP_NS_LOOKUP, MDS_ANNOUNCE);
 
-	cr_expect_lt(grew, (long)NCONNS * (MDS_ANNOUNCE / 1024) / 2,
-		     "mds.0 grew by %ld kB for %d stalled frames", grew, NCONNS);
+	/* The mds serves each connection on a thread of its own: under
+	 * AddressSanitizer each thread's stack and shadow outweigh a
+	 * 60000-byte frame, so only the closing is checked there. */
+	if (getenv("SDFS_SAN_DIR"))
+		cr_log_info("sanitizer build: mds.0's VmRSS not compared");
+	else
+		cr_expect_lt(grew, (long)NCONNS * (MDS_ANNOUNCE / 1024) / 2,
+			     "mds.0 grew by %ld kB for %d stalled frames", grew, NCONNS);
 	cr_assert_eq(tcluster_wait_active_mds(tc, NULL, active, sizeof(active),
 					      TCLUSTER_WAIT_MS), 0);
 }

@@ -281,11 +281,69 @@ complete:
 	c->state = ST_DONE;
 }
 
+/* The calls in flight and what poll() waits for on each. */
+struct pollset {
+	size_t n;
+	struct pollfd pfd[RPC_MAX_CALLS];
+	size_t idx[RPC_MAX_CALLS];      /* pfd[k] is calls[idx[k]] */
+};
+
+/* Collect the calls of @calls[0..@n) still in flight into @ps. */
+static void pollset_fill(struct pollset *ps, const struct rpc_call *calls, size_t n)
+{
+	ps->n = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct rpc_call *c = &calls[i];
+		struct pollfd *pfd = &ps->pfd[ps->n];
+
+		if (c->state == ST_DONE)
+			continue;
+		pfd->fd = c->fd;
+		pfd->events = c->state == ST_CONNECTING || c->state == ST_SENDING
+			? POLLOUT : POLLIN;
+		pfd->revents = 0;
+		ps->idx[ps->n++] = i;
+	}
+}
+
+/* End every call in @ps with @err. */
+static void pollset_fail(const struct pollset *ps, struct rpc_call *calls, int err)
+{
+	for (size_t k = 0; k < ps->n; k++)
+		call_fail(&calls[ps->idx[k]], err);
+}
+
+/* Wait up to @wait_ms for the calls in @ps and move each that is ready
+ * a step. A poll() failure fails them all: -1 then, else 0. */
+static int pollset_step(struct pollset *ps, struct pool *p, struct rpc_call *calls,
+			int wait_ms, uint64_t (*req_id)(void *), void *arg)
+{
+	int r = poll(ps->pfd, ps->n, wait_ms);
+
+	if (r < 0 && errno != EINTR) {
+		pollset_fail(ps, calls, -errno);
+		return -1;
+	}
+	for (size_t k = 0; r > 0 && k < ps->n; k++)
+		if (ps->pfd[k].revents)
+			call_step(p, &calls[ps->idx[k]], ps->pfd[k].revents, req_id(arg));
+	return 0;
+}
+
+/* Make @c a call not yet started, its outcome @ret for now. */
+static void call_reset(struct rpc_call *c, int state, int ret)
+{
+	c->fd = -1;
+	c->state = state;
+	c->retried = 0;
+	c->rpayload = NULL;
+	c->ret = ret;
+}
+
 void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
 	     uint64_t (*req_id)(void *), void *arg)
 {
-	struct pollfd pfd[RPC_MAX_CALLS];
-	size_t idx[RPC_MAX_CALLS];
+	struct pollset ps;
 	int64_t deadline = net_now_ms() + timeout_ms;
 
 	if (n > RPC_MAX_CALLS) {
@@ -294,44 +352,20 @@ void rpc_run(struct pool *p, struct rpc_call *calls, size_t n, int timeout_ms,
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		calls[i].fd = -1;
-		calls[i].state = ST_INIT;
-		calls[i].retried = 0;
-		calls[i].rpayload = NULL;
-		calls[i].ret = -EINPROGRESS;
+		call_reset(&calls[i], ST_INIT, -EINPROGRESS);
 		call_start(p, &calls[i], req_id(arg));
 	}
 	for (;;) {
-		size_t np = 0;
-
-		for (size_t i = 0; i < n; i++) {
-			struct rpc_call *c = &calls[i];
-
-			if (c->state == ST_DONE)
-				continue;
-			pfd[np].fd = c->fd;
-			pfd[np].events = c->state == ST_CONNECTING || c->state == ST_SENDING
-				? POLLOUT : POLLIN;
-			pfd[np].revents = 0;
-			idx[np++] = i;
-		}
-		if (np == 0)
+		pollset_fill(&ps, calls, n);
+		if (ps.n == 0)
 			return;
 		int64_t left = deadline - net_now_ms();
 		if (left <= 0) {
-			for (size_t k = 0; k < np; k++)
-				call_fail(&calls[idx[k]], -ETIMEDOUT);
+			pollset_fail(&ps, calls, -ETIMEDOUT);
 			return;
 		}
-		int r = poll(pfd, np, (int)left);
-		if (r < 0 && errno != EINTR) {
-			for (size_t k = 0; k < np; k++)
-				call_fail(&calls[idx[k]], -errno);
+		if (pollset_step(&ps, p, calls, (int)left, req_id, arg))
 			return;
-		}
-		for (size_t k = 0; r > 0 && k < np; k++)
-			if (pfd[k].revents)
-				call_step(p, &calls[idx[k]], pfd[k].revents, req_id(arg));
 	}
 }
 
@@ -339,25 +373,19 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 		   int hedge_ms, int (*accept)(const struct rpc_call *),
 		   uint64_t (*req_id)(void *), void *arg)
 {
-	struct pollfd pfd[RPC_MAX_CALLS];
-	size_t idx[RPC_MAX_CALLS], started = 0;
+	struct pollset ps;
+	size_t started = 0;
 	int64_t start_ms[RPC_MAX_CALLS];
 	int64_t now = net_now_ms(), deadline = now + timeout_ms;
 	int won = -1;
 
 	if (n > RPC_MAX_CALLS)
 		n = RPC_MAX_CALLS;
-	for (size_t i = 0; i < n; i++) {
-		calls[i].fd = -1;
-		calls[i].state = ST_DONE;
-		calls[i].retried = 0;
-		calls[i].rpayload = NULL;
-		calls[i].ret = -ECANCELED;
-	}
+	for (size_t i = 0; i < n; i++)
+		call_reset(&calls[i], ST_DONE, -ECANCELED);
 	for (;;) {
 		/* The next one starts once every call in flight is late. */
 		int64_t next_at = now;
-		size_t np = 0;
 
 		now = net_now_ms();
 		for (size_t i = 0; i < started && won < 0; i++)
@@ -375,46 +403,26 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 			call_start(p, c, req_id(arg));
 			if (c->state == ST_DONE && !accept(c))
 				continue;       /* failed at once: the next now */
+			if (c->state == ST_DONE)
+				won = (int)started - 1; /* ended at once, accepted */
 			next_at = now + hedge_ms;
 		}
-		for (size_t i = 0; i < started; i++) {
-			struct rpc_call *c = &calls[i];
-
-			if (c->state == ST_DONE) {
-				if (won < 0 && accept(c))
-					won = (int)i;   /* the one just started */
-				continue;
-			}
-			pfd[np].fd = c->fd;
-			pfd[np].events = c->state == ST_CONNECTING || c->state == ST_SENDING
-				? POLLOUT : POLLIN;
-			pfd[np].revents = 0;
-			idx[np++] = i;
-		}
-		if (won >= 0 || (np == 0 && (started == n || now >= deadline))) {
-			for (size_t k = 0; k < np; k++)
-				call_fail(&calls[idx[k]], -ETIMEDOUT);
+		pollset_fill(&ps, calls, started);
+		if (won >= 0 || (ps.n == 0 && (started == n || now >= deadline))) {
+			pollset_fail(&ps, calls, -ETIMEDOUT);
 			return won;
 		}
-		if (np == 0)
+		if (ps.n == 0)
 			continue;       /* start the next one */
 		int64_t left = deadline - now, wait = left;
 		if (started < n && next_at - now < wait)
 			wait = next_at > now ? next_at - now : 0;
 		if (left <= 0) {
-			for (size_t k = 0; k < np; k++)
-				call_fail(&calls[idx[k]], -ETIMEDOUT);
+			pollset_fail(&ps, calls, -ETIMEDOUT);
 			return -1;
 		}
-		int r = poll(pfd, np, (int)wait);
-		if (r < 0 && errno != EINTR) {
-			for (size_t k = 0; k < np; k++)
-				call_fail(&calls[idx[k]], -errno);
+		if (pollset_step(&ps, p, calls, (int)wait, req_id, arg))
 			return -1;
-		}
-		for (size_t k = 0; r > 0 && k < np; k++)
-			if (pfd[k].revents)
-				call_step(p, &calls[idx[k]], pfd[k].revents, req_id(arg));
 	}
 }
 

@@ -752,20 +752,32 @@ static int read_verdict(const struct read_round *rr)
 	return 0;
 }
 
-ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
-		      uint64_t off)
+/*
+ * What a read or a stat takes from the answer that won @rr (replicas of
+ * @p; @len: the bytes asked for), whose result was 0: >= 0, or -errno.
+ */
+typedef ssize_t (*read_take_fn)(struct sdfs *s, struct placement *p,
+				struct read_round *rr, size_t len, void *arg);
+
+/*
+ * Ask the replicas of @tmpl's object for @tmpl with its length set to
+ * @len cut to the object size (a read: into @buf; a stat: 0), in read_order,
+ * hedged (read_round), until one answers for good; @take then makes the
+ * result of it. Re-reads the map and goes again while no replica could
+ * answer (read_verdict), until the handle's timeout: -ETIMEDOUT then,
+ * or -EIO when a replica did not answer.
+ */
+static ssize_t read_replicas(struct sdfs *s, const struct sdfs_hdr *tmpl,
+			     void *buf, size_t len, read_take_fn take, void *arg)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	int last = -ETIMEDOUT;
 
-	if (len > SDFS_MAX_PAYLOAD)
-		len = SDFS_MAX_PAYLOAD;
 	for (int attempt = 0;; attempt++) {
-		struct sdfs_hdr req = { .opcode = SDFS_OP_OBJ_READ, .oid = oid,
-					.offset = off };
+		struct sdfs_hdr req = *tmpl;
 		struct read_round rr;
 		struct placement p;
-		int ret = placement_get(s, oid, &p);
+		int ret = placement_get(s, tmpl->oid, &p);
 		int64_t left = deadline - net_now_ms();
 
 		if (ret)
@@ -779,19 +791,13 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 		req.length = (uint32_t)len;
 		read_round(s, &p, &req, buf, len, (int)left, &rr);
 		if (rr.won >= 0) {
-			struct rpc_call *c = &rr.calls[rr.won];
-			ssize_t got = c->reply.payload_len;
+			ssize_t got = rpc_result(&rr.calls[rr.won]);
 
-			ret = rpc_result(c);
-			if (ret == 0 && (size_t)got > len)
-				ret = -EPROTO;  /* more than asked: a broken node */
-			if (ret == 0 && rr.won > 0 && got)
-				memcpy(buf, c->rpayload, (size_t)got);
-			if (ret == 0 && rr.nbad)
-				repair(s, &p, oid, c->node, rr.bad, rr.nbad);
+			if (got == 0)
+				got = take(s, &p, &rr, len, arg);
 			rpc_calls_free(rr.calls, rr.n);
 			placement_done(&p);
-			return ret ? ret : got; /* EINVAL and the like: no replica helps */
+			return got;     /* EINVAL and the like: no replica helps */
 		}
 		rpc_calls_free(rr.calls, rr.n);
 		placement_done(&p);
@@ -807,50 +813,52 @@ ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
 	}
 }
 
+/* A read's answer: its bytes into @buf (the first replica's are there
+ * already), a corrupt replica rewritten. */
+static ssize_t read_take(struct sdfs *s, struct placement *p,
+			 struct read_round *rr, size_t len, void *buf)
+{
+	const struct rpc_call *c = &rr->calls[rr->won];
+	size_t got = c->reply.payload_len;
+
+	if (got > len)
+		return -EPROTO;         /* more than asked: a broken node */
+	if (rr->won > 0 && got)
+		memcpy(buf, c->rpayload, got);
+	if (rr->nbad)
+		repair(s, p, c->req.oid, c->node, rr->bad, rr->nbad);
+	return (ssize_t)got;
+}
+
+ssize_t sdfs_obj_read(struct sdfs *s, uint64_t oid, void *buf, size_t len,
+		      uint64_t off)
+{
+	struct sdfs_hdr req = { .opcode = SDFS_OP_OBJ_READ, .oid = oid, .offset = off };
+
+	if (len > SDFS_MAX_PAYLOAD)
+		len = SDFS_MAX_PAYLOAD;
+	return read_replicas(s, &req, buf, len, read_take, buf);
+}
+
+/* A stat's answer: decoded into @info. */
+static ssize_t stat_take(struct sdfs *s, struct placement *p,
+			 struct read_round *rr, size_t len, void *info)
+{
+	const struct rpc_call *c = &rr->calls[rr->won];
+	struct sdfs_obj_info *out = info;
+	struct sdfs_obj_stat st;
+
+	(void)s, (void)p, (void)len;
+	if (!c->rpayload || proto_obj_stat_decode(c->rpayload, c->reply.payload_len, &st))
+		return -EPROTO;
+	out->size = st.size;
+	out->epoch = st.epoch;
+	return 0;
+}
+
 int sdfs_obj_stat(struct sdfs *s, uint64_t oid, struct sdfs_obj_info *info)
 {
-	int64_t deadline = net_now_ms() + s->timeout_ms;
-	int last = -ETIMEDOUT;
+	struct sdfs_hdr req = { .opcode = SDFS_OP_OBJ_STAT, .oid = oid };
 
-	for (int attempt = 0;; attempt++) {
-		struct sdfs_hdr req = { .opcode = SDFS_OP_OBJ_STAT, .oid = oid };
-		struct sdfs_obj_stat st;
-		struct read_round rr;
-		struct placement p;
-		int ret = placement_get(s, oid, &p);
-		int64_t left = deadline - net_now_ms();
-
-		if (ret)
-			return ret;
-		if (left <= 0) {
-			placement_done(&p);
-			return last;
-		}
-		read_round(s, &p, &req, NULL, 0, (int)left, &rr);
-		placement_done(&p);
-		if (rr.won >= 0) {
-			struct rpc_call *c = &rr.calls[rr.won];
-
-			ret = rpc_result(c);
-			if (ret == 0 && (!c->rpayload ||
-			    proto_obj_stat_decode(c->rpayload, c->reply.payload_len, &st)))
-				ret = -EPROTO;
-			if (ret == 0) {
-				info->size = st.size;
-				info->epoch = st.epoch;
-			}
-			rpc_calls_free(rr.calls, rr.n);
-			return ret;
-		}
-		rpc_calls_free(rr.calls, rr.n);
-		if (rr.transport)
-			last = -EIO;
-		ret = read_verdict(&rr);
-		if (ret)
-			return ret;
-		if (deadline - net_now_ms() <= 0)
-			return last;
-		client_map_refresh(s);
-		backoff(attempt);
-	}
+	return (int)read_replicas(s, &req, NULL, 0, stat_take, info);
 }

@@ -104,7 +104,7 @@ static int read_hdr(struct conn *c, uint8_t *hb, int idle_ms, int64_t *deadline)
 }
 
 /* The payload into c->buf, grown as bytes arrive (never to what the
- * header announced before they do). */
+ * header announced before they do): the buffer is filled, then doubled. */
 static int read_payload(struct conn *c, size_t len, int64_t deadline)
 {
 	size_t done = 0;
@@ -119,19 +119,12 @@ static int read_payload(struct conn *c, size_t len, int64_t deadline)
 			c->buf = p;
 			c->cap = cap;
 		}
-		size_t chunk = (c->cap < len ? c->cap : len) - done;
-		int ret = wait_readable(c->fd, deadline);
+		size_t end = c->cap < len ? c->cap : len;
+		int ret = read_full(c->fd, c->buf + done, end - done, deadline);
 
 		if (ret)
 			return ret;
-		ssize_t n = recv(c->fd, c->buf + done, chunk, 0);
-
-		if (n > 0)
-			done += (size_t)n;
-		else if (n == 0)
-			return -ECONNRESET;
-		else if (errno != EINTR && errno != EAGAIN)
-			return -errno;
+		done = end;
 	}
 	return 0;
 }

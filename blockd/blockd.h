@@ -88,6 +88,12 @@ struct blockd {
 	atomic_int_fast64_t space_ms;   /* ... at this net_now_ms (0: never) */
 	atomic_uint nospace;            /* a write hit ENOSPC, space not back */
 	atomic_uint_fast64_t nospace_avail; /* avail_bytes when it did */
+
+	/* member.c: the map's full flag follows the space state (issue 14) */
+	struct loop_call space_call;    /* member_space_changed posts it */
+	atomic_uint space_armed;        /* space_call is set up */
+	atomic_uint space_posted;       /* space_call is queued */
+	int space_job;                  /* loop thread: a judge or an update runs */
 };
 
 /* client_conn.c: accept connections on bd->listen_fd. */
@@ -110,6 +116,10 @@ void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload);
 void client_conn_put(struct conn *c);   /* drop a reference taken by ops */
 void client_conn_get(struct conn *c);
 
+/* ops.c: judge the node's space (statvfs, at most every 100 ms) and
+ * return its SDFS_SPACE_* state. Any thread but the loop's (disk I/O). */
+unsigned ops_space(struct blockd *bd);
+
 /* member.c */
 int member_node_id_load(struct blockd *bd);     /* read or allocate */
 int member_join(struct blockd *bd);             /* ephemeral + first map */
@@ -121,4 +131,7 @@ uint64_t member_epoch(const struct blockd *bd);        /* any thread */
 enum sdfs_res member_admit(struct blockd *bd, const struct sdfs_hdr *h);
 /* Any thread (the primary's own copy): the same without the fences. */
 enum sdfs_res member_admit_any(struct blockd *bd, const struct sdfs_hdr *h);
+/* Any thread: the space state's full bit changed; the member document
+ * and then the map follow it (never blocks). */
+void member_space_changed(struct blockd *bd);
 #endif

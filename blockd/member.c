@@ -114,6 +114,7 @@ static void self_node(const struct blockd *bd, struct cmap_node *nd)
 	nd->weight = bd->weight;
 	nd->port = bd->port;
 	nd->state = CMAP_UP;
+	nd->full = !!(atomic_load(&((struct blockd *)bd)->space) & SDFS_SPACE_FULL);
 	snprintf(nd->host, sizeof(nd->host), "%s", bd->host);
 }
 
@@ -122,7 +123,7 @@ static int same_node(const struct cmap_node *a, const struct cmap_node *b)
 	return a->node_id == b->node_id && a->zone == b->zone &&
 	       a->weight == b->weight && a->port == b->port &&
 	       a->state == b->state && a->down_ms == b->down_ms &&
-	       a->drain == b->drain && a->wset == b->wset &&
+	       a->drain == b->drain && a->wset == b->wset && a->full == b->full &&
 	       strcmp(a->host, b->host) == 0;
 }
 
@@ -145,7 +146,8 @@ static void node_gone(struct cmap_node *nd, uint64_t now, uint32_t grace_ms)
 	}
 }
 
-/* A member: up, as it describes itself, but what operators set stays. */
+/* A member: up, as it describes itself (its full flag too), but what
+ * operators set stays. */
 static void node_here(struct cmap_node *nd, const struct cmap_node *cur,
 		      const struct cmap_node *mem)
 {
@@ -568,6 +570,102 @@ static void suspect_tick(void *arg)
 		reconcile_start(bd);
 }
 
+/*
+ * The full flag (issue 14): writers refuse data writes an up node that
+ * the map calls full would hold, before any replica applies them. When
+ * the node's space state (ops.c) and what the map says of it differ,
+ * our member document is rewritten and the map reconciled, as for a
+ * change of weight. A change judged on the I/O path only posts
+ * space_call; a tick judges on an I/O worker too, as nobody sends a
+ * full node data writes any more to notice it has room again. One job
+ * at a time (bd->space_job); a failed update is redone by the tick.
+ */
+struct space_job {
+	struct work work;
+	struct blockd *bd;
+	struct cmap_node self;  /* update: our member document */
+	int ret;
+};
+
+static void space_sync(void *arg);
+
+static void space_judge_fn(struct work *w)
+{
+	ops_space(((struct space_job *)w)->bd);
+}
+
+static void space_update_fn(struct work *w)
+{
+	struct space_job *j = (struct space_job *)w;
+
+	j->ret = coord_member_update(j->bd->coord, &j->self);
+}
+
+static void space_job_done(struct work *w)
+{
+	struct space_job *j = (struct space_job *)w;
+	struct blockd *bd = j->bd;
+
+	bd->space_job = 0;
+	if (j->work.fn == space_update_fn) {
+		if (j->ret)
+			log_warn("node=%" PRIu32 ": cannot set full=%u in our member "
+				 "document: %s; will retry", bd->node_id, j->self.full,
+				 strerror(-j->ret));
+		else
+			log_info("node=%" PRIu32 ": member document says full=%u",
+				 bd->node_id, j->self.full);
+		reconcile_start(bd);    /* the map follows (or we join again) */
+	} else {
+		space_sync(bd);
+	}
+	free(j);
+}
+
+static void space_job_push(struct blockd *bd, work_fn fn, struct workq *q)
+{
+	struct space_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return;         /* the tick tries again */
+	bd->space_job = 1;
+	j->bd = bd;
+	self_node(bd, &j->self);
+	j->work.fn = fn;
+	j->work.done = space_job_done;
+	workq_push(q, &j->work);
+}
+
+/* Loop thread: does the map say of us what our space state says? */
+static void space_sync(void *arg)
+{
+	struct blockd *bd = arg;
+	const struct cmap_node *nd;
+	unsigned full;
+
+	atomic_store(&bd->space_posted, 0);
+	if (bd->space_job || bd->reconcile_running || !bd->zk_connected || !bd->map)
+		return;
+	full = !!(atomic_load(&bd->space) & SDFS_SPACE_FULL);
+	nd = cmap_find(bd->map, bd->node_id);
+	if (nd && nd->state == CMAP_UP && nd->full != full)
+		space_job_push(bd, space_update_fn, bd->coord_q);
+}
+
+static void space_tick(void *arg)
+{
+	struct blockd *bd = arg;
+
+	if (!bd->space_job)
+		space_job_push(bd, space_judge_fn, bd->io_q);
+}
+
+void member_space_changed(struct blockd *bd)
+{
+	if (atomic_load(&bd->space_armed) && !atomic_exchange(&bd->space_posted, 1))
+		loop_post(bd->loop, &bd->space_call);
+}
+
 enum sdfs_res member_admit_any(struct blockd *bd, const struct sdfs_hdr *h)
 {
 	if (!bd->lease)
@@ -631,6 +729,11 @@ again:
 		return ret;
 	ret = loop_add_timer(bd->loop, bd->conf.lease_ms / 4 > 50 ? bd->conf.lease_ms / 4 : 50,
 			     suspect_tick, bd);
+	if (ret < 0)
+		return ret;
+	bd->space_call = (struct loop_call){ .fn = space_sync, .arg = bd };
+	atomic_store(&bd->space_armed, 1);
+	ret = loop_add_timer(bd->loop, 1000, space_tick, bd);
 	if (ret < 0)
 		return ret;
 	reconcile_start(bd);

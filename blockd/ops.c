@@ -185,6 +185,8 @@ static unsigned space_state(struct blockd *bd, int fresh)
 	old = atomic_exchange(&bd->space, st);
 	if (old == st)
 		return st;
+	if ((old ^ st) & SDFS_SPACE_FULL)
+		member_space_changed(bd);       /* the map says so (issue 14) */
 	unsigned pct = space_pct(used, avail);
 	if (st & SDFS_SPACE_FULL)
 		log_err("node=%" PRIu32 ": disk full (%u%% used, %" PRIu64 " bytes "
@@ -198,6 +200,11 @@ static unsigned space_state(struct blockd *bd, int fresh)
 		log_info("node=%" PRIu32 ": disk space ok again (%u%% used)",
 			 bd->node_id, pct);
 	return st;
+}
+
+unsigned ops_space(struct blockd *bd)
+{
+	return space_state(bd, 0);
 }
 
 /* A write the disk refused for lack of space: the node is full until an

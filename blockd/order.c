@@ -241,6 +241,26 @@ static void ordreq_done(struct work *w)
 	free(q);
 }
 
+/*
+ * Would a holder refuse this for space? A write of file or raw data
+ * (not a removal, nor the mds's truncate carrying its token: ops.c's
+ * space_refuses) when an up holder is full in our map, or our own disk
+ * is: refused before any copy is applied (issue 14).
+ */
+static int holders_full(struct blockd *bd, const struct ordreq *q,
+			const struct sdfs_hdr *h)
+{
+	if (h->opcode == SDFS_OP_OBJ_REMOVE ||
+	    (oid_kind(h->oid) == OID_KIND_FILE && h->token))
+		return 0;
+	if (atomic_load(&bd->space) & SDFS_SPACE_FULL)
+		return 1;
+	for (size_t i = 0; i < q->n; i++)
+		if (q->node[i].full)
+			return 1;
+	return 0;
+}
+
 static void reply_now(struct conn *c, const struct sdfs_hdr *h, enum sdfs_res res)
 {
 	struct sdfs_hdr reply;
@@ -272,6 +292,12 @@ void order_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	if (q->n && q->node[0].node_id != bd->node_id) {
 		q->proxy = 1;
 		q->n = 1;
+	}
+	if (q->n && !q->proxy && holders_full(bd, q, h)) {
+		free(q);
+		free(payload);
+		reply_now(c, h, SDFS_RES_NO_SPACE);
+		return;
 	}
 	if (q->n == 0) {
 		/* Every holder down: the map will move them out. */

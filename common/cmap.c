@@ -157,6 +157,8 @@ static void node_line(struct sbuf *b, const struct cmap_node *nd)
 		sb_printf(b, " drain=1");
 	if (nd->wset)
 		sb_printf(b, " wset=1");
+	if (nd->full)
+		sb_printf(b, " full=1");
 	sb_printf(b, "\n");
 }
 
@@ -205,7 +207,8 @@ static int parse_kv(const char *tok, const char *key, uint64_t max, uint64_t *ou
 }
 
 /*
- * "node ID HOST:PORT zone=Z weight=W state=S [down=MS] [drain=1] [wset=1]",
+ * "node ID HOST:PORT zone=Z weight=W state=S [down=MS] [drain=1] [wset=1]
+ * [full=1]",
  * already split into @t.
  */
 static int parse_node(char **t, int nt, struct cmap_node *nd)
@@ -242,6 +245,8 @@ static int parse_node(char **t, int nt, struct cmap_node *nd)
 			nd->drain = 1;
 		else if (!strcmp(t[i], "wset=1") && !nd->wset)
 			nd->wset = 1;
+		else if (!strcmp(t[i], "full=1") && !nd->full)
+			nd->full = 1;
 		else
 			return -EBADMSG;
 	}

@@ -34,6 +34,8 @@ struct cmap_node {
 	uint8_t state;          /* enum cmap_state */
 	uint8_t drain;          /* `sdfs node remove`: not placed, data moves off */
 	uint8_t wset;           /* weight set by `sdfs node reweight`, not the node */
+	uint8_t full;           /* its disk is full (SDFS_SPACE_FULL): writers
+				   refuse data writes it would hold (ENOSPC) */
 	uint64_t down_ms;       /* unix ms when it went down (DOWN, OUT) */
 	char host[CMAP_MAX_HOST];
 };

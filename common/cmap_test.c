@@ -941,11 +941,73 @@ Test(cmap, node_options_round_trip_and_out_nodes_are_not_placed)
 	cmap_free(back);
 }
 
+/*
+ * A full node (issue 14): the flag rides on the node line of the map
+ * and of the member document, after the other options, and leaves
+ * placement alone (a full node keeps its objects); a line without it,
+ * as every older map has, decodes to not full.
+ */
+Test(cmap, full_flag_round_trips_and_keeps_placement)
+{
+	struct cmap_node nodes[2] = {
+		{ .node_id = 1, .zone = 0, .weight = 1, .port = 1, .host = "h" },
+		{ .node_id = 2, .zone = 1, .weight = 1, .port = 2, .host = "h",
+		  .state = CMAP_UP, .wset = 1, .full = 1 },
+	};
+	const char old[] = "sdfs-map 1\nepoch 5\n"
+			   "node 1 h:1 zone=0 weight=1 state=up\n"
+			   "node 2 h:2 zone=1 weight=1 state=up wset=1\n";
+	struct cmap *m, *back, *prev;
+	struct cmap_node mem;
+	uint32_t a[2], b[2];
+	char *doc, *mdoc;
+
+	cr_assert_eq(cmap_new(5, nodes, 2, &m), 0);
+	cr_assert_eq(cmap_encode(m, &doc), 0);
+	cr_assert_str_eq(doc, "sdfs-map 1\nepoch 5\n"
+			      "node 1 h:1 zone=0 weight=1 state=up\n"
+			      "node 2 h:2 zone=1 weight=1 state=up wset=1 full=1\n");
+	cr_assert_eq(decode_exact(doc, strlen(doc), &back), 0);
+	cr_assert_eq(back->nodes[0].full, 0);
+	cr_assert_eq(back->nodes[1].full, 1);
+	cr_assert_eq(back->nodes[1].wset, 1);
+	cr_assert(cmap_node_is_placed(&back->nodes[1]), "a full node stays placed");
+
+	/* An older map, without the flag: parses, nobody full, same ring. */
+	cr_assert_eq(decode_exact(old, strlen(old), &prev), 0);
+	cr_assert(!prev->nodes[0].full && !prev->nodes[1].full);
+	for (uint64_t oid = 0; oid < 200; oid++) {
+		cr_assert_eq(ring_place(back->ring, oid, 2, a), 2);
+		cr_assert_eq(ring_place(prev->ring, oid, 2, b), 2);
+		cr_assert(a[0] == b[0] && a[1] == b[1], "oid %" PRIu64 ": placement "
+			  "moved with the full flag", oid);
+	}
+
+	/* The member document carries it the same way. */
+	cr_assert_eq(cmap_member_encode(&nodes[1], &mdoc), 0);
+	cr_assert_str_eq(mdoc, "sdfs-member 1\n"
+			       "node 2 h:2 zone=1 weight=1 state=up wset=1 full=1\n");
+	cr_assert_eq(cmap_member_decode(mdoc, strlen(mdoc), &mem), 0);
+	cr_assert_eq(mem.full, 1);
+	free(mdoc);
+	nodes[1].full = 0;
+	cr_assert_eq(cmap_member_encode(&nodes[1], &mdoc), 0);
+	cr_assert_null(strstr(mdoc, "full"), "%s", mdoc);
+	free(mdoc);
+	free(doc);
+	cmap_free(m);
+	cmap_free(back);
+	cmap_free(prev);
+}
+
 Test(cmap, rejects_unknown_or_repeated_node_options)
 {
 	static const char *const bad[] = {
 		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up bogus=1\n",
 		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up drain=1 drain=1\n",
+		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up full=1 full=1\n",
+		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up full=0\n",
+		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up full=2\n",
 		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=up down=0\n",
 		"sdfs-map 1\nepoch 2\nnode 1 h:1 zone=0 weight=1 state=gone\n",
 	};

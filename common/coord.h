@@ -71,6 +71,10 @@ int coord_node_id_alloc(struct coord *c, uint32_t *id);
  * registered already (an older session of ours not yet expired, or a
  * second daemon on the same data dir). */
 int coord_member_join(struct coord *c, const struct cmap_node *self);
+/* Rewrite our members/<id> with @self (a changed flag, such as full).
+ * -ENOENT if it is gone (the session expired: join again). Members watch
+ * only the list, so the caller reconciles the map itself. */
+int coord_member_update(struct coord *c, const struct cmap_node *self);
 
 /* Live members, sorted by id; free *@out with free(). Bad member
  * documents are skipped with a warning. */

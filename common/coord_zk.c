@@ -379,6 +379,20 @@ static int coord_member_join_locked(struct coord *c, const struct cmap_node *sel
 	return coord_zerr(rc);
 }
 
+static int coord_member_update_locked(struct coord *c, const struct cmap_node *self)
+{
+	char path[PATH_MAX_LEN * 2], *doc;
+	int rc, ret;
+
+	ret = cmap_member_encode(self, &doc);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%" PRIu32, c->p_members, self->node_id);
+	rc = zoo_set(c->zh, path, doc, strlen(doc), -1);
+	free(doc);
+	return coord_zerr(rc);
+}
+
 static int cmp_id(const void *a, const void *b)
 {
 	const struct cmap_node *x = a, *y = b;
@@ -532,6 +546,16 @@ int coord_member_join(struct coord *c, const struct cmap_node *self)
 
 	pthread_rwlock_rdlock(&c->zlock);
 	ret = coord_member_join_locked(c, self);
+	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_member_update(struct coord *c, const struct cmap_node *self)
+{
+	int ret;
+
+	pthread_rwlock_rdlock(&c->zlock);
+	ret = coord_member_update_locked(c, self);
 	pthread_rwlock_unlock(&c->zlock);
 	return ret;
 }

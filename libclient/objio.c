@@ -87,6 +87,28 @@ static int placement_get(struct sdfs *s, uint64_t oid, struct placement *p)
 	return 0;
 }
 
+/*
+ * Would a replica refuse this mutation for space? A write of data (not
+ * of the mds's objects, nor a file's truncate by the mds carrying its
+ * token, nor a removal or a flush: blockd/ops.c's space_refuses) when an
+ * up replica is full in the map: refused before anything is sent, so
+ * that no replica applies what the caller is told failed (issue 14).
+ */
+static int placement_full(const struct placement *p, uint64_t oid,
+			  const struct sdfs_hdr *tmpl, uint32_t token)
+{
+	unsigned kind = oid_kind(oid);
+
+	if ((tmpl->opcode != SDFS_OP_OBJ_WRITE && tmpl->opcode != SDFS_OP_OBJ_REPLACE &&
+	     tmpl->opcode != SDFS_OP_OBJ_CREATE) || kind == OID_KIND_MDS ||
+	    (kind == OID_KIND_FILE && token))
+		return 0;
+	for (size_t i = 0; i < p->nup; i++)
+		if (p->up[i]->full)
+			return 1;
+	return 0;
+}
+
 static void placement_done(struct placement *p)
 {
 	client_map_put(p->m);
@@ -235,6 +257,10 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 
 		if (ret)
 			return ret;
+		if (placement_full(&p, oid, tmpl, token)) {
+			placement_done(&p);
+			return -ENOSPC;
+		}
 		if (left <= 0) {
 			placement_done(&p);
 			return last;

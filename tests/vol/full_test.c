@@ -12,9 +12,20 @@
  * read with `sdfs cluster status --json` and the node list (libsdfs).
  * Needs root (mount(2)); skipped without. A watchdog process unmounts
  * the tmpfs if the test process dies before its fini.
+ *
+ * A write refused for a full node is applied nowhere (issue 14): once
+ * the map says the node is full, a data write that would go to it
+ * fails with ENOSPC before any replica applies it; every replica of an
+ * object a refused write was for keeps its old bytes (read on each node
+ * with sdfs_obj_locate's checksum). Raw objects through libsdfs and a
+ * file through the mount, both through the object's primary; then the
+ * space freed, the map drops the flag and writes go through again.
  */
 #include "tests/vol/vt.h"
 #include "tests/cluster/tjson.h"
+#include "common/conf.h"
+#include "common/coord.h"
+#include "common/oid.h"
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -295,4 +306,189 @@ Test(full, a_full_node_is_named_and_freed_space_is_usable_again_within_seconds)
 	vt_assert_same(buf, want_buf, FILE_MB * MiB, 0, 4 << 20, "after");
 	free(buf);
 	free(want_buf);
+}
+
+/* Does the map in ZooKeeper say node @id is full? -1: not in the map. */
+static int map_says_full(uint32_t id, uint64_t *epoch)
+{
+	struct sdfs_conf conf;
+	struct coord *c;
+	struct cmap *m;
+	char err[256];
+	int full = -1;
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(coord_open(conf.zk, conf.cluster, 4000, 10000, NULL, NULL, &c), 0);
+	cr_assert_eq(coord_map_get(c, 0, &m), 0);
+	const struct cmap_node *nd = cmap_find(m, id);
+	if (nd)
+		full = nd->full;
+	*epoch = m->epoch;
+	cmap_free(m);
+	coord_close(c);
+	return full;
+}
+
+/* Poll the map until it says @full of node @id, up to @ms; the epoch
+ * it did in, or 0 if it never did. */
+static uint64_t wait_map_full(uint32_t id, int full, int ms)
+{
+	int64_t t0 = tnow_ms();
+	uint64_t epoch;
+
+	do {
+		if (map_says_full(id, &epoch) == full)
+			return epoch;
+		tsleep_ms(100);
+	} while (tnow_ms() - t0 < ms);
+	return 0;
+}
+
+#define NRAW 12
+#define RAW_LEN (64 * 1024)
+
+/* Each placed replica of @oid: present, its size and checksum. */
+static size_t replicas_of(uint64_t oid, struct sdfs_replica r[3])
+{
+	size_t n = 0;
+	int ret = sdfs_obj_locate(tcluster_client(tc), oid, r, 3, &n);
+
+	cr_assert_eq(ret, 0, "locate %016" PRIx64 ": %s", oid, strerror(-ret));
+	cr_assert_eq(n, 3, "copies 3 on 3 nodes");
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(r[i].result, 0, "oid %016" PRIx64 " on node %" PRIu32 ": %s",
+			     oid, r[i].node_id, strerror(-r[i].result));
+	return n;
+}
+
+/* A write of @what (to @oid) failed: every replica still holds what
+ * @before says it held. Counts replicas that changed into *@changed. */
+static void assert_unchanged(uint64_t oid, const struct sdfs_replica before[3],
+			     const char *what, unsigned *changed)
+{
+	struct sdfs_replica now[3];
+
+	replicas_of(oid, now);
+	for (size_t i = 0; i < 3; i++)
+		for (size_t k = 0; k < 3; k++) {
+			if (now[k].node_id != before[i].node_id)
+				continue;
+			if (now[k].csum == before[i].csum && now[k].size == before[i].size)
+				continue;
+			(*changed)++;
+			cr_log_error("%s failed with ENOSPC, but node %" PRIu32 " applied "
+				     "it (oid %016" PRIx64 " size %" PRIu64 " -> %" PRIu64
+				     ", checksum changed)", what, now[k].node_id, oid,
+				     before[i].size, now[k].size);
+		}
+}
+
+Test(full, a_write_refused_for_a_full_node_is_applied_on_no_replica)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint32_t id = tcluster_node_id(tc, VICTIM);
+	uint8_t *old = vt_alloc(RAW_LEN), *neu = vt_alloc(RAW_LEN);
+	struct sdfs_replica before[NRAW][3], fbefore[16][3];
+	uint64_t oids[NRAW], epoch, ino, foids[16];
+	uint32_t obj_size = sdfs_obj_size(s);
+	unsigned files = 0, refused = 0, changed = 0, nf;
+	char name[32], path[PATH_MAX + 64];
+	int ret;
+
+	move_to_small_disk(VICTIM);
+	cr_assert_eq(map_says_full(id, &epoch), 0, "not full to begin with");
+
+	/* Old bytes everywhere: raw objects, and a file through the mount. */
+	for (unsigned i = 0; i < NRAW; i++) {
+		oids[i] = oid_make(OID_KIND_RAW, 0xf011, i);
+		vt_fill(old, RAW_LEN, 0, 100 + i);
+		ret = sdfs_obj_put(s, oids[i], old, RAW_LEN);
+		cr_assert_eq(ret, 0, "put raw %u: %s", i, strerror(-ret));
+	}
+	cr_assert_eq(write_file("victim", FILE_MB, 7), 0);
+	ino = vt_ino(tc, "victim");
+	nf = (unsigned)((FILE_MB * MiB + obj_size - 1) / obj_size);
+	cr_assert(nf >= 1 && nf <= 16, "obj_size %" PRIu32, obj_size);
+	for (unsigned c = 0; c < nf; c++)
+		foids[c] = oid_make(OID_KIND_FILE, ino, c);
+
+	/* Fill the node until a write fails. */
+	for (;; files++) {
+		cr_assert_lt(files, MAX_FILES, "%u MiB written and no ENOSPC yet",
+			     files * FILE_MB);
+		snprintf(name, sizeof(name), "fill.%u", files);
+		if (write_file(name, FILE_MB, files + 1) == ENOSPC)
+			break;
+	}
+	int64_t t0 = tnow_ms();
+	epoch = wait_map_full(id, 1, 30000);
+	cr_log_info("ENOSPC after %u files; the map says node %" PRIu32 " full in "
+		    "epoch %" PRIu64 " after %.1f s", files, id, epoch,
+		    (tnow_ms() - t0) / 1000.0);
+	printf("full_test: map says full after %.1f s (epoch %" PRIu64 ")\n",
+	       (tnow_ms() - t0) / 1000.0, epoch);
+
+	/* Writes of data now: each refused, and applied nowhere. */
+	for (unsigned i = 0; i < NRAW; i++)
+		replicas_of(oids[i], before[i]);
+	for (unsigned c = 0; c < nf; c++)
+		replicas_of(foids[c], fbefore[c]);
+	for (unsigned i = 0; i < NRAW; i++) {
+		char what[64];
+
+		vt_fill(neu, RAW_LEN, 0, 200 + i);
+		if (i % 2) {
+			ret = sdfs_obj_put(s, oids[i], neu, RAW_LEN / 2);
+			snprintf(what, sizeof(what), "put of raw object %u", i);
+		} else {
+			ret = sdfs_obj_write(s, oids[i], neu, 4096, 8192);
+			snprintf(what, sizeof(what), "write of raw object %u", i);
+		}
+		cr_assert_eq(ret, -ENOSPC, "%s: %s (a full replica)", what, strerror(-ret));
+		refused++;
+		assert_unchanged(oids[i], before[i], what, &changed);
+	}
+	int fd = open(vt_path(tc, "victim", path), O_WRONLY);
+	cr_assert(fd >= 0, "open victim: %s", strerror(errno));
+	uint8_t *buf = vt_alloc(MiB);
+	int err = 0;
+	for (unsigned i = 0; i < FILE_MB && !err; i++) {
+		vt_fill(buf, MiB, i * MiB, 8);
+		if (pwrite(fd, buf, MiB, (off_t)(i * MiB)) < 0)
+			err = errno;
+	}
+	if (!err && fsync(fd) < 0)
+		err = errno;
+	if (close(fd) < 0 && !err)
+		err = errno;
+	cr_assert_eq(err, ENOSPC, "overwrite of victim: %s", strerror(err));
+	refused++;
+	for (unsigned c = 0; c < nf; c++)
+		assert_unchanged(foids[c], fbefore[c], "overwrite of victim", &changed);
+	printf("full_test: %u writes refused with ENOSPC, %u replicas applied one "
+	       "anyway\n", refused, changed);
+	cr_assert_eq(changed, 0, "%u replicas applied writes refused with ENOSPC "
+		     "(see the log)", changed);
+	cr_assert_neq(epoch, 0, "the map never said node %" PRIu32 " full", id);
+
+	/* Space back: the flag goes, and writes go through again. */
+	for (unsigned i = 0; i < files; i++) {
+		snprintf(name, sizeof(name), "fill.%u", i);
+		cr_assert_eq(unlink(vt_path(tc, name, path)), 0, "unlink %s: %s", path,
+			     strerror(errno));
+	}
+	t0 = tnow_ms();
+	epoch = wait_map_full(id, 0, FREE_WAIT_MS);
+	cr_assert_neq(epoch, 0, "the map still says node %" PRIu32 " full %d s "
+		      "after the delete", id, FREE_WAIT_MS / 1000);
+	printf("full_test: map says not full %.1f s after the delete\n",
+	       (tnow_ms() - t0) / 1000.0);
+	vt_fill(neu, RAW_LEN, 0, 300);
+	ret = sdfs_obj_put(s, oids[0], neu, RAW_LEN);
+	cr_assert_eq(ret, 0, "put after the delete: %s", strerror(-ret));
+	cr_assert_eq(write_file("victim", FILE_MB, 9), 0, "overwrite after the delete");
+	free(buf);
+	free(old);
+	free(neu);
 }

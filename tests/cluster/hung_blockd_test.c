@@ -22,7 +22,13 @@
  *     never reported unresponsive (it answers every one within the
  *     client's bound);
  *   - hung_mds.*: the same SIGSTOP while the mount creates files (every
- *     create is a write of the mds's database): no create fails.
+ *     create is a write of the mds's database): no create fails;
+ *   - suspect_limit.*: a client that reaches no block daemon reports
+ *     every one of them at once (three reporters racing, as a client cut
+ *     off from all of them would if it did not hold back): at most
+ *     copies - 1 markers are made, and another client's writes and reads
+ *     go on throughout; a map write that relied on a marker fails once
+ *     the marker is gone.
  *
  * The longest single stall is printed, never asserted.
  */
@@ -365,7 +371,7 @@ static void report_directly(const char *name, uint64_t epoch)
 	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(coord_open(conf.zk, conf.cluster, 2000, 10000, NULL, NULL, &c), 0);
 	cr_assert_eq(coord_suspect_report(c, tcluster_node_id(tc, name), epoch,
-					  "test:hung_blockd"), 0);
+					  "test:hung_blockd", COPIES), 0);
 	coord_close(c);
 }
 
@@ -549,4 +555,161 @@ Test(hung_mds, creates_go_on_while_a_blockd_is_stopped)
 	}
 	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 60000), 0);
 	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0);
+}
+
+/* ---- suspect_limit: reports never stop every holder ---- */
+
+TestSuite(suspect_limit, .init = up, .fini = down, .timeout = 240);
+
+static struct coord *test_coord(void)
+{
+	struct sdfs_conf conf;
+	struct coord *c;
+	char err[256];
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(coord_open(conf.zk, conf.cluster, 2000, 10000, NULL, NULL, &c), 0);
+	return c;
+}
+
+struct reporter {
+	struct coord *c;
+	uint32_t node_id;
+	uint64_t epoch;
+	atomic_int *go;
+	int ret;
+};
+
+static void *report_one(void *arg)
+{
+	struct reporter *r = arg;
+
+	while (!atomic_load(r->go))
+		;
+	r->ret = coord_suspect_report(r->c, r->node_id, r->epoch, "test:cut_off", COPIES);
+	return NULL;
+}
+
+Test(suspect_limit, a_client_reporting_every_node_stops_at_most_copies_minus_one)
+{
+	static const char *const names[NBLOCKD] = { "blockd.0", "blockd.1", "blockd.2" };
+	struct sdfs *s = tcluster_client(tc);
+	static unsigned char buf[OBJ_LEN];
+	struct reporter r[NBLOCKD];
+	pthread_t t[NBLOCKD];
+	struct coord_suspect *sus;
+	atomic_int go = 0;
+	unsigned made = 0, refused = 0;
+	size_t nsus;
+	uint64_t e1, seq;
+
+	for (unsigned i = 0; i < NOBJ; i++) {
+		fill(buf, i, 1);
+		cr_assert_eq(sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0), 0);
+	}
+	e1 = tcluster_epoch(tc);
+	/* Each its own session, all at once: the limit must hold across
+	 * reporters that read the same (empty) list. */
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		r[k] = (struct reporter){ .c = test_coord(), .epoch = e1, .go = &go,
+					  .node_id = tcluster_node_id(tc, names[k]) };
+		cr_assert_eq(pthread_create(&t[k], NULL, report_one, &r[k]), 0);
+	}
+	atomic_store(&go, 1);
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		pthread_join(t[k], NULL);
+		if (r[k].ret == 0)
+			made++;
+		else
+			cr_assert_eq(r[k].ret, -EBUSY, "report of %s: %s", names[k],
+				     strerror(-r[k].ret));
+		refused += r[k].ret == -EBUSY;
+	}
+	cr_assert_eq(coord_suspects_get(r[0].c, 0, &sus, &nsus, NULL), 0);
+	free(sus);
+	cr_log_info("%u reports made, %u refused; %zu markers", made, refused, nsus);
+	cr_assert_leq(nsus, COPIES - 1, "%zu markers: every holder stopped serving", nsus);
+	cr_assert_leq(made, COPIES - 1);
+	for (unsigned k = 0; k < NBLOCKD; k++)
+		coord_close(r[k].c);
+	/* Those reported stop serving and go down in the map. */
+	for (unsigned k = 0; k < NBLOCKD; k++)
+		if (r[k].ret == 0)
+			cr_assert_eq(tcluster_wait_state(tc, names[k], "down", 30000), 0,
+				     "%s reported but never down", names[k]);
+	cr_assert_gt(tcluster_epoch(tc), e1);
+
+	/* Another client writes and reads on, on the node left serving. */
+	for (unsigned i = 0; i < NOBJ; i++) {
+		int ret;
+
+		fill(buf, i, 2);
+		ret = sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0);
+		cr_assert_eq(ret, 0, "object %u: write while %u nodes are reported: %s",
+			     i, made, strerror(-ret));
+		ret = sdfs_obj_read(s, oid_of(i), buf, OBJ_LEN, 0);
+		cr_assert_eq(ret, OBJ_LEN, "object %u: read while %u nodes are reported: %s",
+			     i, made, strerror(-ret));
+		cr_assert(is_version(buf, i, &seq) && seq == 2,
+			  "object %u: read version %" PRIu64 " after writing 2", i, seq);
+	}
+	/* The reported ones come back after their hold. */
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 90000), 0);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0);
+	assert_converged("after the reports");
+}
+
+Test(suspect_limit, a_map_write_fails_once_a_marker_it_relied_on_is_gone)
+{
+	const uint32_t ghost = 4000;    /* no such node: no daemon acts on it */
+	struct coord *c = test_coord();
+	struct coord_suspect *sus, check = { 0 };
+	struct cmap *cur, *next, *now;
+	int32_t lv;
+	size_t nsus;
+
+	cr_assert_eq(coord_suspect_report(c, ghost, tcluster_epoch(tc), "test", COPIES), 0);
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, &lv), 0);
+	for (size_t i = 0; i < nsus; i++)
+		if (sus[i].node_id == ghost)
+			check = sus[i];
+	free(sus);
+	cr_assert_eq(check.node_id, ghost);
+	cr_assert_eq(coord_map_get(c, 0, &cur), 0);
+	cr_assert_eq(cmap_new(cur->epoch + 1, cur->nodes, cur->n, &next), 0);
+	/* The node acks (it stopped serving) after the reconciler read. */
+	cr_assert_eq(coord_suspect_ack(c, ghost), 0);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), -EAGAIN,
+		     "the marker changed (acked) since it was read");
+	/* Read again; then the node removes its marker (its hold ended)
+	 * while the reconciler is about to write. */
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, &lv), 0);
+	for (size_t i = 0; i < nsus; i++)
+		if (sus[i].node_id == ghost)
+			check = sus[i];
+	free(sus);
+	cr_assert_eq(coord_suspect_clear(c, ghost), 0);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), -EAGAIN,
+		     "the map was written without the marker it relied on");
+	/* Reported again meanwhile: a new marker, but back at the version
+	 * read, so only the list's version tells it from the old one. */
+	cr_assert_eq(coord_suspect_report(c, ghost, tcluster_epoch(tc), "test", COPIES), 0);
+	cr_assert_eq(coord_suspect_ack(c, ghost), 0);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), -EAGAIN,
+		     "the map was written on a marker deleted and made again");
+	cr_assert_eq(coord_map_get(c, 0, &now), 0);
+	cr_assert_eq(now->zversion, cur->zversion, "the map moved");
+	cmap_free(now);
+	/* What was read still there: written. */
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, &lv), 0);
+	for (size_t i = 0; i < nsus; i++)
+		if (sus[i].node_id == ghost)
+			check = sus[i];
+	free(sus);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), 0);
+	cr_assert_eq(coord_suspect_clear(c, ghost), 0);
+	cmap_free(next);
+	cmap_free(cur);
+	coord_close(c);
 }

@@ -26,7 +26,7 @@
  * (coord_suspect.h) counts as down once it acked the marker or a lease
  * and a half passed since this node first saw it (suspect_decide), at
  * most copies - 1 of them at once. Until then the job asks again every
- * quarter lease. The map write checks the versions of the markers it
+ * quarter lease (250 ms at most). The map write checks the versions of the markers it
  * relied on (coord_map_cas_checked), so it never lands after a node
  * removed its marker and serves again. docs/recovery.md, "Unresponsive nodes", argues why no
  * stale read follows.
@@ -583,7 +583,8 @@ static void reconcile_tick(void *arg)
 		fence_sync_start(bd);
 }
 
-/* A marked member's wait runs: look again every quarter lease. */
+/* A marked member's wait runs: look again every quarter lease, at
+ * most every 250 ms. */
 static void suspect_tick(void *arg)
 {
 	struct blockd *bd = arg;
@@ -653,8 +654,11 @@ again:
 	ret = loop_add_timer(bd->loop, 1000, reconcile_tick, bd);
 	if (ret < 0)
 		return ret;
-	ret = loop_add_timer(bd->loop, bd->conf.lease_ms / 4 > 50 ? bd->conf.lease_ms / 4 : 50,
-			     suspect_tick, bd);
+	/* At most 250 ms late on a wait that ends: that lateness adds to
+	 * a write's stall on a node that does not ack. */
+	int tick = bd->conf.lease_ms / 4 < 250 ? bd->conf.lease_ms / 4 : 250;
+
+	ret = loop_add_timer(bd->loop, tick > 50 ? tick : 50, suspect_tick, bd);
 	if (ret < 0)
 		return ret;
 	reconcile_start(bd);

@@ -23,6 +23,11 @@
  *     client's bound);
  *   - hung_mds.*: the same SIGSTOP while the mount creates files (every
  *     create is a write of the mds's database): no create fails;
+ *   - zk_pause.*: the cluster's ZooKeeper SIGSTOPped for ZK_PAUSE_MS
+ *     (shorter than the 2 s session) under the same writer and reader:
+ *     no write fails, no read is wrong; how many block daemons let
+ *     their lease lapse is printed (it depends on lease_ms: the number
+ *     docs/recovery.md chose it by);
  *   - suspect_limit.*: a client that reaches no block daemon reports
  *     every one of them at once (three reporters racing, as a client cut
  *     off from all of them would if it did not hold back): at most
@@ -492,6 +497,56 @@ Test(partition, a_node_cut_off_from_clients_never_serves_what_it_missed)
 			  VICTIM, seq);
 	}
 	assert_converged("after the partition");
+}
+
+/* ---- zk_pause: a short ZooKeeper stall under load ---- */
+
+#define ZK_PAUSE_MS 1200
+
+static void up_private_zk(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = COPIES,
+						     .out_grace_s = 300, .private_zk = 1 });
+}
+
+TestSuite(zk_pause, .init = up_private_zk, .fini = down, .timeout = 240);
+
+Test(zk_pause, writes_go_on_through_a_short_zookeeper_stall)
+{
+	static const char *const names[NBLOCKD] = { "blockd.0", "blockd.1", "blockd.2" };
+	static struct load ld;
+	pthread_t w, r;
+	unsigned lapsed = 0;
+
+	ld.s = tcluster_client(tc);
+	pthread_mutex_init(&ld.mu, NULL);
+	cr_assert_eq(pthread_create(&w, NULL, writer, &ld), 0);
+	cr_assert_eq(pthread_create(&r, NULL, reader, &ld), 0);
+	tsleep_ms(2000);        /* pacing: some load before the pause */
+	cr_assert_eq(tcluster_signal(tc, "zk", SIGSTOP), 0);
+	tsleep_ms(ZK_PAUSE_MS);
+	cr_assert_eq(tcluster_signal(tc, "zk", SIGCONT), 0);
+	tsleep_ms(3000);
+	atomic_store(&ld.stop, 1);
+	pthread_join(w, NULL);
+	pthread_join(r, NULL);
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		char *line = tcluster_log_line(tc, names[k], "no ZooKeeper answer", 0);
+
+		lapsed += line != NULL;
+		free(line);
+	}
+	cr_log_info("ZooKeeper stopped %d ms: %u of %u blockd let their lease lapse; "
+		    "max stall %.1f s over %u writes (%u failed); %u reads, %u failed, "
+		    "%u wrong", ZK_PAUSE_MS, lapsed, NBLOCKD, ld.max_stall_ms / 1000.0,
+		    ld.writes, ld.write_fails, ld.reads, ld.read_errs, ld.bad_reads);
+	printf("zk_pause: %u of %u blockd lapsed, max stall %.1f s\n", lapsed, NBLOCKD,
+	       ld.max_stall_ms / 1000.0);
+	cr_assert_eq(ld.write_fails, 0, "%u writes failed, the first with %s",
+		     ld.write_fails, strerror(-ld.first_err));
+	cr_assert_eq(ld.bad_reads, 0, "%u reads returned the wrong version: %s",
+		     ld.bad_reads, ld.bad);
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 60000), 0);
 }
 
 /* ---- hung_mds: creates through the mount while a blockd is stopped ---- */

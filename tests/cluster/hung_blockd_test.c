@@ -28,6 +28,12 @@
  *     no write fails, no read is wrong; how many block daemons let
  *     their lease lapse is printed (it depends on lease_ms: the number
  *     docs/recovery.md chose it by);
+ *   - cut_off.*: a client alone cut off from every block daemon (a
+ *     process of its own with another uid; an nft rule drops that uid's
+ *     packets to the daemons' ports): its write fails, but it reports
+ *     nobody (no replica answered: the fault is its own), every node
+ *     stays up, and another client writes and reads on meanwhile
+ *     (skipped without root or nft);
  *   - suspect_limit.*: a client that reaches no block daemon reports
  *     every one of them at once (three reporters racing, as a client cut
  *     off from all of them would if it did not hold back): at most
@@ -50,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/conf.h"
@@ -767,4 +774,117 @@ Test(suspect_limit, a_map_write_fails_once_a_marker_it_relied_on_is_gone)
 	cmap_free(next);
 	cmap_free(cur);
 	coord_close(c);
+}
+
+/* ---- cut_off: a client that reaches no block daemon ---- */
+
+static void cut_off_fini(void)
+{
+	unblock();
+	tcluster_stop(tc);
+}
+
+TestSuite(cut_off, .init = up, .fini = cut_off_fini, .timeout = 240);
+
+#define CUT_UID 65534           /* nobody: the cut-off client's sockets */
+
+/* The cut-off client: a process of its own, as CUT_UID, so that an nft
+ * rule on its uid cuts it alone off. Waits for a byte on @go, writes
+ * object 1 once, sends the result on @res. */
+static void cut_off_client(const struct sdfs_conf *conf, int go, int res)
+{
+	static unsigned char buf[OBJ_LEN];
+	struct sdfs *s;
+	char c, err[256];
+	int r;
+
+	if (setgid(CUT_UID) || setuid(CUT_UID))
+		_exit(2);
+	r = sdfs_connect(conf->zk, conf->cluster, 6000, &s, err, sizeof(err));
+	if (r == 0) {
+		if (read(go, &c, 1) != 1)
+			_exit(3);
+		fill(buf, 1, 100);
+		r = sdfs_obj_write(s, oid_of(1), buf, OBJ_LEN, 0);
+		sdfs_close(s);
+	}
+	if (write(res, &r, sizeof(r)) != sizeof(r))
+		_exit(4);
+	_exit(0);
+}
+
+Test(cut_off, a_client_that_reaches_no_block_daemon_reports_none)
+{
+	static const char *const names[NBLOCKD] = { "blockd.0", "blockd.1", "blockd.2" };
+	static unsigned char buf[OBJ_LEN];
+	unsigned port[NBLOCKD], writes = 0;
+	struct coord_suspect *sus;
+	struct sdfs_conf conf;
+	struct sdfs *s;
+	struct coord *c;
+	int go[2], res[2], r = 0, status;
+	char err[256];
+	size_t nsus;
+	uint64_t seq;
+	pid_t pid;
+
+	if (geteuid() != 0 || system("nft list tables >/dev/null 2>&1") != 0)
+		cr_skip_test("needs root and nft");
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(res), 0);
+	/* Before this process makes any thread (the test's client). */
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		cut_off_client(&conf, go[0], res[1]);
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		char addr[80], *colon;
+
+		tcluster_node_addr(tc, names[k], addr, sizeof(addr));
+		colon = strrchr(addr, ':');
+		cr_assert(colon);
+		port[k] = (unsigned)atoi(colon + 1);
+	}
+	snprintf(nft_table, sizeof(nft_table), "sdfs_test_%d", (int)getpid());
+	cr_assert_eq(nft("nft add table inet %s && nft add chain inet %s output "
+			 "'{ type filter hook output priority 0; }' && nft add rule inet %s "
+			 "output meta skuid %u tcp dport '{ %u, %u, %u }' drop", nft_table,
+			 nft_table, nft_table, CUT_UID, port[0], port[1], port[2]), 0);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+
+	/* Meanwhile another client writes and reads on. */
+	s = tcluster_client(tc);
+	for (int64_t end = tnow_ms() + 8000; tnow_ms() < end; writes++) {
+		unsigned i = writes % NOBJ;
+
+		fill(buf, i, writes + 1);
+		r = sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0);
+		cr_assert_eq(r, 0, "object %u: write while a client is cut off: %s", i,
+			     strerror(-r));
+		cr_assert_eq(sdfs_obj_read(s, oid_of(i), buf, OBJ_LEN, 0), OBJ_LEN);
+		cr_assert(is_version(buf, i, &seq) && seq == writes + 1);
+	}
+	cr_assert_eq(read(res[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client status %d", status);
+	cr_log_info("cut-off client's write: %s; %u writes by the other meanwhile",
+		    strerror(-r), writes);
+	cr_assert_neq(r, 0, "a write succeeded with no block daemon reachable");
+
+	c = test_coord();
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, NULL), 0);
+	free(sus);
+	coord_close(c);
+	cr_assert_eq(nsus, 0, "the cut-off client reported %zu nodes", nsus);
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 1000), 0);
+	/* A marker made early is gone after its 5 s hold: the nodes' logs
+	 * keep that they saw one. */
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		char *line = tcluster_log_line(tc, names[k], "reported unresponsive", 0);
+
+		cr_assert_null(line, "%s saw a marker: %s", names[k], line);
+	}
+	unblock();
 }

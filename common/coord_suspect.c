@@ -72,13 +72,13 @@ static int report_once_locked(struct coord *c, uint32_t node_id, const char *doc
 			      unsigned copies)
 {
 	struct String_vector kids = { 0 };
-	char path[PATH_MAX_LEN * 2];
+	char path[PATH_MAX_LEN * 2], *mdoc = NULL;
 	struct cmap *map = NULL;
 	uint32_t *marked = NULL;
 	size_t nmarked = 0;
-	struct Stat pst;
-	char *mdoc = NULL;
-	struct Stat mst;
+	struct Stat pst, mst;
+	zoo_op_t ops[3];
+	zoo_op_result_t res[3];
 	int len, rc, ret, may;
 
 	rc = zoo_get_children2(c->zh, c->p_suspects, 0, &kids, &pst);
@@ -119,10 +119,6 @@ static int report_once_locked(struct coord *c, uint32_t node_id, const char *doc
 	free(marked);
 	if (!may)
 		return -EBUSY;
-
-	zoo_op_t ops[3];
-	zoo_op_result_t res[3];
-
 	marker_path(c, node_id, path, sizeof(path));
 	zoo_check_op_init(&ops[0], c->p_map, mst.version);
 	zoo_set_op_init(&ops[1], c->p_suspects, "", 0, pst.version, NULL);

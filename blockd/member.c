@@ -26,7 +26,9 @@
  * (coord_suspect.h) counts as down once it acked the marker or a lease
  * and a half passed since this node first saw it (suspect_decide), at
  * most copies - 1 of them at once. Until then the job asks again every
- * quarter lease. docs/recovery.md, "Unresponsive nodes", argues why no
+ * quarter lease (250 ms at most). The map write checks the versions of the markers it
+ * relied on (coord_map_cas_checked), so it never lands after a node
+ * removed its marker and serves again. docs/recovery.md, "Unresponsive nodes", argues why no
  * stale read follows.
  *
  * ZooKeeper events arrive on the library's thread: they only set a bit
@@ -216,15 +218,20 @@ struct reconcile_job {
 
 /*
  * Take the marked members to count as down out of @mem (suspect_decide;
- * the seen table is the coord worker's, in bd). 0 or -errno.
+ * the seen table is the coord worker's, in bd). The markers of those
+ * taken out go to *@checks (*@nchecks; free()), the list's version to
+ * *@list_version: the map is written only while they are still the ones
+ * read. 0 or -errno.
  */
 static int drop_suspects(struct reconcile_job *j, const struct cmap *cur,
-			 struct cmap_node *mem, size_t *nmem)
+			 struct cmap_node *mem, size_t *nmem,
+			 struct coord_suspect **checks, size_t *nchecks,
+			 int32_t *list_version)
 {
 	struct coord_suspect *sus = NULL;
 	uint32_t *drop;
 	size_t nsus = 0, ndrop, n = 0;
-	int ret = coord_suspects_get(j->coord, 1, &sus, &nsus);
+	int ret = coord_suspects_get(j->coord, 1, &sus, &nsus, list_version);
 
 	if (ret)
 		return ret;
@@ -236,6 +243,13 @@ static int drop_suspects(struct reconcile_job *j, const struct cmap *cur,
 	ndrop = suspect_decide(cur, mem, *nmem, sus, nsus, j->bd->seen, &j->bd->nseen,
 			       net_now_ms(), j->suspect_wait_ms, j->max_suspect_down,
 			       drop, &j->pending);
+	/* The decision relied on these markers: keep only theirs (sus is
+	 * ours, and every dropped id has one). */
+	*nchecks = 0;
+	for (size_t k = 0; k < nsus; k++)
+		for (size_t i = 0; i < ndrop; i++)
+			if (drop[i] == sus[k].node_id)
+				sus[(*nchecks)++] = sus[k];
 	for (size_t i = 0; i < *nmem; i++) {
 		int gone = 0;
 
@@ -256,7 +270,7 @@ static int drop_suspects(struct reconcile_job *j, const struct cmap *cur,
 			  nsus, ndrop, j->max_suspect_down);
 	*nmem = n;
 	free(drop);
-	free(sus);
+	*checks = sus;
 	return 0;
 }
 
@@ -268,7 +282,9 @@ static void reconcile_fn(struct work *w)
 	for (int tries = 0; tries < MEMBER_CAS_TRIES; tries++) {
 		struct cmap_node *mem = NULL;
 		struct cmap *cur = NULL, *next = NULL;
-		size_t nmem = 0;
+		struct coord_suspect *checks = NULL;
+		size_t nmem = 0, nchecks = 0;
+		int32_t list_version = -1;
 		int ret, self_seen = 0;
 
 		/*
@@ -300,7 +316,8 @@ static void reconcile_fn(struct work *w)
 			continue;
 		}
 		j->pending = 0;
-		ret = drop_suspects(j, cur, mem, &nmem);
+		ret = drop_suspects(j, cur, mem, &nmem, &checks, &nchecks,
+				    &list_version);
 		if (ret) {
 			free(mem);
 			cmap_free(cur);
@@ -310,17 +327,24 @@ static void reconcile_fn(struct work *w)
 		ret = map_next(cur, mem, nmem, wall_ms(), j->grace_ms, &next);
 		free(mem);
 		if (ret < 0) {
+			free(checks);
 			cmap_free(cur);
 			j->ret = ret;
 			return;
 		}
 		if (ret == 0) {
+			free(checks);
 			cmap_free(j->map);
 			j->map = cur;
 			j->ret = 0;
 			return;
 		}
-		ret = coord_map_cas(j->coord, cur, next);
+		/* With a check of every marker the decision relied on: one
+		 * deleted since (its node may serve again) fails the write,
+		 * and we decide again (docs/recovery.md). */
+		ret = coord_map_cas_checked(j->coord, cur, next, list_version,
+					    checks, nchecks);
+		free(checks);
 		cmap_free(cur);
 		if (ret == 0)
 			log_info("epoch=%" PRIu64 ": cluster map written (%zu nodes)",
@@ -561,7 +585,8 @@ static void reconcile_tick(void *arg)
 		fence_sync_start(bd);
 }
 
-/* A marked member's wait runs: look again every quarter lease. */
+/* A marked member's wait runs: look again every quarter lease, at
+ * most every 250 ms. */
 static void suspect_tick(void *arg)
 {
 	struct blockd *bd = arg;
@@ -727,8 +752,11 @@ again:
 	ret = loop_add_timer(bd->loop, 1000, reconcile_tick, bd);
 	if (ret < 0)
 		return ret;
-	ret = loop_add_timer(bd->loop, bd->conf.lease_ms / 4 > 50 ? bd->conf.lease_ms / 4 : 50,
-			     suspect_tick, bd);
+	/* At most 250 ms late on a wait that ends: that lateness adds to
+	 * a write's stall on a node that does not ack. */
+	int tick = bd->conf.lease_ms / 4 < 250 ? bd->conf.lease_ms / 4 : 250;
+
+	ret = loop_add_timer(bd->loop, tick > 50 ? tick : 50, suspect_tick, bd);
 	if (ret < 0)
 		return ret;
 	bd->space_call = (struct loop_call){ .fn = space_sync, .arg = bd };

@@ -148,22 +148,30 @@ static size_t local_copy(const struct ordreq *q)
 }
 
 /* A replica did not answer within the bound: report it (once per
- * epoch and node is enough; a marker that exists already is fine). */
+ * epoch and node is enough; a marker that exists already is fine; the
+ * limit of coord_suspect_report may refuse it). */
 static void report(const struct ordreq *q, uint32_t node_id)
 {
+	unsigned copies = oid_copies(q->h.oid, q->bd->cfg.copies);
 	char who[32];
 	int r;
 
+	if (copies > q->bd->cfg.copies)
+		copies = q->bd->cfg.copies;     /* the limit: docs/recovery.md */
 	/* As a client: only while our map is still the try's (the node
 	 * may be down, or back, in a newer one: the client retries). */
 	if (member_epoch(q->bd) > q->h.epoch)
 		return;
 	snprintf(who, sizeof(who), "node:%" PRIu32, q->bd->node_id);
-	r = coord_suspect_report(q->bd->coord, node_id, q->h.epoch, who);
+	r = coord_suspect_report(q->bd->coord, node_id, q->h.epoch, who, copies);
 	if (r == 0)
 		log_warn("node=%" PRIu32 " epoch=%" PRIu32 ": no answer within %d ms; "
 			 "reported unresponsive", node_id, q->h.epoch,
 			 q->bd->order->timeout_ms);
+	else if (r == -EBUSY)
+		log_every(LOG_EVERY_MS, LOG_WARNING, "node=%" PRIu32 ": no answer, but "
+			  "copies - 1 nodes are reported or down already: not reported",
+			  node_id);
 	else if (r != -EEXIST)
 		log_warn("node=%" PRIu32 ": cannot report it unresponsive: %s", node_id,
 			 strerror(-r));
@@ -208,13 +216,23 @@ static void ordreq_fn(struct work *w)
 	rpc_run(o->pool, c, nc, left, next_req_id, o);
 	if (mu)
 		pthread_mutex_unlock(mu);
+	size_t nsilent = 0;
+
+	for (size_t k = 0; k < nc; k++)
+		nsilent += c[k].ret == -ETIMEDOUT;
 	for (size_t k = 0; k < nc; k++) {
 		res[at[k]] = rpc_result(&c[k]);
-		/* silent for at least half the bound; never ourselves */
+		/* silent for at least half the bound; never ourselves; not
+		 * when no other replica answered (then we are the likely
+		 * fault: cut off or overloaded) */
 		if (c[k].ret == -ETIMEDOUT && !q->proxy && left >= o->timeout_ms / 2 &&
-		    c[k].node->node_id != q->bd->node_id)
+		    c[k].node->node_id != q->bd->node_id && !(nc > 1 && nsilent == nc))
 			report(q, c[k].node->node_id);
 	}
+	if (!q->proxy && nc > 1 && nsilent == nc)
+		log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": none of %zu "
+			  "replicas answered; reporting none (the fault is likely ours)",
+			  q->h.oid, nc);
 	if (q->proxy) {
 		int r = rpc_result(&c[0]);
 

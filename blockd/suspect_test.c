@@ -25,7 +25,7 @@ static const struct cmap_node mem3[3] = { { .node_id = 1 }, { .node_id = 2 },
 Test(suspect, acked_marker_drops_at_once)
 {
 	struct cmap *m = map3(0);
-	struct coord_suspect sus[1] = { { 2, 1 } };
+	struct coord_suspect sus[1] = { { 2, 1, 0 } };
 	struct suspect_seen seen[SUSPECT_SEEN_MAX];
 	size_t nseen = 0;
 	uint32_t drop[3];
@@ -41,7 +41,7 @@ Test(suspect, acked_marker_drops_at_once)
 Test(suspect, unacked_marker_waits_from_first_sight)
 {
 	struct cmap *m = map3(0);
-	struct coord_suspect sus[1] = { { 3, 0 } };
+	struct coord_suspect sus[1] = { { 3, 0, 0 } };
 	struct suspect_seen seen[SUSPECT_SEEN_MAX];
 	size_t nseen = 0;
 	uint32_t drop[3];
@@ -70,7 +70,7 @@ Test(suspect, unacked_marker_waits_from_first_sight)
 Test(suspect, never_more_than_the_cap_and_down_ones_first)
 {
 	struct cmap *m = map3(1);
-	struct coord_suspect sus[3] = { { 1, 1 }, { 2, 1 }, { 3, 1 } };
+	struct coord_suspect sus[3] = { { 1, 1, 0 }, { 2, 1, 0 }, { 3, 1, 0 } };
 	struct suspect_seen seen[SUSPECT_SEEN_MAX];
 	size_t nseen = 0;
 	uint32_t drop[3];
@@ -89,7 +89,7 @@ Test(suspect, never_more_than_the_cap_and_down_ones_first)
 Test(suspect, marker_of_a_non_member_changes_nothing)
 {
 	struct cmap *m = map3(0);
-	struct coord_suspect sus[1] = { { 3, 1 } };
+	struct coord_suspect sus[1] = { { 3, 1, 0 } };
 	struct suspect_seen seen[SUSPECT_SEEN_MAX];
 	size_t nseen = 0;
 	uint32_t drop[3];
@@ -120,7 +120,7 @@ Test(lease, serves_only_within_the_lease_unmarked_and_on_the_newest_map)
 Test(suspect, a_marked_node_down_in_the_map_stays_down_without_waiting)
 {
 	struct cmap *m = map3(1);
-	struct coord_suspect sus[1] = { { 2, 0 } };
+	struct coord_suspect sus[1] = { { 2, 0, 0 } };
 	struct suspect_seen seen[SUSPECT_SEEN_MAX];
 	size_t nseen = 0;
 	uint32_t drop[3];
@@ -130,5 +130,79 @@ Test(suspect, a_marked_node_down_in_the_map_stays_down_without_waiting)
 				    drop, &pending), 1, "another reconciler decided");
 	cr_assert_eq(drop[0], 2);
 	cr_assert_eq(pending, 0);
+	cmap_free(m);
+}
+
+/* The limit on creating markers (coord_suspect.h): nodes 1..4 up, or
+ * with @down_id down. */
+static struct cmap *map4(uint32_t down_id, uint32_t out_id)
+{
+	struct cmap_node n[4] = { { .node_id = 1, .state = CMAP_UP, .weight = 100 },
+				  { .node_id = 2, .state = CMAP_UP, .weight = 100 },
+				  { .node_id = 3, .state = CMAP_UP, .weight = 100 },
+				  { .node_id = 4, .state = CMAP_UP, .weight = 100 } };
+	struct cmap *m = NULL;
+
+	for (int i = 0; i < 4; i++) {
+		if (n[i].node_id == down_id)
+			n[i].state = CMAP_DOWN;
+		if (n[i].node_id == out_id)
+			n[i].state = CMAP_OUT;
+	}
+	cr_assert_eq(cmap_new(9, n, 4, &m), 0);
+	return m;
+}
+
+Test(report_limit, at_most_copies_minus_one_markers)
+{
+	struct cmap *m = map4(0, 0);
+	uint32_t one[1] = { 1 }, two[2] = { 1, 2 };
+
+	cr_assert(suspect_may_report(m, NULL, 0, 3, 3));
+	cr_assert(suspect_may_report(m, one, 1, 3, 3));
+	cr_assert_not(suspect_may_report(m, two, 2, 3, 3),
+		      "a third marker would stop every holder of a 3-copy object");
+	cr_assert_not(suspect_may_report(m, one, 1, 3, 2));
+	cr_assert(suspect_may_report(m, NULL, 0, 3, 2));
+	cmap_free(m);
+}
+
+Test(report_limit, nodes_down_in_the_map_count)
+{
+	struct cmap *m = map4(2, 0);
+	uint32_t one[1] = { 1 };
+
+	cr_assert(suspect_may_report(m, NULL, 0, 3, 3));
+	cr_assert_not(suspect_may_report(m, one, 1, 3, 3),
+		      "node 2 is down already: 1 marked + 1 down = copies - 1");
+	/* marked and down is one node, not two */
+	uint32_t two[1] = { 2 };
+	cr_assert(suspect_may_report(m, two, 1, 3, 3));
+	/* the node reported down already: only the others count */
+	cr_assert(suspect_may_report(m, one, 1, 2, 3));
+	cmap_free(m);
+}
+
+Test(report_limit, unplaced_nodes_do_not_count_unknown_ones_do)
+{
+	struct cmap *m = map4(0, 2);
+	uint32_t out_and_one[2] = { 2, 1 }, unknown[2] = { 1, 77 };
+
+	cr_assert(suspect_may_report(m, out_and_one, 2, 3, 3),
+		  "node 2 is out: it holds nothing placed");
+	cr_assert_not(suspect_may_report(m, unknown, 2, 3, 3),
+		      "a marked node not in the map yet may be placed soon");
+	cmap_free(m);
+}
+
+Test(report_limit, never_for_a_single_copy_and_duplicates_count_once)
+{
+	struct cmap *m = map4(0, 0);
+	uint32_t dup[2] = { 1, 1 };
+
+	cr_assert_not(suspect_may_report(m, NULL, 0, 3, 1));
+	cr_assert_not(suspect_may_report(m, NULL, 0, 3, 0));
+	cr_assert(suspect_may_report(m, dup, 2, 3, 3));
+	cr_assert(suspect_may_report(NULL, NULL, 0, 3, 3), "no map yet");
 	cmap_free(m);
 }

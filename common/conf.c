@@ -21,7 +21,7 @@ void conf_init(struct sdfs_conf *c)
 	c->nearfull_pct = 85;
 	c->full_pct = 95;
 	c->replica_timeout_ms = 1500;
-	c->lease_ms = 1000;
+	c->lease_ms = 2000;
 	c->read_timeout_ms = 1000;
 }
 

@@ -12,7 +12,7 @@
  *   nearfull_pct = 85                      blockd: disk this full is a warning
  *   full_pct = 95                          blockd: this full refuses data writes
  *   replica_timeout_ms = 1500              wait on one replica per try
- *   lease_ms = 1000                        blockd's serving lease
+ *   lease_ms = 2000                        blockd's serving lease
  *   read_timeout_ms = 1000                 a read tries the next replica
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.

@@ -22,22 +22,180 @@ static void marker_path(const struct coord *c, uint32_t node_id, char *buf, size
 	snprintf(buf, len, "%s/%" PRIu32, c->p_suspects, node_id);
 }
 
-int coord_suspect_report(struct coord *c, uint32_t node_id, uint64_t epoch,
-			 const char *reporter)
+/* Does @id count towards the limit: marked, or down in @map, and placed? */
+static int counts(const struct cmap *map, uint32_t id, int is_marked)
 {
-	char path[PATH_MAX_LEN * 2], doc[256];
+	const struct cmap_node *nd = map ? cmap_find(map, id) : NULL;
+
+	if (nd && !cmap_node_is_placed(nd))
+		return 0;
+	return is_marked || (nd && nd->state != CMAP_UP);
+}
+
+int suspect_may_report(const struct cmap *map, const uint32_t *marked, size_t nmarked,
+		       uint32_t node_id, unsigned copies)
+{
+	unsigned n = 0;
+
+	if (copies <= 1)
+		return 0;
+	/* Each other node once: its marker, or its down state in the map. */
+	for (size_t i = 0; i < nmarked; i++) {
+		int dup = 0;
+
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = marked[k] == marked[i];
+		if (!dup && marked[i] != node_id &&
+		    counts(map, marked[i], 1))
+			n++;
+	}
+	for (size_t i = 0; map && i < map->n; i++) {
+		uint32_t id = map->nodes[i].node_id;
+		int is_marked = 0;
+
+		for (size_t k = 0; k < nmarked && !is_marked; k++)
+			is_marked = marked[k] == id;
+		if (!is_marked && id != node_id && counts(map, id, 0))
+			n++;
+	}
+	return n < copies - 1;
+}
+
+#define REPORT_TRIES 8
+
+/*
+ * One try of coord_suspect_report: read suspects/ (its children and
+ * data version) and then the map, decide, and create the marker in one
+ * transaction with both versions checked. 1: a race lost, try again.
+ */
+static int report_once_locked(struct coord *c, uint32_t node_id, const char *doc,
+			      unsigned copies)
+{
+	struct String_vector kids = { 0 };
+	char path[PATH_MAX_LEN * 2], *mdoc = NULL;
+	struct cmap *map = NULL;
+	uint32_t *marked = NULL;
+	size_t nmarked = 0;
+	struct Stat pst, mst;
+	zoo_op_t ops[3];
+	zoo_op_result_t res[3];
+	int len, rc, ret, may;
+
+	rc = zoo_get_children2(c->zh, c->p_suspects, 0, &kids, &pst);
+	if (rc != ZOK)
+		return coord_zerr(rc);
+	marked = calloc(kids.count ? kids.count : 1, sizeof(*marked));
+	if (!marked) {
+		deallocate_String_vector(&kids);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < kids.count; i++) {
+		char *end;
+		unsigned long id = strtoul(kids.data[i], &end, 10);
+
+		if (*end || id == 0 || id > UINT32_MAX)
+			continue;
+		if (id == node_id) {
+			deallocate_String_vector(&kids);
+			free(marked);
+			return -EEXIST;
+		}
+		marked[nmarked++] = (uint32_t)id;
+	}
+	deallocate_String_vector(&kids);
+	/* Read after suspects/: at least as new (one session's reads are
+	 * ordered), and checked in the transaction anyway. */
+	ret = coord_get_doc(c, c->p_map, 0, &mdoc, &len, &mst);
+	if (ret == 0) {
+		ret = cmap_decode(mdoc, len, &map);
+		free(mdoc);
+	}
+	if (ret) {
+		free(marked);
+		return ret;
+	}
+	may = suspect_may_report(map, marked, nmarked, node_id, copies);
+	cmap_free(map);
+	free(marked);
+	if (!may)
+		return -EBUSY;
+	marker_path(c, node_id, path, sizeof(path));
+	zoo_check_op_init(&ops[0], c->p_map, mst.version);
+	zoo_set_op_init(&ops[1], c->p_suspects, "", 0, pst.version, NULL);
+	zoo_create_op_init(&ops[2], path, doc, (int)strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
+			   0, NULL, 0);
+	rc = zoo_multi(c->zh, 3, ops, res);
+	if (rc == ZBADVERSION)
+		return 1;
+	return coord_zerr(rc);
+}
+
+int coord_suspect_report(struct coord *c, uint32_t node_id, uint64_t epoch,
+			 const char *reporter, unsigned copies)
+{
+	char doc[256];
 	struct timespec ts;
-	int rc;
+	int ret = -EAGAIN;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(doc, sizeof(doc), "sdfs-suspect 1\nreporter %s\nepoch %" PRIu64
 		 "\ntime %lld\n", reporter, epoch,
 		 (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-	marker_path(c, node_id, path, sizeof(path));
 	pthread_rwlock_rdlock(&c->zlock);
-	rc = zoo_create(c->zh, path, doc, (int)strlen(doc), &ZOO_OPEN_ACL_UNSAFE, 0,
-			NULL, 0);
+	for (int tries = 0; tries < REPORT_TRIES; tries++) {
+		ret = report_once_locked(c, node_id, doc, copies);
+		if (ret != 1)
+			break;
+		ret = -EAGAIN;
+	}
 	pthread_rwlock_unlock(&c->zlock);
+	return ret;
+}
+
+int coord_map_cas_checked(struct coord *c, const struct cmap *prev, const struct cmap *next,
+			  int32_t list_version, const struct coord_suspect *checks,
+			  size_t nchecks)
+{
+	char *doc, hist[PATH_MAX_LEN * 2];
+	char (*paths)[PATH_MAX_LEN * 2];
+	zoo_op_t *ops;
+	zoo_op_result_t *res;
+	int ret, rc;
+
+	if (next->epoch != prev->epoch + 1)
+		return -EINVAL;
+	ret = cmap_encode(next, &doc);
+	if (ret)
+		return ret;
+	ops = calloc(nchecks + 3, sizeof(*ops));
+	res = calloc(nchecks + 3, sizeof(*res));
+	paths = calloc(nchecks + 1, sizeof(*paths));
+	if (!ops || !res || !paths) {
+		free(ops);
+		free(res);
+		free(paths);
+		free(doc);
+		return -ENOMEM;
+	}
+	snprintf(hist, sizeof(hist), "%s/%010" PRIu64, c->p_epochs, next->epoch);
+	zoo_set_op_init(&ops[0], c->p_map, doc, strlen(doc), prev->zversion, NULL);
+	zoo_create_op_init(&ops[1], hist, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
+			   0, NULL, 0);
+	for (size_t i = 0; i < nchecks; i++) {
+		marker_path(c, checks[i].node_id, paths[i], sizeof(paths[i]));
+		zoo_check_op_init(&ops[2 + i], paths[i], checks[i].zversion);
+	}
+	if (nchecks)
+		zoo_check_op_init(&ops[2 + nchecks], c->p_suspects, list_version);
+	pthread_rwlock_rdlock(&c->zlock);
+	rc = zoo_multi(c->zh, (int)nchecks + 2 + (nchecks ? 1 : 0), ops, res);
+	pthread_rwlock_unlock(&c->zlock);
+	free(ops);
+	free(res);
+	free(paths);
+	free(doc);
+	if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE)
+		return -EAGAIN;
 	return coord_zerr(rc);
 }
 
@@ -49,21 +207,26 @@ static int cmp_suspect(const void *a, const void *b)
 }
 
 static int suspects_get_locked(struct coord *c, int watch, struct coord_suspect **out,
-			       size_t *n)
+			       size_t *n, int32_t *list_version)
 {
 	struct String_vector kids = { 0 };
 	struct coord_suspect *v;
+	struct Stat pst;
 	size_t cnt = 0;
 	int rc;
 
-	rc = zoo_get_children(c->zh, c->p_suspects, watch, &kids);
+	rc = zoo_get_children2(c->zh, c->p_suspects, watch, &kids, &pst);
 	if (rc == ZNONODE) {
 		*out = NULL;
 		*n = 0;
+		if (list_version)
+			*list_version = -1;
 		return 0;
 	}
 	if (rc != ZOK)
 		return coord_zerr(rc);
+	if (list_version)
+		*list_version = pst.version;
 	v = calloc(kids.count ? kids.count : 1, sizeof(*v));
 	if (!v) {
 		deallocate_String_vector(&kids);
@@ -91,6 +254,7 @@ static int suspects_get_locked(struct coord *c, int watch, struct coord_suspect 
 		buf[len < 0 ? 0 : len] = '\0';
 		v[cnt].node_id = (uint32_t)id;
 		v[cnt].acked = strcmp(buf, SUSPECT_ACK) == 0;
+		v[cnt].zversion = st.version;
 		cnt++;
 	}
 	deallocate_String_vector(&kids);
@@ -100,12 +264,13 @@ static int suspects_get_locked(struct coord *c, int watch, struct coord_suspect 
 	return 0;
 }
 
-int coord_suspects_get(struct coord *c, int watch, struct coord_suspect **out, size_t *n)
+int coord_suspects_get(struct coord *c, int watch, struct coord_suspect **out, size_t *n,
+		       int32_t *list_version)
 {
 	int ret;
 
 	pthread_rwlock_rdlock(&c->zlock);
-	ret = suspects_get_locked(c, watch, out, n);
+	ret = suspects_get_locked(c, watch, out, n, list_version);
 	pthread_rwlock_unlock(&c->zlock);
 	return ret;
 }

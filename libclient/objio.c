@@ -207,13 +207,14 @@ static int map_moved(struct sdfs *s, uint64_t epoch)
 }
 
 /*
- * The nodes @ids did not answer a try in @epoch within its bound.
- * Unless the map has moved on already (a stopped node's session
- * expired: retry at once), report them and poll the map until it moves
- * (the reconcilers mark them down), SUSPECT_WAIT_MS or @deadline.
+ * The nodes @ids did not answer a try in @epoch within its bound, for
+ * an object of @copies copies. Unless the map has moved on already (a
+ * stopped node's session expired: retry at once), report them (as far
+ * as the limit lets: coord_suspect_report) and poll the map until it
+ * moves (the reconcilers mark them down), SUSPECT_WAIT_MS or @deadline.
  */
 static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
-			   size_t n, int64_t deadline)
+			   size_t n, unsigned copies, int64_t deadline)
 {
 	int64_t until = net_now_ms() + SUSPECT_WAIT_MS;
 	char who[96], host[64] = "?";
@@ -224,12 +225,16 @@ static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
 	host[sizeof(host) - 1] = '\0';
 	snprintf(who, sizeof(who), "client:%s:%ld", host, (long)getpid());
 	for (size_t i = 0; i < n; i++) {
-		int r = coord_suspect_report(s->coord, ids[i], epoch, who);
+		int r = coord_suspect_report(s->coord, ids[i], epoch, who, copies);
 
 		if (r == 0)
 			log_warn("node=%" PRIu32 " epoch=%" PRIu64 ": no answer within %d ms; "
 				 "reported unresponsive", ids[i], epoch,
 				 atomic_load(&s->replica_timeout_ms));
+		else if (r == -EBUSY)
+			log_every(LOG_EVERY_MS, LOG_WARNING, "node=%" PRIu32 " epoch=%"
+				  PRIu64 ": no answer, but copies - 1 nodes are reported "
+				  "or down already: not reported", ids[i], epoch);
 		else if (r != -EEXIST)
 			log_warn("node=%" PRIu32 ": cannot report it unresponsive: %s",
 				 ids[i], strerror(-r));
@@ -296,6 +301,11 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		size_t rofs[RING_MAX_COPIES], nrofs = 0, nsus = 0;
 		uint32_t sus[RING_MAX_COPIES];
 		uint64_t epoch = p.m->map->epoch;
+		/* The limit counts in the cluster's copies at most: what
+		 * every object has unless a volume chose fewer. */
+		pthread_mutex_lock(&s->lock);
+		unsigned copies = p.copies < s->cfg.copies ? p.copies : s->cfg.copies;
+		pthread_mutex_unlock(&s->lock);
 		for (size_t i = 0; i < ncalls; i++) {
 			int r = rpc_result(&calls[i]);
 
@@ -342,8 +352,19 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		if (!retry)
 			return ok == 0 && noent && !done_before ? -ENOENT : 0;
 		done_before |= ok > 0;
+		if (nsus && nsus == ncalls && ncalls > 1) {
+			/* No replica answered: the common factor is us (cut
+			 * off, or too loaded to hear them), not them. */
+			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 " epoch=%"
+				  PRIu64 ": none of %zu replicas answered within %d ms; "
+				  "reporting none (the fault is likely ours)", oid, epoch,
+				  ncalls, atomic_load(&s->replica_timeout_ms));
+			client_map_refresh(s);
+			backoff(attempt);
+			continue;
+		}
 		if (nsus) {
-			suspects_await(s, epoch, sus, nsus, deadline);
+			suspects_await(s, epoch, sus, nsus, copies, deadline);
 			continue;
 		}
 		client_map_refresh(s);

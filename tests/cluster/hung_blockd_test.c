@@ -22,7 +22,24 @@
  *     never reported unresponsive (it answers every one within the
  *     client's bound);
  *   - hung_mds.*: the same SIGSTOP while the mount creates files (every
- *     create is a write of the mds's database): no create fails.
+ *     create is a write of the mds's database): no create fails;
+ *   - zk_pause.*: the cluster's ZooKeeper SIGSTOPped for ZK_PAUSE_MS
+ *     (shorter than the 2 s session) under the same writer and reader:
+ *     no write fails, no read is wrong; how many block daemons let
+ *     their lease lapse is printed (it depends on lease_ms: the number
+ *     docs/recovery.md chose it by);
+ *   - cut_off.*: a client alone cut off from every block daemon (a
+ *     process of its own with another uid; an nft rule drops that uid's
+ *     packets to the daemons' ports): its write fails, but it reports
+ *     nobody (no replica answered: the fault is its own), every node
+ *     stays up, and another client writes and reads on meanwhile
+ *     (skipped without root or nft);
+ *   - suspect_limit.*: a client that reaches no block daemon reports
+ *     every one of them at once (three reporters racing, as a client cut
+ *     off from all of them would if it did not hold back): at most
+ *     copies - 1 markers are made, and another client's writes and reads
+ *     go on throughout; a map write that relied on a marker fails once
+ *     the marker is gone.
  *
  * The longest single stall is printed, never asserted.
  */
@@ -39,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/conf.h"
@@ -365,7 +383,7 @@ static void report_directly(const char *name, uint64_t epoch)
 	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(coord_open(conf.zk, conf.cluster, 2000, 10000, NULL, NULL, &c), 0);
 	cr_assert_eq(coord_suspect_report(c, tcluster_node_id(tc, name), epoch,
-					  "test:hung_blockd"), 0);
+					  "test:hung_blockd", COPIES), 0);
 	coord_close(c);
 }
 
@@ -488,6 +506,56 @@ Test(partition, a_node_cut_off_from_clients_never_serves_what_it_missed)
 	assert_converged("after the partition");
 }
 
+/* ---- zk_pause: a short ZooKeeper stall under load ---- */
+
+#define ZK_PAUSE_MS 1200
+
+static void up_private_zk(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = COPIES,
+						     .out_grace_s = 300, .private_zk = 1 });
+}
+
+TestSuite(zk_pause, .init = up_private_zk, .fini = down, .timeout = 240);
+
+Test(zk_pause, writes_go_on_through_a_short_zookeeper_stall)
+{
+	static const char *const names[NBLOCKD] = { "blockd.0", "blockd.1", "blockd.2" };
+	static struct load ld;
+	pthread_t w, r;
+	unsigned lapsed = 0;
+
+	ld.s = tcluster_client(tc);
+	pthread_mutex_init(&ld.mu, NULL);
+	cr_assert_eq(pthread_create(&w, NULL, writer, &ld), 0);
+	cr_assert_eq(pthread_create(&r, NULL, reader, &ld), 0);
+	tsleep_ms(2000);        /* pacing: some load before the pause */
+	cr_assert_eq(tcluster_signal(tc, "zk", SIGSTOP), 0);
+	tsleep_ms(ZK_PAUSE_MS);
+	cr_assert_eq(tcluster_signal(tc, "zk", SIGCONT), 0);
+	tsleep_ms(3000);
+	atomic_store(&ld.stop, 1);
+	pthread_join(w, NULL);
+	pthread_join(r, NULL);
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		char *line = tcluster_log_line(tc, names[k], "no ZooKeeper answer", 0);
+
+		lapsed += line != NULL;
+		free(line);
+	}
+	cr_log_info("ZooKeeper stopped %d ms: %u of %u blockd let their lease lapse; "
+		    "max stall %.1f s over %u writes (%u failed); %u reads, %u failed, "
+		    "%u wrong", ZK_PAUSE_MS, lapsed, NBLOCKD, ld.max_stall_ms / 1000.0,
+		    ld.writes, ld.write_fails, ld.reads, ld.read_errs, ld.bad_reads);
+	printf("zk_pause: %u of %u blockd lapsed, max stall %.1f s\n", lapsed, NBLOCKD,
+	       ld.max_stall_ms / 1000.0);
+	cr_assert_eq(ld.write_fails, 0, "%u writes failed, the first with %s",
+		     ld.write_fails, strerror(-ld.first_err));
+	cr_assert_eq(ld.bad_reads, 0, "%u reads returned the wrong version: %s",
+		     ld.bad_reads, ld.bad);
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 60000), 0);
+}
+
 /* ---- hung_mds: creates through the mount while a blockd is stopped ---- */
 
 struct creates {
@@ -549,4 +617,274 @@ Test(hung_mds, creates_go_on_while_a_blockd_is_stopped)
 	}
 	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 60000), 0);
 	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0);
+}
+
+/* ---- suspect_limit: reports never stop every holder ---- */
+
+TestSuite(suspect_limit, .init = up, .fini = down, .timeout = 240);
+
+static struct coord *test_coord(void)
+{
+	struct sdfs_conf conf;
+	struct coord *c;
+	char err[256];
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(coord_open(conf.zk, conf.cluster, 2000, 10000, NULL, NULL, &c), 0);
+	return c;
+}
+
+struct reporter {
+	struct coord *c;
+	uint32_t node_id;
+	uint64_t epoch;
+	atomic_int *go;
+	int ret;
+};
+
+static void *report_one(void *arg)
+{
+	struct reporter *r = arg;
+
+	while (!atomic_load(r->go))
+		;
+	r->ret = coord_suspect_report(r->c, r->node_id, r->epoch, "test:cut_off", COPIES);
+	return NULL;
+}
+
+Test(suspect_limit, a_client_reporting_every_node_stops_at_most_copies_minus_one)
+{
+	static const char *const names[NBLOCKD] = { "blockd.0", "blockd.1", "blockd.2" };
+	struct sdfs *s = tcluster_client(tc);
+	static unsigned char buf[OBJ_LEN];
+	struct reporter r[NBLOCKD];
+	pthread_t t[NBLOCKD];
+	struct coord_suspect *sus;
+	atomic_int go = 0;
+	unsigned made = 0, refused = 0;
+	size_t nsus;
+	uint64_t e1, seq;
+
+	for (unsigned i = 0; i < NOBJ; i++) {
+		fill(buf, i, 1);
+		cr_assert_eq(sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0), 0);
+	}
+	e1 = tcluster_epoch(tc);
+	/* Each its own session, all at once: the limit must hold across
+	 * reporters that read the same (empty) list. */
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		r[k] = (struct reporter){ .c = test_coord(), .epoch = e1, .go = &go,
+					  .node_id = tcluster_node_id(tc, names[k]) };
+		cr_assert_eq(pthread_create(&t[k], NULL, report_one, &r[k]), 0);
+	}
+	atomic_store(&go, 1);
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		pthread_join(t[k], NULL);
+		if (r[k].ret == 0)
+			made++;
+		else
+			cr_assert_eq(r[k].ret, -EBUSY, "report of %s: %s", names[k],
+				     strerror(-r[k].ret));
+		refused += r[k].ret == -EBUSY;
+	}
+	cr_assert_eq(coord_suspects_get(r[0].c, 0, &sus, &nsus, NULL), 0);
+	free(sus);
+	cr_log_info("%u reports made, %u refused; %zu markers", made, refused, nsus);
+	cr_assert_leq(nsus, COPIES - 1, "%zu markers: every holder stopped serving", nsus);
+	cr_assert_leq(made, COPIES - 1);
+	for (unsigned k = 0; k < NBLOCKD; k++)
+		coord_close(r[k].c);
+	/* Those reported stop serving and go down in the map. */
+	for (unsigned k = 0; k < NBLOCKD; k++)
+		if (r[k].ret == 0)
+			cr_assert_eq(tcluster_wait_state(tc, names[k], "down", 30000), 0,
+				     "%s reported but never down", names[k]);
+	cr_assert_gt(tcluster_epoch(tc), e1);
+
+	/* Another client writes and reads on, on the node left serving. */
+	for (unsigned i = 0; i < NOBJ; i++) {
+		int ret;
+
+		fill(buf, i, 2);
+		ret = sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0);
+		cr_assert_eq(ret, 0, "object %u: write while %u nodes are reported: %s",
+			     i, made, strerror(-ret));
+		ret = sdfs_obj_read(s, oid_of(i), buf, OBJ_LEN, 0);
+		cr_assert_eq(ret, OBJ_LEN, "object %u: read while %u nodes are reported: %s",
+			     i, made, strerror(-ret));
+		cr_assert(is_version(buf, i, &seq) && seq == 2,
+			  "object %u: read version %" PRIu64 " after writing 2", i, seq);
+	}
+	/* The reported ones come back after their hold. */
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 90000), 0);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0);
+	assert_converged("after the reports");
+}
+
+Test(suspect_limit, a_map_write_fails_once_a_marker_it_relied_on_is_gone)
+{
+	const uint32_t ghost = 4000;    /* no such node: no daemon acts on it */
+	struct coord *c = test_coord();
+	struct coord_suspect *sus, check = { 0 };
+	struct cmap *cur, *next, *now;
+	int32_t lv;
+	size_t nsus;
+
+	cr_assert_eq(coord_suspect_report(c, ghost, tcluster_epoch(tc), "test", COPIES), 0);
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, &lv), 0);
+	for (size_t i = 0; i < nsus; i++)
+		if (sus[i].node_id == ghost)
+			check = sus[i];
+	free(sus);
+	cr_assert_eq(check.node_id, ghost);
+	cr_assert_eq(coord_map_get(c, 0, &cur), 0);
+	cr_assert_eq(cmap_new(cur->epoch + 1, cur->nodes, cur->n, &next), 0);
+	/* The node acks (it stopped serving) after the reconciler read. */
+	cr_assert_eq(coord_suspect_ack(c, ghost), 0);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), -EAGAIN,
+		     "the marker changed (acked) since it was read");
+	/* Read again; then the node removes its marker (its hold ended)
+	 * while the reconciler is about to write. */
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, &lv), 0);
+	for (size_t i = 0; i < nsus; i++)
+		if (sus[i].node_id == ghost)
+			check = sus[i];
+	free(sus);
+	cr_assert_eq(coord_suspect_clear(c, ghost), 0);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), -EAGAIN,
+		     "the map was written without the marker it relied on");
+	/* Reported again meanwhile: a new marker, but back at the version
+	 * read, so only the list's version tells it from the old one. */
+	cr_assert_eq(coord_suspect_report(c, ghost, tcluster_epoch(tc), "test", COPIES), 0);
+	cr_assert_eq(coord_suspect_ack(c, ghost), 0);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), -EAGAIN,
+		     "the map was written on a marker deleted and made again");
+	cr_assert_eq(coord_map_get(c, 0, &now), 0);
+	cr_assert_eq(now->zversion, cur->zversion, "the map moved");
+	cmap_free(now);
+	/* What was read still there: written. */
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, &lv), 0);
+	for (size_t i = 0; i < nsus; i++)
+		if (sus[i].node_id == ghost)
+			check = sus[i];
+	free(sus);
+	cr_assert_eq(coord_map_cas_checked(c, cur, next, lv, &check, 1), 0);
+	cr_assert_eq(coord_suspect_clear(c, ghost), 0);
+	cmap_free(next);
+	cmap_free(cur);
+	coord_close(c);
+}
+
+/* ---- cut_off: a client that reaches no block daemon ---- */
+
+static void cut_off_fini(void)
+{
+	unblock();
+	tcluster_stop(tc);
+}
+
+TestSuite(cut_off, .init = up, .fini = cut_off_fini, .timeout = 240);
+
+#define CUT_UID 65534           /* nobody: the cut-off client's sockets */
+
+/* The cut-off client: a process of its own, as CUT_UID, so that an nft
+ * rule on its uid cuts it alone off. Waits for a byte on @go, writes
+ * object 1 once, sends the result on @res. */
+static void cut_off_client(const struct sdfs_conf *conf, int go, int res)
+{
+	static unsigned char buf[OBJ_LEN];
+	struct sdfs *s;
+	char c, err[256];
+	int r;
+
+	if (setgid(CUT_UID) || setuid(CUT_UID))
+		_exit(2);
+	r = sdfs_connect(conf->zk, conf->cluster, 6000, &s, err, sizeof(err));
+	if (r == 0) {
+		if (read(go, &c, 1) != 1)
+			_exit(3);
+		fill(buf, 1, 100);
+		r = sdfs_obj_write(s, oid_of(1), buf, OBJ_LEN, 0);
+		sdfs_close(s);
+	}
+	if (write(res, &r, sizeof(r)) != sizeof(r))
+		_exit(4);
+	_exit(0);
+}
+
+Test(cut_off, a_client_that_reaches_no_block_daemon_reports_none)
+{
+	static const char *const names[NBLOCKD] = { "blockd.0", "blockd.1", "blockd.2" };
+	static unsigned char buf[OBJ_LEN];
+	unsigned port[NBLOCKD], writes = 0;
+	struct coord_suspect *sus;
+	struct sdfs_conf conf;
+	struct sdfs *s;
+	struct coord *c;
+	int go[2], res[2], r = 0, status;
+	char err[256];
+	size_t nsus;
+	uint64_t seq;
+	pid_t pid;
+
+	if (geteuid() != 0 || system("nft list tables >/dev/null 2>&1") != 0)
+		cr_skip_test("needs root and nft");
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(res), 0);
+	/* Before this process makes any thread (the test's client). */
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		cut_off_client(&conf, go[0], res[1]);
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		char addr[80], *colon;
+
+		tcluster_node_addr(tc, names[k], addr, sizeof(addr));
+		colon = strrchr(addr, ':');
+		cr_assert(colon);
+		port[k] = (unsigned)atoi(colon + 1);
+	}
+	snprintf(nft_table, sizeof(nft_table), "sdfs_test_%d", (int)getpid());
+	cr_assert_eq(nft("nft add table inet %s && nft add chain inet %s output "
+			 "'{ type filter hook output priority 0; }' && nft add rule inet %s "
+			 "output meta skuid %u tcp dport '{ %u, %u, %u }' drop", nft_table,
+			 nft_table, nft_table, CUT_UID, port[0], port[1], port[2]), 0);
+	cr_assert_eq(write(go[1], "g", 1), 1);
+
+	/* Meanwhile another client writes and reads on. */
+	s = tcluster_client(tc);
+	for (int64_t end = tnow_ms() + 8000; tnow_ms() < end; writes++) {
+		unsigned i = writes % NOBJ;
+
+		fill(buf, i, writes + 1);
+		r = sdfs_obj_write(s, oid_of(i), buf, OBJ_LEN, 0);
+		cr_assert_eq(r, 0, "object %u: write while a client is cut off: %s", i,
+			     strerror(-r));
+		cr_assert_eq(sdfs_obj_read(s, oid_of(i), buf, OBJ_LEN, 0), OBJ_LEN);
+		cr_assert(is_version(buf, i, &seq) && seq == writes + 1);
+	}
+	cr_assert_eq(read(res[0], &r, sizeof(r)), (ssize_t)sizeof(r));
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client status %d", status);
+	cr_log_info("cut-off client's write: %s; %u writes by the other meanwhile",
+		    strerror(-r), writes);
+	cr_assert_neq(r, 0, "a write succeeded with no block daemon reachable");
+
+	c = test_coord();
+	cr_assert_eq(coord_suspects_get(c, 0, &sus, &nsus, NULL), 0);
+	free(sus);
+	coord_close(c);
+	cr_assert_eq(nsus, 0, "the cut-off client reported %zu nodes", nsus);
+	cr_assert_eq(tcluster_wait_nodes_up(tc, NBLOCKD, 1000), 0);
+	/* A marker made early is gone after its 5 s hold: the nodes' logs
+	 * keep that they saw one. */
+	for (unsigned k = 0; k < NBLOCKD; k++) {
+		char *line = tcluster_log_line(tc, names[k], "reported unresponsive", 0);
+
+		cr_assert_null(line, "%s saw a marker: %s", names[k], line);
+	}
+	unblock();
 }

@@ -364,7 +364,10 @@ static int coord_node_id_alloc_locked(struct coord *c, uint32_t *id)
 	return 0;
 }
 
-static int coord_member_join_locked(struct coord *c, const struct cmap_node *self)
+/* Our member document: a new ephemeral node (@create), or the one we
+ * have rewritten. */
+static int coord_member_put_locked(struct coord *c, const struct cmap_node *self,
+				   int create)
 {
 	char path[PATH_MAX_LEN * 2], *doc;
 	int rc, ret;
@@ -373,22 +376,11 @@ static int coord_member_join_locked(struct coord *c, const struct cmap_node *sel
 	if (ret)
 		return ret;
 	snprintf(path, sizeof(path), "%s/%" PRIu32, c->p_members, self->node_id);
-	rc = zoo_create(c->zh, path, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
-			ZOO_EPHEMERAL, NULL, 0);
-	free(doc);
-	return coord_zerr(rc);
-}
-
-static int coord_member_update_locked(struct coord *c, const struct cmap_node *self)
-{
-	char path[PATH_MAX_LEN * 2], *doc;
-	int rc, ret;
-
-	ret = cmap_member_encode(self, &doc);
-	if (ret)
-		return ret;
-	snprintf(path, sizeof(path), "%s/%" PRIu32, c->p_members, self->node_id);
-	rc = zoo_set(c->zh, path, doc, strlen(doc), -1);
+	if (create)
+		rc = zoo_create(c->zh, path, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
+				ZOO_EPHEMERAL, NULL, 0);
+	else
+		rc = zoo_set(c->zh, path, doc, strlen(doc), -1);
 	free(doc);
 	return coord_zerr(rc);
 }
@@ -545,7 +537,7 @@ int coord_member_join(struct coord *c, const struct cmap_node *self)
 	int ret;
 
 	pthread_rwlock_rdlock(&c->zlock);
-	ret = coord_member_join_locked(c, self);
+	ret = coord_member_put_locked(c, self, 1);
 	pthread_rwlock_unlock(&c->zlock);
 	return ret;
 }
@@ -555,7 +547,7 @@ int coord_member_update(struct coord *c, const struct cmap_node *self)
 	int ret;
 
 	pthread_rwlock_rdlock(&c->zlock);
-	ret = coord_member_update_locked(c, self);
+	ret = coord_member_put_locked(c, self, 0);
 	pthread_rwlock_unlock(&c->zlock);
 	return ret;
 }

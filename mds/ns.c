@@ -611,10 +611,11 @@ struct leases *ns_leases(struct ns *ns)
 	return ns->leases;
 }
 
-int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
-	    const char *name, const char *name2, const uint8_t *data,
-	    struct ns_reply *rep)
+int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
+	    const struct sdfs_ns_req *req, const char *name, const char *name2,
+	    const uint8_t *data, struct ns_reply *rep)
 {
+	(void)who;      /* permission checks: docs/security.md */
 	struct kvbatch *b;
 	int ret;
 

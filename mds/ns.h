@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/keys.h"
 #include "common/sdfs_proto.h"
 
 struct ns;
@@ -43,15 +44,30 @@ struct ns_reply {
 };
 
 /*
- * Execute @op with @req and its strings (already checked by
+ * Who a request comes from (docs/security.md): the connection's key and
+ * the ids the caller acts as, after the key's squash and maps
+ * (auth_caps_uid/gid). The mds checks permissions against these, never
+ * trusting the client's kernel. key NULL: the mds itself or an open
+ * (unauthenticated) cluster's client, with full rights over the tree.
+ */
+#define NS_GROUPS_MAX 32u
+struct ns_caller {
+	const struct auth_ident *key;
+	uint32_t uid, gid;
+	uint32_t ngroups;               /* supplementary groups, mapped */
+	uint32_t groups[NS_GROUPS_MAX];
+};
+
+/*
+ * Execute @op for @who with @req and its strings (already checked by
  * proto_ns_req_decode: they fill the payload exactly; not
  * NUL-terminated). Returns 0 and fills @rep, or -errno (the POSIX error
  * for the client, or -EPERM / -EIO when the database failed: then
  * ns_failed() is set and the mds must step down).
  */
-int ns_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *req,
-	    const char *name, const char *name2, const uint8_t *data,
-	    struct ns_reply *rep);
+int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
+	    const struct sdfs_ns_req *req, const char *name, const char *name2,
+	    const uint8_t *data, struct ns_reply *rep);
 
 /*
  * Right after ns_open, as the new active: read the longest cache time

@@ -302,7 +302,9 @@ static int serve_one(struct conn *c)
 	const char *name2 = name + req.name_len;
 	const uint8_t *data = (const uint8_t *)name2 + req.name2_len;
 
-	ret = ns_exec(m->ns, h.opcode, &req, name, name2, data, &rep);
+	struct ns_caller who = { .key = NULL, .uid = 0, .gid = 0 };
+
+	ret = ns_exec(m->ns, &who, h.opcode, &req, name, name2, data, &rep);
 	if (ns_failed(m->ns)) {
 		/* fenced or I/O: this mds is done; main.c steps down */
 		atomic_store(&m->serving, 0);

@@ -1,0 +1,40 @@
+/*
+ * coord_auth.h - the cluster's keys in ZooKeeper (docs/security.md).
+ *
+ *   <base>/auth            the key directory
+ *   <base>/auth/<name>     one key: its entry (keydb.h) sealed with the
+ *                          key derived from the cluster secret
+ *                          (AUTH_DERIVE_DB, libsodium secretbox): the
+ *                          bytes in ZooKeeper are useless without it
+ * Only admin and daemon sessions (ZooKeeper digest ACLs, coord.h) can
+ * read or change them. Same threading rules as coord.h.
+ */
+#ifndef SDFS_COMMON_COORD_AUTH_H
+#define SDFS_COMMON_COORD_AUTH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/coord.h"
+#include "common/keydb.h"
+
+/* Write @e under auth/ (created or replaced), sealed with @secret. */
+int coord_auth_put(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
+		   const struct keydb_ent *e);
+/* Read one entry: 0, -ENOENT, or -EBADMSG (does not open with @secret). */
+int coord_auth_get(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
+		   const char *name, struct keydb_ent *e);
+/* Remove one entry (absent: -ENOENT). */
+int coord_auth_del(struct coord *c, const char *name);
+/* Every entry, sorted by name; free *@out with free(). Entries that do
+ * not open are skipped with a warning. */
+int coord_auth_list(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
+		    struct keydb_ent **out, size_t *n);
+/*
+ * Keep @db equal to auth/: load it now, then on every change (a watch;
+ * reloaded after a session loss too). Returns after the first load:
+ * 0, or -errno (then nothing is watched). @db and @secret are borrowed
+ * until coord_close.
+ */
+int coord_auth_follow(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
+		      struct keydb *db);
+#endif

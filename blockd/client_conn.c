@@ -377,9 +377,12 @@ static int conn_read_header(struct conn *c)
 
 	if (max < 8 * SDFS_MAX_LIST)
 		max = 8 * SDFS_MAX_LIST;
-	if (!c->authed)
-		max = AUTH_FRAME_MAX - SDFS_HDR_SIZE;   /* a handshake frame */
 	ret = proto_hdr_decode(c->hdr_buf, max, &c->hdr);
+	if (!ret && !c->authed && !auth_is_handshake(&c->hdr)) {
+		/* refused unread: no payload of a stranger is held */
+		conn_auth_frame(c, &c->hdr, NULL);
+		return -1;
+	}
 	if (ret == -EPROTONOSUPPORT) {
 		struct sdfs_hdr r;
 		uint8_t wire[SDFS_HDR_SIZE];

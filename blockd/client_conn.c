@@ -392,9 +392,11 @@ static int conn_read_header(struct conn *c)
 		proto_hdr_encode(&r, NULL, wire);
 		if (write(c->fd, wire, sizeof(wire)) < 0)
 			log_debug("peer=%s: write: %s", c->peer, strerror(errno));
-		log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s: speaks protocol %u.x, not "
-			  "%u.x; refused", c->peer, c->hdr.major, SDFS_PROTO_MAJOR);
-		conn_close(c, NULL);
+		char why[96];
+
+		snprintf(why, sizeof(why), "speaks protocol %u.x, not %u.x",
+			 c->hdr.major, SDFS_PROTO_MAJOR);
+		conn_close(c, why);
 		return -1;
 	}
 	if (ret) {

@@ -19,6 +19,7 @@
 #include <criterion/logging.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@
 static struct tcluster *tc;
 static struct sdfs *cl;         /* authenticated handle */
 static char blockd_addr[80], mds_addr[80];
+static char client_keyring[600];
 static uint8_t secret[AUTH_KEY_BYTES], daemon_key[AUTH_KEY_BYTES],
 	       client_key[AUTH_KEY_BYTES];
 static uint64_t req_ids = 9000;
@@ -161,6 +163,7 @@ static void up(void)
 	fclose(f);
 	snprintf(line, sizeof(line), "%s/client.keyring", tcluster_dir(tc));
 	save_keyring(line, CLIENT_KEY, client_key, 0);
+	snprintf(client_keyring, sizeof(client_keyring), "%s", line);
 
 	dev_restart("blockd.0");
 	dev_restart("mds.0");
@@ -507,6 +510,55 @@ Test(auth_wire, a_handle_without_a_key_gets_eacces)
 	cr_assert_eq(sdfs_ns_mkdir(s, ROOT, "nokey", 0755, 0, 0, &st), -EACCES);
 	sdfs_close(s);
 	cr_assert_eq(lookup("nokey"), -ENOENT);
+}
+
+/* ---- the invalidation channel ---- */
+
+struct seen {
+	atomic_int subscribed;          /* SDFS_INVAL_ALL came */
+	atomic_uint_fast64_t ino;       /* the last inode named */
+};
+
+static void on_inval(void *arg, const struct sdfs_inval *iv, size_t n)
+{
+	struct seen *sn = arg;
+
+	for (size_t i = 0; i < n; i++) {
+		if (iv[i].kind == SDFS_INVAL_ALL)
+			atomic_store(&sn->subscribed, 1);
+		else
+			atomic_store(&sn->ino, iv[i].ino);
+	}
+}
+
+/* A subscribed handle is told of another's change (NS_NOTIFY from the
+ * mds's operation threads, its answer back: tagged both ways). */
+Test(auth_wire, invalidations_pass_on_an_authenticated_channel)
+{
+	struct sdfs_conf conf;
+	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_MODE, .mode = 0700 };
+	struct sdfs_stat st;
+	struct seen sn = { 0 };
+	struct sdfs *sub;
+	char err[256];
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sdfs_ns_mkdir(cl, ROOT, "watched", 0755, 0, 0, &st), 0);
+	cr_assert_eq(sdfs_connect_keyring(conf.zk, conf.cluster, 10000, client_keyring,
+					  &sub, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(sdfs_ns_subscribe(sub, 5000, on_inval, &sn), 0);
+	for (int64_t end = tnow_ms() + 20000; !atomic_load(&sn.subscribed) &&
+	     tnow_ms() < end; tsleep_ms(20))
+		;
+	cr_assert(atomic_load(&sn.subscribed), "no subscription");
+	cr_assert_eq(sdfs_ns_getattr(sub, st.ino, &st), 0);
+	cr_assert(st.flags & SDFS_STAT_LEASED, "no lease granted");
+	cr_assert_eq(sdfs_ns_setattr(cl, st.ino, &sa, NULL), 0);
+	/* acknowledged after the subscriber answered (or its lease ran out;
+	 * then it was never told) */
+	cr_assert_eq(atomic_load(&sn.ino), st.ino, "the subscriber was not told");
+	sdfs_close(sub);
 }
 
 /* ---- fuzz ---- */

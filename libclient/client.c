@@ -286,8 +286,8 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 			snprintf(err, errlen, "%s", buf);
 		return ret;
 	}
-	ret = auth_keyring_open(NULL, conf.keyring, conf.keyring_set, &kr, buf,
-				sizeof(buf));
+	ret = auth_keyring_open(getenv("SDFS_KEYRING"), conf.keyring, conf.keyring_set,
+				&kr, buf, sizeof(buf));
 	if (ret && ret != -ENOENT) {
 		if (err)
 			snprintf(err, errlen, "%s", buf);

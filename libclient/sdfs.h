@@ -47,8 +47,9 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
  * docs/config.md): its key proves who we are to the daemons where the
  * cluster requires authentication (docs/security.md), and its
  * credentials open the ZooKeeper session. A keyring that cannot be read
- * fails (-errno, the reason in @err). sdfs_open does this with the
- * config's `keyring =` (its default file only if it exists).
+ * fails (-errno, the reason in @err). sdfs_open does this with
+ * $SDFS_KEYRING if set, else the config's `keyring =` (its default file
+ * only if it exists).
  */
 int sdfs_connect_keyring(const char *zk_hosts, const char *cluster, int timeout_ms,
 			 const char *keyring, struct sdfs **out, char *err,

@@ -99,6 +99,8 @@ struct conn {
 
 	/* authentication: loop thread only; ident fixed once authed */
 	int authed;             /* handshake done, or none needed */
+	int64_t born_ms;        /* accepted: the handshake is due within
+				   frame_timeout_ms */
 	struct auth_server as;
 	struct auth_ident who;
 };
@@ -535,6 +537,7 @@ static void on_accept(int lfd, uint32_t events, void *arg)
 		c->events = EPOLLIN;
 		c->authed = !bd->auth;
 		auth_server_init(&c->as, bd->keydb);
+		c->born_ms = net_now_ms();
 		net_tune(fd);
 		if (ss.ss_family == AF_INET) {
 			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
@@ -581,6 +584,10 @@ static const char *conn_overdue(struct blockd *bd, struct conn *c, int64_t now,
 				 conn_frame_rest(c)));
 			return why;
 		}
+	}
+	if (!c->authed && now - c->born_ms > frame_ms) {
+		snprintf(why, len, "no authentication within %d ms", frame_ms);
+		return why;
 	}
 	if (c->out_head && now - c->sent_ms > frame_ms) {
 		snprintf(why, len, "replies unread for %d ms", frame_ms);

@@ -12,10 +12,14 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
 
@@ -594,4 +598,78 @@ void auth_cred_of(const struct keyring *kr, struct auth_cred *cred)
 	memset(cred, 0, sizeof(*cred));
 	snprintf(cred->name, sizeof(cred->name), "%s", kr->name);
 	memcpy(cred->key, kr->key, AUTH_KEY_BYTES);
+}
+
+struct auth_keyfile {
+	pthread_mutex_t mu;
+	char path[1024];
+	struct stat st;                 /* as last read */
+	struct auth_cred cred;
+};
+
+static int same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	       a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int auth_keyfile_open(const char *path, struct auth_keyfile **out, char *err,
+		      size_t errlen)
+{
+	struct auth_keyfile *kf;
+	struct keyring kr;
+	int ret;
+
+	if (strlen(path) >= sizeof(kf->path)) {
+		snprintf(err, errlen, "keyring path too long");
+		return -ENAMETOOLONG;
+	}
+	kf = calloc(1, sizeof(*kf));
+	if (!kf)
+		return -ENOMEM;
+	strcpy(kf->path, path);
+	stat(path, &kf->st);            /* before the read: a change after it shows */
+	ret = keyring_load(path, &kr, err, errlen);
+	if (ret) {
+		free(kf);
+		return ret;
+	}
+	auth_cred_of(&kr, &kf->cred);
+	sodium_memzero(&kr, sizeof(kr));
+	pthread_mutex_init(&kf->mu, NULL);
+	*out = kf;
+	return 0;
+}
+
+void auth_keyfile_free(struct auth_keyfile *kf)
+{
+	if (!kf)
+		return;
+	pthread_mutex_destroy(&kf->mu);
+	sodium_memzero(kf, sizeof(*kf));
+	free(kf);
+}
+
+void auth_keyfile_cred(struct auth_keyfile *kf, struct auth_cred *out)
+{
+	struct stat st;
+	struct keyring kr;
+	char err[256];
+
+	pthread_mutex_lock(&kf->mu);
+	if (stat(kf->path, &st) == 0 && !same_file(&st, &kf->st)) {
+		kf->st = st;
+		if (keyring_load(kf->path, &kr, err, sizeof(err)) == 0) {
+			if (strcmp(kr.name, kf->cred.name) ||
+			    sodium_memcmp(kr.key, kf->cred.key, AUTH_KEY_BYTES))
+				log_info("keyring %s changed: now key %s", kf->path, kr.name);
+			auth_cred_of(&kr, &kf->cred);
+			sodium_memzero(&kr, sizeof(kr));
+		} else {
+			log_warn("%s; keeping the key read before", err);
+		}
+	}
+	*out = kf->cred;
+	pthread_mutex_unlock(&kf->mu);
 }

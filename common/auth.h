@@ -154,6 +154,21 @@ int auth_keyring_open(const char *flag, const char *conf_keyring, int conf_set,
 		      struct keyring *kr, char *err, size_t errlen);
 void auth_cred_of(const struct keyring *kr, struct auth_cred *cred);
 
+/*
+ * A keyring file followed: a program with a long life (a mount) picks
+ * up its rotated key (`sdfs auth rotate`, a new keyring written over
+ * the old) without a restart. auth_keyfile_cred gives the key of the
+ * file as it is now: re-read when its inode, size or mtime changed; a
+ * file that went or does not parse leaves the last good key (logged).
+ * Thread-safe.
+ */
+struct auth_keyfile;
+/* Read @path: 0 with *@out, or -errno with @err (as keyring_load). */
+int auth_keyfile_open(const char *path, struct auth_keyfile **out, char *err,
+		      size_t errlen);
+void auth_keyfile_free(struct auth_keyfile *kf);        /* NULL ok */
+void auth_keyfile_cred(struct auth_keyfile *kf, struct auth_cred *out);
+
 /* ---- blocking frame I/O with a session (s->on: tagged) ---- */
 /* Send @h + @payload, tagged if @s is on. 0 or -errno. */
 int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,

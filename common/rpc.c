@@ -50,6 +50,7 @@ struct pool {
 	struct pool_entry *e;
 	int auth, have_cred;            /* pool_set_auth */
 	struct auth_cred cred;
+	struct auth_keyfile *kf;        /* pool_set_keyfile: before cred */
 };
 
 /* A handshake under way on a call's new connection. */
@@ -82,6 +83,13 @@ void pool_set_auth(struct pool *p, int on, const struct auth_cred *cred)
 	p->have_cred = cred != NULL;
 	if (cred)
 		p->cred = *cred;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void pool_set_keyfile(struct pool *p, struct auth_keyfile *kf)
+{
+	pthread_mutex_lock(&p->lock);
+	p->kf = kf;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -196,6 +204,7 @@ static void call_ready(struct rpc_call *c)
 /* A new connection is up: the handshake first if the pool wants one. */
 static void call_connected(struct pool *p, struct rpc_call *c)
 {
+	struct auth_keyfile *kf;
 	struct auth_cred cred;
 	int on, have;
 
@@ -203,7 +212,12 @@ static void call_connected(struct pool *p, struct rpc_call *c)
 	on = p->auth;
 	have = p->have_cred;
 	cred = p->cred;
+	kf = p->kf;
 	pthread_mutex_unlock(&p->lock);
+	if (on && kf) {
+		auth_keyfile_cred(kf, &cred);   /* a rotated key, if it was */
+		have = 1;
+	}
 	memset(&c->sess, 0, sizeof(c->sess));
 	if (!on) {
 		call_ready(c);

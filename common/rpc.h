@@ -32,6 +32,9 @@ void pool_free(struct pool *p);         /* closes idle connections */
  * are.
  */
 void pool_set_auth(struct pool *p, int on, const struct auth_cred *cred);
+/* Take the key from @kf (borrowed until pool_free; NULL: none) at each
+ * new connection, in place of pool_set_auth's @cred. */
+void pool_set_keyfile(struct pool *p, struct auth_keyfile *kf);
 /* The default for pools made afterwards (a daemon's own key, set once
  * at start-up before its pools are made). */
 void rpc_set_default_auth(int on, const struct auth_cred *cred);

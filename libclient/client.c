@@ -171,7 +171,12 @@ int client_auth(struct sdfs *s, int fd, int timeout_ms, struct auth_sess *sess)
 			  "docs/config.md)");
 		return -EACCES;
 	}
-	ret = auth_client_run(fd, &s->cred, timeout_ms, sess, err, sizeof(err));
+	struct auth_cred cred = s->cred;
+
+	if (s->keyfile)
+		auth_keyfile_cred(s->keyfile, &cred);
+	ret = auth_client_run(fd, &cred, timeout_ms, sess, err, sizeof(err));
+	sodium_memzero(&cred, sizeof(cred));
 	if (ret == -EACCES || ret == -EPROTONOSUPPORT)
 		log_every(LOG_EVERY_MS, LOG_WARNING, "authentication: %s", err);
 	return ret;
@@ -184,10 +189,11 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 				    errlen);
 }
 
-/* sdfs_connect_keyring with the keyring already read (@kr NULL: none). */
+/* sdfs_connect_keyring with the keyring at @path already read (@kr
+ * NULL: none). */
 static int connect_kr(const char *zk_hosts, const char *cluster, int timeout_ms,
-		      const struct keyring *kr, struct sdfs **out, char *err,
-		      size_t errlen)
+		      const char *path, const struct keyring *kr, struct sdfs **out,
+		      char *err, size_t errlen)
 {
 	struct coord_cred cred, *credp = NULL;
 	struct sdfs *s;
@@ -228,6 +234,8 @@ static int connect_kr(const char *zk_hosts, const char *cluster, int timeout_ms,
 	ret = pool_new(&s->pool);
 	if (ret)
 		goto out_free;
+	if (kr && auth_keyfile_open(path, &s->keyfile, NULL, 0) == 0)
+		pool_set_keyfile(s->pool, s->keyfile);
 	ret = coord_open_cred(zk_hosts, cluster, credp, 2000, s->timeout_ms,
 			      on_coord_event, s, &s->coord);
 	if (ret) {
@@ -241,6 +249,7 @@ static int connect_kr(const char *zk_hosts, const char *cluster, int timeout_ms,
 	return 0;
 out_pool:
 	pool_free(s->pool);
+	auth_keyfile_free(s->keyfile);
 out_free:
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->lock_mu);
@@ -260,14 +269,15 @@ int sdfs_connect_keyring(const char *zk_hosts, const char *cluster, int timeout_
 	int ret;
 
 	if (!keyring)
-		return connect_kr(zk_hosts, cluster, timeout_ms, NULL, out, err, errlen);
+		return connect_kr(zk_hosts, cluster, timeout_ms, NULL, NULL, out, err,
+				  errlen);
 	ret = keyring_load(keyring, &kr, buf, sizeof(buf));
 	if (ret) {
 		if (err)
 			snprintf(err, errlen, "%s", buf);
 		return ret;
 	}
-	ret = connect_kr(zk_hosts, cluster, timeout_ms, &kr, out, err, errlen);
+	ret = connect_kr(zk_hosts, cluster, timeout_ms, keyring, &kr, out, err, errlen);
 	sodium_memzero(&kr, sizeof(kr));
 	return ret;
 }
@@ -286,16 +296,19 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 			snprintf(err, errlen, "%s", buf);
 		return ret;
 	}
-	ret = auth_keyring_open(getenv("SDFS_KEYRING"), conf.keyring, conf.keyring_set,
-				&kr, buf, sizeof(buf));
+	const char *env = getenv("SDFS_KEYRING");
+
+	ret = auth_keyring_open(env, conf.keyring, conf.keyring_set, &kr, buf,
+				sizeof(buf));
 	if (ret && ret != -ENOENT) {
 		if (err)
 			snprintf(err, errlen, "%s", buf);
 		return ret;
 	}
 	have = ret == 0;
-	ret = connect_kr(conf.zk, conf.cluster, conf.timeout_ms, have ? &kr : NULL, out,
-			 err, errlen);
+	ret = connect_kr(conf.zk, conf.cluster, conf.timeout_ms,
+			 env && *env ? env : conf.keyring, have ? &kr : NULL, out, err,
+			 errlen);
 	sodium_memzero(&kr, sizeof(kr));
 	if (ret == 0) {
 		sdfs_set_replica_timeout(*out, conf.replica_timeout_ms);
@@ -314,6 +327,7 @@ void sdfs_close(struct sdfs *s)
 	coord_close(s->coord);
 	client_map_put(s->map);
 	pool_free(s->pool);
+	auth_keyfile_free(s->keyfile);
 	pthread_mutex_destroy(&s->lock);
 	pthread_mutex_destroy(&s->lock_mu);
 	pthread_mutex_destroy(&s->late_mu);

@@ -57,7 +57,8 @@ struct sdfs {
 	/* who we are (sdfs_connect_keyring): used where cfg.auth says the
 	 * cluster requires it (the pool, nsclient.c, notify.c) */
 	int have_cred;
-	struct auth_cred cred;
+	struct auth_cred cred;          /* as first read */
+	struct auth_keyfile *keyfile;   /* followed: a rotated key is taken */
 	/* objio.c: a read asks the next replica too when one has not
 	 * answered in read_timeout_ms; the late ones, under late_mu */
 	int read_timeout_ms;

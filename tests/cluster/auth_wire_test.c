@@ -572,6 +572,36 @@ Test(auth_wire, invalidations_pass_on_an_authenticated_channel)
 	sdfs_close(sub);
 }
 
+/* A long-lived handle takes its rotated key from its keyring file: the
+ * old key is gone at once (no grace), every connection is new (both
+ * daemons restarted), and the handle goes on. */
+Test(auth_wire, a_rotated_key_is_taken_from_the_keyring_file)
+{
+	struct sdfs_conf conf;
+	uint8_t newkey[AUTH_KEY_BYTES];
+	char a[4096], back[4096], err[256];
+	struct coord *c;
+	int ret = -1;
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(serves("before"), 0);
+	auth_random_key(newkey);
+	cr_assert_eq(coord_open(conf.zk, conf.cluster, 5000, 10000, NULL, NULL, &c), 0);
+	put_key(c, CLIENT_KEY, newkey, "admin");
+	coord_close(c);
+	save_keyring(client_keyring, CLIENT_KEY, newkey, 0);
+	dev_restart("blockd.0");
+	dev_restart("mds.0");
+	for (int64_t end = tnow_ms() + 60000; ret && tnow_ms() < end; tsleep_ms(200))
+		ret = serves("after");
+	cr_assert_eq(ret, 0, "the handle did not take its new key: %s", strerror(-ret));
+	tfill_random(a, sizeof(a), 8);
+	cr_assert_eq(sdfs_obj_write(cl, 0x5a0006, a, sizeof(a), 0), 0);
+	cr_assert_eq(sdfs_obj_read(cl, 0x5a0006, back, sizeof(back), 0), (ssize_t)sizeof(a));
+	cr_assert_arr_eq(a, back, sizeof(a));
+}
+
 /* ---- fuzz ---- */
 
 /* One random frame from a peer without a key: a header with random

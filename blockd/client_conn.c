@@ -589,6 +589,11 @@ static const char *conn_overdue(struct blockd *bd, struct conn *c, int64_t now,
 		snprintf(why, len, "no authentication within %d ms", frame_ms);
 		return why;
 	}
+	if (c->sess.on && !auth_still_valid(bd->keydb, c->who.name, c->as.key_used)) {
+		snprintf(why, len, "key %s was removed or rotated past its grace",
+			 c->who.name);
+		return why;
+	}
 	if (c->out_head && now - c->sent_ms > frame_ms) {
 		snprintf(why, len, "replies unread for %d ms", frame_ms);
 		return why;

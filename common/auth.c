@@ -496,6 +496,7 @@ int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
 					   strlen((char *)pl + AUTH_PROOF_BYTES));
 		*outlen = frame(&r, pl, out);
 		session_keys(s, key, th, 0);
+		memcpy(as->key_used, key, AUTH_KEY_BYTES);
 		snprintf(who->name, sizeof(who->name), "%s", as->name);
 		who->caps = e.caps;
 		sodium_memzero(&e, sizeof(e));
@@ -512,8 +513,15 @@ unexpected:
 		      out, outlen);
 }
 
+int auth_still_valid(struct keydb *db, const char *name,
+		     const uint8_t key_used[AUTH_KEY_BYTES])
+{
+	return keydb_valid(db, name, key_used, wall_ms());
+}
+
 int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *s,
-		    struct auth_ident *who, char *why, size_t whylen)
+		    struct auth_ident *who, uint8_t key_used[AUTH_KEY_BYTES],
+		    char *why, size_t whylen)
 {
 	int64_t deadline = net_now_ms() + timeout_ms;
 	uint8_t pl[AUTH_FRAME_MAX], out[AUTH_FRAME_MAX];
@@ -568,8 +576,12 @@ int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *
 			snprintf(why, whylen, "handshake: %s", strerror(-wret));
 			return wret;
 		}
-		if (ret == 1)
+		if (ret == 1) {
+			if (key_used)
+				memcpy(key_used, as.key_used, AUTH_KEY_BYTES);
+			sodium_memzero(&as, sizeof(as));
 			return 0;
+		}
 	}
 }
 

@@ -112,6 +112,8 @@ struct auth_server {
 	struct keydb *db;       /* borrowed */
 	char name[AUTH_NAME_MAX + 1];
 	uint8_t nonce_c[AUTH_NONCE_BYTES], nonce_s[AUTH_NONCE_BYTES];
+	uint8_t key_used[AUTH_KEY_BYTES];       /* once done: the key the peer
+						   proved (auth_still_valid) */
 };
 
 void auth_server_init(struct auth_server *as, struct keydb *db);
@@ -140,7 +142,13 @@ size_t auth_refusal(const struct sdfs_hdr *req, const char *reason, uint8_t *out
  * closes).
  */
 int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *s,
-		    struct auth_ident *who, char *why, size_t whylen);
+		    struct auth_ident *who, uint8_t key_used[AUTH_KEY_BYTES],
+		    char *why, size_t whylen);
+/* Is the key @name proved with (@key_used) still the cluster's: not
+ * removed (`sdfs auth rm`), not replaced past its grace (`sdfs auth
+ * rotate`)? 1 or 0. A daemon closes connections of keys that are not. */
+int auth_still_valid(struct keydb *db, const char *name,
+		     const uint8_t key_used[AUTH_KEY_BYTES]);
 
 /* ---- a process's key ---- */
 /*

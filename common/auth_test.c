@@ -69,6 +69,7 @@ struct srv {
 	int ret;
 	struct auth_sess s;
 	struct auth_ident who;
+	uint8_t key_used[AUTH_KEY_BYTES];
 	char why[256];
 };
 
@@ -76,8 +77,8 @@ static void *srv_main(void *arg)
 {
 	struct srv *sv = arg;
 
-	sv->ret = auth_server_run(sv->fd, db, 5000, &sv->s, &sv->who, sv->why,
-				  sizeof(sv->why));
+	sv->ret = auth_server_run(sv->fd, db, 5000, &sv->s, &sv->who, sv->key_used,
+				  sv->why, sizeof(sv->why));
 	return NULL;
 }
 
@@ -171,6 +172,27 @@ Test(auth, previous_key_only_within_its_grace)
 	cr_assert_eq(shake("client.alice", key_a, &sv, &cs, &fd, err, sizeof(err)),
 		     -EACCES);
 	close(fd);
+}
+
+/* A session's key is re-checked: removed, or rotated past the grace. */
+Test(auth, a_session_key_stops_being_valid)
+{
+	struct auth_sess cs;
+	struct srv sv;
+	char err[256] = "";
+	int fd;
+
+	put_key("client.alice", key_a, key_b, wall_now_ms() + 60000, "rw");
+	cr_assert_eq(shake("client.alice", key_b, &sv, &cs, &fd, err, sizeof(err)), 0,
+		     "%s", err);
+	close(fd);
+	cr_assert_arr_eq(sv.key_used, key_b, AUTH_KEY_BYTES);
+	cr_assert(auth_still_valid(db, "client.alice", sv.key_used));
+	put_key("client.alice", key_a, key_b, wall_now_ms() - 1, "rw");
+	cr_assert(!auth_still_valid(db, "client.alice", sv.key_used), "past its grace");
+	cr_assert(auth_still_valid(db, "client.alice", key_a));
+	cr_assert_eq(keydb_remove(db, "client.alice"), 0);
+	cr_assert(!auth_still_valid(db, "client.alice", key_a), "removed");
 }
 
 /* Frames over an established session: @n of them, each checked. */
@@ -328,7 +350,8 @@ Test(auth, unauthenticated_request_gets_res_auth)
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
 	cr_assert_eq(auth_send_frame(sp[0], NULL, &h, NULL, 0), 0);
-	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, why, sizeof(why)), -EACCES);
+	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, NULL, why, sizeof(why)),
+		     -EACCES);
 	cr_assert(strstr(why, "unauthenticated OBJ_READ"), "%s", why);
 	cr_assert_eq(auth_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
 	cr_assert_eq(proto_hdr_decode(hb, AUTH_REASON_MAX, &r), 0);
@@ -363,7 +386,7 @@ Test(auth, old_peers_get_a_clear_error)
 		memcpy(hb + 60, &c, 4);      /* little-endian host (x86, arm) */
 	}
 	cr_assert_eq(write(sp[0], hb, sizeof(hb)), (ssize_t)sizeof(hb));
-	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, why, sizeof(why)),
+	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, NULL, why, sizeof(why)),
 		     -EPROTONOSUPPORT);
 	cr_assert(strstr(why, "1.x"), "%s", why);
 	cr_assert_eq(auth_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);

@@ -59,6 +59,7 @@ struct conn {
 	char peer[64];                  /* ip:port */
 	struct auth_sess sess;          /* on: frames carry tags */
 	struct auth_ident who;          /* the peer's key (m->auth) */
+	uint8_t key_used[AUTH_KEY_BYTES];       /* ... as it proved it */
 };
 
 /* Wait until @fd is readable, at most until @deadline (monotonic ms;
@@ -330,6 +331,11 @@ static int serve_one(struct conn *c)
 		ret = frame_late(c, read_tag(c, hb, c->buf, h.payload_len, deadline));
 	if (ret)
 		return ret;
+	if (c->sess.on && !auth_still_valid(m->keydb, c->who.name, c->key_used)) {
+		log_warn("peer=%s key=%s: the key was removed or rotated past its "
+			 "grace; closing the connection", c->peer, c->who.name);
+		return -EACCES;
+	}
 	payload_buf = c->buf;
 	if (proto_payload_check(&h, payload_buf)) {
 		log_debug("connection: payload checksum mismatch; closing");
@@ -375,8 +381,8 @@ static void *conn_main(void *arg)
 	c->buf = malloc(c->cap);
 	if (c->buf && c->m->auth) {
 		char why[256] = "";
-		int ret = auth_server_run(c->fd, c->m->keydb, ms, &c->sess, &c->who, why,
-					  sizeof(why));
+		int ret = auth_server_run(c->fd, c->m->keydb, ms, &c->sess, &c->who,
+					  c->key_used, why, sizeof(why));
 
 		if (ret) {
 			log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s: authentication "

@@ -602,6 +602,40 @@ Test(auth_wire, a_rotated_key_is_taken_from_the_keyring_file)
 	cr_assert_arr_eq(a, back, sizeof(a));
 }
 
+/* `sdfs auth rm`: connections already made with the key are closed
+ * (blockd by its sweep, the mds at the next request), and new ones are
+ * refused. */
+Test(auth_wire, connections_of_a_removed_key_are_closed)
+{
+	struct sdfs_conf conf;
+	struct auth_sess sb, sm;
+	struct coord *c;
+	char err[256];
+	int fb = authed(blockd_addr, &sb), fm = authed(mds_addr, &sm), closed = 0;
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(coord_open(conf.zk, conf.cluster, 5000, 10000, NULL, NULL, &c), 0);
+	cr_assert_eq(coord_auth_del(c, CLIENT_KEY), 0);
+	coord_close(c);
+	cr_assert_eq(wire_wait_closed(fb, 20000), 0, "blockd kept a removed key's "
+		     "connection");
+	close(fb);
+	for (int64_t end = tnow_ms() + 20000; !closed && tnow_ms() < end; tsleep_ms(200)) {
+		uint8_t pl[256], rb[4096];
+		struct sdfs_hdr h, r;
+
+		ns_frame(pl, SDFS_OP_NS_GETATTR, ROOT, NULL, &h);
+		closed = wire_send_req_auth(fm, &sm, &h, pl) ||
+			 wire_recv_reply_auth(fm, &sm, &r, rb, sizeof(rb), WAIT_MS);
+	}
+	cr_assert(closed, "the mds kept serving a removed key");
+	close(fm);
+	fb = wire_connect(blockd_addr);
+	cr_assert_eq(wire_auth(fb, CLIENT_KEY, client_key, &sb, err, sizeof(err)), -EACCES);
+	close(fb);
+}
+
 /* ---- fuzz ---- */
 
 /* One random frame from a peer without a key: a header with random

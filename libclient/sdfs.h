@@ -313,6 +313,10 @@ struct sdfs_setattr {
 
 int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_stat *st);
 int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st);
+/* getattr for an open: @mask of R_OK, W_OK, X_OK (4, 2, 1) is the
+ * access the caller is about to make; -EACCES unless the mds lets it
+ * (mode, ACL, ownership: docs/mds.md "Permissions"). */
+int sdfs_ns_access(struct sdfs *s, uint64_t ino, int mask, struct sdfs_stat *st);
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		    struct sdfs_stat *st);
 /*

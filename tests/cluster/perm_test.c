@@ -121,6 +121,8 @@ Test(perm, a_user_gets_what_the_mode_bits_say)
 	expect(sdfs_ns_unlink(s, ROOT, "secret"), -EACCES, "unlink /secret");
 	expect(sdfs_ns_rmdir(s, ROOT, "priv"), -EACCES, "rmdir /priv");
 	expect(sdfs_ns_rename(s, ROOT, "secret", ROOT, "mine", 0), -EACCES, "rename");
+	expect(sdfs_vol_create(s, ROOT, "mine", 0644, ALICE, ALICE, 1 << 20, 0, 0, &st),
+	       -EACCES, "volume in /");
 
 	/* a 0700 directory of root's: no search, no listing */
 	expect(sdfs_ns_lookup(s, priv, "inside", &st), -EACCES, "lookup in priv");
@@ -182,6 +184,10 @@ Test(perm, a_sticky_directory_keeps_others_files)
 	       "alice renames bob's file");
 	expect(sdfs_ns_rename(s, tmp, "alices", tmp, "bobs", 0), -EPERM,
 	       "alice renames over bob's file");
+	expect(sdfs_vol_create(s, tmp, "vol", 0644, 0, 0, 1 << 20, 0, 0, &st), -EPERM,
+	       "alice makes a volume for root");
+	expect(sdfs_vol_create(s, tmp, "vol", 0644, ALICE, ALICE, 1 << 20, 0, 0, &st), 0,
+	       "alice makes her volume");
 	expect(sdfs_ns_unlink(s, tmp, "alices"), 0, "alice removes her own");
 	as(BOB);
 	expect(sdfs_ns_unlink(s, tmp, "bobs"), 0, "bob removes his own");

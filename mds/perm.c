@@ -141,9 +141,12 @@ int perm_setattr(const struct ns_caller *who, const struct sdfs_attr *a,
 
 		if (!owner) {
 			/* a write's kill of setuid/setgid (the kernel sends
-			 * it as a chmod from the writer) */
-			if ((*mode & 07777) != (a->mode & 07777 & ~kill) ||
-			    !(a->mode & kill) || may_write)
+			 * it as a chmod from the writer; setgid goes only
+			 * with group exec): only those bits, only dropped */
+			uint32_t nm = *mode & 07777, om = a->mode & 07777;
+
+			if ((nm & ~kill) != (om & ~kill) || (nm & ~om) || nm == om ||
+			    may_write)
 				return -EPERM;
 		} else if (!root && !perm_in_group(who, newgid)) {
 			*mode &= ~(uint32_t)S_ISGID;

@@ -119,6 +119,13 @@ Test(perm, setattr_ownership_and_mode)
 	cr_assert_eq(perm_setattr(&bob, &f, SDFS_SET_MODE, &mode, 0, 0, 0, -EACCES), -EPERM);
 	mode = 0700;
 	cr_assert_eq(perm_setattr(&bob, &f, SDFS_SET_MODE, &mode, 0, 0, 0, 0), -EPERM);
+	f.mode = S_IFREG | 06745;       /* no group exec: setgid stays */
+	mode = 02745;
+	cr_assert_eq(perm_setattr(&bob, &f, SDFS_SET_MODE, &mode, 0, 0, 0, 0), 0);
+	mode = 06745;                   /* no change is no kill */
+	cr_assert_eq(perm_setattr(&bob, &f, SDFS_SET_MODE, &mode, 0, 0, 0, 0), -EPERM);
+	mode = 07745;                   /* nor is adding a bit */
+	cr_assert_eq(perm_setattr(&bob, &f, SDFS_SET_MODE, &mode, 0, 0, 0, 0), -EPERM);
 }
 
 Test(perm, setattr_size_and_times)

@@ -357,3 +357,67 @@ Test(perm, the_cli_as_a_user_is_refused)
 	unlink(conf);
 	rmdir(dir);
 }
+
+static void up_mount(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .mds = 1, .mount = 1 });
+	s = tcluster_client(tc);
+}
+
+TestSuite(perm_mount, .init = up_mount, .fini = down, .timeout = 180);
+
+/* Through mount.sdfs (the kernel's default_permissions on): the mds
+ * gets each request's caller, supplementary groups too, so access the
+ * kernel grants through one is granted by the mds as well, and a new
+ * file is its creator's. */
+Test(perm_mount, the_mount_sends_the_callers_groups)
+{
+	char path[8192], sub[4096];
+	const char *mnt = tcluster_mnt(tc);
+	struct stat st;
+	int fd, status;
+	pid_t pid;
+
+	cr_assert_eq(chmod(tcluster_dir(tc), 0755), 0);
+	snprintf(path, sizeof(path), "%s/g", mnt);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0640);
+	cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, "data", 4), 4);
+	close(fd);
+	cr_assert_eq(chown(path, 0, 4242), 0);
+	snprintf(sub, sizeof(sub), "%s/gd", mnt);
+	cr_assert_eq(mkdir(sub, 0770), 0);
+	cr_assert_eq(chown(sub, 0, 4242), 0);
+	cr_assert_eq(chmod(sub, 0770), 0);
+
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		gid_t g = 4242;
+		char buf[8], np[4200];
+
+		if (setgroups(1, &g) || setresgid(ALICE, ALICE, ALICE) ||
+		    setresuid(ALICE, ALICE, ALICE))
+			_exit(10);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			_exit(11);
+		if (read(fd, buf, sizeof(buf)) != 4)
+			_exit(12);
+		close(fd);
+		snprintf(np, sizeof(np), "%s/new", sub);
+		fd = open(np, O_WRONLY | O_CREAT | O_EXCL, 0644);
+		if (fd < 0)
+			_exit(errno == EACCES ? 13 : 14);
+		close(fd);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "the member of group 4242 failed at step %d",
+		     WEXITSTATUS(status));
+	snprintf(path, sizeof(path), "%s/new", sub);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_uid, ALICE);
+}

@@ -854,7 +854,8 @@ Test(proto_ns_req, round_trips_at_the_reference_offsets)
 		cr_assert_eq(ref_get(buf + 96, 4), in.ngroups);
 		cr_assert_eq(ref_get(buf + 100, 4), 0);
 		for (uint32_t g = 0; g < in.ngroups; g++)
-			cr_assert_eq(ref_get(buf + len - 4 * in.ngroups + 4 * g, 4), in.groups[g]);
+			cr_assert_eq(ref_get(buf + len - 4 * in.ngroups + 4 * g, 4),
+				     in.groups[g]);
 		memset(&out, 0xa5, sizeof(out));
 		cr_assert_eq(proto_ns_req_decode(buf, len, &out), 0, "iteration %d", i);
 		cr_assert_eq(out.client_id, in.client_id);

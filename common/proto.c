@@ -300,6 +300,24 @@ void proto_ns_req_encode(const struct sdfs_ns_req *r, uint8_t *out)
 	out[82] = (uint8_t)r->name2_len;
 	out[83] = (uint8_t)(r->name2_len >> 8);
 	put32(out + 84, r->data_len);
+	put32(out + 88, r->cuid);
+	put32(out + 92, r->cgid);
+	put32(out + 96, r->ngroups);
+	put32(out + 100, 0);
+}
+
+size_t proto_ns_req_len(const struct sdfs_ns_req *r)
+{
+	return SDFS_NS_REQ_SIZE + (size_t)r->name_len + r->name2_len + r->data_len +
+	       4 * (size_t)r->ngroups;
+}
+
+void proto_ns_groups_encode(const struct sdfs_ns_req *r, uint8_t *payload)
+{
+	uint8_t *p = payload + proto_ns_req_len(r) - 4 * (size_t)r->ngroups;
+
+	for (uint32_t i = 0; i < r->ngroups; i++)
+		put32(p + 4 * i, r->groups[i]);
 }
 
 int proto_ns_req_decode(const uint8_t *in, size_t len, struct sdfs_ns_req *r)
@@ -322,8 +340,18 @@ int proto_ns_req_decode(const uint8_t *in, size_t len, struct sdfs_ns_req *r)
 	r->name_len = (uint16_t)(in[80] | in[81] << 8);
 	r->name2_len = (uint16_t)(in[82] | in[83] << 8);
 	r->data_len = get32(in + 84);
-	if ((uint64_t)SDFS_NS_REQ_SIZE + r->name_len + r->name2_len + r->data_len != len)
+	r->cuid = get32(in + 88);
+	r->cgid = get32(in + 92);
+	r->ngroups = get32(in + 96);
+	r->reserved = 0;
+	if (r->ngroups > SDFS_NS_GROUPS_MAX)
 		return -EPROTO;
+	if ((uint64_t)SDFS_NS_REQ_SIZE + r->name_len + r->name2_len + r->data_len +
+	    4 * (uint64_t)r->ngroups != len)
+		return -EPROTO;
+	in += len - 4 * (size_t)r->ngroups;
+	for (uint32_t i = 0; i < r->ngroups; i++)
+		r->groups[i] = get32(in + 4 * i);
 	return 0;
 }
 

@@ -47,6 +47,12 @@
  *        reserved field becomes `space` (SDFS_SPACE_*: near full, full,
  *        a write hit ENOSPC; 0 from older nodes); a full node answers
  *        writes of file, raw and volume data with SDFS_RES_NO_SPACE.
+ *   2.0  the mds enforces permissions (docs/mds.md "Permissions"): every
+ *        sdfs_ns_req carries its caller's ids (cuid, cgid, ngroups; 104
+ *        bytes) and ngroups (<= SDFS_NS_GROUPS_MAX) le32 supplementary
+ *        groups after its data; SETATTR's SDFS_SET_FH (a truncate through
+ *        an open file: no write permission needed, as ftruncate);
+ *        GETATTR's SDFS_NS_MAY_MASK (an open's access check).
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -229,7 +235,7 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *
  * Namespace ops (1.2), client -> active sdfs-mds:
  *   NS_*        hdr(op), sdfs_ns_req, name[name_len], name2[name2_len],
- *               data[data_len]
+ *               data[data_len], groups[ngroups] (2.0: le32 each)
  *            -> hdr(result), reply payload; a failure is result
  *               SDFS_RES_ERRNO with the positive errno in hdr.length.
  *   Replies: LOOKUP GETATTR SETATTR MKNOD MKDIR LINK SYMLINK -> sdfs_attr;
@@ -310,6 +316,8 @@ struct sdfs_node_info {
 #define SDFS_XATTR_SIZE_MAX 65536u
 #define SDFS_ROOT_INO      1u
 
+#define SDFS_NS_GROUPS_MAX 32u         /* 2.0: a caller's groups sent */
+
 struct sdfs_ns_req {
 	uint64_t client_id;     /* random per client handle, nonzero */
 	uint64_t seq;           /* per client, increasing; (client_id, seq)
@@ -333,8 +341,15 @@ struct sdfs_ns_req {
 	uint16_t name_len;      /* the name (xattr name for *XATTR) */
 	uint16_t name2_len;     /* RENAME: the new name; LINK: the new name */
 	uint32_t data_len;      /* SYMLINK: target; SETXATTR: value */
+	/* 2.0: who asks (the mds checks permissions against them; a key's
+	 * squash and maps apply first) */
+	uint32_t cuid, cgid;    /* the caller's fsuid, fsgid */
+	uint32_t ngroups;       /* supplementary groups, after the data */
+	uint32_t reserved;
+	/* not in the fixed part: ngroups le32 after data[data_len] */
+	uint32_t groups[SDFS_NS_GROUPS_MAX];
 };
-#define SDFS_NS_REQ_SIZE 88u
+#define SDFS_NS_REQ_SIZE 104u           /* the fixed part; 88 before 2.0 */
 
 /* SETATTR mask */
 #define SDFS_SET_MODE      0x01u
@@ -348,7 +363,13 @@ struct sdfs_ns_req {
 #define SDFS_SET_CTIME     0x100u
 #define SDFS_SET_EXTEND    0x200u /* with SIZE: only if it grows the file (a
 				    client's pushed size; never frees data) (1.3) */
+#define SDFS_SET_FH        0x400u /* with SIZE: through a file the caller
+				    opened for writing (ftruncate): write
+				    permission is not checked again (2.0) */
 #define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
+/* GETATTR (2.0): flags & 7 is the access (4 read, 2 write, 1 execute)
+ * the caller is about to make, as an open does: -EACCES unless it may */
+#define SDFS_NS_MAY_MASK   0x7u
 /* MKNOD/MKDIR: flags & 0777 is the creator's umask; the mds applies it
  * to the mode unless the directory has a default ACL, which is
  * inherited instead (1.6). Without it the mode is used as sent. */

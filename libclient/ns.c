@@ -96,6 +96,15 @@ int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st)
 	return ns_call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
 }
 
+int sdfs_ns_access(struct sdfs *s, uint64_t ino, int mask, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = ino, .flags = (uint32_t)mask & SDFS_NS_MAY_MASK };
+
+	if (mask & ~7)
+		return -EINVAL;
+	return ns_call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
+}
+
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		    struct sdfs_stat *st)
 {

@@ -302,7 +302,10 @@ static int serve_one(struct conn *c)
 	const char *name2 = name + req.name_len;
 	const uint8_t *data = (const uint8_t *)name2 + req.name2_len;
 
-	struct ns_caller who = { .key = NULL, .uid = 0, .gid = 0 };
+	struct ns_caller who = { .key = NULL, .uid = req.cuid, .gid = req.cgid,
+				 .ngroups = req.ngroups };
+
+	memcpy(who.groups, req.groups, req.ngroups * sizeof(who.groups[0]));
 
 	ret = ns_exec(m->ns, &who, h.opcode, &req, name, name2, data, &rep);
 	if (ns_failed(m->ns)) {

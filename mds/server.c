@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
+#include "mds/caller.h"
 #include "mds/lease.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
@@ -302,7 +303,9 @@ static int serve_one(struct conn *c)
 	const char *name2 = name + req.name_len;
 	const uint8_t *data = (const uint8_t *)name2 + req.name2_len;
 
-	struct ns_caller who = { .key = NULL, .uid = 0, .gid = 0 };
+	struct ns_caller who;
+
+	caller_make(NULL, 0, 0, NULL, 0, &who);  /* key: helper wire; ids: perm */
 
 	ret = ns_exec(m->ns, &who, h.opcode, &req, name, name2, data, &rep);
 	if (ns_failed(m->ns)) {

@@ -404,6 +404,16 @@ int kcaps_leave(const struct kcaps_req *kr, unsigned op, int ret,
 	return ret;
 }
 
+uint64_t kcaps_root(struct ns *ns, const struct ns_caller *who)
+{
+	uint64_t root;
+
+	if (!who || !who->key || !has_path(&who->key->caps) ||
+	    kcaps_resolve(ns, who->key->caps.path, &root))
+		return 0;
+	return root;
+}
+
 int kcaps_may_write(const struct ns_caller *who)
 {
 	return !who || !who->key || !(who->key->caps.flags & AUTH_CAP_RO);

@@ -69,6 +69,10 @@ int kcaps_enter(struct ns *ns, const struct ns_caller *who, unsigned op,
 int kcaps_leave(const struct kcaps_req *kr, unsigned op, int ret,
 		struct ns_reply *rep);
 
+/* The inode @who's key sees as SDFS_ROOT_INO now: its path= subtree's
+ * root, or 0 (no key, no path, or the path is gone). */
+uint64_t kcaps_root(struct ns *ns, const struct ns_caller *who);
+
 /* May @who change anything (no ro cap)? 1 or 0. For the grants of
  * object capabilities: a read-only key gets read rights only. */
 int kcaps_may_write(const struct ns_caller *who);

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/proto.h"
 #include "mds/caller.h"
@@ -116,7 +118,7 @@ static int m_remove(void *ctx, uint64_t oid)
  * opens and purge (no cluster behind it) ---- */
 
 static struct ns *ns;
-static uint64_t seq;
+static uint64_t seq, client = 7;
 
 static void ns_up(void)
 {
@@ -205,7 +207,7 @@ static int run(const struct auth_ident *k, unsigned op, uint64_t ino, uint64_t i
 	       const char *name, const char *name2, uint32_t mode, uint32_t uid,
 	       struct ns_reply *out)
 {
-	struct sdfs_ns_req r = { .client_id = 7, .seq = ++seq, .ino = ino, .ino2 = ino2,
+	struct sdfs_ns_req r = { .client_id = client, .seq = ++seq, .ino = ino, .ino2 = ino2,
 				 .mode = mode, .uid = uid, .gid = uid };
 	struct ns_caller who;
 	struct ns_reply rep;
@@ -528,6 +530,58 @@ Test(kcaps, an_older_database_gets_its_back_links_at_open)
 	cr_assert_eq(getattr(&k, f, &at), 0);
 	cr_assert_eq(getattr(&k, g, &at), 0);
 	cr_assert_eq(getattr(&k, secret, &at), -ENOENT);
+}
+
+/* ---- pushed invalidations ---- */
+
+static void *mkdir_x(void *arg)
+{
+	(void)arg;
+	cr_assert_eq(run(NULL, SDFS_OP_NS_MKDIR, a, 0, "x", NULL, 0755, 0, NULL), 0);
+	return NULL;
+}
+
+Test(kcaps, invalidations_name_the_subtree_root_as_the_root)
+{
+	struct auth_ident k = key("path=/a");
+	struct ns_caller who;
+	struct lease_sub *sub;
+	struct sdfs_attr at;
+	struct sdfs_hdr h;
+	uint8_t hb[SDFS_HDR_SIZE], pl[4096];
+	pthread_t t;
+	size_t off = 0;
+	int sv[2], root_told = 0;
+
+	tree();
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	caller_make(&k, 0, 0, NULL, 0, &who);
+	sub = lease_subscribe(ns->leases, 9, 3000, sv[0]);
+	cr_assert_not_null(sub);
+	lease_sub_root(sub, kcaps_root(ns, &who));
+	client = 9;             /* it caches its root's attributes */
+	cr_assert_eq(getattr(&k, SDFS_ROOT_INO, &at), 0);
+	client = 7;             /* someone else makes /a/x */
+	pthread_create(&t, NULL, mkdir_x, NULL);
+	cr_assert_eq(read(sv[1], hb, sizeof(hb)), (ssize_t)sizeof(hb));
+	cr_assert_eq(proto_hdr_decode(hb, sizeof(pl), &h), 0);
+	cr_assert_eq(h.opcode, SDFS_OP_NS_NOTIFY);
+	cr_assert_eq(read(sv[1], pl, h.payload_len), (ssize_t)h.payload_len);
+	while (off < h.payload_len) {
+		struct sdfs_inval iv;
+		ssize_t n = proto_inval_decode(pl + off, h.payload_len - off, &iv);
+
+		cr_assert_gt(n, 0);
+		cr_assert_neq(iv.ino, a, "the key's root by its real number");
+		root_told |= iv.kind == SDFS_INVAL_INODE && iv.ino == SDFS_ROOT_INO;
+		off += (size_t)n;
+	}
+	cr_assert(root_told, "its root's attributes changed");
+	lease_acked(sub, sv[0], h.req_id);
+	pthread_join(t, NULL);
+	lease_unsubscribe(sub, sv[0]);
+	close(sv[0]);
+	close(sv[1]);
 }
 
 /* ---- owners ---- */

@@ -180,25 +180,12 @@ TestSuite(kcaps, .init = ns_up, .fini = ns_down, .timeout = 60);
 static struct auth_ident key(const char *caps)
 {
 	struct auth_ident k;
+	char err[256];
 
 	memset(&k, 0, sizeof(k));
 	strcpy(k.name, "client.t");
-	k.caps.anon_uid = k.caps.anon_gid = AUTH_ANON_ID;
-	strcpy(k.caps.path, "/");
-	/* the few caps these tests use, as auth_caps_parse gives them */
-	char buf[256], *save, *w;
-
-	snprintf(buf, sizeof(buf), "%s", caps);
-	for (w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(w, "ro"))
-			k.caps.flags |= AUTH_CAP_RO;
-		else if (!strcmp(w, "root_squash"))
-			k.caps.flags |= AUTH_CAP_ROOT_SQUASH;
-		else if (!strcmp(w, "admin"))
-			k.caps.flags |= AUTH_CAP_ADMIN;
-		else if (!strncmp(w, "path=", 5))
-			snprintf(k.caps.path, sizeof(k.caps.path), "%s", w + 5);
-	}
+	cr_assert_eq(auth_caps_parse(caps, &k.caps, err, sizeof(err)), 0, "%s: %s",
+		     caps, err);
 	return k;
 }
 
@@ -609,11 +596,9 @@ Test(kcaps, root_squash_makes_roots_creates_anonymous)
 
 Test(kcaps, uid_maps_store_the_servers_ids_and_show_the_clients)
 {
-	struct auth_ident k = key("rw");
+	struct auth_ident k = key("rw,uidmap=1000:5000:10");
 	struct sdfs_attr at;
 
-	k.caps.nuidmap = 1;
-	k.caps.uidmap[0] = (struct auth_idmap){ 1000, 5000, 10 };
 	cr_assert_eq(attr_of(&k, SDFS_OP_NS_MKNOD, SDFS_ROOT_INO, "f", S_IFREG | 0644,
 			     1001, &at), 0);
 	cr_assert_eq(at.uid, 1001, "the client sees its own id");

@@ -573,24 +573,32 @@ Test(kcaps, invalidations_name_the_subtree_root_as_the_root)
 
 /* ---- owners ---- */
 
+/* A directory anyone may create in (1777), made without a key. */
+static uint64_t pub(void)
+{
+	struct sdfs_attr at;
+
+	cr_assert_eq(attr_of(NULL, SDFS_OP_NS_MKDIR, SDFS_ROOT_INO, "pub", 01777, 0, &at), 0);
+	return at.ino;
+}
+
 Test(kcaps, root_squash_makes_roots_creates_anonymous)
 {
 	struct auth_ident k = key("rw,root_squash");
 	struct sdfs_attr at;
+	uint64_t dir = pub();
 
-	int ret = attr_of(&k, SDFS_OP_NS_MKNOD, SDFS_ROOT_INO, "f", S_IFREG | 0644, 0, &at);
+	int ret = attr_of(&k, SDFS_OP_NS_MKNOD, dir, "f", S_IFREG | 0644, 0, &at);
 	cr_assert_eq(ret, 0, "%s", strerror(-ret));
 	cr_assert_eq(at.uid, AUTH_ANON_ID);
 	cr_assert_eq(at.gid, AUTH_ANON_ID);
-	cr_assert_eq(attr_of(&k, SDFS_OP_NS_MKDIR, SDFS_ROOT_INO, "d", 0755, 0, &at), 0);
+	cr_assert_eq(attr_of(&k, SDFS_OP_NS_MKDIR, dir, "d", 0755, 0, &at), 0);
 	cr_assert_eq(at.uid, AUTH_ANON_ID);
-	cr_assert_eq(attr_of(&k, SDFS_OP_NS_MKNOD, SDFS_ROOT_INO, "u", S_IFREG | 0644,
-			     1000, &at), 0);
+	cr_assert_eq(attr_of(&k, SDFS_OP_NS_MKNOD, dir, "u", S_IFREG | 0644, 1000, &at), 0);
 	cr_assert_eq(at.uid, 1000, "others are not squashed");
 	/* without the cap root stays root */
 	struct auth_ident plain = key("rw");
-	cr_assert_eq(attr_of(&plain, SDFS_OP_NS_MKNOD, SDFS_ROOT_INO, "r", S_IFREG | 0644,
-			     0, &at), 0);
+	cr_assert_eq(attr_of(&plain, SDFS_OP_NS_MKNOD, dir, "r", S_IFREG | 0644, 0, &at), 0);
 	cr_assert_eq(at.uid, 0);
 }
 
@@ -598,9 +606,9 @@ Test(kcaps, uid_maps_store_the_servers_ids_and_show_the_clients)
 {
 	struct auth_ident k = key("rw,uidmap=1000:5000:10");
 	struct sdfs_attr at;
+	uint64_t dir = pub();
 
-	cr_assert_eq(attr_of(&k, SDFS_OP_NS_MKNOD, SDFS_ROOT_INO, "f", S_IFREG | 0644,
-			     1001, &at), 0);
+	cr_assert_eq(attr_of(&k, SDFS_OP_NS_MKNOD, dir, "f", S_IFREG | 0644, 1001, &at), 0);
 	cr_assert_eq(at.uid, 1001, "the client sees its own id");
 	uint64_t ino = at.ino;
 	cr_assert_eq(getattr(NULL, ino, &at), 0);

@@ -15,6 +15,7 @@
 #include "mds/caller.h"
 #include "mds/kcaps.h"
 #include "mds/ns_int.h"
+#include "mds/vol.h"
 
 /* What an op does, for the caps (indexed by op - SDFS_OP_NS_LOOKUP). */
 #define K_KNOWN 0x01u   /* classified: an op not here is refused to a
@@ -26,8 +27,14 @@
 #define K_OWNER 0x20u   /* creates: uid/gid are the new inode's owner */
 #define K_ATTR  0x40u   /* the reply is an sdfs_attr */
 
+/* Helper objcap's NS_OBJCAP (SDFS_OP_NS_OBJCAP, 2.0) and its flag
+ * SDFS_OBJCAP_VOL ("arg is a vid"), by value until both branches are
+ * merged; then spell them with their names. */
+#define OP_OBJCAP  0x42u
+#define OBJCAP_VOL 0x1u
+
 #define OPS_FIRST SDFS_OP_NS_LOOKUP
-#define OPS_LAST  SDFS_OP_NS_OPEN
+#define OPS_LAST  OP_OBJCAP
 
 #define I  (K_KNOWN | K_INO)
 static const uint8_t op_class[OPS_LAST - OPS_FIRST + 1] = {
@@ -68,6 +75,10 @@ static const uint8_t op_class[OPS_LAST - OPS_FIRST + 1] = {
 	 * client sees, and name inodes a client may hold from before a
 	 * rename moved them out (docs/security.md) */
 	[SDFS_OP_NS_OPEN - OPS_FIRST]     = K_KNOWN,
+	/* a file's object capability: the file must be inside (a vid's:
+	 * its volume file, kcaps_enter); ro keys get read rights only
+	 * (objcap's own check, kcaps_may_write) */
+	[OP_OBJCAP - OPS_FIRST]           = I,
 };
 #undef I
 
@@ -332,7 +343,16 @@ int kcaps_enter(struct ns *ns, const struct ns_caller *who, unsigned op,
 				  key->name, c->path);
 		return ret;
 	}
-	if (cls & K_INO) {
+	if (op == OP_OBJCAP && (r->flags & OBJCAP_VOL)) {
+		/* a vid's caps: the volume file it belongs to is inside */
+		struct vol_rec v;
+
+		ret = vol_rec_get(ns, r->arg, &v);
+		if (!ret)
+			ret = check_inside(ns, &v.ino, kr->root);
+		if (ret)
+			return ret;
+	} else if (cls & K_INO) {
 		ret = check_inside(ns, &r->ino, kr->root);
 		if (ret)
 			return ret;

@@ -25,6 +25,7 @@
 #include "mds/kcaps.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
+#include "mds/vol.h"
 
 /* ---- objects in memory ---- */
 
@@ -517,6 +518,43 @@ Test(kcaps, an_older_database_gets_its_back_links_at_open)
 	cr_assert_eq(getattr(&k, f, &at), 0);
 	cr_assert_eq(getattr(&k, g, &at), 0);
 	cr_assert_eq(getattr(&k, secret, &at), -ENOENT);
+}
+
+/* Object capabilities (helper objcap's NS_OBJCAP, 0x42; flag 0x1: arg
+ * is a vid): only for what is inside, and a read-only key may ask. */
+Test(kcaps, object_caps_only_for_files_and_volumes_inside)
+{
+	struct auth_ident k = key("path=/a"), ro = key("ro");
+	struct sdfs_ns_req r = { .client_id = 7, .seq = 1 };
+	struct vol_rec in = { .vid = 6, .family = 6, .state = SDFS_VS_LIVE, .obj_size = 1 << 20 };
+	struct vol_rec out = in;
+	struct kvbatch *b = kvbatch_new();
+	struct ns_caller who;
+	struct kcaps_req kr;
+
+	tree();
+	in.ino = g;
+	out.vid = out.family = 5;
+	out.ino = secret;
+	vol_rec_put(b, &in);
+	vol_rec_put(b, &out);
+	cr_assert_eq(ns_commit(ns, b), 0);
+	kvbatch_free(b);
+	caller_make(&k, 0, 0, NULL, 0, &who);
+	r.ino = g;
+	cr_assert_eq(kcaps_enter(ns, &who, 0x42, &r, "", &kr), 0);
+	r.ino = secret;
+	cr_assert_eq(kcaps_enter(ns, &who, 0x42, &r, "", &kr), -ENOENT);
+	r.ino = 0;
+	r.flags = 0x1;
+	r.arg = 6;
+	cr_assert_eq(kcaps_enter(ns, &who, 0x42, &r, "", &kr), 0);
+	r.arg = 5;
+	cr_assert_eq(kcaps_enter(ns, &who, 0x42, &r, "", &kr), -ENOENT);
+	r.arg = 99;
+	cr_assert_eq(kcaps_enter(ns, &who, 0x42, &r, "", &kr), -ENOENT);
+	caller_make(&ro, 0, 0, NULL, 0, &who);
+	cr_assert_eq(kcaps_enter(ns, &who, 0x42, &r, "", &kr), 0);
 }
 
 /* ---- pushed invalidations ---- */

@@ -713,4 +713,35 @@ Test(kcaps, cost_of_the_subtree_check_is_printed)
 		    "path cap, %.2f us with path=/a", plain, path);
 	printf("kcaps cost: getattr 9 deep: %.2f us plain, %.2f us with path=/a\n",
 	       plain, path);
+
+	/* building back-links for an older database: 5000 names more */
+	struct kvbatch *b = kvbatch_new();
+	struct kviter *it;
+	struct timespec t0, t1;
+	int n = 0;
+
+	for (int i = 0; i < 5000; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		mk(NULL, dir, name, 0);
+	}
+	it = kvdb_iter(ns->db);
+	for (kviter_seek(it, "B", 1); kviter_valid(it); kviter_next(it)) {
+		size_t klen;
+		const char *k = kviter_key(it, &klen);
+
+		if (k[0] != 'B')
+			break;
+		kvbatch_del(b, k, klen);
+		n++;
+	}
+	kviter_free(it);
+	kvbatch_del(b, "Mbacklinks", 10);
+	cr_assert_eq(ns_commit(ns, b), 0);
+	kvbatch_free(b);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(kcaps_open(ns), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
+	printf("kcaps cost: back-links for %d names built at open in %.1f ms\n", n, ms);
+	cr_assert_eq(getattr(&k, file, &(struct sdfs_attr){ 0 }), 0);
 }

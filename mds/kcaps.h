@@ -17,6 +17,9 @@
  *                 (the maps only; a squashed id stays anonymous)
  *   not admin     ops only administrators use (VOL_RECLAIM's cluster-
  *                 wide numbers) get -EPERM
+ * An op kcaps.c does not classify gets -EOPNOTSUPP from a key with ro
+ * or path=: a new op must say what it names before such keys may use
+ * it (NS_OBJCAP: a file, or a vid whose volume file, must be inside).
  * A caller without a key (open cluster, the mds itself) passes
  * unchanged.
  *
@@ -57,7 +60,8 @@ struct kcaps_req {
  * Check @op of @who against its key's caps and fill @kr with the
  * request to run (kr->req, kr->name; name2 and data never change).
  * 0, or the error to answer: -EROFS, -EPERM, -ENOENT (an inode outside
- * the key's subtree, or the subtree's path gone), -EIO.
+ * the key's subtree, or the subtree's path gone), -EOPNOTSUPP (an op
+ * not classified, for a restricted key), -EIO.
  */
 int kcaps_enter(struct ns *ns, const struct ns_caller *who, unsigned op,
 		const struct sdfs_ns_req *req, const char *name,

@@ -15,6 +15,7 @@
 #include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
+#include "mds/kcaps.h"
 #include "mds/lease.h"
 #include "mds/lock.h"
 #include "mds/ns_int.h"
@@ -186,6 +187,7 @@ void dent_add(struct kvbatch *b, struct inode *dir, const char *name, size_t nle
 	le32_put(lv + 8, type);
 	memcpy(lv + 12, name, nlen);
 	kvbatch_put(b, k, key_list(k, dir->a.ino, cookie), lv, 12 + nlen);
+	kcaps_backlink_add(b, ino, dir->a.ino, name, nlen);
 	lease_note_entry(dir->a.ino, name, nlen);
 }
 
@@ -196,6 +198,7 @@ void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
 
 	kvbatch_del(b, k, key_dent(k, parent, name, nlen));
 	kvbatch_del(b, k, key_list(k, parent, d->cookie));
+	kcaps_backlink_del(b, d->ino, parent, name, nlen);
 	lease_note_entry(parent, name, nlen);
 }
 
@@ -487,6 +490,8 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 		}
 		free(v);
 	}
+	if (!ret)
+		ret = kcaps_open(ns);
 	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "cannot initialize: %s", strerror(-ret));
@@ -656,9 +661,9 @@ struct leases *ns_leases(struct ns *ns)
 	return ns->leases;
 }
 
-int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
-	    const struct sdfs_ns_req *req, const char *name, const char *name2,
-	    const uint8_t *data, struct ns_reply *rep)
+static int exec_op(struct ns *ns, const struct ns_caller *who, unsigned op,
+		   const struct sdfs_ns_req *req, const char *name, const char *name2,
+		   const uint8_t *data, struct ns_reply *rep)
 {
 	struct kvbatch *b;
 	int ret;
@@ -712,4 +717,21 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 		memset(rep, 0, sizeof(*rep));
 	}
 	return ret;
+}
+
+/* The key's caps (kcaps.h) wrap every request: what it may name, and
+ * how its reply shows the key's subtree and ids. */
+int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
+	    const struct sdfs_ns_req *req, const char *name, const char *name2,
+	    const uint8_t *data, struct ns_reply *rep)
+{
+	struct kcaps_req kr;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	ret = kcaps_enter(ns, who, op, req, name, &kr);
+	if (ret)
+		return ret;
+	ret = exec_op(ns, who, op, kr.req, kr.name, name2, data, rep);
+	return kcaps_leave(&kr, op, ret, rep);
 }

@@ -581,7 +581,7 @@ Test(kcaps, invalidations_name_the_subtree_root_as_the_root)
 	tree();
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	caller_make(&k, 0, 0, NULL, 0, &who);
-	sub = lease_subscribe(ns->leases, 9, 3000, sv[0]);
+	sub = lease_subscribe(ns->leases, 9, 3000, sv[0], NULL);
 	cr_assert_not_null(sub);
 	lease_sub_root(sub, kcaps_root(ns, &who));
 	client = 9;             /* it caches its root's attributes */

@@ -46,9 +46,13 @@ void leases_free(struct leases *l);     /* no subscription may be left */
 
 /* @fd (owned by the caller, open until lease_unsubscribe) becomes
  * @client's channel; a client that subscribes again replaces its old
- * channel. NULL on ENOMEM. */
+ * channel. @tx (NULL: none): the connection's session, borrowed until
+ * lease_unsubscribe; notifications are tagged with its tx direction
+ * under the subscription's lock, nothing else may send on @fd meanwhile.
+ * NULL on ENOMEM. */
+struct auth_sess;
 struct lease_sub *lease_subscribe(struct leases *l, uint64_t client, uint32_t cache_ms,
-				  int fd);
+				  int fd, struct auth_sess *tx);
 /* The client sees inode @root as SDFS_ROOT_INO (its key's path=
  * subtree, mds/kcaps.h): notifications name it so. 0: none. */
 void lease_sub_root(struct lease_sub *sub, uint64_t root);

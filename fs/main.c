@@ -37,6 +37,8 @@ static void usage(FILE *f)
 "  -d                 foreground with FUSE debug output\n"
 "  -o OPTIONS         comma-separated; sdfs's own:\n"
 "     conf=FILE           cluster config (default $SDFS_CONF, then %s)\n"
+"     keyring=FILE        the mount's key (default $SDFS_KEYRING, then the\n"
+"                         config's keyring =; docs/operations.md \"Keys\")\n"
 "     attr_timeout=S      attribute cache time in seconds (default 1.0)\n"
 "     entry_timeout=S     name cache time in seconds (default 1.0)\n"
 "     timeout_ms=N        an operation the cluster cannot answer fails\n"
@@ -62,7 +64,7 @@ static void usage(FILE *f)
 }
 
 struct args {
-	const char *cluster, *mnt, *conf, *log;
+	const char *cluster, *mnt, *conf, *log, *keyring;
 	int foreground, debug;
 	char fuse_opts[4096];
 };
@@ -98,6 +100,14 @@ static int parse_o(struct fs *fs, struct args *a, char *list)
 			*eq = '\0';
 		if (!strcmp(o, "conf")) {
 			a->conf = strdup(v);
+		} else if (!strcmp(o, "keyring")) {
+			/* absolute: the background daemon runs from / */
+			a->keyring = *v ? realpath(v, NULL) : NULL;
+			if (!a->keyring) {
+				fprintf(stderr, "mount.sdfs: keyring=%s: %s\n", v,
+					*v ? strerror(errno) : "needs a file");
+				return -1;
+			}
 		} else if (!strcmp(o, "log")) {
 			a->log = strdup(v);
 		} else if (!strcmp(o, "loglevel")) {
@@ -298,6 +308,9 @@ static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size
 	}
 	if (!fs->o.timeout_ms)          /* not given with -o: the config's */
 		fs->o.timeout_ms = c.timeout_ms;
+	/* libsdfs takes the key from there (over the config's keyring) */
+	if (a->keyring)
+		setenv("SDFS_KEYRING", a->keyring, 1);
 	ret = sdfs_connect(c.zk, a->cluster, fs->o.timeout_ms, &fs->s, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster, err);

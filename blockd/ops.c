@@ -484,7 +484,7 @@ static void op_node_info(struct work *w)
 	}
 	memcpy(r->out, &ni, sizeof(ni));
 	/* a 1.1..1.5 peer wants exactly the 128 bytes it knows */
-	r->out_len = r->h.minor >= 7 ? sizeof(ni) : SDFS_NODE_INFO_V11_SIZE;
+	r->out_len = r->h.major > 1 || r->h.minor >= 7 ? sizeof(ni) : SDFS_NODE_INFO_V11_SIZE;
 }
 
 static const struct op_desc ops[SDFS_OP_MAX] = {

@@ -370,8 +370,9 @@ int cluster_config_encode(const struct cluster_config *c, char **out)
 	struct sbuf b = { 0 };
 
 	sb_printf(&b, "sdfs-config 1\nuuid %s\ncopies %u\nobj_size %" PRIu32
-		  "\ncreated %" PRIu64 "\nout_grace_ms %" PRIu32 "\n", c->uuid,
-		  c->copies, c->obj_size, c->created, c->out_grace_ms);
+		  "\ncreated %" PRIu64 "\nout_grace_ms %" PRIu32 "\nauth %s\n", c->uuid,
+		  c->copies, c->obj_size, c->created, c->out_grace_ms,
+		  c->auth == CMAP_AUTH_REQUIRED ? "required" : "none");
 	return sb_finish(&b, out);
 }
 
@@ -404,6 +405,13 @@ static int config_line(char **t, int nt, int lineno, void *arg)
 		if (parse_u64(t[1], 7 * 86400 * 1000u, &v))
 			return -EBADMSG;
 		c->out_grace_ms = (uint32_t)v;
+	} else if (!strcmp(t[0], "auth")) {
+		if (!strcmp(t[1], "required"))
+			c->auth = CMAP_AUTH_REQUIRED;
+		else if (!strcmp(t[1], "none"))
+			c->auth = CMAP_AUTH_NONE;
+		else
+			return -EBADMSG;
 	}
 	return 0;       /* unknown keys: written by a newer version */
 }

@@ -57,7 +57,14 @@ struct cluster_config {
 	uint32_t obj_size;      /* max object size: multiple of 4096 */
 	uint64_t created;       /* unix seconds */
 	uint32_t out_grace_ms;  /* down this long -> out (default 30 s) */
+	/* CMAP_AUTH_*: every connection authenticated and every frame
+	 * MAC'd (common/auth.h), or none (benchmarks; a document without
+	 * the line, from before issue 15, reads as none) */
+	unsigned auth;
 };
+
+#define CMAP_AUTH_NONE     0u
+#define CMAP_AUTH_REQUIRED 1u
 
 #define CMAP_DEFAULT_OUT_GRACE_MS 30000u
 

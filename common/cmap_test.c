@@ -900,8 +900,28 @@ Test(cluster_config, encodes_the_documented_text)
 
 	cr_assert_eq(cluster_config_encode(&c, &doc), 0);
 	cr_assert_str_eq(doc, "sdfs-config 1\nuuid abc\ncopies 2\nobj_size 1048576\n"
-			      "created 42\nout_grace_ms 5000\n");
+			      "created 42\nout_grace_ms 5000\nauth none\n");
 	free(doc);
+}
+
+/* auth (issue 15): written always, "required" or "none"; a document
+ * from before it has none; anything else is malformed. */
+Test(cluster_config, auth_round_trips_and_defaults_to_none_when_absent)
+{
+	struct cluster_config c = { .uuid = "u", .copies = 1, .obj_size = 4096,
+				    .auth = CMAP_AUTH_REQUIRED }, out;
+	const char old[] = "sdfs-config 1\nuuid u\ncopies 3\nobj_size 4096\n";
+	const char bad[] = "sdfs-config 1\nuuid u\ncopies 3\nobj_size 4096\nauth maybe\n";
+	char *doc;
+
+	cr_assert_eq(cluster_config_encode(&c, &doc), 0);
+	cr_assert(strstr(doc, "\nauth required\n"), "%s", doc);
+	cr_assert_eq(config_decode_exact(doc, &out), 0);
+	cr_assert_eq(out.auth, CMAP_AUTH_REQUIRED);
+	free(doc);
+	cr_assert_eq(config_decode_exact(old, &out), 0);
+	cr_assert_eq(out.auth, CMAP_AUTH_NONE);
+	cr_assert_eq(config_decode_exact(bad, &out), -EBADMSG);
 }
 
 Test(cluster_config, out_grace_defaults_when_absent)

@@ -23,6 +23,7 @@ void conf_init(struct sdfs_conf *c)
 	c->replica_timeout_ms = 1500;
 	c->lease_ms = 2000;
 	c->read_timeout_ms = 1000;
+	strcpy(c->keyring, CONF_DEFAULT_KEYRING);
 }
 
 const char *conf_path(const char *explicit_path)
@@ -184,6 +185,13 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_ms(v, &c->lease_ms);
 		} else if (strcmp(k, "read_timeout_ms") == 0) {
 			ret = parse_ms(v, &c->read_timeout_ms);
+		} else if (strcmp(k, "keyring") == 0) {
+			if (!*v || strlen(v) >= sizeof(c->keyring)) {
+				ret = -EINVAL;
+			} else {
+				strcpy(c->keyring, v);
+				c->keyring_set = 1;
+			}
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

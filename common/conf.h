@@ -14,6 +14,7 @@
  *   replica_timeout_ms = 1500              wait on one replica per try
  *   lease_ms = 2000                        blockd's serving lease
  *   read_timeout_ms = 1000                 a read tries the next replica
+ *   keyring = /etc/sdfs/keyring            this process's key (keys.h)
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -26,6 +27,7 @@
 
 #define CONF_DEFAULT_PATH "/etc/sdfs/sdfs.conf"
 #define CONF_MAX_NAME 64
+#define CONF_DEFAULT_KEYRING "/etc/sdfs/keyring"
 
 struct sdfs_conf {
 	char zk[512];
@@ -50,6 +52,12 @@ struct sdfs_conf {
 	int replica_timeout_ms;         /* a try waits this long for a replica */
 	int lease_ms;                   /* blockd serving lease (blockd/lease.h) */
 	int read_timeout_ms;    /* a read asks the next replica after this */
+	/* The keyring (common/keys.h) a program proves itself with
+	 * (common/auth.h): libsdfs's sdfs_open, sdfs-blockd, sdfs-mds.
+	 * keyring_set: the file named it (a missing file is then an
+	 * error); else the default, used only if it exists. */
+	char keyring[512];
+	int keyring_set;
 };
 
 /* Defaults for everything but zk. */

@@ -120,6 +120,19 @@ Test(conf, init_sets_the_documented_defaults)
 	cr_assert_eq(c.nearfull_pct, 85);
 	cr_assert_eq(c.full_pct, 95);
 	cr_assert_eq(c.read_timeout_ms, 1000);
+	cr_assert_str_eq(c.keyring, "/etc/sdfs/keyring");
+	cr_assert_eq(c.keyring_set, 0);
+}
+
+Test(conf, parses_the_keyring_path)
+{
+	struct sdfs_conf c;
+
+	cr_assert_eq(load("zk = h:1\nkeyring = /srv/dev/keyring.client.admin\n", &c, NULL),
+		     0, "%s", err);
+	cr_assert_str_eq(c.keyring, "/srv/dev/keyring.client.admin");
+	cr_assert_eq(c.keyring_set, 1);
+	cr_assert_eq(load("zk = h:1\nkeyring =\n", &c, NULL), -EINVAL);
 }
 
 Test(conf, parses_connection_limits)

@@ -47,6 +47,16 @@
  *        reserved field becomes `space` (SDFS_SPACE_*: near full, full,
  *        a write hit ENOSPC; 0 from older nodes); a full node answers
  *        writes of file, raw and volume data with SDFS_RES_NO_SPACE.
+ *   2.0  authentication (docs/protocol.md "Authentication", common/auth.h):
+ *        every connection starts with AUTH_HELLO / AUTH_PROOF (mutual,
+ *        a keyed MAC over both nonces), unless the cluster was formatted
+ *        with auth none; then every frame, both directions, carries a
+ *        16-byte tag after its payload (not counted in payload_len).
+ *        SDFS_RES_AUTH refuses an unauthenticated or failed peer. A 1.x
+ *        peer gets SDFS_RES_BAD_VERSION; a 1.x answer to a 2.0 peer reads
+ *        as "peer speaks protocol 1.x". Minor-version rules of 1.x (sizes
+ *        of node_info, statfs, mds_info) no longer apply: 2.0 sends the
+ *        1.9 sizes.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -55,8 +65,8 @@
 #include <stdint.h>
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
-#define SDFS_PROTO_MAJOR 1              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 9              /* bump = additions only */
+#define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
+#define SDFS_PROTO_MINOR 0              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -114,6 +124,9 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_NS_NOTIFY       = 0x40,
 	/* 1.8: open files kept past their last name (docs/mds.md) */
 	SDFS_OP_NS_OPEN         = 0x41,
+	/* 2.0: the handshake, any client -> any daemon, untagged (auth.h) */
+	SDFS_OP_AUTH_HELLO      = 0x50, /* nonce_c[32], key name -> nonce_s[32] */
+	SDFS_OP_AUTH_PROOF      = 0x51, /* proof[32] -> proof[32], caps text */
 	/* 1.5: peer-only, primary -> every up holder (itself included):
 	 * apply this mutation of a shared object, as ordered by the primary.
 	 * Same header and payload as the client op they carry (0x80 | op). */
@@ -162,6 +175,9 @@ enum sdfs_res {
 	SDFS_RES_READONLY    = 18, /* EROFS: the volume object's vid is frozen
 				      (a snapshot was taken, or it was deleted):
 				      reload the volume and retry (1.3) */
+	SDFS_RES_AUTH        = 19, /* EACCES: authentication required or failed;
+				      the payload says why (one line), and
+				      the connection closes (2.0) */
 	SDFS_RES_MAX
 };
 

@@ -1,0 +1,150 @@
+/*
+ * auth.h - mutual authentication of a connection and a MAC on every
+ * frame after it (docs/protocol.md "Authentication", docs/security.md).
+ *
+ * Handshake, in frames of the normal framing (sdfs_proto.h 2.0), untagged:
+ *   client: AUTH_HELLO   payload nonce_c[32], name[1..63]
+ *   server: reply        payload nonce_s[32]            (the challenge)
+ *   client: AUTH_PROOF   payload MAC(K, "client" | T)[32]
+ *   server: reply OK     payload MAC(K, "server" | T)[32], the client's
+ *                        caps as text; or result SDFS_RES_AUTH with a
+ *                        one-line reason as payload, then it closes.
+ * T = BLAKE2b(name, nonce_c, nonce_s); MAC = BLAKE2b keyed with K (the
+ * key both hold: the keyring's and the cluster's copy, keydb.h; the
+ * server also accepts the previous key within its rotation grace).
+ * Session keys, one per direction: BLAKE2b keyed with K over "c2s" | T
+ * and "s2c" | T.
+ *
+ * Then every frame, both directions, is header | payload | tag[16]
+ * (payload_len does not count the tag): tag = Poly1305 over the 64 wire
+ * header bytes and the payload, keyed with the first 32 bytes of
+ * ChaCha20(direction key, nonce = that direction's frame counter). A
+ * frame altered, replayed, reordered, dropped or injected fails its tag:
+ * the receiver closes the connection.
+ *
+ * libsodium only. The pure parts (frames, tags) are thread-safe on
+ * their own state; a session's direction may be used by one thread at
+ * a time (the caller's lock orders its frames as they go on the wire).
+ */
+#ifndef SDFS_COMMON_AUTH_H
+#define SDFS_COMMON_AUTH_H
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/keydb.h"
+#include "common/keys.h"
+#include "common/sdfs_proto.h"
+
+#define AUTH_TAG_BYTES   16u
+#define AUTH_NONCE_BYTES 32u
+#define AUTH_PROOF_BYTES 32u
+#define AUTH_REASON_MAX  200u
+/* the largest handshake frame, header included */
+#define AUTH_FRAME_MAX   (SDFS_HDR_SIZE + AUTH_PROOF_BYTES + AUTH_CAPS_STR_MAX)
+#define AUTH_TIMEOUT_MS  5000   /* a whole handshake, blocking helpers */
+
+/* What a process proves itself with: its key name and key. */
+struct auth_cred {
+	char name[AUTH_NAME_MAX + 1];
+	uint8_t key[AUTH_KEY_BYTES];
+};
+
+/* One direction of a session. */
+struct auth_dir {
+	uint8_t key[AUTH_KEY_BYTES];
+	uint64_t ctr;           /* frames so far: the next frame's nonce */
+};
+
+struct auth_sess {
+	int on;                 /* 0: no tags (no handshake, or auth none) */
+	struct auth_dir tx, rx;
+};
+
+/* Tag the frame @hdr (64 wire bytes) + @payload (@len bytes) for
+ * sending on @s (s->on), and count it. */
+void auth_tag(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
+	      const void *payload, size_t len, uint8_t tag[AUTH_TAG_BYTES]);
+/* Check a received frame's tag and count it: 0, or -EBADMSG (close the
+ * connection; the counter moved anyway, nothing after it can pass). */
+int auth_check(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
+	       const void *payload, size_t len, const uint8_t tag[AUTH_TAG_BYTES]);
+
+/* ---- client side ---- */
+struct auth_client {
+	struct auth_cred cred;
+	uint8_t nonce_c[AUTH_NONCE_BYTES];
+	uint8_t th[32];         /* transcript hash, after the challenge */
+	uint64_t req_id;
+};
+
+/* Start: the HELLO frame into @out (AUTH_FRAME_MAX bytes); returns its
+ * length. */
+size_t auth_client_hello(struct auth_client *ac, const struct auth_cred *cred,
+			 uint64_t req_id, uint8_t *out);
+/*
+ * The server's answer to HELLO (@h, @payload): the PROOF frame into @out
+ * (*@outlen). 0, or -EACCES (refused: @err says why),
+ * -EPROTONOSUPPORT (an old peer: "peer speaks protocol 1.x"), -EPROTO.
+ */
+int auth_client_challenge(struct auth_client *ac, const struct sdfs_hdr *h,
+			  const uint8_t *payload, uint8_t *out, size_t *outlen,
+			  char *err, size_t errlen);
+/* The server's answer to PROOF: 0 with @s on and the caps the cluster
+ * gives us in @caps (NUL-terminated, may be NULL), or -EACCES /
+ * -EPROTO with @err. */
+int auth_client_done(struct auth_client *ac, const struct sdfs_hdr *h,
+		     const uint8_t *payload, struct auth_sess *s,
+		     char *caps, size_t capslen, char *err, size_t errlen);
+
+/*
+ * The whole client side on a connected socket @fd (blocking or not),
+ * within @timeout_ms. 0 with @s on; -EACCES (refused), -EPROTONOSUPPORT
+ * (an old peer), -ETIMEDOUT, -ECONNRESET, -EPROTO; @err says which.
+ */
+int auth_client_run(int fd, const struct auth_cred *cred, int timeout_ms,
+		    struct auth_sess *s, char *err, size_t errlen);
+
+/* ---- server side ---- */
+enum { AUTH_S_HELLO, AUTH_S_PROOF, AUTH_S_DONE };
+
+struct auth_server {
+	int state;
+	struct keydb *db;       /* borrowed */
+	char name[AUTH_NAME_MAX + 1];
+	uint8_t nonce_c[AUTH_NONCE_BYTES], nonce_s[AUTH_NONCE_BYTES];
+};
+
+void auth_server_init(struct auth_server *as, struct keydb *db);
+/*
+ * One handshake frame from the client (@h checked, @payload its
+ * payload). Writes the answer into @out (*@outlen bytes, untagged: send
+ * it in any case). Returns 0 (go on), 1 (done: @s on, @who the peer's
+ * key and caps), or -EACCES (refused: send @out, then close; @why says
+ * why, for the log, with the key name when known).
+ */
+int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
+		     const uint8_t *payload, uint8_t *out, size_t *outlen,
+		     struct auth_sess *s, struct auth_ident *who,
+		     char *why, size_t whylen);
+/* A refusal frame answering @req with @reason into @out; its length. */
+size_t auth_refusal(const struct sdfs_hdr *req, const char *reason, uint8_t *out);
+
+/*
+ * The whole server side on a blocking socket @fd within @timeout_ms,
+ * the first frame included (a 1.x peer gets SDFS_RES_BAD_VERSION).
+ * 0 with @s on and @who; else -errno with @why (the caller logs it and
+ * closes).
+ */
+int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *s,
+		    struct auth_ident *who, char *why, size_t whylen);
+
+/* ---- blocking frame I/O with a session (s->on: tagged) ---- */
+/* Send @h + @payload, tagged if @s is on. 0 or -errno. */
+int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
+		    const void *payload, int64_t deadline_ms);
+/* Write an encoded frame (@hdr wire bytes + @payload) and its tag. */
+int auth_send_raw(int fd, struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
+		  const void *payload, size_t len, int64_t deadline_ms);
+/* Read @len bytes by @deadline_ms (net_now_ms; 0: none). */
+int auth_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
+#endif

@@ -17,19 +17,19 @@
  * Who may format. A cluster not formatted yet: anyone who reaches its
  * ZooKeeper (the keyring file must not exist then, unless --force: it
  * gets the new admin key). A formatted one (with --force): if it has
- * keys (its ZooKeeper nodes carry ACLs), only the holder of its admin
+ * keys (formatted with auth required), only the holder of its admin
  * keyring, and the cluster keeps its secret and keys (*@keep); one
  * formatted with --auth none: anyone. 0, or the exit status with the
  * reason printed.
  */
-static int format_allowed(struct keyadm *ka, int formatted, int force, int auth,
-			  int *keep)
+static int format_allowed(struct keyadm *ka, const struct cluster_config *cfg,
+			  int formatted, int force, int auth, int *keep)
 {
 	struct stat st;
 	int have = ka->path[0] && stat(ka->path, &st) == 0;
 
 	*keep = 0;
-	if (formatted && coord_secured(ka->coord)) {
+	if (formatted && cfg->auth == CMAP_AUTH_REQUIRED) {
 		if (!ka->loaded)
 			return cli_fail("format: needs the cluster's admin keyring (%s)",
 					ka->path[0] ? ka->path : "set keyring = in the "
@@ -98,7 +98,7 @@ static int cluster_format(struct cli *cli, struct sdfs *s)
 		return cli_fail("cluster is already formatted (use --force to "
 				"reformat: existing data becomes unreachable)");
 	}
-	if ((ret = format_allowed(&ka, formatted, force, auth, &keep))) {
+	if ((ret = format_allowed(&ka, &cfg, formatted, force, auth, &keep))) {
 		keyadm_close(&ka);
 		return ret;
 	}

@@ -22,35 +22,6 @@ int64_t keyadm_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* "keyring = PATH" from the config file @conf: 0 (and @out), or -ENOENT. */
-static int conf_keyring(const char *conf, char *out, size_t len)
-{
-	char line[1024];
-	FILE *f = fopen(conf, "r");
-	int ret = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + strspn(line, " \t"), *e;
-
-		if (strncmp(p, "keyring", 7))
-			continue;
-		p += 7 + strspn(p + 7, " \t");
-		if (*p != '=')
-			continue;
-		p++;
-		p += strspn(p, " \t");
-		e = p + strlen(p);
-		while (e > p && (e[-1] == '\n' || e[-1] == ' ' || e[-1] == '\t'))
-			*--e = '\0';
-		if (*p && (size_t)snprintf(out, len, "%s", p) < len)
-			ret = 0;
-	}
-	fclose(f);
-	return ret;
-}
-
 int keyadm_conf(const struct cli *cli, struct keyadm *ka)
 {
 	const char *env = getenv("SDFS_KEYRING");
@@ -65,8 +36,8 @@ int keyadm_conf(const struct cli *cli, struct keyadm *ka)
 		snprintf(ka->path, sizeof(ka->path), "%s", cli->keyring);
 	else if (env && *env)
 		snprintf(ka->path, sizeof(ka->path), "%s", env);
-	else if (conf_keyring(ka->conf_path, ka->path, sizeof(ka->path)))
-		ka->path[0] = '\0';
+	else if (ka->conf.keyring_set || access(ka->conf.keyring, F_OK) == 0)
+		snprintf(ka->path, sizeof(ka->path), "%s", ka->conf.keyring);
 	return 0;
 }
 
@@ -147,15 +118,36 @@ int keyadm_check_admin(struct keyadm *ka, const char *what)
 	return 0;
 }
 
+/* Is the cluster formatted with --auth none? 1 or 0 (also if it
+ * cannot be told). */
+static int open_cluster(struct keyadm *ka)
+{
+	struct cluster_config cfg;
+	char err[512];
+	int none;
+
+	if (keyadm_connect_quiet(ka, err, sizeof(err)))
+		return 0;
+	none = coord_config_get(ka->coord, &cfg) == 0 && cfg.auth == CMAP_AUTH_NONE;
+	coord_close(ka->coord);
+	ka->coord = NULL;
+	return none;
+}
+
 int keyadm_open(const struct cli *cli, const char *what, struct keyadm *ka)
 {
 	int ret;
 
 	if ((ret = keyadm_conf(cli, ka)))
 		return ret;
-	if (!ka->path[0])
-		return cli_fail("%s: no keyring (set keyring = in %s, or use --keyring "
-				"FILE)", what, ka->conf_path);
+	if (!ka->path[0] || access(ka->path, F_OK)) {
+		if (open_cluster(ka))
+			return cli_fail("%s: the cluster is formatted with --auth none: it has "
+					"no keys", what);
+		if (!ka->path[0])
+			return cli_fail("%s: no keyring (set keyring = in %s, or use "
+					"--keyring FILE)", what, ka->conf_path);
+	}
 	if ((ret = keyadm_load(ka, what)))
 		return ret;
 	if (!ka->kr.has_secret)         /* say so before ZooKeeper is asked */
@@ -277,7 +269,7 @@ void keyadm_cluster_config(struct cluster_config *cfg, unsigned copies,
 	cfg->obj_size = obj_size;
 	cfg->out_grace_ms = out_grace_ms;
 	cfg->created = (uint64_t)time(NULL);
-	cfg->auth = auth;
+	cfg->auth = auth ? CMAP_AUTH_REQUIRED : CMAP_AUTH_NONE;
 	auth_random_key(b);             /* a version 4 uuid */
 	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
 	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);

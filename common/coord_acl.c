@@ -6,7 +6,10 @@
  * A digest id is "user:" + base64(sha1("user:password")) (ZooKeeper's
  * DigestAuthenticationProvider); SHA-1 comes from OpenSSL's libcrypto
  * (libsodium has none). Only ids are ever written into ACLs, never a
- * password: a client learns sdfs-admin's id from the base node's ACL.
+ * password. A client learns sdfs-admin's id from the base node's data,
+ * "sdfs-acl 1\nadmin <id>\n" (written by the admin that secures the
+ * cluster): ZooKeeper shows digest ids in an ACL only to sessions with
+ * ADMIN on the node ("sdfs-admin:x" to others).
  */
 #include "common/coord.h"
 
@@ -167,6 +170,36 @@ static int acl_admin(const struct ACL_vector *acl, char *id)
 	return 0;
 }
 
+/* The base node's data: who sdfs-admin is. */
+static int base_doc(const struct coord *c, char *out, size_t len)
+{
+	int n = snprintf(out, len, "sdfs-acl 1\nadmin %s\n", c->admin_id);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+}
+
+/* sdfs-admin's id from the base's data into c->admin_id. */
+static int read_admin_id(struct coord *c)
+{
+	char buf[256], *p;
+	int len = sizeof(buf) - 1;
+	struct Stat st;
+	int rc = zoo_get(c->zh, c->base, 0, buf, &len, &st);
+
+	if (rc != ZOK)
+		return coord_zerr(rc);
+	buf[len < 0 ? 0 : len] = '\0';
+	if (strncmp(buf, "sdfs-acl 1\n", 11) || !(p = strstr(buf, "\nadmin ")))
+		return -EBADMSG;
+	p += 7;
+	p[strcspn(p, "\n")] = '\0';
+	if (strncmp(p, ADMIN_USER ":", strlen(ADMIN_USER) + 1) ||
+	    strlen(p) >= COORD_DIGEST_ID_MAX)
+		return -EBADMSG;
+	snprintf(c->admin_id, sizeof(c->admin_id), "%s", p);
+	return 0;
+}
+
 /*
  * At open: create /sdfs and the base if missing (an admin session
  * creates them secured), else find out from the base's ACL whether the
@@ -183,12 +216,15 @@ int coord_cred_detect(struct coord *c)
 	c->secured = c->cred == COORD_CRED_ADMIN;
 	rc = zoo_exists(c->zh, c->base, 0, &st);
 	if (rc == ZNONODE) {
-		int ret = coord_ensure(c, "/sdfs", COORD_ACL_ROOT);
+		char doc[256];
+		int ret = coord_ensure(c, "/sdfs", COORD_ACL_ROOT), n = -1;
 
 		if (ret)
 			return ret;
-		rc = zoo_create(c->zh, c->base, NULL, -1, coord_acl(c, COORD_ACL_READ),
-				0, NULL, 0);
+		if (c->secured)
+			n = base_doc(c, doc, sizeof(doc));
+		rc = zoo_create(c->zh, c->base, n > 0 ? doc : NULL, n,
+				coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 		if (rc == ZOK)
 			return 0;
 	}
@@ -214,7 +250,15 @@ int coord_cred_detect(struct coord *c)
 		return -EACCES;
 	}
 	if (c->cred == COORD_CRED_CLIENT) {
-		snprintf(c->admin_id, sizeof(c->admin_id), "%s", id);
+		/* The ACL shows us "sdfs-admin:x": the id is in the data. */
+		int ret = read_admin_id(c);
+
+		if (ret) {
+			log_err("zookeeper: %s is secured but does not say who "
+				"sdfs-admin is (secure it again: sdfs cluster format)",
+				c->base);
+			return ret;
+		}
 		build_acls(c);
 	}
 	c->secured = 1;
@@ -318,7 +362,14 @@ static int secure_locked(struct coord *c)
 					   COORD_ACL_READ);
 	}
 	/* mds/epoch and mds/active are mds/'s children: READ, set above. */
-	if (!ret)       /* last: the mark that the whole tree is done */
+	if (!ret) {     /* last: the mark that the whole tree is done */
+		char doc[256];
+		int n = base_doc(c, doc, sizeof(doc));
+
+		rc = n < 0 ? ZBADARGUMENTS : zoo_set(c->zh, c->base, doc, n, -1);
+		ret = coord_zerr(rc);
+	}
+	if (!ret)
 		ret = set_acl(c, c->base, COORD_ACL_READ);
 	return ret;
 }

@@ -29,6 +29,7 @@
 #include "common/cmap.h"
 #include "common/conf.h"
 #include "common/coord.h"
+#include "common/keydb.h"
 #include "common/loop.h"
 #include "common/sdfs_proto.h"
 #include "common/workq.h"
@@ -43,6 +44,7 @@ struct blockd {
 	int io_threads;
 	struct recover_opts rec_opts;
 	struct sdfs_conf conf;          /* zk, cluster, session_ms */
+	char keyring[512];              /* --keyring; else conf.keyring */
 
 	/* state, loop thread */
 	struct loop *loop;
@@ -56,6 +58,9 @@ struct blockd {
 	struct vfence *vfence;          /* volume fences (vfence.h) */
 	struct coord *coord;
 	struct cluster_config cfg;
+	int auth;                       /* cfg.auth required: connections
+					   authenticate (client_conn.c) */
+	struct keydb *keydb;            /* the keys it accepts (auth) */
 	uint32_t node_id;
 	struct cmap *map;               /* latest map seen; epoch = map->epoch */
 	int listen_fd;
@@ -115,6 +120,12 @@ int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payloa
 void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload);
 void client_conn_put(struct conn *c);   /* drop a reference taken by ops */
 void client_conn_get(struct conn *c);
+struct auth_ident;
+/* The key at the other end of @c and the caps the cluster gives it;
+ * NULL when the cluster runs without authentication. Fixed before the
+ * connection's first request is dispatched: any thread holding a
+ * reference. */
+const struct auth_ident *client_conn_ident(const struct conn *c);
 
 /* ops.c: judge the node's space (statvfs, at most every 100 ms) and
  * return its SDFS_SPACE_* state. Any thread but the loop's (disk I/O). */

@@ -25,6 +25,15 @@
  * and one with nothing under way for idle_timeout_ms (libclient's pool
  * replaces a pooled connection found closed, common/rpc.h). Beyond
  * max_conns, new connections are closed as soon as accepted.
+ *
+ * Authentication (bd->auth, common/auth.h): a new connection must
+ * first complete the handshake, frames of the normal framing handled
+ * here on the loop thread; anything else before it gets SDFS_RES_AUTH
+ * and the connection closes, with a log line naming the peer's address
+ * (and key, when it said one) at most every AUTH_LOG_MS. After it,
+ * every frame carries its tag: a frame that fails it closes the
+ * connection; replies are tagged under conn.lock, in the order they go
+ * on the wire.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +50,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
@@ -48,13 +58,16 @@
 #define CONN_MAX_INFLIGHT 64
 #define CONN_PAYLOAD_MIN (16 * 1024)    /* first buffer of a frame's payload */
 #define CONN_SWEEP_MS 1000              /* at most; less for short timeouts */
+#define AUTH_LOG_MS 3000                /* refusals: a log line at most this often */
 
 struct out_msg {
 	struct out_msg *next;
 	uint8_t hdr[SDFS_HDR_SIZE];
 	uint8_t *payload;
-	size_t len;             /* header + payload */
+	size_t plen;            /* payload bytes */
+	size_t len;             /* header + payload + tag */
 	size_t sent;
+	uint8_t tag[AUTH_TAG_BYTES];
 };
 
 struct conn {
@@ -72,6 +85,7 @@ struct conn {
 	uint32_t events;        /* as last given to epoll */
 	struct out_msg *out_head, **out_tail;
 	int64_t sent_ms;        /* last write progress, or when queued */
+	struct auth_sess sess;  /* tx under lock; rx on the loop thread */
 
 	/* read state: loop thread only */
 	uint8_t hdr_buf[SDFS_HDR_SIZE];
@@ -82,7 +96,17 @@ struct conn {
 	size_t payload_cap;     /* allocated; grows to hdr.payload_len */
 	int64_t frame_ms;       /* when the frame's first byte came */
 	int64_t io_ms;          /* last byte read or written */
+
+	/* authentication: loop thread only; ident fixed once authed */
+	int authed;             /* handshake done, or none needed */
+	struct auth_server as;
+	struct auth_ident who;
 };
+
+const struct auth_ident *client_conn_ident(const struct conn *c)
+{
+	return c->authed && c->bd->auth ? &c->who : NULL;
+}
 
 static struct conn *conns;      /* loop thread only */
 
@@ -173,17 +197,22 @@ static int conn_flush(struct conn *c, bool on_loop)
 {
 	while (c->out_head && !c->closed) {
 		struct out_msg *m = c->out_head;
-		struct iovec iov[2];
+		struct iovec iov[3];
 		int iovcnt = 0;
 		size_t hdr_left = m->sent < SDFS_HDR_SIZE ? SDFS_HDR_SIZE - m->sent : 0;
+		size_t pend = SDFS_HDR_SIZE + m->plen;
 
 		if (hdr_left)
 			iov[iovcnt++] = (struct iovec){ m->hdr + m->sent, hdr_left };
-		if (m->len > SDFS_HDR_SIZE) {
+		if (m->plen && m->sent < pend) {
 			size_t poff = m->sent > SDFS_HDR_SIZE ? m->sent - SDFS_HDR_SIZE : 0;
 
-			iov[iovcnt++] = (struct iovec){ m->payload + poff,
-				m->len - SDFS_HDR_SIZE - poff };
+			iov[iovcnt++] = (struct iovec){ m->payload + poff, m->plen - poff };
+		}
+		if (m->len > pend) {
+			size_t toff = m->sent > pend ? m->sent - pend : 0;
+
+			iov[iovcnt++] = (struct iovec){ m->tag + toff, m->len - pend - toff };
 		}
 		ssize_t n = writev(c->fd, iov, iovcnt);
 		if (n < 0) {
@@ -220,6 +249,7 @@ void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload)
 		proto_hdr_encode(h, payload, m->hdr);
 		m->next = NULL;
 		m->payload = payload;
+		m->plen = h->payload_len;
 		m->len = SDFS_HDR_SIZE + h->payload_len;
 		m->sent = 0;
 	}
@@ -237,6 +267,11 @@ void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload)
 		conn_unlock(c);
 		return;
 	}
+	if (c->sess.on) {
+		/* here, under the lock: tags follow the order on the wire */
+		auth_tag(&c->sess, m->hdr, payload, m->plen, m->tag);
+		m->len += AUTH_TAG_BYTES;
+	}
 	*c->out_tail = m;
 	c->out_tail = &m->next;
 	if (c->out_head == m) {
@@ -248,7 +283,49 @@ void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload)
 	conn_unlock(c);
 }
 
-/* A frame is complete: check its payload and hand it on. */
+/* Write a small frame now (a handshake answer, nothing else queued).
+ * 0, or -1 when it did not all go (the caller closes). */
+static int conn_write_now(struct conn *c, const uint8_t *buf, size_t len)
+{
+	ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n == (ssize_t)len)
+		return 0;
+	log_debug("peer=%s: handshake answer: %s", c->peer, n < 0 ? strerror(errno)
+		  : "short write");
+	return -1;
+}
+
+/* A handshake frame before authentication: answer it; a refusal closes. */
+static void conn_auth_frame(struct conn *c, const struct sdfs_hdr *h,
+			    const uint8_t *payload)
+{
+	uint8_t out[AUTH_FRAME_MAX];
+	char why[256];
+	size_t len = 0;
+	int ret;
+
+	why[0] = '\0';
+	ret = auth_server_step(&c->as, h, payload, out, &len, &c->sess, &c->who,
+			       why, sizeof(why));
+	if (ret < 0) {
+		log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s: authentication refused: "
+			  "%s; closing", c->peer, why);
+		conn_write_now(c, out, len);
+		conn_close(c, NULL);
+		return;
+	}
+	if (conn_write_now(c, out, len)) {
+		conn_close(c, NULL);
+		return;
+	}
+	if (ret == 1) {
+		c->authed = 1;
+		log_debug("peer=%s: authenticated as %s", c->peer, c->who.name);
+	}
+}
+
+/* A frame is complete: check its tag and payload and hand it on. */
 static void conn_frame(struct conn *c)
 {
 	struct sdfs_hdr h = c->hdr;
@@ -258,9 +335,23 @@ static void conn_frame(struct conn *c)
 	c->hdr_got = 0;
 	c->payload_got = 0;
 	c->payload_cap = 0;
+	if (c->sess.on && auth_check(&c->sess, c->hdr_buf, payload, h.payload_len,
+				     payload + h.payload_len)) {
+		free(payload);
+		log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s key=%s: a frame failed its "
+			  "MAC (altered, replayed or injected); dropping the connection",
+			  c->peer, c->who.name);
+		conn_close(c, NULL);
+		return;
+	}
 	if (proto_payload_check(&h, payload) != 0) {
 		free(payload);
 		conn_close(c, "payload checksum mismatch");
+		return;
+	}
+	if (!c->authed) {
+		conn_auth_frame(c, &h, payload);
+		free(payload);
 		return;
 	}
 	if (h.flags & SDFS_F_REPLY) {
@@ -273,6 +364,12 @@ static void conn_frame(struct conn *c)
 	ops_dispatch(c->bd, c, &h, payload);
 }
 
+/* Bytes that follow the header: the payload, and its tag in a session. */
+static size_t conn_frame_rest(const struct conn *c)
+{
+	return c->hdr.payload_len + (c->sess.on ? AUTH_TAG_BYTES : 0);
+}
+
 static int conn_read_header(struct conn *c)
 {
 	uint32_t max = c->bd->cfg.obj_size;
@@ -280,6 +377,8 @@ static int conn_read_header(struct conn *c)
 
 	if (max < 8 * SDFS_MAX_LIST)
 		max = 8 * SDFS_MAX_LIST;
+	if (!c->authed)
+		max = AUTH_FRAME_MAX - SDFS_HDR_SIZE;   /* a handshake frame */
 	ret = proto_hdr_decode(c->hdr_buf, max, &c->hdr);
 	if (ret == -EPROTONOSUPPORT) {
 		struct sdfs_hdr r;
@@ -290,7 +389,9 @@ static int conn_read_header(struct conn *c)
 		proto_hdr_encode(&r, NULL, wire);
 		if (write(c->fd, wire, sizeof(wire)) < 0)
 			log_debug("peer=%s: write: %s", c->peer, strerror(errno));
-		conn_close(c, "unsupported protocol major version");
+		log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s: speaks protocol %u.x, not "
+			  "%u.x; refused", c->peer, c->hdr.major, SDFS_PROTO_MAJOR);
+		conn_close(c, NULL);
 		return -1;
 	}
 	if (ret) {
@@ -308,7 +409,7 @@ static int conn_read_header(struct conn *c)
  * to what the header announced (a stalled frame holds what came). */
 static int conn_payload_room(struct conn *c)
 {
-	size_t want = c->hdr.payload_len, cap = c->payload_cap;
+	size_t want = conn_frame_rest(c), cap = c->payload_cap;
 	uint8_t *p;
 
 	if (c->payload_got < cap)
@@ -365,7 +466,7 @@ static void conn_read(struct conn *c)
 		} else {
 			c->payload_got += n;
 		}
-		if (c->payload_got == c->hdr.payload_len)
+		if (c->payload_got == conn_frame_rest(c))
 			conn_frame(c);
 	}
 }
@@ -427,6 +528,8 @@ static void on_accept(int lfd, uint32_t events, void *arg)
 		pthread_mutex_init(&c->lock, NULL);
 		c->out_tail = &c->out_head;
 		c->events = EPOLLIN;
+		c->authed = !bd->auth;
+		auth_server_init(&c->as, bd->keydb);
 		net_tune(fd);
 		if (ss.ss_family == AF_INET) {
 			struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
@@ -470,7 +573,7 @@ static const char *conn_overdue(struct blockd *bd, struct conn *c, int64_t now,
 				 "bytes)", frame_ms, c->hdr_got < SDFS_HDR_SIZE ?
 				 c->hdr_got : SDFS_HDR_SIZE + c->payload_got,
 				 SDFS_HDR_SIZE + (c->hdr_got < SDFS_HDR_SIZE ? 0 :
-				 (size_t)c->hdr.payload_len));
+				 conn_frame_rest(c)));
 			return why;
 		}
 	}

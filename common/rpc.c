@@ -2,6 +2,12 @@
  * rpc.c - see rpc.h. Each call is a small state machine driven by
  * poll(): connect, send header and payload, receive header, receive
  * payload. Calls never share a connection while in flight.
+ *
+ * With authentication (the cluster's auth required, common/auth.h) a
+ * new connection first runs the handshake as more states of the same
+ * machine (ST_AUTH), so a slow or dead node delays only its own call;
+ * then every request and reply carries its tag. A pooled connection
+ * keeps its session (the frame counters go on where they were).
  */
 #include "common/rpc.h"
 
@@ -14,26 +20,70 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sodium.h>
+#include <stddef.h>
 
+#include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
 
 #define POOL_IDLE_PER_NODE 64     /* >= a mount's request threads */
 
-enum { ST_INIT, ST_CONNECTING, ST_SENDING, ST_RECV_HDR, ST_RECV_PAYLOAD, ST_DONE };
+enum { ST_INIT, ST_CONNECTING, ST_AUTH, ST_SENDING, ST_RECV_HDR, ST_RECV_PAYLOAD,
+       ST_RECV_TAG, ST_DONE };
+
+struct pooled {
+	int fd;
+	struct auth_sess sess;
+};
 
 struct pool_entry {
 	char host[CMAP_MAX_HOST];
 	uint16_t port;
 	int nfd;
-	int fds[POOL_IDLE_PER_NODE];
+	struct pooled c[POOL_IDLE_PER_NODE];
 };
 
 struct pool {
 	pthread_mutex_t lock;
 	size_t n, cap;
 	struct pool_entry *e;
+	int auth, have_cred;            /* pool_set_auth */
+	struct auth_cred cred;
 };
+
+/* A handshake under way on a call's new connection. */
+struct rpc_auth {
+	struct auth_client ac;
+	int recv, round;                /* receiving; 0: HELLO, 1: PROOF */
+	size_t len, done;
+	struct sdfs_hdr h;
+	uint8_t buf[AUTH_FRAME_MAX];
+};
+
+static pthread_mutex_t def_lock = PTHREAD_MUTEX_INITIALIZER;
+static int def_auth, def_have;
+static struct auth_cred def_cred;
+
+void rpc_set_default_auth(int on, const struct auth_cred *cred)
+{
+	pthread_mutex_lock(&def_lock);
+	def_auth = on;
+	def_have = cred != NULL;
+	if (cred)
+		def_cred = *cred;
+	pthread_mutex_unlock(&def_lock);
+}
+
+void pool_set_auth(struct pool *p, int on, const struct auth_cred *cred)
+{
+	pthread_mutex_lock(&p->lock);
+	p->auth = on;
+	p->have_cred = cred != NULL;
+	if (cred)
+		p->cred = *cred;
+	pthread_mutex_unlock(&p->lock);
+}
 
 int pool_new(struct pool **out)
 {
@@ -42,6 +92,11 @@ int pool_new(struct pool **out)
 	if (!p)
 		return -ENOMEM;
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_lock(&def_lock);
+	p->auth = def_auth;
+	p->have_cred = def_have;
+	p->cred = def_cred;
+	pthread_mutex_unlock(&def_lock);
 	*out = p;
 	return 0;
 }
@@ -52,7 +107,7 @@ void pool_free(struct pool *p)
 		return;
 	for (size_t i = 0; i < p->n; i++)
 		for (int j = 0; j < p->e[i].nfd; j++)
-			close(p->e[i].fds[j]);
+			close(p->e[i].c[j].fd);
 	free(p->e);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -81,16 +136,21 @@ static struct pool_entry *pool_find(struct pool *p, const struct cmap_node *nd, 
 	return e;
 }
 
-static int pool_take(struct pool *p, const struct cmap_node *nd)
+/* An idle connection to @nd with its session into *@sess; -1: none. */
+static int pool_take(struct pool *p, const struct cmap_node *nd, struct auth_sess *sess)
 {
 	int fd = -1;
 
 	pthread_mutex_lock(&p->lock);
 	struct pool_entry *e = pool_find(p, nd, 0);
-	/* those the daemon closed meanwhile (idle) go: each would cost a try */
+	/* those the daemon closed meanwhile (idle) go: each would cost a
+	 * try; so do plain ones once authentication is on */
 	while (e && e->nfd && fd < 0) {
-		fd = e->fds[--e->nfd];
-		if (net_idle_dead(fd)) {
+		struct pooled *pc = &e->c[--e->nfd];
+
+		fd = pc->fd;
+		*sess = pc->sess;
+		if (net_idle_dead(fd) || (p->auth && !sess->on)) {
 			close(fd);
 			fd = -1;
 		}
@@ -99,12 +159,14 @@ static int pool_take(struct pool *p, const struct cmap_node *nd)
 	return fd;
 }
 
-static void pool_give(struct pool *p, const struct cmap_node *nd, int fd)
+static void pool_give(struct pool *p, const struct cmap_node *nd, int fd,
+		      const struct auth_sess *sess)
 {
 	pthread_mutex_lock(&p->lock);
 	struct pool_entry *e = pool_find(p, nd, 1);
 	if (e && e->nfd < POOL_IDLE_PER_NODE) {
-		e->fds[e->nfd++] = fd;
+		e->c[e->nfd].fd = fd;
+		e->c[e->nfd++].sess = *sess;
 		fd = -1;
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -119,6 +181,141 @@ static void call_fail(struct rpc_call *c, int err)
 	c->fd = -1;
 	c->ret = err;
 	c->state = ST_DONE;
+	free(c->auth);
+	c->auth = NULL;
+}
+
+/* The connection is ours and ready: tag the request (its session), send. */
+static void call_ready(struct rpc_call *c)
+{
+	if (c->sess.on)
+		auth_tag(&c->sess, c->hbuf, c->payload, c->req.payload_len, c->tag);
+	c->state = ST_SENDING;
+}
+
+/* A new connection is up: the handshake first if the pool wants one. */
+static void call_connected(struct pool *p, struct rpc_call *c)
+{
+	struct auth_cred cred;
+	int on, have;
+
+	pthread_mutex_lock(&p->lock);
+	on = p->auth;
+	have = p->have_cred;
+	cred = p->cred;
+	pthread_mutex_unlock(&p->lock);
+	memset(&c->sess, 0, sizeof(c->sess));
+	if (!on) {
+		call_ready(c);
+		return;
+	}
+	if (!have) {
+		log_every(LOG_EVERY_MS, LOG_WARNING, "node %s:%u: the cluster requires "
+			  "authentication and this process has no key (keyring =, "
+			  "docs/config.md)", c->node->host, c->node->port);
+		call_fail(c, -EACCES);
+		return;
+	}
+	c->auth = malloc(sizeof(*c->auth));
+	if (!c->auth) {
+		call_fail(c, -ENOMEM);
+		return;
+	}
+	memset(c->auth, 0, offsetof(struct rpc_auth, buf));
+	c->auth->len = auth_client_hello(&c->auth->ac, &cred, c->req.req_id, c->auth->buf);
+	sodium_memzero(&cred, sizeof(cred));
+	c->state = ST_AUTH;
+}
+
+static void auth_fail(struct rpc_call *c, int err, const char *why)
+{
+	log_every(LOG_EVERY_MS, LOG_WARNING, "node %s:%u: authentication: %s",
+		  c->node->host, c->node->port, why);
+	call_fail(c, err);
+}
+
+/* Move the handshake on @c as far as the socket lets it. */
+static void auth_step(struct rpc_call *c)
+{
+	struct rpc_auth *a = c->auth;
+	char err[256];
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		if (!a->recv) {
+			n = send(c->fd, a->buf + a->done, a->len - a->done, MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno != EAGAIN && errno != EINTR)
+					call_fail(c, -errno);
+				return;
+			}
+			a->done += (size_t)n;
+			if (a->done < a->len)
+				return;
+			a->recv = 1;
+			a->done = 0;
+			a->len = SDFS_HDR_SIZE;
+		}
+		n = recv(c->fd, a->buf + a->done, a->len - a->done, 0);
+		if (n <= 0) {
+			if (n < 0 && (errno == EAGAIN || errno == EINTR))
+				return;
+			call_fail(c, n == 0 ? -ECONNRESET : -errno);
+			return;
+		}
+		a->done += (size_t)n;
+		if (a->done < a->len)
+			continue;
+		if (a->len == SDFS_HDR_SIZE) {
+			ret = proto_hdr_decode(a->buf, AUTH_FRAME_MAX - SDFS_HDR_SIZE, &a->h);
+			if (ret == -EPROTONOSUPPORT) {
+				snprintf(err, sizeof(err), "peer speaks protocol %u.x, "
+					 "not %u.x", a->h.major, SDFS_PROTO_MAJOR);
+				auth_fail(c, ret, err);
+				return;
+			}
+			if (ret) {
+				auth_fail(c, -EPROTO, "malformed handshake frame");
+				return;
+			}
+			if (a->h.payload_len) {
+				a->len += a->h.payload_len;
+				continue;
+			}
+		}
+		if (proto_payload_check(&a->h, a->buf + SDFS_HDR_SIZE)) {
+			auth_fail(c, -EPROTO, "handshake frame checksum mismatch");
+			return;
+		}
+		if (a->round == 0) {
+			uint8_t out[AUTH_FRAME_MAX];
+			size_t len;
+
+			ret = auth_client_challenge(&a->ac, &a->h, a->buf + SDFS_HDR_SIZE,
+						    out, &len, err, sizeof(err));
+			if (ret) {
+				auth_fail(c, ret, err);
+				return;
+			}
+			memcpy(a->buf, out, len);
+			a->len = len;
+			a->done = 0;
+			a->recv = 0;
+			a->round = 1;
+			continue;
+		}
+		ret = auth_client_done(&a->ac, &a->h, a->buf + SDFS_HDR_SIZE, &c->sess,
+				       NULL, 0, err, sizeof(err));
+		if (ret) {
+			auth_fail(c, ret, err);
+			return;
+		}
+		free(c->auth);
+		c->auth = NULL;
+		call_ready(c);
+		return;
+	}
 }
 
 /* Start (or restart) a call: a pooled connection, else a new one. */
@@ -129,10 +326,10 @@ static void call_start(struct pool *p, struct rpc_call *c, uint64_t id)
 	c->done = 0;
 	c->req.req_id = id;
 	proto_hdr_encode(&c->req, c->payload, c->hbuf);
-	c->fd = c->retried ? -1 : pool_take(p, c->node);
+	c->fd = c->retried ? -1 : pool_take(p, c->node, &c->sess);
 	if (c->fd >= 0) {
 		c->reused = 1;
-		c->state = ST_SENDING;
+		call_ready(c);
 		return;
 	}
 	c->reused = 0;
@@ -143,7 +340,7 @@ static void call_start(struct pool *p, struct rpc_call *c, uint64_t id)
 		if (c->fd < 0)
 			call_fail(c, c->fd);
 		else
-			c->state = ST_SENDING;
+			call_connected(p, c);
 		return;
 	}
 	c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -153,7 +350,7 @@ static void call_start(struct pool *p, struct rpc_call *c, uint64_t id)
 	}
 	net_tune(c->fd);
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-		c->state = ST_SENDING;
+		call_connected(p, c);
 	else if (errno == EINPROGRESS)
 		c->state = ST_CONNECTING;
 	else
@@ -188,20 +385,33 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 			call_fail(c, -err);
 			return;
 		}
-		c->state = ST_SENDING;
+		call_connected(p, c);
+		if (c->state == ST_DONE)
+			return;
+	}
+	if (c->state == ST_AUTH) {
+		auth_step(c);
+		if (c->state != ST_SENDING)
+			return;
 	}
 	if (c->state == ST_SENDING) {
-		size_t total = SDFS_HDR_SIZE + c->req.payload_len;
-		struct iovec iov[2];
+		size_t plen = c->req.payload_len, tlen = c->sess.on ? AUTH_TAG_BYTES : 0;
+		size_t total = SDFS_HDR_SIZE + plen + tlen;
+		struct iovec iov[3];
 		int cnt = 0;
 
 		if (c->done < SDFS_HDR_SIZE)
 			iov[cnt++] = (struct iovec){ c->hbuf + c->done, SDFS_HDR_SIZE - c->done };
-		if (c->req.payload_len) {
+		if (plen && c->done < SDFS_HDR_SIZE + plen) {
 			size_t off = c->done > SDFS_HDR_SIZE ? c->done - SDFS_HDR_SIZE : 0;
 
-			iov[cnt++] = (struct iovec){ (uint8_t *)c->payload + off,
-						     c->req.payload_len - off };
+			iov[cnt++] = (struct iovec){ (uint8_t *)c->payload + off, plen - off };
+		}
+		if (tlen) {
+			size_t off = c->done > SDFS_HDR_SIZE + plen
+				? c->done - SDFS_HDR_SIZE - plen : 0;
+
+			iov[cnt++] = (struct iovec){ c->tag + off, tlen - off };
 		}
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = cnt };
 		n = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
@@ -254,12 +464,25 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 			}
 		}
 		c->state = ST_RECV_PAYLOAD;
-		if (c->reply.payload_len == 0)
-			goto complete;
-		return;
 	}
 	if (c->state == ST_RECV_PAYLOAD) {
-		n = recv(c->fd, c->rdst + c->done, c->reply.payload_len - c->done, 0);
+		if (c->done < c->reply.payload_len) {
+			n = recv(c->fd, c->rdst + c->done, c->reply.payload_len - c->done, 0);
+			if (n <= 0) {
+				if (n < 0 && (errno == EAGAIN || errno == EINTR))
+					return;
+				call_fail(c, n == 0 ? -ECONNRESET : -errno);
+				return;
+			}
+			c->done += n;
+			if (c->done < c->reply.payload_len)
+				return;
+		}
+		c->state = ST_RECV_TAG;
+		c->done = 0;
+	}
+	if (c->state == ST_RECV_TAG && c->sess.on) {
+		n = recv(c->fd, c->rtag + c->done, AUTH_TAG_BYTES - c->done, 0);
 		if (n <= 0) {
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				return;
@@ -267,15 +490,21 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 			return;
 		}
 		c->done += n;
-		if (c->done < c->reply.payload_len)
+		if (c->done < AUTH_TAG_BYTES)
 			return;
+		if (auth_check(&c->sess, c->hbuf, c->rdst, c->reply.payload_len, c->rtag)) {
+			log_every(LOG_EVERY_MS, LOG_WARNING, "node %s:%u: a reply failed "
+				  "its MAC; dropping the connection", c->node->host,
+				  c->node->port);
+			call_fail(c, -EPROTO);
+			return;
+		}
 	}
-complete:
 	if (proto_payload_check(&c->reply, c->rdst) != 0) {
 		call_fail(c, -EPROTO);
 		return;
 	}
-	pool_give(p, c->node, c->fd);
+	pool_give(p, c->node, c->fd, &c->sess);
 	c->fd = -1;
 	c->ret = 0;
 	c->state = ST_DONE;
@@ -299,8 +528,8 @@ static void pollset_fill(struct pollset *ps, const struct rpc_call *calls, size_
 		if (c->state == ST_DONE)
 			continue;
 		pfd->fd = c->fd;
-		pfd->events = c->state == ST_CONNECTING || c->state == ST_SENDING
-			? POLLOUT : POLLIN;
+		pfd->events = c->state == ST_CONNECTING || c->state == ST_SENDING ||
+			      (c->state == ST_AUTH && !c->auth->recv) ? POLLOUT : POLLIN;
 		pfd->revents = 0;
 		ps->idx[ps->n++] = i;
 	}
@@ -337,6 +566,7 @@ static void call_reset(struct rpc_call *c, int state, int ret)
 	c->state = state;
 	c->retried = 0;
 	c->rpayload = NULL;
+	c->auth = NULL;
 	c->ret = ret;
 }
 
@@ -431,6 +661,8 @@ void rpc_calls_free(struct rpc_call *calls, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		free(calls[i].rpayload);
 		calls[i].rpayload = NULL;
+		free(calls[i].auth);
+		calls[i].auth = NULL;
 	}
 }
 

@@ -15,13 +15,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/auth.h"
 #include "common/cmap.h"
 #include "common/sdfs_proto.h"
 
 struct pool;
 
+/* A new pool takes the process's default authentication (below). */
 int pool_new(struct pool **out);
 void pool_free(struct pool *p);         /* closes idle connections */
+/*
+ * Authenticate new connections of @p (common/auth.h) with @cred
+ * (copied; NULL: none held) when @on (the cluster's auth is required);
+ * pooled connections keep their session. With @on and no @cred, calls
+ * fail with -EACCES. Any thread; connections made before stay as they
+ * are.
+ */
+void pool_set_auth(struct pool *p, int on, const struct auth_cred *cred);
+/* The default for pools made afterwards (a daemon's own key, set once
+ * at start-up before its pools are made). */
+void rpc_set_default_auth(int on, const struct auth_cred *cred);
 
 struct rpc_call {
 	/* in */
@@ -41,6 +54,10 @@ struct rpc_call {
 	size_t done;
 	uint8_t hbuf[SDFS_HDR_SIZE];
 	uint8_t *rdst;
+	struct auth_sess sess;          /* the connection's, while it is ours */
+	uint8_t tag[AUTH_TAG_BYTES];    /* the request's */
+	uint8_t rtag[AUTH_TAG_BYTES];   /* the reply's */
+	struct rpc_auth *auth;          /* a handshake under way (malloc'd) */
 };
 
 #define RPC_MAX_CALLS 64    /* calls in one rpc_run; more get -E2BIG */

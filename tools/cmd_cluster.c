@@ -45,8 +45,9 @@ static int format_allowed(struct keyadm *ka, const struct cluster_config *cfg,
 	return 0;
 }
 
-static int cluster_format(struct cli *cli, struct sdfs *s)
+static int cluster_format(struct cli *cli, struct sdfs *unused)
 {
+	(void)unused;
 	uint64_t copies = 0, obj_size = 4 << 20, grace_s = 30;
 	int force = 0, auth = 1, formatted, keep = 0, ret;
 	struct cluster_config cfg;
@@ -102,13 +103,22 @@ static int cluster_format(struct cli *cli, struct sdfs *s)
 		keyadm_close(&ka);
 		return ret;
 	}
-	/* (formatted and no --force: refused above) */
-	if (!formatted || force) {
-		ret = cli_copies_fit(s, "--copies", (unsigned)copies, force);
+	/* (formatted and no --force: refused above.) Only a formatted
+	 * cluster has nodes (block daemons wait for the format to join);
+	 * a new one may have no keyring yet for a libsdfs handle. */
+	if (formatted) {
+		struct sdfs *s = cli_open(cli);
+
+		ret = s ? cli_copies_fit(s, "--copies", (unsigned)copies, force) : 1;
+		sdfs_close(s);
 		if (ret) {
 			keyadm_close(&ka);
 			return ret;
 		}
+	} else if (copies > 1) {
+		fprintf(stderr, "sdfs: note: no block daemon has joined yet; copies %u "
+			"needs %u nodes (health says degraded until then)\n",
+			(unsigned)copies, (unsigned)copies);
 	}
 	keyadm_cluster_config(&cfg, (unsigned)copies, (uint32_t)obj_size,
 			      (uint32_t)(grace_s * 1000), auth);
@@ -680,6 +690,9 @@ int cmd_cluster(struct cli *cli)
 		return cli_unknown("cluster", sub);
 	cli->argc--;
 	cli->argv++;
+	/* format opens its own handle: a new cluster's keyring is made by it */
+	if (subs[k].fn == cluster_format)
+		return cluster_format(cli, NULL);
 	s = cli_open(cli);
 	if (!s)
 		return 1;

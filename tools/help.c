@@ -137,7 +137,8 @@ static const struct help_entry entries[] = {
 	{ "obj", "stat", "obj stat OID", "size and epoch of object OID", NULL },
 	{ "obj", "locate", "obj locate OID", "which nodes hold OID, and their paths", NULL },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
-	  "       [--out-grace S] [--recovery-mbps N] [--netns] [--zk-servers N]",
+	  "       [--out-grace S] [--recovery-mbps N] [--netns] [--zk-servers N]\n"
+	  "       [--auth none]",
 	  "start a local cluster under DIR (by\n"
 	  "default 3 blockd and 2 mds) and mount\n"
 	  "it at DIR/mnt (not with --no-mount)",
@@ -157,9 +158,13 @@ static const struct help_entry entries[] = {
 	  "                    ensemble zk.1..zk.N, DIR/zk.K, all in sdfs.conf's zk\n"
 	  "  --zk HOSTS --cluster NAME\n"
 	  "                    use a running ZooKeeper instead of starting one\n"
+	  "  --auth none       a new cluster without keys (benchmarks)\n"
+	  "Keys: the admin keyring is DIR/keyring (sdfs.conf's keyring), each\n"
+	  "daemon's and mount's DIR/keys/NAME.keyring (docs/operations.md).\n"
 	  "Again on a DIR that was up: every daemon dev started there, dev add's\n"
 	  "too, and as many ZooKeeper servers as before (another --zk-servers is\n"
-	  "refused); they read ZooKeeper's address from DIR/sdfs.conf.\n" },
+	  "refused); they read ZooKeeper's address from DIR/sdfs.conf; the keys\n"
+	  "the cluster still has are kept.\n" },
 	{ "dev", "add", "dev add --dir DIR [--zone N] [--weight W]",
 	  "start one more blockd in it", NULL },
 	{ "dev", "status|down", "dev status|down --dir DIR",

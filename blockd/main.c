@@ -1,8 +1,10 @@
 /*
  * main.c - sdfs-blockd: options, start-up and shutdown.
  *
- * Start-up order: ZooKeeper session, wait for the cluster to be
- * formatted, open the object store, the MDS fence and the (empty,
+ * Start-up order: the keyring (--keyring, else sdfs.conf's), ZooKeeper
+ * session (with the keyring's credentials), wait for the cluster to be
+ * formatted, with authentication the key table (coord_auth_follow) and
+ * our own key for the peer pools, open the object store, the MDS fence and the (empty,
  * unsynced) volume fences, node id, listen,
  * register, serve.
  * SIGTERM/SIGINT stop it cleanly (the member znode goes at once).
@@ -27,8 +29,11 @@
 /* Ordered mutations in flight at once on this node as primary; each
  * thread mostly waits for the replicas' answers. */
 #define ORDER_THREADS 32
+#include "common/auth.h"
+#include "common/coord_auth.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/rpc.h"
 #include "common/version.h"
 
 static struct loop *main_loop;
@@ -59,6 +64,7 @@ static void usage(FILE *f)
 "  -l, --listen HOST:PORT address to listen on (default: the config's\n"
 "                         public_addr, else 127.0.0.1, port 7000)\n"
 "  -c, --conf FILE        cluster config file (default $SDFS_CONF, then %s)\n"
+"  -k, --keyring FILE     this daemon's key (default: the config's keyring =)\n"
 "      --zk HOSTS         ZooKeeper hosts, overrides the config file\n"
 "      --cluster NAME     cluster name, overrides the config file\n"
 "  -z, --zone N           failure domain; copies go to distinct zones (default 0)\n"
@@ -97,6 +103,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		{ "dir", required_argument, NULL, 'd' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "conf", required_argument, NULL, 'c' },
+		{ "keyring", required_argument, NULL, 'k' },
 		{ "zk", required_argument, NULL, 'Z' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "zone", required_argument, NULL, 'z' },
@@ -116,7 +123,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 	char err[256];
 	int c, lvl;
 
-	while ((c = getopt_long(argc, argv, "d:l:c:z:w:t:v:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:c:k:z:w:t:v:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			if (strlen(optarg) >= sizeof(bd->dir) - 64) {
@@ -127,6 +134,13 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 			break;
 		case 'l': listen = optarg; break;
 		case 'c': conf_file = optarg; break;
+		case 'k':
+			if (strlen(optarg) >= sizeof(bd->keyring)) {
+				fprintf(stderr, "sdfs-blockd: --keyring path too long\n");
+				return -1;
+			}
+			strcpy(bd->keyring, optarg);
+			break;
 		case 'Z': zk = optarg; break;
 		case 'C': cluster = optarg; break;
 		case 'z':
@@ -225,11 +239,49 @@ static int wait_formatted(struct blockd *bd)
 
 static char ident[80];
 
+/*
+ * With the cluster's auth required: the key table from ZooKeeper (kept
+ * current), and our own key for the connections we open (peers, order.c,
+ * recover.c: their pools are made after this). 0 or -errno, logged.
+ */
+static int auth_setup(struct blockd *bd, const struct keyring *kr, int have_kr)
+{
+	struct auth_cred cred;
+	int ret;
+
+	bd->auth = bd->cfg.auth == CMAP_AUTH_REQUIRED;
+	if (!bd->auth) {
+		rpc_set_default_auth(0, NULL);
+		return 0;
+	}
+	if (!have_kr || !kr->has_secret) {
+		log_err("cluster=%s requires authentication: this daemon needs a "
+			"keyring with its key and the cluster secret (--keyring, or "
+			"keyring = in sdfs.conf; sdfs auth get)", bd->conf.cluster);
+		return -EACCES;
+	}
+	ret = keydb_new(&bd->keydb);
+	if (!ret)
+		ret = coord_auth_follow(bd->coord, kr->secret, bd->keydb);
+	if (ret) {
+		log_err("cannot load the cluster's keys: %s", strerror(-ret));
+		return ret;
+	}
+	auth_cred_of(kr, &cred);
+	rpc_set_default_auth(1, &cred);
+	log_info("authentication required: key %s, %zu keys known", kr->name,
+		 keydb_count(bd->keydb));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct blockd bd = { .listen_fd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
-	int ret;
+	static struct keyring kr;       /* the secret outlives main's frames */
+	struct coord_cred cred, *credp = NULL;
+	char err[256];
+	int ret, have_kr;
 
 	if (parse_args(&bd, argc, argv))
 		return 2;
@@ -244,11 +296,20 @@ int main(int argc, char **argv)
 		log_err("mkdir %s: %s", bd.dir, strerror(errno));
 		return 1;
 	}
+	ret = auth_keyring_open(bd.keyring, bd.conf.keyring, bd.conf.keyring_set, &kr,
+				err, sizeof(err));
+	have_kr = ret == 0;
+	if (ret && ret != -ENOENT) {
+		log_err("%s", err);
+		return 1;
+	}
+	if (have_kr && coord_cred_from_keyring(&kr, &cred) == 0)
+		credp = &cred;
 	ret = loop_new(&bd.loop);
 	if (ret)
 		goto out;
-	ret = coord_open(bd.conf.zk, bd.conf.cluster, bd.conf.session_ms, 15000,
-			 member_on_event, &bd, &bd.coord);
+	ret = coord_open_cred(bd.conf.zk, bd.conf.cluster, credp, bd.conf.session_ms,
+			      15000, member_on_event, &bd, &bd.coord);
 	if (ret) {
 		log_err("cannot reach ZooKeeper at %s: %s", bd.conf.zk, strerror(-ret));
 		goto out_loop;
@@ -259,6 +320,9 @@ int main(int argc, char **argv)
 			strerror(-ret));
 		goto out_coord;
 	}
+	ret = auth_setup(&bd, &kr, have_kr);
+	if (ret)
+		goto out_coord;
 	ret = objstore_open(bd.dir, bd.cfg.obj_size, &bd.store);
 	if (ret) {
 		log_err("%s: cannot open object store: %s", bd.dir, strerror(-ret));
@@ -345,6 +409,7 @@ out_store:
 	objstore_close(bd.store);
 out_coord:
 	coord_close(bd.coord);
+	keydb_free(bd.keydb);   /* after the close: coord_auth_follow fills it */
 	cmap_free(bd.map);
 out_loop:
 	loop_free(bd.loop);

@@ -544,3 +544,30 @@ int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *
 			return 0;
 	}
 }
+
+int auth_keyring_open(const char *flag, const char *conf_keyring, int conf_set,
+		      struct keyring *kr, char *err, size_t errlen)
+{
+	const char *path = flag && *flag ? flag : conf_keyring;
+	int named = (flag && *flag) || conf_set;
+	int ret;
+
+	if (!path || !*path) {
+		snprintf(err, errlen, "no keyring configured");
+		return -ENOENT;
+	}
+	ret = keyring_load(path, kr, err, errlen);
+	if (ret == -ENOENT && !named)
+		snprintf(err, errlen, "no keyring (%s absent; keyring = in sdfs.conf "
+			 "names another)", path);
+	else if (ret == -ENOENT)
+		ret = -EINVAL;          /* named, and missing: an error */
+	return ret;
+}
+
+void auth_cred_of(const struct keyring *kr, struct auth_cred *cred)
+{
+	memset(cred, 0, sizeof(*cred));
+	snprintf(cred->name, sizeof(cred->name), "%s", kr->name);
+	memcpy(cred->key, kr->key, AUTH_KEY_BYTES);
+}

@@ -138,6 +138,18 @@ size_t auth_refusal(const struct sdfs_hdr *req, const char *reason, uint8_t *out
 int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *s,
 		    struct auth_ident *who, char *why, size_t whylen);
 
+/* ---- a process's key ---- */
+/*
+ * The keyring a process proves itself with: @flag (a --keyring option)
+ * if set, else @conf_keyring (sdfs.conf `keyring =`; @conf_set: the
+ * file named it). 0 with @kr; -ENOENT when nothing named one and the
+ * default file is absent (the process has no key: fine where the
+ * cluster runs without authentication); else -errno with @err.
+ */
+int auth_keyring_open(const char *flag, const char *conf_keyring, int conf_set,
+		      struct keyring *kr, char *err, size_t errlen);
+void auth_cred_of(const struct keyring *kr, struct auth_cred *cred);
+
 /* ---- blocking frame I/O with a session (s->on: tagged) ---- */
 /* Send @h + @payload, tagged if @s is on. 0 or -errno. */
 int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,

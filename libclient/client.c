@@ -16,7 +16,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sodium.h>
 
+#include "common/auth.h"
 #include "common/conf.h"
 #include "common/log.h"
 #include "common/rpc.h"
@@ -109,6 +111,9 @@ int client_map_refresh(struct sdfs *s)
 	s->cfg = cfg;
 	s->formatted = 1;
 	pthread_mutex_unlock(&s->lock);
+	/* the cluster says whether connections authenticate */
+	pool_set_auth(s->pool, cfg.auth == CMAP_AUTH_REQUIRED,
+		      s->have_cred ? &s->cred : NULL);
 	client_map_put(ref);
 	return 0;
 }
@@ -149,9 +154,42 @@ int client_config(struct sdfs *s, struct cluster_config *cfg)
 	return 0;
 }
 
+int client_auth(struct sdfs *s, int fd, int timeout_ms, struct auth_sess *sess)
+{
+	char err[256];
+	int on, ret;
+
+	memset(sess, 0, sizeof(*sess));
+	pthread_mutex_lock(&s->lock);
+	on = s->formatted && s->cfg.auth == CMAP_AUTH_REQUIRED;
+	pthread_mutex_unlock(&s->lock);
+	if (!on)
+		return 0;
+	if (!s->have_cred) {
+		log_every(LOG_EVERY_MS, LOG_WARNING, "the cluster requires "
+			  "authentication and this process has no key (keyring =, "
+			  "docs/config.md)");
+		return -EACCES;
+	}
+	ret = auth_client_run(fd, &s->cred, timeout_ms, sess, err, sizeof(err));
+	if (ret == -EACCES || ret == -EPROTONOSUPPORT)
+		log_every(LOG_EVERY_MS, LOG_WARNING, "authentication: %s", err);
+	return ret;
+}
+
 int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 		 struct sdfs **out, char *err, size_t errlen)
 {
+	return sdfs_connect_keyring(zk_hosts, cluster, timeout_ms, NULL, out, err,
+				    errlen);
+}
+
+/* sdfs_connect_keyring with the keyring already read (@kr NULL: none). */
+static int connect_kr(const char *zk_hosts, const char *cluster, int timeout_ms,
+		      const struct keyring *kr, struct sdfs **out, char *err,
+		      size_t errlen)
+{
+	struct coord_cred cred, *credp = NULL;
 	struct sdfs *s;
 	int ret;
 
@@ -163,6 +201,12 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	if (kr) {
+		auth_cred_of(kr, &s->cred);
+		s->have_cred = 1;
+		if (coord_cred_from_keyring(kr, &cred) == 0)
+			credp = &cred;
+	}
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	atomic_init(&s->replica_timeout_ms, 1500);
 	s->read_timeout_ms = SDFS_READ_TIMEOUT_MS;
@@ -184,8 +228,8 @@ int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 	ret = pool_new(&s->pool);
 	if (ret)
 		goto out_free;
-	ret = coord_open(zk_hosts, cluster, 2000, s->timeout_ms, on_coord_event, s,
-			 &s->coord);
+	ret = coord_open_cred(zk_hosts, cluster, credp, 2000, s->timeout_ms,
+			      on_coord_event, s, &s->coord);
 	if (ret) {
 		if (err)
 			snprintf(err, errlen, "cannot reach ZooKeeper at %s: %s",
@@ -207,11 +251,33 @@ out_free:
 	return ret;
 }
 
+int sdfs_connect_keyring(const char *zk_hosts, const char *cluster, int timeout_ms,
+			 const char *keyring, struct sdfs **out, char *err,
+			 size_t errlen)
+{
+	struct keyring kr;
+	char buf[512];
+	int ret;
+
+	if (!keyring)
+		return connect_kr(zk_hosts, cluster, timeout_ms, NULL, out, err, errlen);
+	ret = keyring_load(keyring, &kr, buf, sizeof(buf));
+	if (ret) {
+		if (err)
+			snprintf(err, errlen, "%s", buf);
+		return ret;
+	}
+	ret = connect_kr(zk_hosts, cluster, timeout_ms, &kr, out, err, errlen);
+	sodium_memzero(&kr, sizeof(kr));
+	return ret;
+}
+
 int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen)
 {
 	struct sdfs_conf conf;
+	struct keyring kr;
 	char buf[512];
-	int ret;
+	int ret, have;
 
 	conf_init(&conf);
 	ret = conf_load(conf_path(conf_file), &conf, buf, sizeof(buf));
@@ -220,7 +286,17 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 			snprintf(err, errlen, "%s", buf);
 		return ret;
 	}
-	ret = sdfs_connect(conf.zk, conf.cluster, conf.timeout_ms, out, err, errlen);
+	ret = auth_keyring_open(NULL, conf.keyring, conf.keyring_set, &kr, buf,
+				sizeof(buf));
+	if (ret && ret != -ENOENT) {
+		if (err)
+			snprintf(err, errlen, "%s", buf);
+		return ret;
+	}
+	have = ret == 0;
+	ret = connect_kr(conf.zk, conf.cluster, conf.timeout_ms, have ? &kr : NULL, out,
+			 err, errlen);
+	sodium_memzero(&kr, sizeof(kr));
 	if (ret == 0) {
 		sdfs_set_replica_timeout(*out, conf.replica_timeout_ms);
 		sdfs_set_read_timeout(*out, conf.read_timeout_ms);

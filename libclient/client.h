@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/auth.h"
 #include "common/cmap.h"
 #include "common/coord.h"
 #include "common/sdfs_proto.h"
@@ -53,6 +54,10 @@ struct sdfs {
 	atomic_uint fence_token;        /* sdfs_set_fence_token: in every mutation */
 
 	struct pool *pool;
+	/* who we are (sdfs_connect_keyring): used where cfg.auth says the
+	 * cluster requires it (the pool, nsclient.c, notify.c) */
+	int have_cred;
+	struct auth_cred cred;
 	/* objio.c: a read asks the next replica too when one has not
 	 * answered in read_timeout_ms; the late ones, under late_mu */
 	int read_timeout_ms;
@@ -95,6 +100,13 @@ int client_map_refresh(struct sdfs *s);
 void client_coord_renew(struct sdfs *s);
 /* Copies and object size; -ENOENT if not formatted. */
 int client_config(struct sdfs *s, struct cluster_config *cfg);
+/*
+ * The handshake on a new connection @fd to a daemon if the cluster
+ * requires authentication (nsclient.c, notify.c); *@sess set either way
+ * (off without). 0, or -EACCES (refused, or no key: logged),
+ * -EPROTONOSUPPORT (an old daemon), a transport -errno.
+ */
+int client_auth(struct sdfs *s, int fd, int timeout_ms, struct auth_sess *sess);
 uint64_t client_req_id(struct sdfs *s);
 /* lock.c: the mds says locks on @ino changed (notify.c): blocking waits
  * of this handle retry now. */

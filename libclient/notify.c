@@ -26,6 +26,11 @@
  * thread waits on its socket in slices of 200 ms and sleeps on a
  * condition variable, so it ends within a slice, a connect (500 ms) or
  * a ZooKeeper read.
+ *
+ * Authentication (the cluster's auth required): each connection runs
+ * the handshake first (client_auth); its session tags every frame of
+ * the channel both ways. A refusal is logged (client_auth) and retried
+ * at the backoff's pace: keys can be fixed without a remount.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -73,6 +78,7 @@ struct notify {
 	struct sdfs_inval *iv;
 	size_t iv_cap;
 	int64_t recheck_ms;             /* when to re-read the active (idle) */
+	struct auth_sess sess;          /* the connection's (on: tagged) */
 	int last_err;                   /* the last error logged; 0: none since
 					   the last subscription */
 	int64_t last_log_ms;
@@ -241,19 +247,41 @@ static int buf_reserve(struct notify *nt, size_t len)
 	return 0;
 }
 
-/* A message's payload into nt->buf, checked against its checksum. */
-static int read_payload(struct notify *nt, int fd, const struct sdfs_hdr *h,
-			int64_t deadline)
+/* A message's payload into nt->buf, then its tag (in a session),
+ * checked: -EBADMSG if either fails. @raw: its header's wire bytes. */
+static int read_payload(struct notify *nt, int fd, const uint8_t *raw,
+			const struct sdfs_hdr *h, int64_t deadline)
 {
+	uint8_t tag[AUTH_TAG_BYTES];
+	int ret = 0;
+
+	if (h->payload_len) {
+		ret = buf_reserve(nt, h->payload_len);
+		if (!ret)
+			ret = io_full(nt, fd, nt->buf, h->payload_len, 0, deadline, 0);
+	}
+	if (!ret && nt->sess.on) {
+		ret = io_full(nt, fd, tag, sizeof(tag), 0, deadline, 0);
+		if (!ret && auth_check(&nt->sess, raw, nt->buf, h->payload_len, tag))
+			ret = -EBADMSG;
+	}
+	if (!ret && h->payload_len && proto_payload_check(h, nt->buf))
+		ret = -EBADMSG;
+	return ret;
+}
+
+/* Send the encoded frame @msg (@len bytes, header first) and its tag. */
+static int send_frame(struct notify *nt, int fd, uint8_t *msg, size_t len,
+		      int64_t deadline)
+{
+	uint8_t tag[AUTH_TAG_BYTES];
 	int ret;
 
-	if (!h->payload_len)
-		return 0;
-	ret = buf_reserve(nt, h->payload_len);
-	if (!ret)
-		ret = io_full(nt, fd, nt->buf, h->payload_len, 0, deadline, 0);
-	if (!ret)
-		ret = proto_payload_check(h, nt->buf);
+	if (nt->sess.on)
+		auth_tag(&nt->sess, msg, msg + SDFS_HDR_SIZE, len - SDFS_HDR_SIZE, tag);
+	ret = io_full(nt, fd, msg, len, 1, deadline, 0);
+	if (!ret && nt->sess.on)
+		ret = io_full(nt, fd, tag, sizeof(tag), 1, deadline, 0);
 	return ret;
 }
 
@@ -281,6 +309,9 @@ static int subscribe(struct notify *nt, int *fdp)
 	fd = net_connect(host, port, NOTIFY_CONNECT_MS);
 	if (fd < 0)
 		return fd;
+	ret = client_auth(nt->s, fd, NOTIFY_IO_MS, &nt->sess);
+	if (ret)
+		goto out_close;
 	req.client_id = nsclient_client_id(nt->s, &req.seq);
 	if (!req.client_id) {
 		ret = -ENOMEM;
@@ -294,7 +325,7 @@ static int subscribe(struct notify *nt, int *fdp)
 	proto_hdr_encode(&h, msg + SDFS_HDR_SIZE, msg);
 
 	deadline = net_now_ms() + NOTIFY_IO_MS;
-	ret = io_full(nt, fd, msg, sizeof(msg), 1, deadline, 0);
+	ret = send_frame(nt, fd, msg, sizeof(msg), deadline);
 	if (!ret)
 		ret = io_full(nt, fd, raw, sizeof(raw), 0, deadline, 0);
 	if (ret)
@@ -304,7 +335,7 @@ static int subscribe(struct notify *nt, int *fdp)
 		ret = -EPROTO;
 		goto out_close;
 	}
-	ret = read_payload(nt, fd, &reply, deadline);   /* none expected */
+	ret = read_payload(nt, fd, raw, &reply, deadline);      /* none expected */
 	if (ret)
 		goto out_close;
 	if (reply.result == SDFS_RES_SHUTDOWN)
@@ -323,7 +354,8 @@ out_close:
 
 /* One NS_NOTIFY whose header is @h: its records to the caller, then
  * the answer. */
-static int handle_notify(struct notify *nt, int fd, const struct sdfs_hdr *h)
+static int handle_notify(struct notify *nt, int fd, const uint8_t *hraw,
+			 const struct sdfs_hdr *h)
 {
 	int64_t deadline = net_now_ms() + NOTIFY_IO_MS;
 	uint8_t raw[SDFS_HDR_SIZE];
@@ -333,7 +365,7 @@ static int handle_notify(struct notify *nt, int fd, const struct sdfs_hdr *h)
 
 	if (h->opcode != SDFS_OP_NS_NOTIFY || (h->flags & SDFS_F_REPLY))
 		return -EPROTO;
-	ret = read_payload(nt, fd, h, deadline);
+	ret = read_payload(nt, fd, hraw, h, deadline);
 	if (ret)
 		return ret;
 	/* records are 16 bytes at least */
@@ -367,7 +399,7 @@ static int handle_notify(struct notify *nt, int fd, const struct sdfs_hdr *h)
 		nt->fn(nt->arg, nt->iv, k);
 	proto_reply_init(&reply, h, SDFS_RES_OK);
 	proto_hdr_encode(&reply, NULL, raw);
-	return io_full(nt, fd, raw, sizeof(raw), 1, net_now_ms() + NOTIFY_IO_MS, 0);
+	return send_frame(nt, fd, raw, sizeof(raw), net_now_ms() + NOTIFY_IO_MS);
 }
 
 /* Serve the subscription on @fd until it breaks: the reason. */
@@ -383,7 +415,7 @@ static int serve(struct notify *nt, int fd)
 			return ret;
 		if (proto_hdr_decode(raw, NOTIFY_MSG_MAX, &h))
 			return -EBADMSG;
-		ret = handle_notify(nt, fd, &h);
+		ret = handle_notify(nt, fd, raw, &h);
 		if (ret)
 			return ret;
 	}

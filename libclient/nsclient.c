@@ -29,6 +29,11 @@
  * refused: the process is gone, and the request never arrived; no
  * active published), or at NSCLIENT_HARD_FACTOR timeouts. Calls with
  * their own short timeout (status queries) end at it.
+ *
+ * Authentication (the cluster's auth required): a new connection runs
+ * the handshake (client_auth) before its first request; an idle one
+ * keeps its session. A refusal (-EACCES) or an mds of an older protocol
+ * ends the call at once with that error: retrying cannot help.
  */
 #include <errno.h>
 #include <poll.h>
@@ -73,6 +78,7 @@ struct nsclient {
 	unsigned zk_seen;               /* s->mds_gen at the last read */
 	int idle[NS_IDLE_MAX];
 	uint64_t idle_gen[NS_IDLE_MAX];
+	struct auth_sess idle_sess[NS_IDLE_MAX];
 	int nidle;
 };
 static uint64_t random_id(void)
@@ -208,7 +214,7 @@ static int active_still(struct sdfs *s, struct nsclient *nc, uint64_t gen)
 /* A connection to the active: *@gen tells which active it was for,
  * *@fresh whether it was connected just now (not an idle one). */
 static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
-		    uint64_t *gen, int *fresh)
+		    uint64_t *gen, int *fresh, struct auth_sess *sess)
 {
 	char host[64];
 	uint16_t port;
@@ -223,6 +229,7 @@ static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
 			*gen = nc->gen;
 			*fresh = 0;
 			fd = nc->idle[nc->nidle];
+			*sess = nc->idle_sess[nc->nidle];
 			pthread_mutex_unlock(&nc->lock);
 			return fd;
 		}
@@ -246,14 +253,25 @@ static int conn_get(struct sdfs *s, struct nsclient *nc, int64_t deadline,
 	int64_t left = deadline - net_now_ms();
 	fd = net_connect(host, port, (int)(left < 1000 ? (left > 0 ? left : 1) : 1000));
 	*fresh = 1;
+	if (fd < 0)
+		return fd;
+	left = deadline - net_now_ms();
+	ret = client_auth(s, fd, (int)(left < AUTH_TIMEOUT_MS ? (left > 0 ? left : 1)
+				       : AUTH_TIMEOUT_MS), sess);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
 	return fd;
 }
 
-static void conn_put(struct nsclient *nc, int fd, uint64_t gen)
+static void conn_put(struct nsclient *nc, int fd, uint64_t gen,
+		     const struct auth_sess *sess)
 {
 	pthread_mutex_lock(&nc->lock);
 	if (gen == nc->gen && nc->nidle < NS_IDLE_MAX) {
 		nc->idle[nc->nidle] = fd;
+		nc->idle_sess[nc->nidle] = *sess;
 		nc->idle_gen[nc->nidle++] = gen;
 		fd = -1;
 	}
@@ -320,15 +338,21 @@ static int io_all(struct attempt *at, int fd, void *buf, size_t len, int writing
 	return 0;
 }
 
-/* One exchange on @fd. 0 with the reply, or a transport -errno. */
-static int exchange(struct attempt *at, int fd, const uint8_t *msg, size_t msg_len,
-		    uint64_t req_id, struct sdfs_hdr *reply, uint8_t **rep)
+/* One exchange on @fd (tagged in session @sess). 0 with the reply, or
+ * a transport -errno. */
+static int exchange(struct attempt *at, int fd, struct auth_sess *sess,
+		    const uint8_t *msg, size_t msg_len, uint64_t req_id,
+		    struct sdfs_hdr *reply, uint8_t **rep)
 {
-	uint8_t h[SDFS_HDR_SIZE];
+	uint8_t h[SDFS_HDR_SIZE], tag[AUTH_TAG_BYTES];
 	int ret;
 
 	*rep = NULL;
+	if (sess->on)
+		auth_tag(sess, msg, msg + SDFS_HDR_SIZE, msg_len - SDFS_HDR_SIZE, tag);
 	ret = io_all(at, fd, (void *)msg, msg_len, 1);
+	if (!ret && sess->on)
+		ret = io_all(at, fd, tag, sizeof(tag), 1);
 	if (ret)
 		return ret;
 	at->sent = 1;
@@ -345,13 +369,26 @@ static int exchange(struct attempt *at, int fd, const uint8_t *msg, size_t msg_l
 		if (!*rep)
 			return -ENOMEM;
 		ret = io_all(at, fd, *rep, reply->payload_len, 0);
-		if (!ret)
-			ret = proto_payload_check(reply, *rep);
 		if (ret) {
 			free(*rep);
 			*rep = NULL;
-			return ret == -EPROTO ? -EPROTO : ret;
+			return ret;
 		}
+	}
+	if (sess->on) {
+		ret = io_all(at, fd, tag, sizeof(tag), 0);
+		if (!ret && auth_check(sess, h, *rep, reply->payload_len, tag)) {
+			log_every(LOG_EVERY_MS, LOG_WARNING, "mds: a reply failed its MAC; "
+				  "dropping the connection");
+			ret = -EPROTO;
+		}
+	}
+	if (!ret && reply->payload_len)
+		ret = proto_payload_check(reply, *rep);
+	if (ret) {
+		free(*rep);
+		*rep = NULL;
+		return ret;
 	}
 	return 0;
 }
@@ -439,10 +476,15 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 
 	for (;;) {
 		struct attempt at = { .s = s, .nc = nc };
+		struct auth_sess sess;
 		int64_t lim = strict ? deadline : hard;
 		int fresh = 0;
-		int fd = conn_get(s, nc, lim, &at.gen, &fresh);
+		int fd = conn_get(s, nc, lim, &at.gen, &fresh, &sess);
 
+		if (fd == -EACCES || fd == -EPROTONOSUPPORT) {
+			free(msg);      /* refused: another try cannot help */
+			return fd;
+		}
 		if (fd < 0) {
 			ret = fd;
 			if (fd != -ENOENT)
@@ -459,7 +501,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		 * timeout, only by the attempt's bound */
 		at.deadline = now + NS_ATTEMPT_MS < lim ? now + NS_ATTEMPT_MS : lim;
 		tries++;
-		ret = exchange(&at, fd, msg, msg_len, h.req_id, reply, rep);
+		ret = exchange(&at, fd, &sess, msg, msg_len, h.req_id, reply, rep);
 		sent |= at.sent;
 		/* an mds answered, or held the request without refusing it
 		 * (a hung or deposed one: its successor must be asked) */
@@ -479,7 +521,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 			ret = -ESHUTDOWN;
 			goto retry;
 		}
-		conn_put(nc, fd, at.gen);
+		conn_put(nc, fd, at.gen, &sess);
 		ret = proto_ns_result(reply);
 		if (ret) {
 			free(*rep);

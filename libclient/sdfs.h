@@ -42,6 +42,17 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 /* The same from explicit values; @timeout_ms 0 = default (10 s). */
 int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,
 		 struct sdfs **out, char *err, size_t errlen);
+/*
+ * sdfs_connect as the holder of the keyring file @keyring (NULL: none;
+ * docs/config.md): its key proves who we are to the daemons where the
+ * cluster requires authentication (docs/security.md), and its
+ * credentials open the ZooKeeper session. A keyring that cannot be read
+ * fails (-errno, the reason in @err). sdfs_open does this with the
+ * config's `keyring =` (its default file only if it exists).
+ */
+int sdfs_connect_keyring(const char *zk_hosts, const char *cluster, int timeout_ms,
+			 const char *keyring, struct sdfs **out, char *err,
+			 size_t errlen);
 void sdfs_close(struct sdfs *s);        /* NULL ok */
 
 /* Per-operation timeout, in milliseconds. */

@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "common/auth.h"
 #include "common/csum.h"
 #include "common/log.h"
 #include "common/proto.h"
@@ -41,6 +42,8 @@ struct lease_sub {
 	uint64_t client;
 	uint32_t cache_ms;
 	int fd;                         /* -1: no channel now */
+	struct auth_sess *tx;           /* fd's session (NULL: none); its tx
+					   direction is used under wlock */
 	uint64_t seq, acked;            /* under leases.mu */
 	uint64_t chan;                  /* +1 when the channel changes */
 	pthread_mutex_t wlock;          /* one message at a time on fd */
@@ -157,7 +160,7 @@ static struct lease_sub *sub_find(struct leases *l, uint64_t client)
 }
 
 struct lease_sub *lease_subscribe(struct leases *l, uint64_t client, uint32_t cache_ms,
-				  int fd)
+				  int fd, struct auth_sess *tx)
 {
 	struct lease_sub *s;
 
@@ -180,6 +183,7 @@ struct lease_sub *lease_subscribe(struct leases *l, uint64_t client, uint32_t ca
 	 * what is granted from now (old leases keep their end). */
 	s->cache_ms = cache_ms;
 	s->fd = fd;
+	s->tx = tx;
 	/* Whatever was sent on an old channel is lost with it: its
 	 * waiters wait out those leases instead. */
 	s->chan++;
@@ -204,6 +208,7 @@ void lease_unsubscribe(struct lease_sub *s, int fd)
 	pthread_mutex_lock(&s->l->mu);
 	if (s->fd == fd) {
 		s->fd = -1;
+		s->tx = NULL;
 		s->chan++;
 		pthread_cond_broadcast(&s->l->acked);
 		log_info("client=%016" PRIx64 ": invalidation channel closed; its "
@@ -396,8 +401,9 @@ static int push(struct leases *l, uint64_t client, const struct target *t, size_
 {
 	size_t len = 0, off = 0;
 	struct lease_sub *s;
-	uint8_t hb[SDFS_HDR_SIZE], *pl;
+	uint8_t hb[SDFS_HDR_SIZE], *pl, tag[AUTH_TAG_BYTES];
 	struct sdfs_hdr h = { .opcode = SDFS_OP_NS_NOTIFY };
+	struct auth_sess *tx;
 	int fd, ret = 0;
 
 	pthread_mutex_lock(&l->mu);
@@ -420,6 +426,7 @@ static int push(struct leases *l, uint64_t client, const struct target *t, size_
 	pthread_mutex_lock(&s->wlock);
 	pthread_mutex_lock(&l->mu);
 	fd = s->fd;
+	tx = s->tx;
 	*seq = ++s->seq;
 	*chan = s->chan;
 	pthread_mutex_unlock(&l->mu);
@@ -430,12 +437,16 @@ static int push(struct leases *l, uint64_t client, const struct target *t, size_
 	h.req_id = *seq;
 	h.payload_len = (uint32_t)len;
 	proto_hdr_encode(&h, pl, hb);
-	struct iovec iov[2] = { { hb, sizeof(hb) }, { pl, len } };
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 2 };
+	struct iovec iov[3] = { { hb, sizeof(hb) }, { pl, len }, { tag, 0 } };
+	if (tx && tx->on) {
+		auth_tag(tx, hb, pl, len, tag);
+		iov[2].iov_len = sizeof(tag);
+	}
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = 3 };
 	/* Never block an operation on a client that does not read: a
 	 * message that does not fit breaks the channel (it reconnects). */
 	ssize_t sent = sendmsg(fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-	if (sent != (ssize_t)(sizeof(hb) + len)) {
+	if (sent != (ssize_t)(sizeof(hb) + len + iov[2].iov_len)) {
 		log_warn("client=%016" PRIx64 ": cannot send an invalidation (%s); "
 			 "closing its channel", client, sent < 0 ? strerror(errno) : "short");
 		shutdown(fd, SHUT_RDWR);

@@ -46,9 +46,13 @@ void leases_free(struct leases *l);     /* no subscription may be left */
 
 /* @fd (owned by the caller, open until lease_unsubscribe) becomes
  * @client's channel; a client that subscribes again replaces its old
- * channel. NULL on ENOMEM. */
+ * channel. @tx (NULL: none): the connection's session, borrowed until
+ * lease_unsubscribe; notifications are tagged with its tx direction
+ * under the subscription's lock, nothing else may send on @fd meanwhile.
+ * NULL on ENOMEM. */
+struct auth_sess;
 struct lease_sub *lease_subscribe(struct leases *l, uint64_t client, uint32_t cache_ms,
-				  int fd);
+				  int fd, struct auth_sess *tx);
 /* The client answered the notification numbered @seq on channel @fd. */
 void lease_acked(struct lease_sub *sub, int fd, uint64_t seq);
 /* The channel @fd is gone (closed after this; a newer channel of the

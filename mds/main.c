@@ -30,7 +30,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/auth.h"
 #include "common/coord.h"
+#include "common/coord_auth.h"
+#include "common/keydb.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/version.h"
@@ -60,6 +63,7 @@ static void usage(FILE *f)
 "  -l, --listen HOST:PORT address to listen on (default: the config's\n"
 "                         public_addr, else 127.0.0.1, port 7100)\n"
 "  -c, --conf FILE        cluster config file (default $SDFS_CONF, then %s)\n"
+"  -k, --keyring FILE     this daemon's key (default: the config's keyring =)\n"
 "      --zk HOSTS         ZooKeeper hosts, overrides the config file\n"
 "      --cluster NAME     cluster name, overrides the config file\n"
 "  -v, --log-level LEVEL  err, warn, info or debug (default info)\n"
@@ -104,6 +108,7 @@ static int parse_args(struct mds *m, int argc, char **argv)
 		{ "name", required_argument, NULL, 'n' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "conf", required_argument, NULL, 'c' },
+		{ "keyring", required_argument, NULL, 'k' },
 		{ "zk", required_argument, NULL, 'Z' },
 		{ "cluster", required_argument, NULL, 'C' },
 		{ "log-level", required_argument, NULL, 'v' },
@@ -117,11 +122,18 @@ static int parse_args(struct mds *m, int argc, char **argv)
 	char err[256];
 	int c, lvl;
 
-	while ((c = getopt_long(argc, argv, "n:l:c:v:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:c:k:v:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': name = optarg; break;
 		case 'l': listen = optarg; break;
 		case 'c': conf_file = optarg; break;
+		case 'k':
+			if (strlen(optarg) >= sizeof(m->keyring)) {
+				fprintf(stderr, "sdfs-mds: --keyring path too long\n");
+				return -1;
+			}
+			strcpy(m->keyring, optarg);
+			break;
 		case 'Z': zk = optarg; break;
 		case 'C': cluster = optarg; break;
 		case 'v':
@@ -380,12 +392,47 @@ static int take_over(struct mds *m, char *why, size_t whylen)
 
 static char ident[64];
 
+/* With the cluster's auth required: the keys it accepts, from ZooKeeper
+ * (kept current), before the server starts. 0 or -errno, logged. */
+static int auth_setup(struct mds *m, const struct keyring *kr, int have_kr)
+{
+	struct cluster_config cfg;
+	int ret = coord_config_get(m->coord, &cfg);
+
+	if (ret) {
+		log_err("cannot read the cluster config: %s", strerror(-ret));
+		return ret;
+	}
+	m->auth = cfg.auth == CMAP_AUTH_REQUIRED;
+	if (!m->auth)
+		return 0;
+	if (!have_kr || !kr->has_secret) {
+		log_err("cluster=%s requires authentication: this daemon needs a "
+			"keyring with its key and the cluster secret (--keyring, or "
+			"keyring = in sdfs.conf; sdfs auth get)", m->conf.cluster);
+		return -EACCES;
+	}
+	ret = keydb_new(&m->keydb);
+	if (!ret)
+		ret = coord_auth_follow(m->coord, kr->secret, m->keydb);
+	if (ret) {
+		log_err("cannot load the cluster's keys: %s", strerror(-ret));
+		return ret;
+	}
+	log_info("authentication required: key %s, %zu keys known", kr->name,
+		 keydb_count(m->keydb));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct mds m = { .listen_fd = -1 };
+	static struct keyring kr;       /* the secret, borrowed by coord_auth */
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct coord_cred cred, *credp = NULL;
+	const char *kr_path;
 	char err[256];
-	int ret;
+	int ret, have_kr;
 
 	saved_argv = argv;
 	if (parse_args(&m, argc, argv))
@@ -404,8 +451,18 @@ int main(int argc, char **argv)
 	}
 	/* libsdfs logs through common/log.c too, so its lines already reach
 	 * our log: no sdfs_set_log (its sink would call log_write again). */
-	ret = sdfs_connect(m.conf.zk, m.conf.cluster, m.conf.timeout_ms, &m.sdfs,
-			   err, sizeof(err));
+	ret = auth_keyring_open(m.keyring, m.conf.keyring, m.conf.keyring_set, &kr, err,
+				sizeof(err));
+	have_kr = ret == 0;
+	if (ret && ret != -ENOENT) {
+		log_err("%s", err);
+		return 1;
+	}
+	kr_path = m.keyring[0] ? m.keyring : m.conf.keyring;
+	if (have_kr && coord_cred_from_keyring(&kr, &cred) == 0)
+		credp = &cred;
+	ret = sdfs_connect_keyring(m.conf.zk, m.conf.cluster, m.conf.timeout_ms,
+				   have_kr ? kr_path : NULL, &m.sdfs, err, sizeof(err));
 	if (ret) {
 		log_err("cannot connect to cluster %s: %s", m.conf.cluster, err);
 		return 1;
@@ -421,12 +478,14 @@ int main(int argc, char **argv)
 		if (!logged++)
 			log_info("cluster=%s is not formatted yet; waiting", m.conf.cluster);
 	}
-	ret = coord_open(m.conf.zk, m.conf.cluster, m.conf.session_ms, 15000,
-			 on_coord, &m, &m.coord);
+	ret = coord_open_cred(m.conf.zk, m.conf.cluster, credp, m.conf.session_ms, 15000,
+			      on_coord, &m, &m.coord);
 	if (ret) {
 		log_err("cannot reach ZooKeeper at %s: %s", m.conf.zk, strerror(-ret));
 		return 1;
 	}
+	if (auth_setup(&m, &kr, have_kr))
+		return 1;
 	atomic_store(&m.zk_connected, 1);
 	/* Half the session: a stopped process's lease runs out well before
 	 * ZooKeeper lets a successor be elected. */

@@ -39,6 +39,11 @@ struct mds {
 	 * has talked to ZooKeeper again (and then it learns it is deposed). */
 	atomic_int_fast64_t lease_at;
 	int lease_ms;
+
+	/* authentication (common/auth.h), set before server_start */
+	char keyring[512];              /* --keyring; else conf.keyring */
+	int auth;                       /* the cluster's auth is required */
+	struct keydb *keydb;            /* the keys it accepts */
 };
 
 /* May this mds acknowledge anything now? (serving, and the lease is fresh) */

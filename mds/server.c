@@ -14,6 +14,14 @@
  * idle_timeout_ms is closed (libclient opens another, nsclient.c), an
  * invalidation channel excepted; beyond max_conns, new connections are
  * closed as soon as accepted.
+ *
+ * Authentication (m->auth, common/auth.h): a connection's first frames
+ * are the handshake (auth_server_run); a peer that fails it, or sends
+ * anything else first, gets SDFS_RES_AUTH and is closed, with a log
+ * line naming its address (and key) at most every AUTH_LOG_MS. Then
+ * every frame carries its tag; one that fails it closes the
+ * connection. On an invalidation channel the tx direction passes to
+ * lease.c with the fd (its writers hold the subscription's lock).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,7 +32,11 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sodium.h>
 
+#include "common/auth.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
@@ -37,12 +49,16 @@ static_assert(SDFS_NS_REQ_SIZE + SDFS_NS_CHUNKS_HDR + 8 * SDFS_NS_CHUNKS_MAX <= 
 	      "a full chunk report fits a request");
 
 #define BUF_MIN 4096                   /* a request buffer's first size */
+#define AUTH_LOG_MS 3000                /* refusals: a log line at most this often */
 
 struct conn {
 	struct mds *m;
 	int fd;
 	uint8_t *buf;                   /* the request; grows to REQ_MAX */
 	size_t cap;
+	char peer[64];                  /* ip:port */
+	struct auth_sess sess;          /* on: frames carry tags */
+	struct auth_ident who;          /* the peer's key (m->auth) */
 };
 
 /* Wait until @fd is readable, at most until @deadline (monotonic ms;
@@ -129,6 +145,27 @@ static int read_payload(struct conn *c, size_t len, int64_t deadline)
 	return 0;
 }
 
+/* A frame's tag (after its payload), checked: 0, or < 0 to close. */
+static int read_tag(struct conn *c, const uint8_t *hb, const uint8_t *payload,
+		    size_t len, int64_t deadline)
+{
+	uint8_t tag[AUTH_TAG_BYTES];
+	int ret;
+
+	if (!c->sess.on)
+		return 0;
+	ret = read_full(c->fd, tag, sizeof(tag), deadline);
+	if (ret)
+		return ret;
+	if (auth_check(&c->sess, hb, payload, len, tag)) {
+		log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s key=%s: a frame failed its "
+			  "MAC (altered, replayed or injected); closing the connection",
+			  c->peer, c->who.name);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 /* Say why a frame timed out, at most every 10 s for all connections. */
 static int frame_late(struct conn *c, int ret)
 {
@@ -186,6 +223,9 @@ static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
 	/* The last check before acknowledging: a deposed mds says nothing. */
 	if (res != SDFS_RES_SHUTDOWN && !mds_may_reply(c->m))
 		return -ESHUTDOWN;
+	if (c->sess.on)
+		return auth_send_raw(c->fd, &c->sess, hb, h.payload_len ? rep->data : NULL,
+				     h.payload_len, net_now_ms() + c->m->conf.frame_timeout_ms);
 	if (!h.payload_len)
 		return write_full(c->fd, hb, sizeof(hb));
 	/* one send for header and payload (small replies are one packet) */
@@ -226,7 +266,8 @@ static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
 	ret = send_reply(c, h, 0, NULL);
 	if (ret)
 		return ret;
-	sub = lease_subscribe(l, req->client_id, (uint32_t)req->arg, c->fd);
+	sub = lease_subscribe(l, req->client_id, (uint32_t)req->arg, c->fd,
+			      c->sess.on ? &c->sess : NULL);
 	if (!sub)
 		return -ENOMEM;
 	for (;;) {
@@ -239,6 +280,8 @@ static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
 		ret = proto_hdr_decode(hb, 0, &a);
 		if (!ret && (!(a.flags & SDFS_F_REPLY) || a.opcode != SDFS_OP_NS_NOTIFY))
 			ret = -EPROTO;
+		if (!ret)
+			ret = read_tag(c, hb, NULL, 0, dl);     /* rx: ours alone */
 		if (ret) {
 			log_warn("client=%016" PRIx64 ": bad message on its invalidation "
 				 "channel; closing it", req->client_id);
@@ -283,6 +326,8 @@ static int serve_one(struct conn *c)
 	if (h.flags & SDFS_F_REPLY)
 		return -EPROTO;
 	ret = frame_late(c, read_payload(c, h.payload_len, deadline));
+	if (!ret)
+		ret = frame_late(c, read_tag(c, hb, c->buf, h.payload_len, deadline));
 	if (ret)
 		return ret;
 	payload_buf = c->buf;
@@ -302,7 +347,7 @@ static int serve_one(struct conn *c)
 	const char *name2 = name + req.name_len;
 	const uint8_t *data = (const uint8_t *)name2 + req.name2_len;
 
-	struct ns_caller who = { .key = NULL, .uid = 0, .gid = 0 };
+	struct ns_caller who = { .key = m->auth ? &c->who : NULL, .uid = 0, .gid = 0 };
 
 	ret = ns_exec(m->ns, &who, h.opcode, &req, name, name2, data, &rep);
 	if (ns_failed(m->ns)) {
@@ -328,8 +373,22 @@ static void *conn_main(void *arg)
 	setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	c->cap = BUF_MIN;
 	c->buf = malloc(c->cap);
+	if (c->buf && c->m->auth) {
+		char why[256] = "";
+		int ret = auth_server_run(c->fd, c->m->keydb, ms, &c->sess, &c->who, why,
+					  sizeof(why));
+
+		if (ret) {
+			log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s: authentication "
+				  "refused: %s; closing", c->peer, why);
+			goto out;
+		}
+		log_debug("peer=%s: authenticated as %s", c->peer, c->who.name);
+	}
 	while (c->buf && serve_one(c) == 0)
 		;
+out:
+	sodium_memzero(&c->sess, sizeof(c->sess));
 	free(c->buf);
 	close(c->fd);
 	atomic_fetch_sub(&c->m->conns, 1);
@@ -343,7 +402,9 @@ static void *accept_main(void *arg)
 
 	net_set_nonblock(m->listen_fd, 0);
 	for (;;) {
-		int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct sockaddr_in sa;
+		socklen_t sl = sizeof(sa);
+		int fd = accept4(m->listen_fd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
 		struct conn *c;
 		pthread_t t;
 		pthread_attr_t attr;
@@ -372,6 +433,14 @@ static void *accept_main(void *arg)
 		}
 		c->m = m;
 		c->fd = fd;
+		if (sa.sin_family == AF_INET) {
+			char ip[INET_ADDRSTRLEN];
+
+			inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+			snprintf(c->peer, sizeof(c->peer), "%s:%u", ip, ntohs(sa.sin_port));
+		} else {
+			snprintf(c->peer, sizeof(c->peer), "fd%d", fd);
+		}
 		atomic_fetch_add(&m->conns, 1);
 		pthread_attr_init(&attr);
 		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

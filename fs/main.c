@@ -308,18 +308,16 @@ static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size
 	}
 	if (!fs->o.timeout_ms)          /* not given with -o: the config's */
 		fs->o.timeout_ms = c.timeout_ms;
-	/* libsdfs takes the key from $SDFS_KEYRING: -o keyring=, else the
-	 * config's keyring (absolute: the background daemon runs from /) */
-	if (a->keyring) {
-		setenv("SDFS_KEYRING", a->keyring, 1);
-	} else if (!getenv("SDFS_KEYRING") &&
-		   (c.keyring_set || access(c.keyring, F_OK) == 0)) {
-		char *abs = realpath(c.keyring, NULL);
+	/* the key: -o keyring=, else $SDFS_KEYRING, else the config's
+	 * keyring = (its default file only if it exists) */
+	const char *env = getenv("SDFS_KEYRING"), *keyring = a->keyring;
 
-		setenv("SDFS_KEYRING", abs ? abs : c.keyring, 1);
-		free(abs);
-	}
-	ret = sdfs_connect(c.zk, a->cluster, fs->o.timeout_ms, &fs->s, err, sizeof(err));
+	if (!keyring && env && *env)
+		keyring = env;
+	else if (!keyring && (c.keyring_set || access(c.keyring, F_OK) == 0))
+		keyring = c.keyring;
+	ret = sdfs_connect_keyring(c.zk, a->cluster, fs->o.timeout_ms, keyring, &fs->s,
+				   err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster, err);
 		return ret;

@@ -19,7 +19,8 @@
 
 struct cli {
 	const char *conf;       /* -c FILE */
-	const char *keyring;    /* --keyring FILE (also in $SDFS_KEYRING) */
+	const char *keyring;    /* --keyring FILE; NULL: $SDFS_KEYRING, then
+				   the config's keyring = */
 	int json;               /* --json */
 	int verbose;            /* -v: library warnings to stderr */
 	int argc;               /* the command's own arguments */

@@ -73,9 +73,7 @@ int main(int argc, char **argv)
 				cli_init(&cli);
 				return cli_usage("sdfs --keyring FILE ...");
 			}
-			/* libsdfs finds it there too (sdfs_open) */
 			cli.keyring = argv[++i];
-			setenv("SDFS_KEYRING", cli.keyring, 1);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			help = 1;
 		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {

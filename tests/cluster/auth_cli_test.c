@@ -304,6 +304,20 @@ static void check(const char *path, size_t len, unsigned seed)
 	free(got);
 }
 
+/* Copy the file @from to @to (mode 0600). */
+static void copy_file(const char *from, const char *to)
+{
+	char buf[8192];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t n;
+
+	cr_assert(in >= 0 && out >= 0, "%s -> %s: %s", from, to, strerror(errno));
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
 /*
  * auth rotate of a mount's key with the mount up: it keeps working
  * within the grace (its connections proved the old key), and after the
@@ -314,7 +328,9 @@ static void check(const char *path, size_t len, unsigned seed)
  */
 Test(auth_rotate, a_mount_keeps_working_across_its_key_rotation)
 {
-	char keyring[PATH_MAX], path[PATH_MAX + 64], key1[128], key2[128], caps[256];
+	char keyring[PATH_MAX], old[PATH_MAX], path[PATH_MAX + 64], key1[128], key2[128];
+	char caps[256], *out, *err;
+	int st;
 	const char *mnt = tcluster_mnt(tc);
 	int64_t until;
 	unsigned n = 0;
@@ -324,6 +340,8 @@ Test(auth_rotate, a_mount_keeps_working_across_its_key_rotation)
 	cr_assert(ls_entry("client.mount1", caps, sizeof(caps), &until),
 		  "dev up made no key for its mount");
 	keyring_key(keyring, key1, sizeof(key1));
+	snprintf(old, sizeof(old), "%s/old-mount1.keyring", tcluster_dir(tc));
+	copy_file(keyring, old);
 	for (; n < 4; n++) {
 		snprintf(path, sizeof(path), "%s/f%u", mnt, n);
 		put(path, 256 << 10, n);
@@ -333,7 +351,8 @@ Test(auth_rotate, a_mount_keeps_working_across_its_key_rotation)
 	keyring_key(keyring, key2, sizeof(key2));
 	cr_assert_str_neq(key1, key2);
 	cr_assert_eq(file_mode(keyring), 0600);
-	/* within the grace */
+	/* within the grace the old key still opens the namespace */
+	free(ok("--keyring %s fs ls /", old));
 	for (; n < 8; n++) {
 		snprintf(path, sizeof(path), "%s/f%u", mnt, n);
 		put(path, 256 << 10, n);
@@ -342,9 +361,16 @@ Test(auth_rotate, a_mount_keeps_working_across_its_key_rotation)
 		snprintf(path, sizeof(path), "%s/f%u", mnt, i);
 		check(path, 256 << 10, i);
 	}
-	/* past the grace (auth ls shows no deadline any more) */
+	/* past the grace (auth ls shows no deadline any more) the old key
+	 * opens nothing */
 	while (ls_entry("client.mount1", caps, sizeof(caps), &until) && until > 0)
 		tsleep_ms(500);
+	st = tcluster_sdfs(tc, &out, &err, "--keyring %s fs ls /", old);
+	cr_assert_neq(st, 0, "the old key still works after the grace: %s", out);
+	cr_log_info("the old key after the grace: exit %d: %s", st, err);
+	free(out);
+	free(err);
+	free(ok("--keyring %s fs ls /", keyring));
 	for (; n < 12; n++) {
 		snprintf(path, sizeof(path), "%s/f%u", mnt, n);
 		put(path, 256 << 10, n);

@@ -321,10 +321,11 @@ static void copy_file(const char *from, const char *to)
 /*
  * auth rotate of a mount's key with the mount up: it keeps working
  * within the grace (its connections proved the old key), and after the
- * grace, when the daemons drop what the old key opened, it reconnects
+ * grace, when it connects again (the mds and a block daemon restarted),
  * with the new keyring (auth rotate -o wrote it where the mount reads
  * it); a restart on the new keyring reads everything back. Every file
- * written and acknowledged reads back whole.
+ * written and acknowledged reads back whole. The old key, in a copy of
+ * the keyring, works within the grace and is refused after it.
  */
 Test(auth_rotate, a_mount_keeps_working_across_its_key_rotation)
 {
@@ -371,6 +372,14 @@ Test(auth_rotate, a_mount_keeps_working_across_its_key_rotation)
 	free(out);
 	free(err);
 	free(ok("--keyring %s fs ls /", keyring));
+	/* the mount's connections to these two go: it connects again, with
+	 * the new keyring (whether or not the daemons already closed what
+	 * the old key opened) */
+	cr_assert_eq(tcluster_term(tc, "mds.0"), 0);
+	cr_assert_eq(tcluster_restart(tc, "mds.0"), 0, "mds.0 did not start again");
+	cr_assert_eq(tcluster_wait_mds(tc, 1, TCLUSTER_WAIT_MS), 0, "no active mds");
+	cr_assert_eq(tcluster_term(tc, "blockd.0"), 0);
+	cr_assert_eq(tcluster_restart(tc, "blockd.0"), 0, "blockd.0 did not start again");
 	for (; n < 12; n++) {
 		snprintf(path, sizeof(path), "%s/f%u", mnt, n);
 		put(path, 256 << 10, n);

@@ -234,6 +234,22 @@ Test(auth_cli, add_ls_get_rotate_rm_round_trip)
 	/* the admin cannot cut the branch it sits on */
 	fails(1, "client.admin", "auth rm client.admin");
 	cr_assert(ls_entry("client.admin", caps, sizeof(caps), &until));
+
+	/* an admin keyring carries the secret; rotating one's own key (no
+	 * grace) rewrites the keyring in use, which goes on working */
+	char admin[PATH_MAX];
+	snprintf(admin, sizeof(admin), "%s/keyring", tcluster_dir(tc));
+	keyring_key(admin, key1, sizeof(key1));
+	snprintf(file, sizeof(file), "%s/admin-copy.keyring", tcluster_dir(tc));
+	free(ok("auth get client.admin -o %s", file));
+	cr_assert(file_has(file, "secret"), "an admin keyring without the secret");
+	free(ok("auth rotate client.admin --grace 0"));
+	keyring_key(admin, key2, sizeof(key2));
+	cr_assert_str_neq(key1, key2, "rotating client.admin left its keyring alone");
+	cr_assert_eq(file_mode(admin), 0600);
+	cr_assert(ls_entry("client.admin", caps, sizeof(caps), &until),
+		  "the rotated admin keyring no longer works");
+	fails(1, "rotated", "--keyring %s auth ls", file);
 }
 
 /* A keyring without admin caps: auth and format say so and change

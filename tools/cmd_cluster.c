@@ -84,10 +84,9 @@ static int cluster_format(struct cli *cli, struct sdfs *unused)
 				 "[--out-grace S] [--auth none] [--force]");
 	if ((ret = keyadm_conf(cli, &ka)))
 		return ret;
-	if (auth && !ka.path[0])
-		return cli_fail("format: no keyring file for the admin key (set keyring = "
-				"FILE in %s, or use --keyring FILE; --auth none: no keys)",
-				ka.conf_path);
+	/* the config's default file, which every program reads if it exists */
+	if (!ka.path[0])
+		snprintf(ka.path, sizeof(ka.path), "%s", ka.conf.keyring);
 	/* The keyring there, if any: an admin's may reformat its cluster. */
 	if (ka.path[0] && stat(ka.path, &st) == 0 && (ret = keyadm_load(&ka, "format")))
 		return ret;

@@ -36,6 +36,9 @@ static int format_allowed(struct keyadm *ka, const struct cluster_config *cfg,
 					"config, or --keyring FILE");
 		if (keyadm_check_admin(ka, "format"))
 			return 1;
+		if (!auth)      /* its ZooKeeper nodes stay secured by the secret */
+			return cli_fail("format: --auth none on a cluster with keys: "
+					"format a new cluster (another name) instead");
 		*keep = 1;
 		return 0;
 	}

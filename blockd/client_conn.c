@@ -377,9 +377,12 @@ static int conn_read_header(struct conn *c)
 
 	if (max < 8 * SDFS_MAX_LIST)
 		max = 8 * SDFS_MAX_LIST;
-	if (!c->authed)
-		max = AUTH_FRAME_MAX - SDFS_HDR_SIZE;   /* a handshake frame */
 	ret = proto_hdr_decode(c->hdr_buf, max, &c->hdr);
+	if (!ret && !c->authed && !auth_is_handshake(&c->hdr)) {
+		/* refused unread: no payload of a stranger is held */
+		conn_auth_frame(c, &c->hdr, NULL);
+		return -1;
+	}
 	if (ret == -EPROTONOSUPPORT) {
 		struct sdfs_hdr r;
 		uint8_t wire[SDFS_HDR_SIZE];
@@ -389,9 +392,11 @@ static int conn_read_header(struct conn *c)
 		proto_hdr_encode(&r, NULL, wire);
 		if (write(c->fd, wire, sizeof(wire)) < 0)
 			log_debug("peer=%s: write: %s", c->peer, strerror(errno));
-		log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s: speaks protocol %u.x, not "
-			  "%u.x; refused", c->peer, c->hdr.major, SDFS_PROTO_MAJOR);
-		conn_close(c, NULL);
+		char why[96];
+
+		snprintf(why, sizeof(why), "speaks protocol %u.x, not %u.x",
+			 c->hdr.major, SDFS_PROTO_MAJOR);
+		conn_close(c, why);
 		return -1;
 	}
 	if (ret) {

@@ -411,6 +411,13 @@ static int refuse(const struct sdfs_hdr *h, const char *reason, uint8_t *out,
 	return -EACCES;
 }
 
+int auth_is_handshake(const struct sdfs_hdr *h)
+{
+	return !(h->flags & SDFS_F_REPLY) &&
+	       (h->opcode == SDFS_OP_AUTH_HELLO || h->opcode == SDFS_OP_AUTH_PROOF) &&
+	       h->payload_len <= AUTH_FRAME_MAX - SDFS_HDR_SIZE;
+}
+
 int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
 		     const uint8_t *payload, uint8_t *out, size_t *outlen,
 		     struct auth_sess *s, struct auth_ident *who,
@@ -421,7 +428,7 @@ int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
 	uint8_t th[32], want[AUTH_PROOF_BYTES], pl[AUTH_FRAME_MAX];
 	const uint8_t *key = NULL;
 
-	if (h->flags & SDFS_F_REPLY)
+	if (!auth_is_handshake(h))
 		goto unexpected;
 	if (as->state == AUTH_S_HELLO && h->opcode == SDFS_OP_AUTH_HELLO) {
 		size_t nl = h->payload_len > AUTH_NONCE_BYTES
@@ -512,10 +519,27 @@ int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *
 
 	auth_server_init(&as, db);
 	for (;;) {
+		uint8_t hb[SDFS_HDR_SIZE];
 		size_t len = 0;
 		struct iovec iov;
 
-		ret = recv_plain(fd, &h, pl, deadline);
+		ret = auth_read_full(fd, hb, sizeof(hb), deadline);
+		if (!ret)
+			ret = proto_hdr_decode(hb, SDFS_MAX_PAYLOAD, &h);
+		if (!ret && !auth_is_handshake(&h)) {
+			/* refused unread: no payload of a stranger is held */
+			ret = auth_server_step(&as, &h, NULL, out, &len, s, who, why, whylen);
+			iov = (struct iovec){ out, len };
+			write_iov(fd, &iov, 1, deadline);
+			return ret;
+		}
+		if (!ret) {
+			ret = auth_read_full(fd, pl, h.payload_len, deadline);
+			if (!ret && proto_payload_check(&h, pl))
+				ret = -EPROTO;
+		} else if (ret != -EPROTONOSUPPORT) {
+			ret = -EPROTO;
+		}
 		if (ret == -EPROTONOSUPPORT) {
 			struct sdfs_hdr r;
 

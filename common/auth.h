@@ -115,6 +115,10 @@ struct auth_server {
 };
 
 void auth_server_init(struct auth_server *as, struct keydb *db);
+/* Is @h a handshake frame (a request of AUTH_HELLO or AUTH_PROOF, its
+ * payload within AUTH_FRAME_MAX)? Any other frame before the handshake
+ * is done goes to auth_server_step unread (payload NULL): refused. */
+int auth_is_handshake(const struct sdfs_hdr *h);
 /*
  * One handshake frame from the client (@h checked, @payload its
  * payload). Writes the answer into @out (*@outlen bytes, untagged: send

@@ -7,6 +7,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -162,4 +163,73 @@ int wire_wait_closed(int fd, int timeout_ms)
 		if (n < 0 && errno != EAGAIN && errno != EINTR)
 			return -errno;
 	}
+}
+
+int wire_auth(int fd, const char *name, const uint8_t key[AUTH_KEY_BYTES],
+	      struct auth_sess *s, char *err, size_t errlen)
+{
+	struct auth_cred cred = { 0 };
+
+	snprintf(cred.name, sizeof(cred.name), "%s", name);
+	memcpy(cred.key, key, AUTH_KEY_BYTES);
+	memset(s, 0, sizeof(*s));
+	return auth_client_run(fd, &cred, 5000, s, err, errlen);
+}
+
+size_t wire_frame_auth(struct auth_sess *s, const struct sdfs_hdr *h,
+		       const void *payload, uint8_t *out)
+{
+	proto_hdr_encode(h, payload, out);
+	if (h->payload_len)
+		memcpy(out + SDFS_HDR_SIZE, payload, h->payload_len);
+	auth_tag(s, out, payload, h->payload_len, out + SDFS_HDR_SIZE + h->payload_len);
+	return SDFS_HDR_SIZE + h->payload_len + AUTH_TAG_BYTES;
+}
+
+int wire_send_req_auth(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
+		       const void *payload)
+{
+	uint8_t *buf = malloc(SDFS_HDR_SIZE + h->payload_len + AUTH_TAG_BYTES);
+	int ret;
+
+	cr_assert_not_null(buf);
+	ret = wire_send(fd, buf, wire_frame_auth(s, h, payload, buf));
+	free(buf);
+	return ret;
+}
+
+int wire_recv_reply_auth(int fd, struct auth_sess *s, struct sdfs_hdr *h,
+			 void *buf, size_t cap, int timeout_ms)
+{
+	int64_t deadline = net_now_ms() + timeout_ms;
+	uint8_t wire[SDFS_HDR_SIZE], tag[AUTH_TAG_BYTES];
+	int ret = recv_full(fd, wire, sizeof(wire), deadline);
+
+	if (ret)
+		return ret;
+	ret = proto_hdr_decode(wire, SDFS_MAX_PAYLOAD, h);
+	if (ret)
+		return ret;
+	if (h->payload_len > cap)
+		return -EMSGSIZE;
+	ret = recv_full(fd, buf, h->payload_len, deadline);
+	if (!ret)
+		ret = recv_full(fd, tag, sizeof(tag), deadline);
+	if (ret)
+		return ret;
+	if (auth_check(s, wire, buf, h->payload_len, tag))
+		return -EBADMSG;
+	return proto_payload_check(h, buf);
+}
+
+void wire_fix_csums(uint8_t *wire)
+{
+	uint32_t len;
+	uint64_t c;
+
+	memcpy(&len, wire + 44, 4);
+	len = le32toh(len);
+	c = htole64(len ? csum64(wire + SDFS_HDR_SIZE, len) : 0);
+	memcpy(wire + 48, &c, 8);
+	wire_fix_hdr_csum(wire);
 }

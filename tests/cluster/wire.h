@@ -2,12 +2,19 @@
  * wire.h - raw protocol frames over TCP for the tests that talk to a
  * blockd without libsdfs: well-formed requests with chosen fields, and
  * deliberately malformed bytes. Blocking sockets, every wait bounded.
+ *
+ * Two modes: unauthenticated (wire_send_req and friends: what a peer
+ * without a key sends, or a cluster formatted with auth none takes),
+ * and authenticated (wire_auth, then the *_auth calls: tagged frames of
+ * a session, common/auth.h), whose raw bytes a test may replay or
+ * alter (wire_frame_auth).
  */
 #ifndef SDFS_TESTS_CLUSTER_WIRE_H
 #define SDFS_TESTS_CLUSTER_WIRE_H
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/auth.h"
 #include "common/sdfs_proto.h"
 
 /* Connect to "host:port"; returns a blocking fd (fails the test if not). */
@@ -36,4 +43,25 @@ int wire_recv(int fd, void *buf, size_t len, int timeout_ms);
  * open at the deadline, else -errno.
  */
 int wire_wait_closed(int fd, int timeout_ms);
+
+/* ---- authenticated mode ---- */
+/* The handshake as key @name with @key: 0 with @s on, or -errno with
+ * the reason in @err (-EACCES: refused). */
+int wire_auth(int fd, const char *name, const uint8_t key[AUTH_KEY_BYTES],
+	      struct auth_sess *s, char *err, size_t errlen);
+/* The whole frame of @h + @payload tagged in @s (counted: it is the
+ * next frame of the session) into @out (SDFS_HDR_SIZE + payload_len +
+ * AUTH_TAG_BYTES bytes); returns its length. */
+size_t wire_frame_auth(struct auth_sess *s, const struct sdfs_hdr *h,
+		       const void *payload, uint8_t *out);
+/* wire_frame_auth, then send it. 0 or -errno. */
+int wire_send_req_auth(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
+		       const void *payload);
+/* One reply in @s: header into @h, payload into @buf (at most @cap
+ * bytes, else -EMSGSIZE), tag checked (-EBADMSG). 0 or -errno. */
+int wire_recv_reply_auth(int fd, struct auth_sess *s, struct sdfs_hdr *h,
+			 void *buf, size_t cap, int timeout_ms);
+/* Recompute payload_csum and hdr_csum of a frame (@wire: header, then
+ * the payload) after editing its payload. */
+void wire_fix_csums(uint8_t *wire);
 #endif

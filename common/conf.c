@@ -192,6 +192,14 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 				strcpy(c->keyring, v);
 				c->keyring_set = 1;
 			}
+		} else if (strcmp(k, "public_addr") == 0) {
+			/* a host: the daemon's port comes from --listen or
+			 * its default */
+			if (!*v || strlen(v) >= sizeof(c->public_addr) ||
+			    strpbrk(v, ": \t"))
+				ret = -EINVAL;
+			else
+				strcpy(c->public_addr, v);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

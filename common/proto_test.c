@@ -559,6 +559,7 @@ static const struct { enum sdfs_res res; int err; } res_table[] = {
 	{ SDFS_RES_NO_MEM, ENOMEM }, { SDFS_RES_SHUTDOWN, ESHUTDOWN },
 	{ SDFS_RES_UNAVAIL, ENODATA }, { SDFS_RES_FENCED, EPERM },
 	{ SDFS_RES_ERRNO, EIO }, { SDFS_RES_READONLY, EROFS },
+	{ SDFS_RES_CAP, EACCES },
 };
 
 Test(proto_res, table_covers_every_result)

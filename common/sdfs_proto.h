@@ -47,6 +47,11 @@
  *        reserved field becomes `space` (SDFS_SPACE_*: near full, full,
  *        a write hit ENOSPC; 0 from older nodes); a full node answers
  *        writes of file, raw and volume data with SDFS_RES_NO_SPACE.
+ *   2.0  object capabilities (common/objcap.h, docs/security.md): an
+ *        object request may carry SDFS_F_CAP, its payload then begins
+ *        with a signed cap (OBJCAP_WIRE_SIZE bytes); block daemons refuse
+ *        unprivileged keys' object ops without a valid one with
+ *        SDFS_RES_CAP; NS_OBJCAP asks the mds for caps.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -114,6 +119,8 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_NS_NOTIFY       = 0x40,
 	/* 1.8: open files kept past their last name (docs/mds.md) */
 	SDFS_OP_NS_OPEN         = 0x41,
+	/* 2.0: object capabilities (common/objcap.h) */
+	SDFS_OP_NS_OBJCAP       = 0x42,
 	/* 1.5: peer-only, primary -> every up holder (itself included):
 	 * apply this mutation of a shared object, as ordered by the primary.
 	 * Same header and payload as the client op they carry (0x80 | op). */
@@ -135,6 +142,11 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 				    stored, no freshness check (peers, 1.1) */
 #define SDFS_F_SYNC      0x80u   /* WRITE, REPLACE, REMOVE: durable (fdatasync)
 				    before the reply (1.2) */
+#define SDFS_F_CAP       0x10u   /* object requests (READ, WRITE, CREATE,
+				    REMOVE, REPLACE, STAT, FLUSH): the payload
+				    begins with an object capability,
+				    OBJCAP_WIRE_SIZE bytes, not part of the
+				    data (2.0; MORE is a reply flag) */
 
 /* Results on the wire; common/proto.c maps them to and from errno. */
 enum sdfs_res {
@@ -162,6 +174,11 @@ enum sdfs_res {
 	SDFS_RES_READONLY    = 18, /* EROFS: the volume object's vid is frozen
 				      (a snapshot was taken, or it was deleted):
 				      reload the volume and retry (1.3) */
+	SDFS_RES_CAP         = 19, /* EACCES: an object op of a key that is not
+				      admin or daemon without a valid object
+				      capability for it (none, forged, expired,
+				      another key's, another object's, too few
+				      rights): get one (NS_OBJCAP), retry (2.0) */
 	SDFS_RES_MAX
 };
 
@@ -241,7 +258,19 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   sdfs_mds_info.
  * Names are 1..255 bytes without '/' or NUL; "." and ".." are refused
  * where a new name is made.
+ *
+ * NS_OBJCAP (2.0): object capabilities for the asking key
+ * (docs/security.md "Object capabilities"):
+ *   sdfs_ns_req(flags = SDFS_OBJCAP_VOL or 0, ino = a regular file's
+ *   inode / arg = a vid, max = OBJCAP_R or OBJCAP_RW wanted)
+ *   -> caps, OBJCAP_WIRE_SIZE bytes each: a file: one; a vid: its own
+ *   (write only if it is a live state) then one read cap per ancestor
+ *   whose objects its index may name. hdr.length = the lifetime in ms.
+ *   An open cluster's mds (no secret) answers with no caps. Errors:
+ *   EACCES / EROFS (the namespace or the key refuses the rights),
+ *   ENOENT, EINVAL (not a regular file of objects, not a volume).
  */
+#define SDFS_OBJCAP_VOL    0x1u         /* NS_OBJCAP: arg is a vid */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {

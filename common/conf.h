@@ -14,6 +14,7 @@
  *   replica_timeout_ms = 1500              wait on one replica per try
  *   lease_ms = 2000                        blockd's serving lease
  *   read_timeout_ms = 1000                 a read tries the next replica
+ *   objcap_lifetime_ms = 600000            sdfs-mds: object caps live this long
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -50,6 +51,7 @@ struct sdfs_conf {
 	int replica_timeout_ms;         /* a try waits this long for a replica */
 	int lease_ms;                   /* blockd serving lease (blockd/lease.h) */
 	int read_timeout_ms;    /* a read asks the next replica after this */
+	int objcap_lifetime_ms; /* sdfs-mds: object capabilities' lifetime */
 };
 
 /* Defaults for everything but zk. */

@@ -7,6 +7,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include <sodium.h>
 
@@ -17,6 +18,14 @@
 
 static void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
 static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
+
+int64_t objcap_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 void objcap_key(const uint8_t secret[AUTH_KEY_BYTES], uint8_t key[AUTH_KEY_BYTES])
 {

@@ -50,6 +50,11 @@ struct objcap {
 	uint64_t holder;        /* objcap_holder(key name) */
 };
 
+/* Wall-clock unix ms (CLOCK_REALTIME): what expiry is measured in.
+ * The mds's and block daemons' clocks must agree to well within a
+ * cap's lifetime (NTP). */
+int64_t objcap_now_ms(void);
+
 /* The signing key: auth_derive(@secret, AUTH_DERIVE_OBJCAP). */
 void objcap_key(const uint8_t secret[AUTH_KEY_BYTES], uint8_t key[AUTH_KEY_BYTES]);
 /* 64 bits naming key @name (keyed by nothing: a name is not secret). */
@@ -66,7 +71,7 @@ int objcap_verify(const uint8_t in[OBJCAP_WIRE_SIZE],
 /* Decode without checking (clients: they cannot, and need not). */
 void objcap_decode(const uint8_t in[OBJCAP_WIRE_SIZE], struct objcap *c);
 
-/* Which cap kind and owner object @oid needs: 0 and *@kind/*@owner, or
+/* Which cap kind and owner object @oid needs: 0 and *@kind and *@owner, or
  * -EACCES for kinds no cap covers (raw, MDS database, unknown). */
 int objcap_of_oid(uint64_t oid, unsigned *kind, uint64_t *owner);
 /* The rights object op @op needs (OBJCAP_R or OBJCAP_W), 0 for ops no

@@ -631,6 +631,7 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 		case SDFS_OP_NS_GETXATTR: return op_getxattr(ns, req, name, rep);
 		case SDFS_OP_NS_LISTXATTR: return op_listxattr(ns, req, rep);
 		case SDFS_OP_NS_INFO: return op_info(ns, rep);
+		case SDFS_OP_NS_OBJCAP: return op_objcap(ns, who, req, rep);
 		}
 		if (vol_is_op(op))
 			return vol_exec(ns, op, req, name, name2, NULL, rep);

@@ -261,7 +261,7 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *
  * NS_OBJCAP (2.0): object capabilities for the asking key
  * (docs/security.md "Object capabilities"):
- *   sdfs_ns_req(flags = SDFS_OBJCAP_VOL or 0, ino = a regular file's
+ *   sdfs_ns_req(flags = SDFS_OBJCAP_VOL or 0 [| SDFS_OBJCAP_BEST], ino = a regular file's
  *   inode / arg = a vid, max = OBJCAP_R or OBJCAP_RW wanted)
  *   -> caps, OBJCAP_WIRE_SIZE bytes each: a file: one; a vid: its own
  *   (write only if it is a live state) then one read cap per ancestor
@@ -271,6 +271,9 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   ENOENT, EINVAL (not a regular file of objects, not a volume).
  */
 #define SDFS_OBJCAP_VOL    0x1u         /* NS_OBJCAP: arg is a vid */
+#define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
+					   caller may have (at least read),
+					   not EACCES / EROFS for the rest */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {

@@ -65,6 +65,19 @@ static int may(const struct ns_caller *who, const struct inode *in, unsigned wan
 	return 0;
 }
 
+/* may(), but with @best a refused write leaves read (*@want cut). */
+static int may_best(const struct ns_caller *who, const struct inode *in,
+		    unsigned *want, int best)
+{
+	int ret = may(who, in, *want);
+
+	if (ret && best && *want == OBJCAP_RW && may(who, in, OBJCAP_R) == 0) {
+		*want = OBJCAP_R;
+		return 0;
+	}
+	return ret;
+}
+
 static void sign_one(struct ns *ns, const struct ns_caller *who, unsigned kind,
 		     uint64_t owner, unsigned rights, int64_t expiry, uint8_t *out)
 {
@@ -78,7 +91,7 @@ static void sign_one(struct ns *ns, const struct ns_caller *who, unsigned kind,
 }
 
 static int file_caps(struct ns *ns, const struct ns_caller *who,
-		     const struct sdfs_ns_req *r, unsigned want, int64_t expiry,
+		     const struct sdfs_ns_req *r, unsigned want, int best, int64_t expiry,
 		     struct ns_reply *rep)
 {
 	struct inode in;
@@ -88,7 +101,7 @@ static int file_caps(struct ns *ns, const struct ns_caller *who,
 		return ret;
 	if (!S_ISREG(in.a.mode) || in.a.layout != SDFS_LAYOUT_OBJECTS)
 		return -EINVAL;
-	ret = may(who, &in, want);
+	ret = may_best(who, &in, &want, best);
 	if (ret)
 		return ret;
 	rep->data = malloc(OBJCAP_WIRE_SIZE);
@@ -100,7 +113,7 @@ static int file_caps(struct ns *ns, const struct ns_caller *who,
 }
 
 static int vol_caps(struct ns *ns, const struct ns_caller *who, uint64_t vid,
-		    unsigned want, int64_t expiry, struct ns_reply *rep)
+		    unsigned want, int best, int64_t expiry, struct ns_reply *rep)
 {
 	struct vol_rec v;
 	struct inode in;
@@ -110,13 +123,16 @@ static int vol_caps(struct ns *ns, const struct ns_caller *who, uint64_t vid,
 
 	if (ret)
 		return ret;
-	if ((want & OBJCAP_W) && v.state != SDFS_VS_LIVE)
-		return -EROFS;          /* frozen: nobody writes it again */
+	if ((want & OBJCAP_W) && v.state != SDFS_VS_LIVE) {
+		if (!best)
+			return -EROFS;  /* frozen: nobody writes it again */
+		want = OBJCAP_R;
+	}
 	/* a snapshot's file: the file it was taken of */
 	ret = inode_get(ns, v.ino, &in);
 	if (ret)
 		return ret;
-	ret = may(who, &in, want);
+	ret = may_best(who, &in, &want, best);
 	if (ret)
 		return ret;
 	buf = malloc(OBJCAP_WIRE_SIZE * 16);
@@ -150,15 +166,17 @@ int op_objcap(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_r
 {
 	unsigned want = r->max;
 	int64_t expiry;
+	int best;
 
 	if ((want != OBJCAP_R && want != OBJCAP_RW) || r->name_len || r->name2_len ||
-	    r->data_len)
+	    r->data_len || (r->flags & ~(SDFS_OBJCAP_VOL | SDFS_OBJCAP_BEST)))
 		return -EINVAL;
 	if (!atomic_load(&ns->objcap_on))
 		return 0;       /* an open cluster: nothing to show */
 	rep->hdr_length = (uint32_t)ns->objcap_lifetime_ms;
 	expiry = objcap_now_ms() + ns->objcap_lifetime_ms;
+	best = !!(r->flags & SDFS_OBJCAP_BEST);
 	if (r->flags & SDFS_OBJCAP_VOL)
-		return vol_caps(ns, who, r->arg, want, expiry, rep);
-	return file_caps(ns, who, r, want, expiry, rep);
+		return vol_caps(ns, who, r->arg, want, best, expiry, rep);
+	return file_caps(ns, who, r, want, best, expiry, rep);
 }

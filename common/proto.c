@@ -103,7 +103,8 @@ static const int res_errno[SDFS_RES_MAX] = {
 	[SDFS_RES_UNAVAIL] = ENODATA, [SDFS_RES_FENCED] = EPERM,
 	[SDFS_RES_ERRNO] = EIO,         /* the errno is in hdr.length */
 	[SDFS_RES_READONLY] = EROFS,
-	[SDFS_RES_CAP] = EACCES,
+	[SDFS_RES_AUTH] = EACCES,
+	[SDFS_RES_CAP] = EKEYREJECTED,
 };
 
 enum sdfs_res proto_res_from_errno(int neg_errno)

@@ -559,7 +559,8 @@ static const struct { enum sdfs_res res; int err; } res_table[] = {
 	{ SDFS_RES_NO_MEM, ENOMEM }, { SDFS_RES_SHUTDOWN, ESHUTDOWN },
 	{ SDFS_RES_UNAVAIL, ENODATA }, { SDFS_RES_FENCED, EPERM },
 	{ SDFS_RES_ERRNO, EIO }, { SDFS_RES_READONLY, EROFS },
-	{ SDFS_RES_CAP, EACCES },
+	{ SDFS_RES_AUTH, EACCES },
+	{ SDFS_RES_CAP, EKEYREJECTED },
 };
 
 Test(proto_res, table_covers_every_result)

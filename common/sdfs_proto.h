@@ -174,11 +174,15 @@ enum sdfs_res {
 	SDFS_RES_READONLY    = 18, /* EROFS: the volume object's vid is frozen
 				      (a snapshot was taken, or it was deleted):
 				      reload the volume and retry (1.3) */
-	SDFS_RES_CAP         = 19, /* EACCES: an object op of a key that is not
-				      admin or daemon without a valid object
-				      capability for it (none, forged, expired,
-				      another key's, another object's, too few
-				      rights): get one (NS_OBJCAP), retry (2.0) */
+	SDFS_RES_AUTH        = 19, /* EACCES: authentication required or failed;
+				      the payload says why (one line), and
+				      the connection closes (2.0) */
+	SDFS_RES_CAP         = 20, /* EKEYREJECTED: an object op of a key that is
+				      not admin or daemon without a valid
+				      object capability for it (none, forged,
+				      expired, another key's, another object's,
+				      too few rights): get one (NS_OBJCAP) and
+				      retry; libclient then says EACCES (2.0) */
 	SDFS_RES_MAX
 };
 

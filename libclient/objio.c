@@ -31,9 +31,9 @@
  * Object capabilities (capcache.c, docs/security.md): once a block
  * daemon asked for them, every op on a file's or volume's object
  * carries the handle's cap for it in front of its payload
- * (SDFS_F_CAP). A refusal (SDFS_RES_CAP, -EACCES: none, expired, too
- * few rights) makes the call ask the mds for a new one and go again,
- * once; a second refusal is the caller's -EACCES.
+ * (SDFS_F_CAP). A refusal (SDFS_RES_CAP, -EKEYREJECTED: none, expired,
+ * too few rights) makes the call ask the mds for a new one and go
+ * again, once; a second refusal is the caller's -EACCES.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -425,14 +425,14 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 	if (ret)
 		return ret;
 	ret = replicated_try(s, oid, &cp.h, cp.payload, kind, token);
-	if (ret == -EACCES && objcap_rights_of(tmpl)) {
+	if (ret == -EKEYREJECTED) {
 		free(cp.buf);
 		ret = cap_wrap(s, oid, tmpl, payload, 1, &cp);
 		if (ret == 0)
 			ret = replicated_try(s, oid, &cp.h, cp.payload, kind, token);
 	}
 	free(cp.buf);
-	return ret;
+	return ret == -EKEYREJECTED ? -EACCES : ret;
 }
 
 /* With the handle's token, read once: a retry must not pass a fence
@@ -947,14 +947,14 @@ static ssize_t read_replicas(struct sdfs *s, const struct sdfs_hdr *tmpl,
 	if (ret)
 		return ret;
 	ret = read_try(s, &cp.h, cp.payload, buf, len, take, arg);
-	if (ret == -EACCES && objcap_rights_of(tmpl)) {
+	if (ret == -EKEYREJECTED) {
 		free(cp.buf);
 		ret = cap_wrap(s, tmpl->oid, tmpl, NULL, 1, &cp);
 		if (ret == 0)
 			ret = read_try(s, &cp.h, cp.payload, buf, len, take, arg);
 	}
 	free(cp.buf);
-	return ret;
+	return ret == -EKEYREJECTED ? -EACCES : ret;
 }
 
 /* A read's answer: its bytes into @buf (the first replica's are there

@@ -275,6 +275,11 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   ENOENT, EINVAL (not a regular file of objects, not a volume).
  */
 #define SDFS_OBJCAP_VOL    0x1u         /* NS_OBJCAP: arg is a vid */
+/* LOOKUP, GETATTR, MKNOD (2.0): a regular file of objects is answered
+ * with its object capability (as NS_OBJCAP with BEST and RW would give
+ * it) after the sdfs_attr: SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE bytes. No
+ * cap (caps off, no right to read): the attr alone. */
+#define SDFS_NS_WANT_CAP   0x80000000u
 #define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
 					   caller may have (at least read),
 					   not EACCES / EROFS for the rest */

@@ -140,6 +140,21 @@ static void put(struct capcache *c, const uint8_t *w, uint64_t via, int64_t now,
 	pthread_mutex_unlock(&c->mu);
 }
 
+void capcache_put(struct sdfs *s, const uint8_t cap[OBJCAP_WIRE_SIZE])
+{
+	struct capcache *c = cache_of(s);
+	struct objcap oc;
+	int64_t left;
+
+	objcap_decode(cap, &oc);
+	left = oc.expiry_ms - objcap_now_ms();
+	if (!c || left < 1000)
+		return;
+	if (left > 2 * (int64_t)OBJCAP_LIFETIME_MS_DEFAULT)
+		left = 2 * (int64_t)OBJCAP_LIFETIME_MS_DEFAULT; /* a clock off */
+	put(c, cap, 0, net_now_ms(), (int)left);
+}
+
 /* Ask the mds for @kind/@owner's caps (volumes: asked as @via, else
  * itself), with the most rights it allows. */
 static int fetch(struct sdfs *s, struct capcache *c, unsigned kind, uint64_t owner,

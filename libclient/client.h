@@ -150,6 +150,9 @@ struct capcache;
 int capcache_get(struct sdfs *s, uint64_t oid, unsigned need, int fresh,
 		 uint8_t out[48]);
 void capcache_free(struct capcache *c);        /* sdfs_close; NULL ok */
+/* Keep @cap (one that came with a file's attributes); its lifetime is
+ * what is left of it by our wall clock. */
+void capcache_put(struct sdfs *s, const uint8_t cap[48]);
 
 /* notify.c: end the handle's subscription, if any: stops and joins its
  * thread (its callback is not running any more on return). sdfs_close

@@ -611,9 +611,9 @@ struct leases *ns_leases(struct ns *ns)
 	return ns->leases;
 }
 
-int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
-	    const struct sdfs_ns_req *req, const char *name, const char *name2,
-	    const uint8_t *data, struct ns_reply *rep)
+static int exec_op(struct ns *ns, const struct ns_caller *who, unsigned op,
+		   const struct sdfs_ns_req *req, const char *name, const char *name2,
+		   const uint8_t *data, struct ns_reply *rep)
 {
 	(void)who;      /* permission checks: docs/security.md */
 	struct kvbatch *b;
@@ -668,5 +668,19 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 		free(rep->data);
 		memset(rep, 0, sizeof(*rep));
 	}
+	return ret;
+}
+
+/* A regular file's attributes come with its object capability when the
+ * client asks (SDFS_NS_WANT_CAP, ns_objcap.c): no round trip more
+ * before its data. */
+int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
+	    const struct sdfs_ns_req *req, const char *name, const char *name2,
+	    const uint8_t *data, struct ns_reply *rep)
+{
+	int ret = exec_op(ns, who, op, req, name, name2, data, rep);
+
+	if (ret == 0 && (req->flags & SDFS_NS_WANT_CAP))
+		ns_objcap_attach(ns, who, op, rep);
 	return ret;
 }

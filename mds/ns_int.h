@@ -220,9 +220,13 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		const uint8_t *val, struct kvbatch *b);
 int op_rmxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct kvbatch *b);
 int op_info(struct ns *ns, struct ns_reply *rep);
-/* ns_objcap.c: NS_OBJCAP */
+/* ns_objcap.c: NS_OBJCAP; and a regular file's cap after the sdfs_attr
+ * of a LOOKUP, GETATTR or MKNOD reply (SDFS_NS_WANT_CAP; nothing when
+ * caps are off or the caller may not read it) */
 int op_objcap(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
 	      struct ns_reply *rep);
+void ns_objcap_attach(struct ns *ns, const struct ns_caller *who, unsigned op,
+		      struct ns_reply *rep);
 
 /* ns_acl.c: POSIX ACLs (docs/acl.md). The caller holds the inode's
  * lock (the directory's for create) and commits @b.

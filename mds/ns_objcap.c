@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "common/objcap.h"
+#include "common/proto.h"
 #include "mds/ns_int.h"
 #include "mds/vol.h"
 
@@ -179,4 +180,27 @@ int op_objcap(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_r
 	if (r->flags & SDFS_OBJCAP_VOL)
 		return vol_caps(ns, who, r->arg, want, best, expiry, rep);
 	return file_caps(ns, who, r, want, best, expiry, rep);
+}
+
+void ns_objcap_attach(struct ns *ns, const struct ns_caller *who, unsigned op,
+		      struct ns_reply *rep)
+{
+	unsigned want = OBJCAP_RW;
+	struct inode in = { 0 };
+	uint8_t *nd;
+
+	if ((op != SDFS_OP_NS_LOOKUP && op != SDFS_OP_NS_GETATTR &&
+	     op != SDFS_OP_NS_MKNOD) || !atomic_load(&ns->objcap_on) ||
+	    rep->len != SDFS_ATTR_SIZE ||
+	    proto_attr_decode(rep->data, rep->len, &in.a) ||
+	    !S_ISREG(in.a.mode) || in.a.layout != SDFS_LAYOUT_OBJECTS ||
+	    may_best(who, &in, &want, 1))
+		return;
+	nd = realloc(rep->data, SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE);
+	if (!nd)
+		return;         /* the client asks NS_OBJCAP later */
+	rep->data = nd;
+	sign_one(ns, who, OBJCAP_FILE, in.a.ino, want,
+		 objcap_now_ms() + ns->objcap_lifetime_ms, nd + SDFS_ATTR_SIZE);
+	rep->len += OBJCAP_WIRE_SIZE;
 }

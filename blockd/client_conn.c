@@ -42,6 +42,7 @@
 
 #include "blockd/blockd.h"
 #include "common/log.h"
+#include "common/objcap.h"
 #include "common/net.h"
 #include "common/proto.h"
 
@@ -275,7 +276,8 @@ static void conn_frame(struct conn *c)
 
 static int conn_read_header(struct conn *c)
 {
-	uint32_t max = c->bd->cfg.obj_size;
+	/* a whole object's write may carry a cap in front (objcap.h) */
+	uint32_t max = c->bd->cfg.obj_size + OBJCAP_WIRE_SIZE;
 	int ret;
 
 	if (max < 8 * SDFS_MAX_LIST)

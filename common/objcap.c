@@ -119,6 +119,7 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h)
 	case SDFS_OP_OBJ_CREATE:
 	case SDFS_OP_OBJ_REMOVE:
 	case SDFS_OP_OBJ_REPLACE:
+	case SDFS_OP_VOL_FENCE:         /* the volume's writer (oid = vid) */
 		return OBJCAP_W;
 	}
 	return 0;
@@ -148,7 +149,14 @@ int objcap_admit(const struct auth_ident *id, const uint8_t *key,
 	need = objcap_rights_of(h);
 	if (!need || (h->flags & SDFS_F_RAW))
 		REFUSE("op for admin and daemon keys only");
-	if (objcap_of_oid(h->oid, &kind, &owner))
+	if (h->opcode == SDFS_OP_VOL_FENCE) {
+		/* a volume's writer fences its vid (oid = vid); freezing
+		 * one is the mds's (snapshots, deletion) */
+		if (h->offset >= SDFS_TOKEN_FROZEN)
+			REFUSE("freezing a volume is for daemon keys only");
+		kind = OBJCAP_VOL;
+		owner = h->oid;
+	} else if (objcap_of_oid(h->oid, &kind, &owner))
 		REFUSE("object kind for admin and daemon keys only");
 	if (!has)
 		REFUSE("no capability");

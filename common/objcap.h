@@ -74,8 +74,9 @@ void objcap_decode(const uint8_t in[OBJCAP_WIRE_SIZE], struct objcap *c);
 /* Which cap kind and owner object @oid needs: 0 and *@kind and *@owner, or
  * -EACCES for kinds no cap covers (raw, MDS database, unknown). */
 int objcap_of_oid(uint64_t oid, unsigned *kind, uint64_t *owner);
-/* The rights object op @op needs (OBJCAP_R or OBJCAP_W), 0 for ops no
- * cap allows (LIST, FLUSH of everything, fences, peer ops). */
+/* The rights object op @op needs (OBJCAP_R or OBJCAP_W; VOL_FENCE: W
+ * on the vid in its oid field), 0 for ops no cap allows (LIST, FLUSH of
+ * everything, MDS_FENCE, peer ops). */
 unsigned objcap_rights_of(const struct sdfs_hdr *h);
 
 /*
@@ -84,7 +85,8 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h);
  * @key being the cluster's cap key (NULL: none known; then only
  * privileged peers pass). Privileged keys (admin, daemon) need no cap
  * and may send one. Others: NODE_INFO passes; an object op of a file or
- * volume object needs SDFS_F_CAP and a cap in the first
+ * volume object (and a VOL_FENCE of a vid below SDFS_TOKEN_FROZEN: the
+ * volume's writer) needs SDFS_F_CAP and a cap in the first
  * OBJCAP_WIRE_SIZE bytes of the payload that verifies, is unexpired at
  * @now_ms, names @id's key, the oid's kind and owner, and the op's
  * rights; anything else is refused. Returns 0 and *@skip = the payload

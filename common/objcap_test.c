@@ -177,6 +177,23 @@ Test(objcap, admit_volume_caps)
 	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "another vid");
 	m = msg(SDFS_OP_OBJ_READ, oid_make(OID_KIND_FILE, 7, 0), &v7, key);
 	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "an ino, not a vid");
+	/* the writer raises its vid's fence (oid = the vid), not another's,
+	 * never to frozen, not with a read cap */
+	m = msg(SDFS_OP_VOL_FENCE, 7, &v7, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "its own vid's fence");
+	m = msg(SDFS_OP_VOL_FENCE, 7, NULL, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "no cap");
+	m = msg(SDFS_OP_VOL_FENCE, 5, &v5, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "a read cap");
+	m = msg(SDFS_OP_VOL_FENCE, 6, &v7, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "another vid");
+	m = msg(SDFS_OP_VOL_FENCE, 7, &v7, key);
+	m.h.offset = SDFS_TOKEN_FROZEN;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "freezing");
 }
 
 Test(objcap, admit_privileged_and_open)
@@ -188,7 +205,7 @@ Test(objcap, admit_privileged_and_open)
 	struct objcap c = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_RW);
 	uint64_t raw = oid_make(OID_KIND_RAW, 1, 0), mdsobj = oid_make(OID_KIND_MDS, 1, 0);
 	static const unsigned priv_ops[] = {
-		SDFS_OP_OBJ_LIST, SDFS_OP_MDS_FENCE, SDFS_OP_VOL_FENCE,
+		SDFS_OP_OBJ_LIST, SDFS_OP_MDS_FENCE,
 		SDFS_OP_REPL_WRITE, SDFS_OP_REPL_CREATE, SDFS_OP_REPL_REMOVE,
 		SDFS_OP_REPL_REPLACE,
 	};

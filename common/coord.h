@@ -9,6 +9,18 @@
  *   epochs/<epoch>    persistent  every map ever written, for history
  *   nodeids/n<seq>    persistent  sequence for allocating node ids
  *   suspects/<id>     persistent  a node reported unresponsive (coord_suspect.h)
+ *   auth/<name>       persistent  a key, sealed (coord_auth.h)
+ *
+ * ZooKeeper digest ACLs (docs/zookeeper.md, "Security"): a session
+ * opened with credentials (struct coord_cred) authenticates as
+ * sdfs-admin (it holds the cluster secret: admins, daemons) or as
+ * sdfs-client (a keyring's `zk =` password). A cluster is "secured"
+ * once its base node carries the sdfs-admin ACL: created so by an admin
+ * session, or by coord_format / coord_secure from one. Every node a
+ * session creates in a secured cluster carries the ACL of its place
+ * (sdfs-admin ALL; sdfs-client READ, and CREATE/DELETE/WRITE only where
+ * clients write); in an open cluster (formatted by a session without
+ * credentials, `--auth none`) nodes stay open as before.
  *
  * Thread-safety: every function may be called from any thread; calls
  * block on ZooKeeper round trips (use them from worker threads or at
@@ -22,6 +34,7 @@
 #include <stdint.h>
 
 #include "common/cmap.h"
+#include "common/keys.h"
 
 struct coord;
 
@@ -39,6 +52,17 @@ enum coord_event {
 
 typedef void (*coord_event_fn)(enum coord_event ev, void *arg);
 
+/* A session's ZooKeeper credentials. With @has_secret: sdfs-admin
+ * (password auth_zk_password(secret, 1)); else @zk_pw: sdfs-client. */
+struct coord_cred {
+	int has_secret;
+	uint8_t secret[AUTH_KEY_BYTES];
+	char zk_pw[AUTH_ZK_PW_MAX];
+};
+/* The credentials of keyring @kr: its secret if it has one, else its
+ * zk password. 0, or -ENOKEY if it has neither. */
+int coord_cred_from_keyring(const struct keyring *kr, struct coord_cred *cr);
+
 /*
  * Connect to @hosts ("h:p,h:p") for cluster @name, waiting up to
  * @timeout_ms for the session; create the base znodes if missing.
@@ -46,6 +70,27 @@ typedef void (*coord_event_fn)(enum coord_event ev, void *arg);
  */
 int coord_open(const char *hosts, const char *name, int session_ms,
 	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out);
+/*
+ * coord_open with credentials @cred (copied; NULL: none, as coord_open).
+ * The session authenticates before any request, again after every
+ * coord_reopen. -EACCES if the cluster is secured and @cred does not
+ * let it read the base node (no or wrong credentials: the message is
+ * logged).
+ */
+int coord_open_cred(const char *hosts, const char *name,
+		    const struct coord_cred *cred, int session_ms,
+		    int timeout_ms, coord_event_fn fn, void *arg,
+		    struct coord **out);
+/* Is the cluster secured (its nodes carry digest ACLs)? 1 or 0. */
+int coord_secured(struct coord *c);
+/*
+ * Secure the cluster: set the ACL of its place on every sdfs node
+ * (/sdfs, the base, its directories and their nodes), creating the
+ * directories that are missing. Admin sessions only (-EPERM otherwise).
+ * coord_format calls it from an admin session; call it to secure a
+ * cluster that was open. Idempotent.
+ */
+int coord_secure(struct coord *c);
 void coord_close(struct coord *c);      /* NULL ok; ephemerals go at once */
 /*
  * For a process about to exec or exit while other threads may still
@@ -60,7 +105,8 @@ int coord_config_get(struct coord *c, struct cluster_config *cfg);
 /*
  * Format: store @cfg and a first, empty map (epoch 1). -EEXIST when a
  * config exists and @force is 0; with @force the old config, map and
- * history are replaced.
+ * history are replaced. From an admin session (struct coord_cred with
+ * the secret) it also secures the cluster (coord_secure).
  */
 int coord_format(struct coord *c, const struct cluster_config *cfg, int force);
 

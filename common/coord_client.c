@@ -24,10 +24,20 @@ int coord_client_register(struct coord *c, uint64_t id, const char *desc)
 	client_dir(c, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/%016" PRIx64, dir, id);
 	pthread_rwlock_rdlock(&c->zlock);
-	rc = zoo_create(c->zh, dir, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-	if (rc == ZOK || rc == ZNODEEXISTS)
+	/* The node first: a client of a secured cluster may not create the
+	 * directory (coord_open made it), and ZooKeeper checks that before
+	 * whether it exists. */
+	for (int tries = 0; tries < 2; tries++) {
 		rc = zoo_create(c->zh, path, desc, desc ? (int)strlen(desc) : -1,
-				&ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+				coord_acl(c, COORD_ACL_READ), ZOO_EPHEMERAL, NULL, 0);
+		if (rc != ZNONODE || tries)
+			break;
+		int ret = coord_ensure(c, dir, COORD_ACL_DIR);
+		if (ret) {
+			pthread_rwlock_unlock(&c->zlock);
+			return ret;
+		}
+	}
 	pthread_rwlock_unlock(&c->zlock);
 	return rc == ZNODEEXISTS ? 0 : coord_zerr(rc);
 }

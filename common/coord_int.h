@@ -11,6 +11,28 @@
 
 #define PATH_MAX_LEN 256
 
+/*
+ * The ACL of a node's place in a secured cluster (coord_acl): sdfs-admin
+ * has ALL everywhere; what sdfs-client may do (docs/zookeeper.md).
+ */
+enum coord_acl_kind {
+	COORD_ACL_ROOT,         /* /sdfs: anyone may CREATE (other clusters) */
+	COORD_ACL_READ,         /* client READ: base, config, map, epochs,
+				   members, mds, vols and their nodes */
+	COORD_ACL_ADMIN,        /* no client access: nodeids, auth */
+	COORD_ACL_DIR,          /* client READ, CREATE, DELETE: clients/,
+				   vols/locks/ and vols/locks/<ino> */
+	COORD_ACL_SUSPECTS,     /* suspects/: READ, WRITE (the report's
+				   version bump), CREATE */
+	COORD_ACL_FENCES,       /* vols/fence/: READ, CREATE */
+	COORD_ACL_FENCE,        /* vols/fence/<vid>: READ, WRITE */
+	COORD_ACL_KINDS
+};
+
+#define COORD_DIGEST_ID_MAX 96  /* "sdfs-client:<base64 of sha1>" */
+
+struct coord_auth_follow;       /* coord_auth.c */
+
 struct coord {
 	zhandle_t *zh;
 	char hosts[512];
@@ -34,7 +56,43 @@ struct coord {
 	 * of times and for as long as the handle lives. */
 	unsigned long queue_gen;
 	pthread_rwlock_t zlock;         /* exclusive only to replace zh */
+
+	/* Credentials (set at open, then read-only). */
+	int cred;                       /* COORD_CRED_* */
+	char zk_auth[AUTH_ZK_PW_MAX + 16];      /* "user:password" */
+	char admin_id[COORD_DIGEST_ID_MAX];     /* digest ids; "" unknown */
+	char client_id[COORD_DIGEST_ID_MAX];
+	int secured;                    /* nodes we create carry ACLs */
+	struct ACL acl_ents[COORD_ACL_KINDS][3];
+	struct ACL_vector acls[COORD_ACL_KINDS];
+	char p_auth[PATH_MAX_LEN];
+	/* coord_auth_follow's state; set once, under lock. */
+	struct coord_auth_follow *follow;
 };
+
+#define COORD_CRED_NONE   0
+#define COORD_CRED_CLIENT 1
+#define COORD_CRED_ADMIN  2
+
+/* coord_acl.c: take @cred (NULL: none) before the first session;
+ * authenticate a new handle; at open, create or inspect the base (is
+ * the cluster secured?). */
+int coord_cred_init(struct coord *c, const struct coord_cred *cred);
+int coord_cred_apply(struct coord *c);
+int coord_cred_detect(struct coord *c);
+
+/* The ACL a node of @kind gets when we create it: the open ACL unless
+ * the cluster is secured. */
+const struct ACL_vector *coord_acl(struct coord *c, enum coord_acl_kind kind);
+/* Create @path (no data, persistent) if it is missing, with @kind's ACL.
+ * Checks first, so a session that may not create there is fine if it
+ * exists. zlock held. */
+int coord_ensure(struct coord *c, const char *path, enum coord_acl_kind kind);
+
+/* coord_auth.c: a watch event on @path (NULL: the session is back) for
+ * the key follower, from the watcher; and stop it (coord_close). */
+void coord_auth_event(struct coord *c, const char *path);
+void coord_auth_stop(struct coord *c);
 
 /* ZooKeeper return code -> -errno. */
 int coord_zerr(int rc);

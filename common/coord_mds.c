@@ -124,7 +124,8 @@ int coord_queue_join(struct coord *c, const char *dir, const char *prefix,
 		ret = tries ? find_guid(c, dir, guid, made, len) : -ENOENT;
 		if (ret == -ENOENT) {
 			rc = zoo_create(c->zh, path, data, (int)strlen(data),
-					&ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL | ZOO_SEQUENCE,
+					coord_acl(c, COORD_ACL_READ),
+					ZOO_EPHEMERAL | ZOO_SEQUENCE,
 					made, (int)len);
 			ret = coord_zerr(rc);
 		}
@@ -372,7 +373,7 @@ int coord_mds_epoch_bump(struct coord *c, const char *node, uint64_t *epoch)
 	zoo_check_op_init(&ops[0], mine, -1);
 	if (version < 0)
 		zoo_create_op_init(&ops[1], c->p_mds_epoch, num, (int)strlen(num),
-				   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+				   coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 	else
 		zoo_set_op_init(&ops[1], c->p_mds_epoch, num, (int)strlen(num),
 				version, NULL);
@@ -400,7 +401,7 @@ int coord_mds_publish(struct coord *c, const struct coord_mds_doc *self)
 	pthread_rwlock_rdlock(&c->zlock);
 	for (int tries = 0; tries < 3; tries++) {
 		rc = zoo_create(c->zh, c->p_mds_active, doc, (int)strlen(doc),
-				&ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, NULL, 0);
+				coord_acl(c, COORD_ACL_READ), ZOO_EPHEMERAL, NULL, 0);
 		if (rc != ZNODEEXISTS)
 			break;
 		/* A stale active: its holder stepped down in a session that

@@ -122,8 +122,8 @@ static int report_once_locked(struct coord *c, uint32_t node_id, const char *doc
 	marker_path(c, node_id, path, sizeof(path));
 	zoo_check_op_init(&ops[0], c->p_map, mst.version);
 	zoo_set_op_init(&ops[1], c->p_suspects, "", 0, pst.version, NULL);
-	zoo_create_op_init(&ops[2], path, doc, (int)strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
-			   0, NULL, 0);
+	zoo_create_op_init(&ops[2], path, doc, (int)strlen(doc),
+			   coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 	rc = zoo_multi(c->zh, 3, ops, res);
 	if (rc == ZBADVERSION)
 		return 1;
@@ -179,8 +179,8 @@ int coord_map_cas_checked(struct coord *c, const struct cmap *prev, const struct
 	}
 	snprintf(hist, sizeof(hist), "%s/%010" PRIu64, c->p_epochs, next->epoch);
 	zoo_set_op_init(&ops[0], c->p_map, doc, strlen(doc), prev->zversion, NULL);
-	zoo_create_op_init(&ops[1], hist, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
-			   0, NULL, 0);
+	zoo_create_op_init(&ops[1], hist, doc, strlen(doc),
+			   coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 	for (size_t i = 0; i < nchecks; i++) {
 		marker_path(c, checks[i].node_id, paths[i], sizeof(paths[i]));
 		zoo_check_op_init(&ops[2 + i], paths[i], checks[i].zversion);

@@ -31,8 +31,23 @@ static void queue_path(const struct coord *c, uint64_t ino, char *out, size_t le
 	snprintf(out, len, "%s/vols/locks/%" PRIu64, c->base, ino);
 }
 
+/* The ACL of a directory under vols/ (coord_int.h): clients make
+ * queues in vols/locks, fences in vols/fence. */
+static enum coord_acl_kind vol_dir_kind(const struct coord *c, const char *p)
+{
+	const char *rel = p + strlen(c->base) + 1;
+
+	if (!strcmp(rel, "vols/fence"))
+		return COORD_ACL_FENCES;
+	if (!strncmp(rel, "vols/locks", 10))
+		return COORD_ACL_DIR;
+	return COORD_ACL_READ;
+}
+
 /* Create every missing node from c->base down to @path (plain,
- * persistent, empty); another creating it first is fine. zlock held. */
+ * persistent, empty); another creating it first is fine. Each is
+ * checked before it is created: a client of a secured cluster may
+ * create only in vols/locks and vols/fence. zlock held. */
 static int make_path(struct coord *c, const char *path)
 {
 	char p[VOL_PATH_MAX];
@@ -44,9 +59,9 @@ static int make_path(struct coord *c, const char *path)
 			continue;
 		char was = *s;
 		*s = '\0';
-		int rc = zoo_create(c->zh, p, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-		if (rc != ZOK && rc != ZNODEEXISTS)
-			return coord_zerr(rc);
+		int ret = coord_ensure(c, p, vol_dir_kind(c, p));
+		if (ret)
+			return ret;
 		*s = was;
 		if (!was)
 			return 0;
@@ -147,7 +162,8 @@ int coord_vol_fence_multi(struct coord *c, const struct coord_vol_fset *sets,
 			snprintf(nums[i], sizeof(nums[i]), "%" PRIu32 "\n", sets[i].token);
 			if (sets[i].version < 0)
 				zoo_create_op_init(&ops[k++], paths[i], nums[i],
-						   (int)strlen(nums[i]), &ZOO_OPEN_ACL_UNSAFE,
+						   (int)strlen(nums[i]),
+						   coord_acl(c, COORD_ACL_FENCE),
 						   0, NULL, 0);
 			else
 				zoo_set_op_init(&ops[k++], paths[i], nums[i],

@@ -28,6 +28,7 @@ int coord_zerr(int rc)
 	case ZBADVERSION: return -EAGAIN;
 	case ZNOTEMPTY: return -ENOTEMPTY;
 	case ZBADARGUMENTS: return -EINVAL;
+	case ZNOAUTH: case ZAUTHFAILED: return -EACCES;
 	case ZCONNECTIONLOSS: case ZOPERATIONTIMEOUT: return -ETIMEDOUT;
 	case ZSESSIONEXPIRED: case ZINVALIDSTATE: case ZCLOSING: return -ESHUTDOWN;
 	default: return -EIO;
@@ -59,6 +60,7 @@ static void zk_log(const char *msg)
 static void watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
 	struct coord *c = ctx;
+	size_t alen = strlen(c->p_auth);
 	(void)zh;
 
 	if (type == ZOO_SESSION_EVENT) {
@@ -66,6 +68,8 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
 		c->state = state;
 		pthread_cond_broadcast(&c->cond);
 		pthread_mutex_unlock(&c->lock);
+		if (state == ZOO_CONNECTED_STATE)
+			coord_auth_event(c, NULL);      /* reload: watches may be gone */
 		if (!c->fn)
 			return;
 		if (state == ZOO_CONNECTED_STATE)
@@ -74,6 +78,11 @@ static void watcher(zhandle_t *zh, int type, int state, const char *path, void *
 			c->fn(COORD_EV_CONNECTING, c->arg);
 		else if (state == ZOO_EXPIRED_SESSION_STATE)
 			c->fn(COORD_EV_EXPIRED, c->arg);
+		return;
+	}
+	if (path && !strncmp(path, c->p_auth, alen) &&
+	    (path[alen] == '\0' || path[alen] == '/')) {
+		coord_auth_event(c, path);
 		return;
 	}
 	if (!c->fn || !path)
@@ -116,20 +125,17 @@ static int wait_connected(struct coord *c, int timeout_ms)
 	return ret;
 }
 
-static int ensure(struct coord *c, const char *path)
-{
-	int rc = zoo_create(c->zh, path, NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
-
-	return rc == ZOK || rc == ZNODEEXISTS ? 0 : coord_zerr(rc);
-}
-
 static int connect_session(struct coord *c, int timeout_ms)
 {
 	c->state = 0;
 	c->zh = zookeeper_init2(c->hosts, watcher, c->session_ms, NULL, c, 0, zk_log);
 	if (!c->zh)
 		return errno ? -errno : -EINVAL;
-	int ret = wait_connected(c, timeout_ms);
+	/* Queued now, sent first when the connection is up (and again on
+	 * every reconnection of this handle): before any request of ours. */
+	int ret = coord_cred_apply(c);
+	if (!ret)
+		ret = wait_connected(c, timeout_ms);
 	if (ret) {
 		zookeeper_close(c->zh);
 		c->zh = NULL;
@@ -139,6 +145,14 @@ static int connect_session(struct coord *c, int timeout_ms)
 
 int coord_open(const char *hosts, const char *name, int session_ms,
 	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out)
+{
+	return coord_open_cred(hosts, name, NULL, session_ms, timeout_ms, fn, arg, out);
+}
+
+int coord_open_cred(const char *hosts, const char *name,
+		    const struct coord_cred *cred, int session_ms,
+		    int timeout_ms, coord_event_fn fn, void *arg,
+		    struct coord **out)
 {
 	struct coord *c;
 	int ret;
@@ -163,18 +177,51 @@ int coord_open(const char *hosts, const char *name, int session_ms,
 	snprintf(c->p_mds_epoch, PATH_MAX_LEN, "%s/mds/epoch", c->base);
 	snprintf(c->p_mds_active, PATH_MAX_LEN, "%s/mds/active", c->base);
 	snprintf(c->p_suspects, PATH_MAX_LEN, "%s/suspects", c->base);
+	snprintf(c->p_auth, PATH_MAX_LEN, "%s/auth", c->base);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_cond_init(&c->cond, NULL);
 	pthread_rwlock_init(&c->zlock, NULL);
 	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
 
+	ret = coord_cred_init(c, cred);
+	if (ret)
+		goto out_free;
 	ret = connect_session(c, timeout_ms);
 	if (ret)
 		goto out_free;
-	const char *paths[] = { "/sdfs", c->base, c->p_members, c->p_epochs,
-				c->p_nodeids, c->p_mds, c->p_mds_elect, c->p_suspects };
-	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		ret = ensure(c, paths[i]);
+	ret = coord_cred_detect(c);
+	if (ret)
+		goto out_close;
+	char p_clients[PATH_MAX_LEN], p_vols[PATH_MAX_LEN];
+	char p_fence[PATH_MAX_LEN], p_locks[PATH_MAX_LEN];
+	snprintf(p_clients, sizeof(p_clients), "%s/clients", c->base);
+	snprintf(p_vols, sizeof(p_vols), "%s/vols", c->base);
+	snprintf(p_fence, sizeof(p_fence), "%s/vols/fence", c->base);
+	snprintf(p_locks, sizeof(p_locks), "%s/vols/locks", c->base);
+	const struct {
+		const char *path;
+		enum coord_acl_kind kind;
+	} dirs[] = {
+		{ c->p_members, COORD_ACL_READ }, { c->p_epochs, COORD_ACL_READ },
+		{ c->p_nodeids, COORD_ACL_ADMIN }, { c->p_mds, COORD_ACL_READ },
+		{ c->p_mds_elect, COORD_ACL_READ }, { c->p_suspects, COORD_ACL_SUSPECTS },
+		/* where clients create nodes: made here, as a client of a
+		 * secured cluster may not */
+		{ p_clients, COORD_ACL_DIR }, { p_vols, COORD_ACL_READ },
+		{ p_fence, COORD_ACL_FENCES }, { p_locks, COORD_ACL_DIR },
+		{ c->p_auth, COORD_ACL_ADMIN },
+	};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (dirs[i].path == c->p_auth && c->cred != COORD_CRED_ADMIN)
+			continue;
+		ret = coord_ensure(c, dirs[i].path, dirs[i].kind);
+		/* A client of a secured cluster may not make a missing
+		 * directory: its calls that need it fail instead. */
+		if (ret == -EACCES && c->secured && c->cred != COORD_CRED_ADMIN) {
+			log_warn("zookeeper: %s is missing and we may not create it",
+				 dirs[i].path);
+			ret = 0;
+		}
 		if (ret)
 			goto out_close;
 	}
@@ -207,6 +254,7 @@ void coord_close(struct coord *c)
 {
 	if (!c)
 		return;
+	coord_auth_stop(c);
 	if (c->zh)
 		zookeeper_close(c->zh);
 	pthread_mutex_destroy(&c->lock);
@@ -332,11 +380,11 @@ static int coord_format_locked(struct coord *c, const struct cluster_config *cfg
 		goto out;
 	snprintf(hist, sizeof(hist), "%s/%010d", c->p_epochs, 1);
 	zoo_create_op_init(&ops[0], c->p_config, cdoc, strlen(cdoc),
-			   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+			   coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 	zoo_create_op_init(&ops[1], c->p_map, mdoc, strlen(mdoc),
-			   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+			   coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 	zoo_create_op_init(&ops[2], hist, mdoc, strlen(mdoc),
-			   &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+			   coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 	rc = zoo_multi(c->zh, 3, ops, res);
 	ret = coord_zerr(rc);
 out:
@@ -352,7 +400,7 @@ static int coord_node_id_alloc_locked(struct coord *c, uint32_t *id)
 	int rc;
 
 	snprintf(prefix, sizeof(prefix), "%s/n", c->p_nodeids);
-	rc = zoo_create(c->zh, prefix, NULL, -1, &ZOO_OPEN_ACL_UNSAFE,
+	rc = zoo_create(c->zh, prefix, NULL, -1, coord_acl(c, COORD_ACL_ADMIN),
 			ZOO_SEQUENCE, made, sizeof(made));
 	if (rc != ZOK)
 		return coord_zerr(rc);
@@ -377,8 +425,8 @@ static int coord_member_put_locked(struct coord *c, const struct cmap_node *self
 		return ret;
 	snprintf(path, sizeof(path), "%s/%" PRIu32, c->p_members, self->node_id);
 	if (create)
-		rc = zoo_create(c->zh, path, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
-				ZOO_EPHEMERAL, NULL, 0);
+		rc = zoo_create(c->zh, path, doc, strlen(doc),
+				coord_acl(c, COORD_ACL_READ), ZOO_EPHEMERAL, NULL, 0);
 	else
 		rc = zoo_set(c->zh, path, doc, strlen(doc), -1);
 	free(doc);
@@ -491,8 +539,8 @@ static int coord_map_cas_locked(struct coord *c, const struct cmap *prev, const 
 		return ret;
 	snprintf(hist, sizeof(hist), "%s/%010" PRIu64, c->p_epochs, next->epoch);
 	zoo_set_op_init(&ops[0], c->p_map, doc, strlen(doc), prev->zversion, NULL);
-	zoo_create_op_init(&ops[1], hist, doc, strlen(doc), &ZOO_OPEN_ACL_UNSAFE,
-			   0, NULL, 0);
+	zoo_create_op_init(&ops[1], hist, doc, strlen(doc),
+			   coord_acl(c, COORD_ACL_READ), 0, NULL, 0);
 	rc = zoo_multi(c->zh, 2, ops, res);
 	free(doc);
 	if (rc == ZBADVERSION || rc == ZNODEEXISTS || rc == ZNONODE)
@@ -519,6 +567,8 @@ int coord_format(struct coord *c, const struct cluster_config *cfg, int force)
 	pthread_rwlock_rdlock(&c->zlock);
 	ret = coord_format_locked(c, cfg, force);
 	pthread_rwlock_unlock(&c->zlock);
+	if (ret == 0 && c->cred == COORD_CRED_ADMIN)
+		ret = coord_secure(c);
 	return ret;
 }
 

@@ -32,11 +32,23 @@ void objcap_key(const uint8_t secret[AUTH_KEY_BYTES], uint8_t key[AUTH_KEY_BYTES
 	auth_derive(secret, AUTH_DERIVE_OBJCAP, key);
 }
 
+/* A block daemon asks for the same few names again and again (every
+ * request of a connection): the last one per thread is remembered. */
+static __thread char last_name[AUTH_NAME_MAX + 1];
+static __thread uint64_t last_holder;
+
 uint64_t objcap_holder(const char *name)
 {
+	size_t len = strlen(name);
 	uint8_t h[8];
 
-	crypto_generichash(h, sizeof(h), (const uint8_t *)name, strlen(name), NULL, 0);
+	if (len <= AUTH_NAME_MAX && last_name[0] && strcmp(name, last_name) == 0)
+		return last_holder;
+	crypto_generichash(h, sizeof(h), (const uint8_t *)name, len, NULL, 0);
+	if (len <= AUTH_NAME_MAX) {
+		memcpy(last_name, name, len + 1);
+		last_holder = get64(h);
+	}
 	return get64(h);
 }
 

@@ -24,6 +24,7 @@ void conf_init(struct sdfs_conf *c)
 	c->lease_ms = 2000;
 	c->read_timeout_ms = 1000;
 	strcpy(c->keyring, CONF_DEFAULT_KEYRING);
+	c->objcap_lifetime_ms = 600000;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -200,6 +201,10 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 				ret = -EINVAL;
 			else
 				strcpy(c->public_addr, v);
+		} else if (strcmp(k, "objcap_lifetime_ms") == 0) {
+			ret = parse_ms(v, &c->objcap_lifetime_ms);
+			if (!ret && c->objcap_lifetime_ms < 10000)
+				ret = -EINVAL;
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

@@ -104,6 +104,7 @@ static const int res_errno[SDFS_RES_MAX] = {
 	[SDFS_RES_ERRNO] = EIO,         /* the errno is in hdr.length */
 	[SDFS_RES_READONLY] = EROFS,
 	[SDFS_RES_AUTH] = EACCES,
+	[SDFS_RES_CAP] = EKEYREJECTED,
 };
 
 enum sdfs_res proto_res_from_errno(int neg_errno)
@@ -131,7 +132,7 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
 	[SDFS_OP_VOL_FENCE] = "VOL_FENCE",
 	[SDFS_OP_NS_SUBSCRIBE] = "NS_SUBSCRIBE", [SDFS_OP_NS_NOTIFY] = "NS_NOTIFY",
-	[SDFS_OP_NS_OPEN] = "NS_OPEN",
+	[SDFS_OP_NS_OPEN] = "NS_OPEN", [SDFS_OP_NS_OBJCAP] = "NS_OBJCAP",
 	[SDFS_OP_AUTH_HELLO] = "AUTH_HELLO", [SDFS_OP_AUTH_PROOF] = "AUTH_PROOF",
 	[SDFS_OP_REPL_WRITE] = "REPL_WRITE", [SDFS_OP_REPL_CREATE] = "REPL_CREATE",
 	[SDFS_OP_REPL_REMOVE] = "REPL_REMOVE", [SDFS_OP_REPL_REPLACE] = "REPL_REPLACE",

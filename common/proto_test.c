@@ -561,6 +561,7 @@ static const struct { enum sdfs_res res; int err; } res_table[] = {
 	{ SDFS_RES_UNAVAIL, ENODATA }, { SDFS_RES_FENCED, EPERM },
 	{ SDFS_RES_ERRNO, EIO }, { SDFS_RES_READONLY, EROFS },
 	{ SDFS_RES_AUTH, EACCES },
+	{ SDFS_RES_CAP, EKEYREJECTED },
 };
 
 Test(proto_res, table_covers_every_result)

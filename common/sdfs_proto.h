@@ -63,6 +63,11 @@
  *        as "peer speaks protocol 1.x". Minor-version rules of 1.x (sizes
  *        of node_info, statfs, mds_info) no longer apply: 2.0 sends the
  *        1.9 sizes.
+ *        Object capabilities (common/objcap.h, docs/security.md): an
+ *        object request may carry SDFS_F_CAP, its payload then begins
+ *        with a signed cap (OBJCAP_WIRE_SIZE bytes); block daemons refuse
+ *        unprivileged keys' object ops without a valid one with
+ *        SDFS_RES_CAP; NS_OBJCAP asks the mds for caps.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -133,6 +138,8 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	/* 2.0: the handshake, any client -> any daemon, untagged (auth.h) */
 	SDFS_OP_AUTH_HELLO      = 0x50, /* nonce_c[32], key name -> nonce_s[32] */
 	SDFS_OP_AUTH_PROOF      = 0x51, /* proof[32] -> proof[32], caps text */
+	/* 2.0: object capabilities (common/objcap.h) */
+	SDFS_OP_NS_OBJCAP       = 0x42,
 	/* 1.5: peer-only, primary -> every up holder (itself included):
 	 * apply this mutation of a shared object, as ordered by the primary.
 	 * Same header and payload as the client op they carry (0x80 | op). */
@@ -154,6 +161,11 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 				    stored, no freshness check (peers, 1.1) */
 #define SDFS_F_SYNC      0x80u   /* WRITE, REPLACE, REMOVE: durable (fdatasync)
 				    before the reply (1.2) */
+#define SDFS_F_CAP       0x10u   /* object requests (READ, WRITE, CREATE,
+				    REMOVE, REPLACE, STAT, FLUSH): the payload
+				    begins with an object capability,
+				    OBJCAP_WIRE_SIZE bytes, not part of the
+				    data (2.0; MORE is a reply flag) */
 
 /* Results on the wire; common/proto.c maps them to and from errno. */
 enum sdfs_res {
@@ -184,6 +196,12 @@ enum sdfs_res {
 	SDFS_RES_AUTH        = 19, /* EACCES: authentication required or failed;
 				      the payload says why (one line), and
 				      the connection closes (2.0) */
+	SDFS_RES_CAP         = 20, /* EKEYREJECTED: an object op of a key that is
+				      not admin or daemon without a valid
+				      object capability for it (none, forged,
+				      expired, another key's, another object's,
+				      too few rights): get one (NS_OBJCAP) and
+				      retry; libclient then says EACCES (2.0) */
 	SDFS_RES_MAX
 };
 
@@ -263,7 +281,27 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   sdfs_mds_info.
  * Names are 1..255 bytes without '/' or NUL; "." and ".." are refused
  * where a new name is made.
+ *
+ * NS_OBJCAP (2.0): object capabilities for the asking key
+ * (docs/security.md "Object capabilities"):
+ *   sdfs_ns_req(flags = SDFS_OBJCAP_VOL or 0 [| SDFS_OBJCAP_BEST], ino = a regular file's
+ *   inode / arg = a vid, max = OBJCAP_R or OBJCAP_RW wanted)
+ *   -> caps, OBJCAP_WIRE_SIZE bytes each: a file: one; a vid: its own
+ *   (write only if it is a live state) then one read cap per ancestor
+ *   whose objects its index may name. hdr.length = the lifetime in ms.
+ *   An open cluster's mds (no secret) answers with no caps. Errors:
+ *   EACCES / EROFS (the namespace or the key refuses the rights),
+ *   ENOENT, EINVAL (not a regular file of objects, not a volume).
  */
+#define SDFS_OBJCAP_VOL    0x1u         /* NS_OBJCAP: arg is a vid */
+/* LOOKUP, GETATTR, MKNOD (2.0): a regular file of objects is answered
+ * with its object capability (as NS_OBJCAP with BEST and RW would give
+ * it) after the sdfs_attr: SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE bytes. No
+ * cap (caps off, no right to read): the attr alone. */
+#define SDFS_NS_WANT_CAP   0x80000000u
+#define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
+					   caller may have (at least read),
+					   not EACCES / EROFS for the rest */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {

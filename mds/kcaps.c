@@ -27,11 +27,10 @@
 #define K_OWNER 0x20u   /* creates: uid/gid are the new inode's owner */
 #define K_ATTR  0x40u   /* the reply is an sdfs_attr */
 
-/* Helper objcap's NS_OBJCAP (SDFS_OP_NS_OBJCAP, 2.0) and its flag
- * SDFS_OBJCAP_VOL ("arg is a vid"), by value until both branches are
- * merged; then spell them with their names. */
-#define OP_OBJCAP  0x42u
-#define OBJCAP_VOL 0x1u
+/* NS_OBJCAP: the last namespace op; its flag SDFS_OBJCAP_VOL says "arg
+ * is a vid" */
+#define OP_OBJCAP  SDFS_OP_NS_OBJCAP
+#define OBJCAP_VOL SDFS_OBJCAP_VOL
 
 #define OPS_FIRST SDFS_OP_NS_LOOKUP
 #define OPS_LAST  OP_OBJCAP

@@ -680,6 +680,7 @@ static int exec_op(struct ns *ns, const struct ns_caller *who, unsigned op,
 		case SDFS_OP_NS_GETXATTR: return op_getxattr(ns, who, req, name, rep);
 		case SDFS_OP_NS_LISTXATTR: return op_listxattr(ns, who, req, rep);
 		case SDFS_OP_NS_INFO: return op_info(ns, rep);
+		case SDFS_OP_NS_OBJCAP: return op_objcap(ns, who, req, rep);
 		}
 		if (vol_is_op(op))
 			return vol_exec(ns, op, req, name, name2, NULL, rep);
@@ -720,7 +721,11 @@ static int exec_op(struct ns *ns, const struct ns_caller *who, unsigned op,
 }
 
 /* The key's caps (kcaps.h) wrap every request: what it may name, and
- * how its reply shows the key's subtree and ids. */
+ * how its reply shows the key's subtree and ids. A regular file's
+ * attributes come with its object capability when the client asks
+ * (SDFS_NS_WANT_CAP, ns_objcap.c; signed for the real inode, before
+ * kcaps_leave shows the reply as the key sees it): no round trip more
+ * before its data. */
 int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 	    const struct sdfs_ns_req *req, const char *name, const char *name2,
 	    const uint8_t *data, struct ns_reply *rep)
@@ -733,5 +738,7 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 	if (ret)
 		return ret;
 	ret = exec_op(ns, who, op, kr.req, kr.name, name2, data, rep);
+	if (ret == 0 && (req->flags & SDFS_NS_WANT_CAP))
+		ns_objcap_attach(ns, who, op, rep);
 	return kcaps_leave(&kr, op, ret, rep);
 }

@@ -87,6 +87,11 @@ struct ns {
 	uint64_t cache_max;
 	int64_t mut_gate_ms;
 
+	/* ns_objcap.c: object capabilities (ns_set_objcap) */
+	atomic_int objcap_on;
+	int objcap_lifetime_ms;
+	uint8_t objcap_key[AUTH_KEY_BYTES];
+
 	/* statfs cache */
 	pthread_mutex_t statfs_lock;
 	int64_t statfs_at;
@@ -226,6 +231,13 @@ int op_setxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns
 int op_rmxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
 	       const char *name, struct kvbatch *b);
 int op_info(struct ns *ns, struct ns_reply *rep);
+/* ns_objcap.c: NS_OBJCAP; and a regular file's cap after the sdfs_attr
+ * of a LOOKUP, GETATTR or MKNOD reply (SDFS_NS_WANT_CAP; nothing when
+ * caps are off or the caller may not read it) */
+int op_objcap(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	      struct ns_reply *rep);
+void ns_objcap_attach(struct ns *ns, const struct ns_caller *who, unsigned op,
+		      struct ns_reply *rep);
 
 /* ns_acl.c: POSIX ACLs (docs/acl.md). The caller holds the inode's
  * lock (the directory's for create) and commits @b.

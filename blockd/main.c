@@ -269,6 +269,7 @@ static int auth_setup(struct blockd *bd, const struct keyring *kr, int have_kr)
 	}
 	auth_cred_of(kr, &cred);
 	rpc_set_default_auth(1, &cred);
+	ops_set_secret(bd, kr->secret);  /* object capabilities (ops.c) */
 	log_info("authentication required: key %s, %zu keys known", kr->name,
 		 keydb_count(bd->keydb));
 	return 0;

@@ -351,6 +351,8 @@ static int take_over(struct mds *m, char *why, size_t whylen)
 	}
 	int64_t t1 = net_now_ms();
 	ret = ns_open(m->sdfs, m->coord, m->epoch, m->name, &m->ns, err, sizeof(err));
+	if (ret == 0 && m->secret)
+		ns_set_objcap(m->ns, m->secret, m->conf.objcap_lifetime_ms);
 	if (ret) {
 		if (store_last_error(last, sizeof(last)))
 			snprintf(why, whylen, "cannot open the namespace database: "
@@ -419,6 +421,7 @@ static int auth_setup(struct mds *m, const struct keyring *kr, int have_kr)
 		log_err("cannot load the cluster's keys: %s", strerror(-ret));
 		return ret;
 	}
+	m->secret = kr->secret;
 	log_info("authentication required: key %s, %zu keys known", kr->name,
 		 keydb_count(m->keydb));
 	return 0;

@@ -22,6 +22,7 @@
 #include "common/objcap.h"
 #include "common/proto.h"
 #include "mds/ns_int.h"
+#include "mds/perm.h"
 #include "mds/vol.h"
 
 #define OBJCAP_CHAIN_MAX 4096u  /* ancestors answered (a reply of 192 KiB) */
@@ -38,41 +39,36 @@ void ns_set_objcap(struct ns *ns, const uint8_t secret[AUTH_KEY_BYTES],
 /*
  * May @who have @want on @in? The key's ro cap takes writing away. Then
  * the owner and root may (an owner can chmod itself the rights anyway,
- * and a file created 0444 is still written by its creator), others as
- * the mode's group or other bits say. No key: the mds itself or an open
- * cluster. Helper perm's ACL-aware check takes this place.
+ * and a file created 0444 is still written through the descriptor its
+ * creator opened), others as the mode bits and the access ACL say
+ * (nsacl_access, the check every namespace op makes). No key: the mds
+ * itself or an open cluster.
  */
-static int may(const struct ns_caller *who, const struct inode *in, unsigned want)
+static int may(struct ns *ns, const struct ns_caller *who, const struct inode *in,
+	       unsigned want)
 {
-	uint32_t bits, mode = in->a.mode;
+	unsigned mask = 0;
 
 	if (!who || !who->key)
 		return 0;
 	if ((want & OBJCAP_W) && (who->key->caps.flags & AUTH_CAP_RO))
 		return -EROFS;
-	if (auth_caps_privileged(&who->key->caps) || who->uid == 0 ||
-	    who->uid == in->a.uid)
+	if (auth_caps_privileged(&who->key->caps) || perm_is_owner(who, &in->a))
 		return 0;
-	bits = mode & 07;
-	if (who->gid == in->a.gid)
-		bits |= (mode >> 3) & 07;
-	for (uint32_t i = 0; i < who->ngroups && i < NS_GROUPS_MAX; i++)
-		if (who->groups[i] == in->a.gid)
-			bits |= (mode >> 3) & 07;
-	if ((want & OBJCAP_R) && !(bits & 04))
-		return -EACCES;
-	if ((want & OBJCAP_W) && !(bits & 02))
-		return -EACCES;
-	return 0;
+	if (want & OBJCAP_R)
+		mask |= PERM_READ;
+	if (want & OBJCAP_W)
+		mask |= PERM_WRITE;
+	return nsacl_access(ns, who, in, mask);
 }
 
 /* may(), but with @best a refused write leaves read (*@want cut). */
-static int may_best(const struct ns_caller *who, const struct inode *in,
+static int may_best(struct ns *ns, const struct ns_caller *who, const struct inode *in,
 		    unsigned *want, int best)
 {
-	int ret = may(who, in, *want);
+	int ret = may(ns, who, in, *want);
 
-	if (ret && best && *want == OBJCAP_RW && may(who, in, OBJCAP_R) == 0) {
+	if (ret && best && *want == OBJCAP_RW && may(ns, who, in, OBJCAP_R) == 0) {
 		*want = OBJCAP_R;
 		return 0;
 	}
@@ -102,7 +98,7 @@ static int file_caps(struct ns *ns, const struct ns_caller *who,
 		return ret;
 	if (!S_ISREG(in.a.mode) || in.a.layout != SDFS_LAYOUT_OBJECTS)
 		return -EINVAL;
-	ret = may_best(who, &in, &want, best);
+	ret = may_best(ns, who, &in, &want, best);
 	if (ret)
 		return ret;
 	rep->data = malloc(OBJCAP_WIRE_SIZE);
@@ -133,7 +129,7 @@ static int vol_caps(struct ns *ns, const struct ns_caller *who, uint64_t vid,
 	ret = inode_get(ns, v.ino, &in);
 	if (ret)
 		return ret;
-	ret = may_best(who, &in, &want, best);
+	ret = may_best(ns, who, &in, &want, best);
 	if (ret)
 		return ret;
 	buf = malloc(OBJCAP_WIRE_SIZE * 16);
@@ -194,7 +190,7 @@ void ns_objcap_attach(struct ns *ns, const struct ns_caller *who, unsigned op,
 	    rep->len != SDFS_ATTR_SIZE ||
 	    proto_attr_decode(rep->data, rep->len, &in.a) ||
 	    !S_ISREG(in.a.mode) || in.a.layout != SDFS_LAYOUT_OBJECTS ||
-	    may_best(who, &in, &want, 1))
+	    may_best(ns, who, &in, &want, 1))
 		return;
 	nd = realloc(rep->data, SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE);
 	if (!nd)

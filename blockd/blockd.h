@@ -30,6 +30,7 @@
 #include "common/conf.h"
 #include "common/coord.h"
 #include "common/keydb.h"
+#include "common/keys.h"
 #include "common/loop.h"
 #include "common/sdfs_proto.h"
 #include "common/workq.h"
@@ -99,6 +100,11 @@ struct blockd {
 	atomic_uint space_armed;        /* space_call is set up */
 	atomic_uint space_posted;       /* space_call is queued */
 	int space_job;                  /* loop thread: a judge or an update runs */
+
+	/* ops.c: object capabilities (common/objcap.h); set once at start
+	 * by ops_set_secret, read by the loop thread */
+	int objcap_on;                  /* the cluster secret is known */
+	uint8_t objcap_key[AUTH_KEY_BYTES];
 };
 
 /* client_conn.c: accept connections on bd->listen_fd. */
@@ -126,6 +132,12 @@ struct auth_ident;
  * connection's first request is dispatched: any thread holding a
  * reference. */
 const struct auth_ident *client_conn_ident(const struct conn *c);
+
+/* ops.c: the cluster secret (from the daemon's keyring), before the
+ * loop starts: object ops of keys that are neither admin nor daemon are
+ * then checked against their capabilities (docs/security.md "Object
+ * capabilities"). Without it such keys get no object op at all. */
+void ops_set_secret(struct blockd *bd, const uint8_t secret[AUTH_KEY_BYTES]);
 
 /* ops.c: judge the node's space (statvfs, at most every 100 ms) and
  * return its SDFS_SPACE_* state. Any thread but the loop's (disk I/O). */

@@ -52,6 +52,7 @@
 #include "blockd/blockd.h"
 #include "common/auth.h"
 #include "common/log.h"
+#include "common/objcap.h"
 #include "common/net.h"
 #include "common/proto.h"
 
@@ -374,7 +375,8 @@ static size_t conn_frame_rest(const struct conn *c)
 
 static int conn_read_header(struct conn *c)
 {
-	uint32_t max = c->bd->cfg.obj_size;
+	/* a whole object's write may carry a cap in front (objcap.h) */
+	uint32_t max = c->bd->cfg.obj_size + OBJCAP_WIRE_SIZE;
 	int ret;
 
 	if (max < 8 * SDFS_MAX_LIST)

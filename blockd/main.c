@@ -61,7 +61,8 @@ static void usage(FILE *f)
 "Store sdfs objects in DIR and serve them over TCP.\n"
 "\n"
 "  -d, --dir DIR          data directory (required; created if missing)\n"
-"  -l, --listen HOST:PORT address to listen on (default 127.0.0.1:7000)\n"
+"  -l, --listen HOST:PORT address to listen on (default: the config's\n"
+"                         public_addr, else 127.0.0.1, port 7000)\n"
 "  -c, --conf FILE        cluster config file (default $SDFS_CONF, then %s)\n"
 "  -k, --keyring FILE     this daemon's key (default: the config's keyring =)\n"
 "      --zk HOSTS         ZooKeeper hosts, overrides the config file\n"
@@ -116,7 +117,8 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		{ 0 },
 	};
 	const char *conf_file = NULL, *zk = NULL, *cluster = NULL;
-	const char *listen = "127.0.0.1:7000";
+	const char *listen = NULL;
+	char def_listen[300];
 	uint32_t threads = 8, v;
 	char err[256];
 	int c, lvl;
@@ -199,13 +201,18 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		return -1;
 	}
 	bd->io_threads = (int)threads;
+	if (conf_resolve(conf_file, zk, cluster, &bd->conf, err, sizeof(err))) {
+		fprintf(stderr, "sdfs-blockd: %s\n", err);
+		return -1;
+	}
+	if (!listen) {          /* the config's public_addr */
+		snprintf(def_listen, sizeof(def_listen), "%s:7000",
+			 bd->conf.public_addr[0] ? bd->conf.public_addr : "127.0.0.1");
+		listen = def_listen;
+	}
 	if (net_parse_addr(listen, bd->host, sizeof(bd->host), &bd->port) ||
 	    bd->port == 0) {
 		fprintf(stderr, "sdfs-blockd: bad --listen '%s' (want HOST:PORT)\n", listen);
-		return -1;
-	}
-	if (conf_resolve(conf_file, zk, cluster, &bd->conf, err, sizeof(err))) {
-		fprintf(stderr, "sdfs-blockd: %s\n", err);
 		return -1;
 	}
 	return 0;
@@ -262,6 +269,7 @@ static int auth_setup(struct blockd *bd, const struct keyring *kr, int have_kr)
 	}
 	auth_cred_of(kr, &cred);
 	rpc_set_default_auth(1, &cred);
+	ops_set_secret(bd, kr->secret);  /* object capabilities (ops.c) */
 	log_info("authentication required: key %s, %zu keys known", kr->name,
 		 keydb_count(bd->keydb));
 	return 0;

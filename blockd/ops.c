@@ -19,6 +19,12 @@
  * of a shared object goes to order.c instead, which sends it back here
  * as a REPL_* op to every replica. Recovery's copies
  * between nodes do not come through here and are never fenced.
+ *
+ * Before any of that, a peer whose key is neither admin nor daemon must
+ * show an object capability for the object and op (common/objcap.h
+ * objcap_admit; docs/security.md "Object capabilities"); its bytes are
+ * stripped from the payload here, so nothing after sees them (REPL_*
+ * forwards carry none: peers are daemons).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,6 +37,7 @@
 #include "blockd/vfence.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/objcap.h"
 #include "common/oid.h"
 #include "common/proto.h"
 
@@ -600,18 +607,54 @@ int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payloa
 	return r.ret;
 }
 
-void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
+void ops_set_secret(struct blockd *bd, const uint8_t secret[AUTH_KEY_BYTES])
+{
+	objcap_key(secret, bd->objcap_key);
+	bd->objcap_on = 1;
+}
+
+/*
+ * The capability check (objcap_admit): SDFS_RES_OK with the cap's
+ * bytes stripped from *@h and @payload, or SDFS_RES_CAP, logged with
+ * who and why (at most once a second: a guessing client must not flood
+ * the log).
+ */
+static enum sdfs_res cap_admit(struct blockd *bd, struct conn *c, struct sdfs_hdr *h,
+			       uint8_t *payload)
+{
+	const struct auth_ident *id = client_conn_ident(c);
+	const char *why;
+	uint32_t skip;
+
+	if (objcap_admit(id, bd->objcap_on ? bd->objcap_key : NULL, h, payload,
+			 objcap_now_ms(), &skip, &why)) {
+		log_every(1000, LOG_WARNING, "key=%s op=%s oid=%016" PRIx64 ": refused: %s",
+			  id ? id->name : "-", proto_op_name(h->opcode), h->oid, why);
+		return SDFS_RES_CAP;
+	}
+	if (skip) {
+		memmove(payload, payload + skip, h->payload_len - skip);
+		h->payload_len -= skip;
+	}
+	h->flags &= ~SDFS_F_CAP;
+	return SDFS_RES_OK;
+}
+
+void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *hin,
 		  uint8_t *payload)
 {
-	const struct op_desc *op = &ops[h->opcode];
+	const struct op_desc *op = &ops[hin->opcode];
 	uint64_t epoch = member_epoch(bd);
 	enum sdfs_res res = SDFS_RES_OK;
+	struct sdfs_hdr hc = *hin, *h = &hc;
 
 	log_debug("op=%s oid=%016" PRIx64 " off=%" PRIu64 " len=%u epoch=%u",
 		  proto_op_name(h->opcode), h->oid, h->offset,
 		  h->length ? h->length : h->payload_len, h->epoch);
 	if (!op->fn)
 		res = SDFS_RES_UNKNOWN_OP;
+	else if ((res = cap_admit(bd, c, h, payload)) != SDFS_RES_OK)
+		;       /* no capability for it */
 	else if (bd->stopping ||
 		 (!bd->zk_connected && h->opcode != SDFS_OP_NODE_INFO))
 		res = SDFS_RES_SHUTDOWN;

@@ -24,6 +24,7 @@ void conf_init(struct sdfs_conf *c)
 	c->lease_ms = 2000;
 	c->read_timeout_ms = 1000;
 	strcpy(c->keyring, CONF_DEFAULT_KEYRING);
+	c->objcap_lifetime_ms = 600000;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -192,6 +193,18 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 				strcpy(c->keyring, v);
 				c->keyring_set = 1;
 			}
+		} else if (strcmp(k, "public_addr") == 0) {
+			/* a host: the daemon's port comes from --listen or
+			 * its default */
+			if (!*v || strlen(v) >= sizeof(c->public_addr) ||
+			    strpbrk(v, ": \t"))
+				ret = -EINVAL;
+			else
+				strcpy(c->public_addr, v);
+		} else if (strcmp(k, "objcap_lifetime_ms") == 0) {
+			ret = parse_ms(v, &c->objcap_lifetime_ms);
+			if (!ret && c->objcap_lifetime_ms < 10000)
+				ret = -EINVAL;
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

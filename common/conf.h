@@ -15,6 +15,8 @@
  *   lease_ms = 2000                        blockd's serving lease
  *   read_timeout_ms = 1000                 a read tries the next replica
  *   keyring = /etc/sdfs/keyring            this process's key (keys.h)
+ *   public_addr = 10.0.0.5                 daemons: listen here (no --listen)
+ *   objcap_lifetime_ms = 600000            sdfs-mds: object caps live this long
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -58,6 +60,11 @@ struct sdfs_conf {
 	 * error); else the default, used only if it exists. */
 	char keyring[512];
 	int keyring_set;
+	/* sdfs-blockd, sdfs-mds: the host (IPv4 address or name) they
+	 * listen on, and the address in the map / mds/active, when their
+	 * --listen does not say; "": 127.0.0.1. */
+	char public_addr[256];
+	int objcap_lifetime_ms; /* sdfs-mds: object capabilities' lifetime */
 };
 
 /* Defaults for everything but zk. */

@@ -444,3 +444,22 @@ Test(conf_path, chosen_file_is_the_one_loaded)
 	cr_assert_eq(conf_load(conf_path(arg_file), &c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_str_eq(c.zk, "from-arg:1");
 }
+
+/* ---- listening addresses (issue 15) ---- */
+
+Test(conf, parses_the_public_address)
+{
+	struct sdfs_conf c;
+	const char *path;
+
+	conf_init(&c);
+	cr_assert_str_eq(c.public_addr, "", "no public_addr by default");
+	cr_assert_eq(load("zk = h:1\npublic_addr = 10.1.2.3\n", &c, NULL), 0, "%s", err);
+	cr_assert_str_eq(c.public_addr, "10.1.2.3");
+	cr_assert_eq(load("zk = h:1\npublic_addr = node7.example\n", &c, NULL), 0, "%s", err);
+	cr_assert_str_eq(c.public_addr, "node7.example");
+	/* a host, not an address with a port (that is --listen's) */
+	cr_assert_eq(load("zk = h:1\npublic_addr = 10.1.2.3:7000\n", &c, &path), -EINVAL);
+	assert_err_names(path, 2);
+	cr_assert_eq(load("zk = h:1\npublic_addr =\n", &c, NULL), -EINVAL);
+}

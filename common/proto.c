@@ -104,6 +104,7 @@ static const int res_errno[SDFS_RES_MAX] = {
 	[SDFS_RES_ERRNO] = EIO,         /* the errno is in hdr.length */
 	[SDFS_RES_READONLY] = EROFS,
 	[SDFS_RES_AUTH] = EACCES,
+	[SDFS_RES_CAP] = EKEYREJECTED,
 };
 
 enum sdfs_res proto_res_from_errno(int neg_errno)
@@ -131,7 +132,7 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
 	[SDFS_OP_VOL_FENCE] = "VOL_FENCE",
 	[SDFS_OP_NS_SUBSCRIBE] = "NS_SUBSCRIBE", [SDFS_OP_NS_NOTIFY] = "NS_NOTIFY",
-	[SDFS_OP_NS_OPEN] = "NS_OPEN",
+	[SDFS_OP_NS_OPEN] = "NS_OPEN", [SDFS_OP_NS_OBJCAP] = "NS_OBJCAP",
 	[SDFS_OP_AUTH_HELLO] = "AUTH_HELLO", [SDFS_OP_AUTH_PROOF] = "AUTH_PROOF",
 	[SDFS_OP_REPL_WRITE] = "REPL_WRITE", [SDFS_OP_REPL_CREATE] = "REPL_CREATE",
 	[SDFS_OP_REPL_REMOVE] = "REPL_REMOVE", [SDFS_OP_REPL_REPLACE] = "REPL_REPLACE",
@@ -302,6 +303,24 @@ void proto_ns_req_encode(const struct sdfs_ns_req *r, uint8_t *out)
 	out[82] = (uint8_t)r->name2_len;
 	out[83] = (uint8_t)(r->name2_len >> 8);
 	put32(out + 84, r->data_len);
+	put32(out + 88, r->cuid);
+	put32(out + 92, r->cgid);
+	put32(out + 96, r->ngroups);
+	put32(out + 100, 0);
+}
+
+size_t proto_ns_req_len(const struct sdfs_ns_req *r)
+{
+	return SDFS_NS_REQ_SIZE + (size_t)r->name_len + r->name2_len + r->data_len +
+	       4 * (size_t)r->ngroups;
+}
+
+void proto_ns_groups_encode(const struct sdfs_ns_req *r, uint8_t *payload)
+{
+	uint8_t *p = payload + proto_ns_req_len(r) - 4 * (size_t)r->ngroups;
+
+	for (uint32_t i = 0; i < r->ngroups; i++)
+		put32(p + 4 * i, r->groups[i]);
 }
 
 int proto_ns_req_decode(const uint8_t *in, size_t len, struct sdfs_ns_req *r)
@@ -324,8 +343,18 @@ int proto_ns_req_decode(const uint8_t *in, size_t len, struct sdfs_ns_req *r)
 	r->name_len = (uint16_t)(in[80] | in[81] << 8);
 	r->name2_len = (uint16_t)(in[82] | in[83] << 8);
 	r->data_len = get32(in + 84);
-	if ((uint64_t)SDFS_NS_REQ_SIZE + r->name_len + r->name2_len + r->data_len != len)
+	r->cuid = get32(in + 88);
+	r->cgid = get32(in + 92);
+	r->ngroups = get32(in + 96);
+	r->reserved = 0;
+	if (r->ngroups > SDFS_NS_GROUPS_MAX)
 		return -EPROTO;
+	if ((uint64_t)SDFS_NS_REQ_SIZE + r->name_len + r->name2_len + r->data_len +
+	    4 * (uint64_t)r->ngroups != len)
+		return -EPROTO;
+	in += len - 4 * (size_t)r->ngroups;
+	for (uint32_t i = 0; i < r->ngroups; i++)
+		r->groups[i] = get32(in + 4 * i);
 	return 0;
 }
 

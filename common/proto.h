@@ -61,10 +61,17 @@ void proto_list_ent_decode(const uint8_t *in, size_t n, struct sdfs_list_ent *en
 /* A namespace reply's outcome: 0 or -errno (SDFS_RES_ERRNO carries the
  * errno in hdr.length). */
 int proto_ns_result(const struct sdfs_hdr *reply);
-/* sdfs_ns_req: decode checks that name, name2 and data fill exactly
- * the rest of @len (they follow at SDFS_NS_REQ_SIZE); -EPROTO if not. */
+/* sdfs_ns_req: decode checks that name, name2, data and the caller's
+ * groups (2.0, at most SDFS_NS_GROUPS_MAX) fill exactly the rest of
+ * @len (they follow at SDFS_NS_REQ_SIZE), and fills r->groups;
+ * -EPROTO if not. encode writes the fixed part at @out; the sender
+ * puts the strings and data after it, then the groups with
+ * proto_ns_groups_encode(@r, the payload's start). req_len: the whole
+ * payload's length. */
 void proto_ns_req_encode(const struct sdfs_ns_req *r, uint8_t *out);
 int proto_ns_req_decode(const uint8_t *in, size_t len, struct sdfs_ns_req *r);
+size_t proto_ns_req_len(const struct sdfs_ns_req *r);
+void proto_ns_groups_encode(const struct sdfs_ns_req *r, uint8_t *payload);
 void proto_attr_encode(const struct sdfs_attr *a, uint8_t *out);
 int proto_attr_decode(const uint8_t *in, size_t len, struct sdfs_attr *a);
 /* READDIR entries: size on the wire, encode (@attr NULL: not PLUS),

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -560,6 +561,7 @@ static const struct { enum sdfs_res res; int err; } res_table[] = {
 	{ SDFS_RES_UNAVAIL, ENODATA }, { SDFS_RES_FENCED, EPERM },
 	{ SDFS_RES_ERRNO, EIO }, { SDFS_RES_READONLY, EROFS },
 	{ SDFS_RES_AUTH, EACCES },
+	{ SDFS_RES_CAP, EKEYREJECTED },
 };
 
 Test(proto_res, table_covers_every_result)
@@ -788,7 +790,7 @@ Test(proto_oids, zero_oids_touch_nothing)
 
 Test(proto_ns, payload_sizes_match_their_structs)
 {
-	cr_assert_eq(sizeof(struct sdfs_ns_req), SDFS_NS_REQ_SIZE);
+	cr_assert_eq(offsetof(struct sdfs_ns_req, groups), SDFS_NS_REQ_SIZE);
 	cr_assert_eq(sizeof(struct sdfs_attr), SDFS_ATTR_SIZE);
 	cr_assert_eq(sizeof(struct sdfs_dirent), SDFS_DIRENT_SIZE);
 	cr_assert_eq(sizeof(struct sdfs_ns_statfs), SDFS_NS_STATFS_SIZE);
@@ -807,23 +809,32 @@ static struct sdfs_ns_req random_ns_req(uint64_t *seed)
 		.name_len = (uint16_t)(rng_next(seed) % 300),
 		.name2_len = (uint16_t)(rng_next(seed) % 300),
 		.data_len = (uint32_t)(rng_next(seed) % 5000),
+		.cuid = (uint32_t)rng_next(seed), .cgid = (uint32_t)rng_next(seed),
+		.ngroups = (uint32_t)(rng_next(seed) % (SDFS_NS_GROUPS_MAX + 1)),
+		.groups = { (uint32_t)rng_next(seed), 7, 0xffffffffu, 3 },
 	};
 }
 
 Test(proto_ns_req, round_trips_at_the_reference_offsets)
 {
-	static uint8_t buf[SDFS_NS_REQ_SIZE + 300 + 300 + 5000];
+	static uint8_t buf[SDFS_NS_REQ_SIZE + 300 + 300 + 5000 + 4 * SDFS_NS_GROUPS_MAX];
 	uint64_t seed = 20;
 
 	for (int i = 0; i < 1000; i++) {
 		struct sdfs_ns_req in = random_ns_req(&seed), out;
-		size_t len = SDFS_NS_REQ_SIZE + in.name_len + in.name2_len + in.data_len;
+		size_t len = SDFS_NS_REQ_SIZE + in.name_len + in.name2_len + in.data_len +
+			     4 * in.ngroups;
+
+		for (uint32_t g = 4; g < in.ngroups; g++)
+			in.groups[g] = (uint32_t)rng_next(&seed);
+		cr_assert_eq(proto_ns_req_len(&in), len);
 
 		if (i == 0) {           /* the extremes of the signed fields */
 			in.atime_ns = INT64_MIN;
 			in.mtime_ns = -1;
 		}
 		proto_ns_req_encode(&in, buf);
+		proto_ns_groups_encode(&in, buf);
 		cr_assert_eq(ref_get(buf + 0, 8), in.client_id);
 		cr_assert_eq(ref_get(buf + 8, 8), in.seq);
 		cr_assert_eq(ref_get(buf + 16, 8), in.ino);
@@ -840,6 +851,13 @@ Test(proto_ns_req, round_trips_at_the_reference_offsets)
 		cr_assert_eq(ref_get(buf + 80, 2), in.name_len);
 		cr_assert_eq(ref_get(buf + 82, 2), in.name2_len);
 		cr_assert_eq(ref_get(buf + 84, 4), in.data_len);
+		cr_assert_eq(ref_get(buf + 88, 4), in.cuid);
+		cr_assert_eq(ref_get(buf + 92, 4), in.cgid);
+		cr_assert_eq(ref_get(buf + 96, 4), in.ngroups);
+		cr_assert_eq(ref_get(buf + 100, 4), 0);
+		for (uint32_t g = 0; g < in.ngroups; g++)
+			cr_assert_eq(ref_get(buf + len - 4 * in.ngroups + 4 * g, 4),
+				     in.groups[g]);
 		memset(&out, 0xa5, sizeof(out));
 		cr_assert_eq(proto_ns_req_decode(buf, len, &out), 0, "iteration %d", i);
 		cr_assert_eq(out.client_id, in.client_id);
@@ -858,7 +876,32 @@ Test(proto_ns_req, round_trips_at_the_reference_offsets)
 		cr_assert_eq(out.name_len, in.name_len);
 		cr_assert_eq(out.name2_len, in.name2_len);
 		cr_assert_eq(out.data_len, in.data_len);
+		cr_assert_eq(out.cuid, in.cuid);
+		cr_assert_eq(out.cgid, in.cgid);
+		cr_assert_eq(out.ngroups, in.ngroups);
+		for (uint32_t g = 0; g < in.ngroups; g++)
+			cr_assert_eq(out.groups[g], in.groups[g]);
 	}
+}
+
+Test(proto_ns_req, groups_count_exactly_and_at_most_the_max)
+{
+	static uint8_t buf[SDFS_NS_REQ_SIZE + 3 + 4 * (SDFS_NS_GROUPS_MAX + 1)];
+	struct sdfs_ns_req in = { .client_id = 1, .seq = 1, .ino = 1, .name_len = 3,
+				  .cuid = 1000, .cgid = 100, .ngroups = 2,
+				  .groups = { 10, 20 } }, out;
+	size_t exact = SDFS_NS_REQ_SIZE + 3 + 8;
+
+	proto_ns_req_encode(&in, buf);
+	memcpy(buf + SDFS_NS_REQ_SIZE, "abc", 3);
+	proto_ns_groups_encode(&in, buf);
+	for (size_t len = SDFS_NS_REQ_SIZE; len <= sizeof(buf); len++)
+		cr_assert_eq(proto_ns_req_decode(buf, len, &out), len == exact ? 0 : -EPROTO,
+			     "len %zu", len);
+	cr_assert_eq(out.groups[1], 20);
+	in.ngroups = SDFS_NS_GROUPS_MAX + 1;
+	proto_ns_req_encode(&in, buf);
+	cr_assert_eq(proto_ns_req_decode(buf, sizeof(buf), &out), -EPROTO);
 }
 
 Test(proto_ns_req, rejects_lengths_that_do_not_match_the_parts)

@@ -47,7 +47,13 @@
  *        reserved field becomes `space` (SDFS_SPACE_*: near full, full,
  *        a write hit ENOSPC; 0 from older nodes); a full node answers
  *        writes of file, raw and volume data with SDFS_RES_NO_SPACE.
- *   2.0  authentication (docs/protocol.md "Authentication", common/auth.h):
+ *   2.0  the mds enforces permissions (docs/mds.md "Permissions"): every
+ *        sdfs_ns_req carries its caller's ids (cuid, cgid, ngroups; 104
+ *        bytes) and ngroups (<= SDFS_NS_GROUPS_MAX) le32 supplementary
+ *        groups after its data; SETATTR's SDFS_SET_FH (a truncate through
+ *        an open file: no write permission needed, as ftruncate);
+ *        GETATTR's SDFS_NS_MAY_MASK (an open's access check).
+ *        Authentication (docs/protocol.md "Authentication", common/auth.h):
  *        every connection starts with AUTH_HELLO / AUTH_PROOF (mutual,
  *        a keyed MAC over both nonces), unless the cluster was formatted
  *        with auth none; then every frame, both directions, carries a
@@ -57,6 +63,11 @@
  *        as "peer speaks protocol 1.x". Minor-version rules of 1.x (sizes
  *        of node_info, statfs, mds_info) no longer apply: 2.0 sends the
  *        1.9 sizes.
+ *        Object capabilities (common/objcap.h, docs/security.md): an
+ *        object request may carry SDFS_F_CAP, its payload then begins
+ *        with a signed cap (OBJCAP_WIRE_SIZE bytes); block daemons refuse
+ *        unprivileged keys' object ops without a valid one with
+ *        SDFS_RES_CAP; NS_OBJCAP asks the mds for caps.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -127,6 +138,8 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	/* 2.0: the handshake, any client -> any daemon, untagged (auth.h) */
 	SDFS_OP_AUTH_HELLO      = 0x50, /* nonce_c[32], key name -> nonce_s[32] */
 	SDFS_OP_AUTH_PROOF      = 0x51, /* proof[32] -> proof[32], caps text */
+	/* 2.0: object capabilities (common/objcap.h) */
+	SDFS_OP_NS_OBJCAP       = 0x42,
 	/* 1.5: peer-only, primary -> every up holder (itself included):
 	 * apply this mutation of a shared object, as ordered by the primary.
 	 * Same header and payload as the client op they carry (0x80 | op). */
@@ -148,6 +161,11 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 				    stored, no freshness check (peers, 1.1) */
 #define SDFS_F_SYNC      0x80u   /* WRITE, REPLACE, REMOVE: durable (fdatasync)
 				    before the reply (1.2) */
+#define SDFS_F_CAP       0x10u   /* object requests (READ, WRITE, CREATE,
+				    REMOVE, REPLACE, STAT, FLUSH): the payload
+				    begins with an object capability,
+				    OBJCAP_WIRE_SIZE bytes, not part of the
+				    data (2.0; MORE is a reply flag) */
 
 /* Results on the wire; common/proto.c maps them to and from errno. */
 enum sdfs_res {
@@ -178,6 +196,12 @@ enum sdfs_res {
 	SDFS_RES_AUTH        = 19, /* EACCES: authentication required or failed;
 				      the payload says why (one line), and
 				      the connection closes (2.0) */
+	SDFS_RES_CAP         = 20, /* EKEYREJECTED: an object op of a key that is
+				      not admin or daemon without a valid
+				      object capability for it (none, forged,
+				      expired, another key's, another object's,
+				      too few rights): get one (NS_OBJCAP) and
+				      retry; libclient then says EACCES (2.0) */
 	SDFS_RES_MAX
 };
 
@@ -245,7 +269,7 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *
  * Namespace ops (1.2), client -> active sdfs-mds:
  *   NS_*        hdr(op), sdfs_ns_req, name[name_len], name2[name2_len],
- *               data[data_len]
+ *               data[data_len], groups[ngroups] (2.0: le32 each)
  *            -> hdr(result), reply payload; a failure is result
  *               SDFS_RES_ERRNO with the positive errno in hdr.length.
  *   Replies: LOOKUP GETATTR SETATTR MKNOD MKDIR LINK SYMLINK -> sdfs_attr;
@@ -257,7 +281,27 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  *   sdfs_mds_info.
  * Names are 1..255 bytes without '/' or NUL; "." and ".." are refused
  * where a new name is made.
+ *
+ * NS_OBJCAP (2.0): object capabilities for the asking key
+ * (docs/security.md "Object capabilities"):
+ *   sdfs_ns_req(flags = SDFS_OBJCAP_VOL or 0 [| SDFS_OBJCAP_BEST], ino = a regular file's
+ *   inode / arg = a vid, max = OBJCAP_R or OBJCAP_RW wanted)
+ *   -> caps, OBJCAP_WIRE_SIZE bytes each: a file: one; a vid: its own
+ *   (write only if it is a live state) then one read cap per ancestor
+ *   whose objects its index may name. hdr.length = the lifetime in ms.
+ *   An open cluster's mds (no secret) answers with no caps. Errors:
+ *   EACCES / EROFS (the namespace or the key refuses the rights),
+ *   ENOENT, EINVAL (not a regular file of objects, not a volume).
  */
+#define SDFS_OBJCAP_VOL    0x1u         /* NS_OBJCAP: arg is a vid */
+/* LOOKUP, GETATTR, MKNOD (2.0): a regular file of objects is answered
+ * with its object capability (as NS_OBJCAP with BEST and RW would give
+ * it) after the sdfs_attr: SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE bytes. No
+ * cap (caps off, no right to read): the attr alone. */
+#define SDFS_NS_WANT_CAP   0x80000000u
+#define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
+					   caller may have (at least read),
+					   not EACCES / EROFS for the rest */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {
@@ -326,6 +370,8 @@ struct sdfs_node_info {
 #define SDFS_XATTR_SIZE_MAX 65536u
 #define SDFS_ROOT_INO      1u
 
+#define SDFS_NS_GROUPS_MAX 32u         /* 2.0: a caller's groups sent */
+
 struct sdfs_ns_req {
 	uint64_t client_id;     /* random per client handle, nonzero */
 	uint64_t seq;           /* per client, increasing; (client_id, seq)
@@ -349,8 +395,15 @@ struct sdfs_ns_req {
 	uint16_t name_len;      /* the name (xattr name for *XATTR) */
 	uint16_t name2_len;     /* RENAME: the new name; LINK: the new name */
 	uint32_t data_len;      /* SYMLINK: target; SETXATTR: value */
+	/* 2.0: who asks (the mds checks permissions against them; a key's
+	 * squash and maps apply first) */
+	uint32_t cuid, cgid;    /* the caller's fsuid, fsgid */
+	uint32_t ngroups;       /* supplementary groups, after the data */
+	uint32_t reserved;
+	/* not in the fixed part: ngroups le32 after data[data_len] */
+	uint32_t groups[SDFS_NS_GROUPS_MAX];
 };
-#define SDFS_NS_REQ_SIZE 88u
+#define SDFS_NS_REQ_SIZE 104u           /* the fixed part; 88 before 2.0 */
 
 /* SETATTR mask */
 #define SDFS_SET_MODE      0x01u
@@ -364,7 +417,13 @@ struct sdfs_ns_req {
 #define SDFS_SET_CTIME     0x100u
 #define SDFS_SET_EXTEND    0x200u /* with SIZE: only if it grows the file (a
 				    client's pushed size; never frees data) (1.3) */
+#define SDFS_SET_FH        0x400u /* with SIZE: through a file the caller
+				    opened for writing (ftruncate): write
+				    permission is not checked again (2.0) */
 #define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
+/* GETATTR (2.0): flags & 7 is the access (4 read, 2 write, 1 execute)
+ * the caller is about to make, as an open does: -EACCES unless it may */
+#define SDFS_NS_MAY_MASK   0x7u
 /* MKNOD/MKDIR: flags & 0777 is the creator's umask; the mds applies it
  * to the mode unless the directory has a default ACL, which is
  * inherited instead (1.6). Without it the mode is used as sent. */

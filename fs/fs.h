@@ -167,6 +167,10 @@ void fs_stat_to_kernel(const struct sdfs_stat *st, struct stat *out);
 void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e);
 /* Reply with an error; libsdfs errors that mean "cannot reach" become EIO. */
 void fs_reply_err(fuse_req_t req, int neg_errno);
+/* Make the calling thread's namespace calls act as @req's caller
+ * (sdfs_set_caller: its uid, gid and groups, the groups cached per
+ * process for a second); every op calls it first. */
+void fs_caller(fuse_req_t req);
 /* Getattr from the mds, merged with what this client has pending. */
 int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st);
 

@@ -365,3 +365,64 @@ int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 	 * is not */
 	return ret ? ret : fnode_push_ex(fs, n, !datasync);
 }
+
+/* fuse_req_getgroups reads /proc/PID/task/TID/status: kept per process
+ * (and its ids) for CALLER_CACHE_MS. */
+#define CALLER_SLOTS 64
+#define CALLER_CACHE_MS 1000
+
+struct caller_slot {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	int64_t at_ms;
+	uint32_t n;
+	uint32_t groups[SDFS_CALLER_GROUPS_MAX];
+};
+
+static struct caller_slot caller_slots[CALLER_SLOTS];
+static pthread_mutex_t caller_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int64_t caller_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void fs_caller(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct caller_slot *sl = &caller_slots[(unsigned)ctx->pid % CALLER_SLOTS];
+	uint32_t groups[SDFS_CALLER_GROUPS_MAX];
+	gid_t list[SDFS_CALLER_GROUPS_MAX];
+	int64_t now = caller_now_ms();
+	int n = -1;
+
+	pthread_mutex_lock(&caller_lock);
+	if (ctx->pid && sl->pid == ctx->pid && sl->uid == ctx->uid && sl->gid == ctx->gid &&
+	    now - sl->at_ms < CALLER_CACHE_MS) {
+		n = (int)sl->n;
+		memcpy(groups, sl->groups, sl->n * sizeof(groups[0]));
+	}
+	pthread_mutex_unlock(&caller_lock);
+	if (n < 0) {
+		n = ctx->pid ? fuse_req_getgroups(req, SDFS_CALLER_GROUPS_MAX, list) : 0;
+		if (n < 0)
+			n = 0;  /* gone already: its own group only */
+		if (n > (int)SDFS_CALLER_GROUPS_MAX)
+			n = SDFS_CALLER_GROUPS_MAX;
+		for (int i = 0; i < n; i++)
+			groups[i] = (uint32_t)list[i];
+		pthread_mutex_lock(&caller_lock);
+		sl->pid = ctx->pid;
+		sl->uid = ctx->uid;
+		sl->gid = ctx->gid;
+		sl->at_ms = now;
+		sl->n = (uint32_t)n;
+		memcpy(sl->groups, groups, (size_t)n * sizeof(groups[0]));
+		pthread_mutex_unlock(&caller_lock);
+	}
+	sdfs_set_caller(ctx->uid, ctx->gid, groups, (size_t)n);
+}

@@ -37,6 +37,8 @@ static void usage(FILE *f)
 "  -d                 foreground with FUSE debug output\n"
 "  -o OPTIONS         comma-separated; sdfs's own:\n"
 "     conf=FILE           cluster config (default $SDFS_CONF, then %s)\n"
+"     keyring=FILE        the mount's key (default $SDFS_KEYRING, then the\n"
+"                         config's keyring =; docs/operations.md \"Keys\")\n"
 "     attr_timeout=S      attribute cache time in seconds (default 1.0)\n"
 "     entry_timeout=S     name cache time in seconds (default 1.0)\n"
 "     timeout_ms=N        an operation the cluster cannot answer fails\n"
@@ -62,7 +64,7 @@ static void usage(FILE *f)
 }
 
 struct args {
-	const char *cluster, *mnt, *conf, *log;
+	const char *cluster, *mnt, *conf, *log, *keyring;
 	int foreground, debug;
 	char fuse_opts[4096];
 };
@@ -98,6 +100,14 @@ static int parse_o(struct fs *fs, struct args *a, char *list)
 			*eq = '\0';
 		if (!strcmp(o, "conf")) {
 			a->conf = strdup(v);
+		} else if (!strcmp(o, "keyring")) {
+			/* absolute: the background daemon runs from / */
+			a->keyring = *v ? realpath(v, NULL) : NULL;
+			if (!a->keyring) {
+				fprintf(stderr, "mount.sdfs: keyring=%s: %s\n", v,
+					*v ? strerror(errno) : "needs a file");
+				return -1;
+			}
 		} else if (!strcmp(o, "log")) {
 			a->log = strdup(v);
 		} else if (!strcmp(o, "loglevel")) {
@@ -298,7 +308,16 @@ static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size
 	}
 	if (!fs->o.timeout_ms)          /* not given with -o: the config's */
 		fs->o.timeout_ms = c.timeout_ms;
-	ret = sdfs_connect(c.zk, a->cluster, fs->o.timeout_ms, &fs->s, err, sizeof(err));
+	/* the key: -o keyring=, else $SDFS_KEYRING, else the config's
+	 * keyring = (its default file only if it exists) */
+	const char *env = getenv("SDFS_KEYRING"), *keyring = a->keyring;
+
+	if (!keyring && env && *env)
+		keyring = env;
+	else if (!keyring && (c.keyring_set || access(c.keyring, F_OK) == 0))
+		keyring = c.keyring;
+	ret = sdfs_connect_keyring(c.zk, a->cluster, fs->o.timeout_ms, keyring, &fs->s,
+				   err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster, err);
 		return ret;

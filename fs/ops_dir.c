@@ -86,6 +86,7 @@ static int page_fetch(struct dirh *d, uint64_t from, int plus)
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct sdfs_stat st;
 	struct dirh *d;
 	int ret = sdfs_ns_getattr(the_fs->s, ino, &st);
@@ -252,17 +253,20 @@ out:
 void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		   struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	list(req, ino, size, off, fi, 0);
 }
 
 void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	list(req, ino, size, off, fi, 1);
 }
 
 void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct dirh *d = (struct dirh *)(uintptr_t)fi->fh;
 	(void)ino;
 
@@ -275,6 +279,7 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	/* every mds operation is durable when it returns */
 	(void)ino; (void)datasync; (void)fi;
 	fuse_reply_err(req, 0);

@@ -168,6 +168,7 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct ofile *of = malloc(sizeof(*of));
 	struct fnode *n;
 	int ret = of ? do_open(ino, fi, &n) : -ENOMEM;
@@ -200,6 +201,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		  struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fuse_entry_param e;
 	struct sdfs_stat st, view;
@@ -244,6 +246,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	struct sdfs_stat st;
 	char *buf;
@@ -281,6 +284,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	struct sdfs_stat st;
 	int sync = fi && (fi->flags & (O_SYNC | O_DSYNC));
@@ -314,6 +318,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 
 void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	int ret = n ? fnode_push(the_fs, n) : 0;
 
@@ -325,6 +330,7 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	struct sdfs_stat st;
 
@@ -341,6 +347,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	struct sdfs_stat st;
 	int ret;
@@ -409,6 +416,7 @@ static int punch(struct fnode *n, const struct sdfs_stat *st, uint64_t off, uint
 void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
 		     struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	struct sdfs_stat st;
 	int ret = 0;
@@ -475,6 +483,7 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		 struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	struct sdfs_stat st;
 	uint64_t pos = (uint64_t)off, osz;
@@ -532,6 +541,7 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
 			   struct fuse_file_info *fi_out, size_t len, int flags)
 {
+	fs_caller(req);
 	struct fnode *in = node_of(ino_in, fi_in), *out = node_of(ino_out, fi_out);
 	struct sdfs_stat sin, sout;
 	size_t done = 0;

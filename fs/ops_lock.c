@@ -135,6 +135,7 @@ static int from_flock(const struct flock *fl, uint64_t owner, struct sdfs_lock *
 void fs_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock)
 {
+	fs_caller(req);
 	struct sdfs_lock l;
 	int ret = from_flock(lock, fi->lock_owner, &l);
 
@@ -161,6 +162,7 @@ void fs_op_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 void fs_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		 struct flock *lock, int sleep)
 {
+	fs_caller(req);
 	struct sdfs_lock l;
 	int ret = from_flock(lock, fi->lock_owner, &l);
 
@@ -191,6 +193,7 @@ void fs_op_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 void fs_op_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
+	fs_caller(req);
 	struct sdfs_lock l = { .kind = SDFS_LK_FLOCK, .owner = fi->lock_owner,
 			       .end = SDFS_LK_EOF };
 	int ret;

@@ -120,6 +120,7 @@ static void reply_entry(fuse_req_t req, const struct sdfs_stat *st)
 
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	fs_caller(req);
 	struct sdfs_stat st;
 	struct fnode *n;
 	uint64_t ver = UINT64_MAX;
@@ -174,6 +175,7 @@ void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f
 
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct sdfs_stat st;
 	struct stat kst;
 	int ret;
@@ -212,6 +214,7 @@ static int take_write_time(struct fnode *n, struct sdfs_setattr *sa)
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi)
 {
+	fs_caller(req);
 	struct sdfs_setattr sa = { 0 };
 	struct sdfs_stat st, view;
 	struct fnode *n = fnode_find(the_fs, ino);
@@ -245,6 +248,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		sa.mask |= SDFS_SETATTR_MTIME_NOW;
 	} else if (to_set & FUSE_SET_ATTR_SIZE) {
 		sa.mask |= SDFS_SETATTR_SIZE;
+		if (fi)         /* ftruncate: the open checked the access */
+			sa.mask |= SDFS_SETATTR_FH;
 		sa.size = (uint64_t)attr->st_size;
 		/* what was written here must reach the mds first, or its
 		 * truncate would not free the data past the new size */
@@ -303,6 +308,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 
 void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
+	fs_caller(req);
 	char buf[4097];
 	ssize_t n = sdfs_ns_readlink(the_fs->s, ino, buf, sizeof(buf) - 1);
 
@@ -338,11 +344,13 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		 dev_t rdev)
 {
+	fs_caller(req);
 	make_node(req, parent, name, mode, rdev, 0);
 }
 
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
+	fs_caller(req);
 	make_node(req, parent, name, mode, 0, 1);
 }
 
@@ -351,6 +359,7 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
  * there; docs/mds.md "Strays"), so unlink and rename just remove names. */
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	fs_caller(req);
 	int ret = sdfs_ns_unlink(the_fs->s, parent, name);
 
 	if (ret)
@@ -361,6 +370,7 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	fs_caller(req);
 	int ret = sdfs_ns_rmdir(the_fs->s, parent, name);
 
 	if (ret)
@@ -371,6 +381,7 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
+	fs_caller(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct sdfs_stat st;
 	int ret;
@@ -387,6 +398,7 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
+	fs_caller(req);
 	int ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
 
 	if (ret)
@@ -397,6 +409,7 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
+	fs_caller(req);
 	struct sdfs_stat st;
 	int ret;
 
@@ -411,6 +424,7 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+	fs_caller(req);
 	struct sdfs_statfs sf;
 	struct statvfs v = { 0 };
 	int ret = sdfs_ns_statfs(the_fs->s, &sf);
@@ -483,6 +497,7 @@ static int acl_kills_sgid(fuse_req_t req, fuse_ino_t ino)
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
+	fs_caller(req);
 	int acl = strcmp(name, acl_access_name) == 0;
 	int ret;
 
@@ -516,6 +531,7 @@ static void reply_xattr(fuse_req_t req, ssize_t n, const char *buf, size_t size)
 
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	fs_caller(req);
 	int caps = strcmp(name, caps_name) == 0;
 	struct fnode *n = caps ? fnode_find(the_fs, ino) : NULL;
 	char *buf;
@@ -547,6 +563,7 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 
 void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	fs_caller(req);
 	char *buf = size ? malloc(size) : NULL;
 	ssize_t n;
 
@@ -561,6 +578,7 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	fs_caller(req);
 	int ret;
 
 	caps_forget(ino, name);
@@ -576,6 +594,7 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
  * answers access(2) for existence. */
 void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
+	fs_caller(req);
 	struct sdfs_stat st;
 	int ret = sdfs_ns_getattr(the_fs->s, ino, &st);
 	(void)mask;

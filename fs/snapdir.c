@@ -175,6 +175,7 @@ static int snap_lookup(uint64_t dir, const char *name, struct sdfs_stat *st)
 
 static void w_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	fs_caller(req);    /* before the virtual snapshot dirs' calls */
 	struct sdfs_stat st;
 	int ret;
 
@@ -205,6 +206,7 @@ static void w_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void w_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);    /* before the virtual snapshot dirs' calls */
 	struct sdfs_stat st;
 	struct stat kst;
 	int ret;
@@ -224,6 +226,7 @@ static void w_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 static void w_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);    /* before the virtual snapshot dirs' calls */
 	struct snapent e;
 	struct ofile *of;
 	struct fnode *n;
@@ -328,6 +331,7 @@ static int list_one(void *arg, const char *name, uint64_t ino, uint32_t type,
 
 static void w_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	fs_caller(req);    /* before the virtual snapshot dirs' calls */
 	struct snaplist *l;
 	struct lister ls;
 	struct sdfs_stat st;

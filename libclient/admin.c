@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "common/net.h"
+#include "common/objcap.h"
 #include "common/oid.h"
 #include "common/proto.h"
 #include "libclient/client.h"
@@ -549,6 +550,8 @@ struct fence_req {
 	unsigned opcode;
 	uint64_t oid;
 	uint64_t value;         /* raise the fence to this */
+	int cap_fresh;          /* VOL_FENCE: a node refused our cap (or none) */
+	int err;                /* no cap to be had: the mds's answer */
 };
 
 /*
@@ -557,16 +560,27 @@ struct fence_req {
  * @acked. Returns how many were asked.
  */
 static size_t fence_round(struct sdfs *s, const struct cmap *map,
-			  const struct fence_req *f, int timeout_ms,
+			  struct fence_req *f, int timeout_ms,
 			  uint32_t *acked, size_t *nacked)
 {
 	const char *op = proto_op_name(f->opcode);
 	uint64_t epoch = f->value;
 	struct rpc_call *calls = calloc(map->n ? map->n : 1, sizeof(*calls));
+	uint8_t cap[OBJCAP_WIRE_SIZE];
 	size_t nc = 0;
+	int capped = 0;
 
 	if (!calls)
 		return 0;
+	/* A volume's writer shows its write cap for the vid (objcap.h). */
+	if (f->opcode == SDFS_OP_VOL_FENCE)
+		capped = capcache_get(s, oid_vindex(f->oid, 0), OBJCAP_W, f->cap_fresh, cap);
+	f->cap_fresh = 0;
+	if (capped < 0) {
+		f->err = capped;
+		free(calls);
+		return 0;
+	}
 	for (size_t i = 0; i < map->n; i++) {
 		const struct cmap_node *nd = &map->nodes[i];
 
@@ -577,6 +591,11 @@ static size_t fence_round(struct sdfs *s, const struct cmap *map,
 		calls[nc].req.oid = f->oid;
 		calls[nc].req.offset = epoch;
 		calls[nc].req.epoch = (uint32_t)map->epoch;
+		if (capped > 0) {
+			calls[nc].req.flags = SDFS_F_CAP;
+			calls[nc].req.payload_len = OBJCAP_WIRE_SIZE;
+			calls[nc].payload = cap;
+		}
 		nc++;
 	}
 	for (size_t i = 0; i < nc; i += ADMIN_RPC_BATCH)
@@ -585,6 +604,8 @@ static size_t fence_round(struct sdfs *s, const struct cmap *map,
 	for (size_t k = 0; k < nc; k++) {
 		int r = rpc_result(&calls[k]);
 
+		if (r == -EKEYREJECTED)
+			f->cap_fresh = 1;
 		if (r == 0 && calls[k].reply.offset >= epoch)
 			acked[(*nacked)++] = calls[k].node->node_id;
 		else if (r == 0)        /* cannot happen: a fence only rises */
@@ -603,7 +624,7 @@ static size_t fence_round(struct sdfs *s, const struct cmap *map,
 
 /* Rounds of @f until every up node confirmed it, or the handle's
  * timeout. */
-static int fence_all(struct sdfs *s, const struct fence_req *f)
+static int fence_all(struct sdfs *s, struct fence_req *f)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	uint32_t *acked = NULL;
@@ -640,6 +661,11 @@ static int fence_all(struct sdfs *s, const struct fence_req *f)
 					   acked, &nacked);
 		size_t missing = 0;
 
+		if (f->err) {
+			client_map_put(m);
+			ret = f->err;
+			break;
+		}
 		for (size_t i = 0; i < m->map->n; i++)
 			missing += m->map->nodes[i].state == CMAP_UP &&
 				   !id_in(acked, nacked, m->map->nodes[i].node_id);
@@ -664,7 +690,7 @@ static int fence_all(struct sdfs *s, const struct fence_req *f)
 
 int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
 {
-	struct fence_req f = { SDFS_OP_MDS_FENCE, 0, epoch };
+	struct fence_req f = { .opcode = SDFS_OP_MDS_FENCE, .value = epoch };
 
 	/* Tokens are 32 bits: a higher fence would lock every writer out
 	 * (block daemons refuse it too). */
@@ -675,7 +701,7 @@ int sdfs_mds_fence(struct sdfs *s, uint64_t epoch)
 
 int sdfs_vol_fence(struct sdfs *s, uint64_t vid, uint32_t token)
 {
-	struct fence_req f = { SDFS_OP_VOL_FENCE, vid, token };
+	struct fence_req f = { .opcode = SDFS_OP_VOL_FENCE, .oid = vid, .value = token };
 
 	/* Block daemons refuse these too (a fence of 0 raises nothing). */
 	if (vid == 0 || vid > SDFS_VID_MAX || token == 0)

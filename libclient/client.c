@@ -323,6 +323,7 @@ void sdfs_close(struct sdfs *s)
 		return;
 	notify_stop(s);         /* its thread uses coord and the client id */
 	holds_free(s->holds);
+	capcache_free(atomic_load(&s->caps));
 	nsclient_free(s->ns);
 	coord_close(s->coord);
 	client_map_put(s->map);

@@ -9,6 +9,7 @@
  *   fileio.c   regular files' data in objects
  *   lock.c     cluster-wide locks; the handle's lock identity
  *   notify.c   pushed invalidations: the subscription and its thread
+ *   capcache.c object capabilities asked from the mds, sent to blockds
  */
 #ifndef SDFS_LIBCLIENT_CLIENT_H
 #define SDFS_LIBCLIENT_CLIENT_H
@@ -85,6 +86,10 @@ struct sdfs {
 	pthread_mutex_t wake_mu;
 	pthread_cond_t wake_cond;       /* CLOCK_MONOTONIC */
 	uint64_t lock_wakes;
+	/* capcache.c: object capabilities; needed once a block daemon
+	 * refused an op for want of one (SDFS_RES_CAP) */
+	atomic_int caps_needed;
+	_Atomic(struct capcache *) caps;        /* made at first use */
 };
 
 /* The current map with a reference (drop with client_map_put), reading
@@ -145,6 +150,22 @@ void nsclient_free(struct nsclient *nc);
  * A subscription must carry this id: the mds matches by it what its
  * replies told the handle. */
 uint64_t nsclient_client_id(struct sdfs *s, uint64_t *seq);
+
+/*
+ * capcache.c: the cap to send with an op needing @need (OBJCAP_R or
+ * OBJCAP_W) on @oid into @out: 1; 0 when the handle sends none (no
+ * block daemon asked it for one yet, or @oid's kind takes none); or
+ * -errno (the mds refused: -EACCES, -EROFS, -ENOENT...). @fresh: a
+ * block daemon refused the one held (or none was sent): ask the mds
+ * again (and send caps from now on). Any thread.
+ */
+struct capcache;
+int capcache_get(struct sdfs *s, uint64_t oid, unsigned need, int fresh,
+		 uint8_t out[48]);
+void capcache_free(struct capcache *c);        /* sdfs_close; NULL ok */
+/* Keep @cap (one that came with a file's attributes); its lifetime is
+ * what is left of it by our wall clock. */
+void capcache_put(struct sdfs *s, const uint8_t cap[48]);
 
 /* notify.c: end the handle's subscription, if any: stops and joins its
  * thread (its callback is not running any more on return). sdfs_close

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/coord_mds.h"
+#include "common/objcap.h"
 #include "common/proto.h"
 #include "libclient/client.h"
 #include "libclient/ns_int.h"
@@ -74,11 +75,30 @@ static int dec_attr(const uint8_t *in, uint32_t len, void *out)
 	return ret;
 }
 
+/* With object caps on (capcache.c), a regular file's LOOKUP, GETATTR
+ * and MKNOD bring its cap along: kept for its first data op. */
 int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		 const char *name, const char *name2, const void *data,
 		 struct sdfs_stat *st)
 {
-	return ns_call_one(s, op, req, name, name2, data, dec_attr, st);
+	struct sdfs_hdr reply;
+	uint8_t *rep = NULL;
+	uint32_t len = 0;
+	int ret;
+
+	if (!atomic_load(&s->caps_needed) || (op != SDFS_OP_NS_LOOKUP &&
+	    op != SDFS_OP_NS_GETATTR && op != SDFS_OP_NS_MKNOD))
+		return ns_call_one(s, op, req, name, name2, data, dec_attr, st);
+	req->flags |= SDFS_NS_WANT_CAP;
+	ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len, 0);
+	if (ret)
+		return ret;
+	if (len == SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE)
+		capcache_put(s, rep + SDFS_ATTR_SIZE);
+	if (!rep || dec_attr(rep, len, st))
+		ret = -EPROTO;
+	free(rep);
+	return ret;
 }
 
 int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_stat *st)
@@ -93,6 +113,15 @@ int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st)
 {
 	struct sdfs_ns_req r = { .ino = ino };
 
+	return ns_call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
+}
+
+int sdfs_ns_access(struct sdfs *s, uint64_t ino, int mask, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = ino, .flags = (uint32_t)mask & SDFS_NS_MAY_MASK };
+
+	if (mask & ~7)
+		return -EINVAL;
 	return ns_call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
 }
 

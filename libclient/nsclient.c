@@ -49,6 +49,7 @@
 #include "common/net.h"
 #include "common/proto.h"
 #include "libclient/client.h"
+#include "libclient/caller.h"
 
 #define NS_IDLE_MAX 32
 #define NS_REPLY_MAX (1u << 20)
@@ -453,7 +454,8 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	req->seq = ++nc->seq;
 	pthread_mutex_unlock(&nc->lock);
 
-	plen = SDFS_NS_REQ_SIZE + req->name_len + req->name2_len + req->data_len;
+	caller_fill(req);
+	plen = proto_ns_req_len(req);
 	msg_len = SDFS_HDR_SIZE + plen;
 	msg = malloc(msg_len);
 	if (!msg)
@@ -468,6 +470,7 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	p += req->name2_len;
 	if (req->data_len)
 		memcpy(p, data, req->data_len);
+	proto_ns_groups_encode(req, msg + SDFS_HDR_SIZE);
 	h.opcode = (uint8_t)op;
 	h.req_id = client_req_id(s);
 	h.oid = req->ino;

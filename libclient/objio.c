@@ -27,6 +27,13 @@
  * (-EROFS) that the volume state was frozen: the call fails at once
  * with that error, never retried, whatever the other replicas said (those that applied it hold a change nobody will
  * acknowledge, which the new writer overwrites or ignores).
+ *
+ * Object capabilities (capcache.c, docs/security.md): once a block
+ * daemon asked for them, every op on a file's or volume's object
+ * carries the handle's cap for it in front of its payload
+ * (SDFS_F_CAP). A refusal (SDFS_RES_CAP, -EKEYREJECTED: none, expired,
+ * too few rights) makes the call ask the mds for a new one and go
+ * again, once; a second refusal is the caller's -EACCES.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,6 +45,7 @@
 #include "common/coord_suspect.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/objcap.h"
 #include "common/oid.h"
 #include "common/proto.h"
 #include "libclient/client.h"
@@ -248,7 +256,7 @@ static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
 	}
 }
 
-static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
+static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 			  const void *payload, enum mut_kind kind, uint32_t token)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
@@ -372,6 +380,61 @@ static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 	}
 }
 
+/* An op's header and payload with its cap in front (SDFS_F_CAP), or as
+ * they were when the handle sends none; free(buf) after. */
+struct capped {
+	struct sdfs_hdr h;
+	const void *payload;
+	uint8_t *buf;
+};
+
+static int cap_wrap(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
+		    const void *payload, int fresh, struct capped *cp)
+{
+	uint8_t cap[OBJCAP_WIRE_SIZE];
+	unsigned need = objcap_rights_of(tmpl);
+	int ret;
+
+	cp->h = *tmpl;
+	cp->payload = payload;
+	cp->buf = NULL;
+	if (!need)
+		return 0;
+	ret = capcache_get(s, oid, need, fresh, cap);
+	if (ret <= 0)
+		return ret;
+	cp->buf = malloc(OBJCAP_WIRE_SIZE + (size_t)tmpl->payload_len);
+	if (!cp->buf)
+		return -ENOMEM;
+	memcpy(cp->buf, cap, OBJCAP_WIRE_SIZE);
+	if (tmpl->payload_len)
+		memcpy(cp->buf + OBJCAP_WIRE_SIZE, payload, tmpl->payload_len);
+	cp->h.flags |= SDFS_F_CAP;
+	cp->h.payload_len += OBJCAP_WIRE_SIZE;
+	cp->payload = cp->buf;
+	return 0;
+}
+
+/* replicated_try with @oid's cap; refused for it: a fresh one, once. */
+static int replicated_tok(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
+			  const void *payload, enum mut_kind kind, uint32_t token)
+{
+	struct capped cp;
+	int ret = cap_wrap(s, oid, tmpl, payload, 0, &cp);
+
+	if (ret)
+		return ret;
+	ret = replicated_try(s, oid, &cp.h, cp.payload, kind, token);
+	if (ret == -EKEYREJECTED) {
+		free(cp.buf);
+		ret = cap_wrap(s, oid, tmpl, payload, 1, &cp);
+		if (ret == 0)
+			ret = replicated_try(s, oid, &cp.h, cp.payload, kind, token);
+	}
+	free(cp.buf);
+	return ret == -EKEYREJECTED ? -EACCES : ret;
+}
+
 /* With the handle's token, read once: a retry must not pass a fence
  * its first try met. */
 static int replicated(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
@@ -473,6 +536,8 @@ static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_
 	struct placement p[RPC_MAX_CALLS];
 	size_t first[RPC_MAX_CALLS + 1], nobj = 0, ncalls = 0;
 	int bad[RPC_MAX_CALLS] = { 0 }, ok[RPC_MAX_CALLS] = { 0 }, ret = 0;
+	uint8_t cap[RPC_MAX_CALLS][OBJCAP_WIRE_SIZE];
+	struct sdfs_hdr what = { .opcode = (uint8_t)op };
 
 	memset(calls, 0, sizeof(calls));
 	while (nobj < n && nobj < RPC_MAX_CALLS) {
@@ -493,12 +558,22 @@ static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_
 			break;
 		}
 		bad[nobj] = k == 0;
+		/* no cap to be had: the one-object call says why */
+		int capped = capcache_get(s, oid, objcap_rights_of(&what), 0, cap[nobj]);
+
+		if (capped < 0)
+			bad[nobj] = 1, k = 0;
 		for (size_t i = 0; i < k; i++, ncalls++) {
 			calls[ncalls].node = pl->up[i];
 			calls[ncalls].req.opcode = (uint8_t)op;
 			calls[ncalls].req.oid = oid;
 			calls[ncalls].req.epoch = (uint32_t)pl->m->map->epoch;
 			calls[ncalls].req.token = op == SDFS_OP_OBJ_FLUSH ? 0 : token;
+			if (capped > 0) {
+				calls[ncalls].req.flags = SDFS_F_CAP;
+				calls[ncalls].req.payload_len = OBJCAP_WIRE_SIZE;
+				calls[ncalls].payload = cap[nobj];
+			}
 		}
 		nobj++;
 	}
@@ -727,8 +802,8 @@ struct read_round {
  * rpc_calls_free(rr->calls, rr->n) afterwards.
  */
 static void read_round(struct sdfs *s, const struct placement *p,
-		       const struct sdfs_hdr *req, void *buf, size_t len,
-		       int timeout_ms, struct read_round *rr)
+		       const struct sdfs_hdr *req, const void *payload, void *buf,
+		       size_t len, int timeout_ms, struct read_round *rr)
 {
 	memset(rr, 0, sizeof(*rr));
 	rr->n = read_order(s, p, rr->node);
@@ -736,6 +811,7 @@ static void read_round(struct sdfs *s, const struct placement *p,
 		rr->calls[i].node = rr->node[i];
 		rr->calls[i].req = *req;
 		rr->calls[i].req.epoch = (uint32_t)p->m->map->epoch;
+		rr->calls[i].payload = payload;
 	}
 	if (buf) {
 		rr->calls[0].rbuf = buf;
@@ -814,8 +890,9 @@ typedef ssize_t (*read_take_fn)(struct sdfs *s, struct placement *p,
  * answer (read_verdict), until the handle's timeout: -ETIMEDOUT then,
  * or -EIO when a replica did not answer.
  */
-static ssize_t read_replicas(struct sdfs *s, const struct sdfs_hdr *tmpl,
-			     void *buf, size_t len, read_take_fn take, void *arg)
+static ssize_t read_try(struct sdfs *s, const struct sdfs_hdr *tmpl,
+			const void *payload, void *buf, size_t len, read_take_fn take,
+			void *arg)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	int last = -ETIMEDOUT;
@@ -836,7 +913,7 @@ static ssize_t read_replicas(struct sdfs *s, const struct sdfs_hdr *tmpl,
 		if (len > p.obj_size)
 			len = p.obj_size;
 		req.length = (uint32_t)len;
-		read_round(s, &p, &req, buf, len, (int)left, &rr);
+		read_round(s, &p, &req, payload, buf, len, (int)left, &rr);
 		if (rr.won >= 0) {
 			ssize_t got = rpc_result(&rr.calls[rr.won]);
 
@@ -858,6 +935,26 @@ static ssize_t read_replicas(struct sdfs *s, const struct sdfs_hdr *tmpl,
 		client_map_refresh(s);
 		backoff(attempt);
 	}
+}
+
+/* read_try with the object's cap; refused for it: a fresh one, once. */
+static ssize_t read_replicas(struct sdfs *s, const struct sdfs_hdr *tmpl,
+			     void *buf, size_t len, read_take_fn take, void *arg)
+{
+	struct capped cp;
+	ssize_t ret = cap_wrap(s, tmpl->oid, tmpl, NULL, 0, &cp);
+
+	if (ret)
+		return ret;
+	ret = read_try(s, &cp.h, cp.payload, buf, len, take, arg);
+	if (ret == -EKEYREJECTED) {
+		free(cp.buf);
+		ret = cap_wrap(s, tmpl->oid, tmpl, NULL, 1, &cp);
+		if (ret == 0)
+			ret = read_try(s, &cp.h, cp.payload, buf, len, take, arg);
+	}
+	free(cp.buf);
+	return ret == -EKEYREJECTED ? -EACCES : ret;
 }
 
 /* A read's answer: its bytes into @buf (the first replica's are there

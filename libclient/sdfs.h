@@ -56,6 +56,19 @@ int sdfs_connect_keyring(const char *zk_hosts, const char *cluster, int timeout_
 			 size_t errlen);
 void sdfs_close(struct sdfs *s);        /* NULL ok */
 
+/*
+ * Who the namespace calls (sdfs_ns_*, sdfs_vol_* on names) made by the
+ * calling thread act as, for every handle: the mds checks permissions
+ * against these ids (docs/mds.md "Permissions"), after the key's squash
+ * and maps. @groups: the supplementary groups, at most
+ * SDFS_CALLER_GROUPS_MAX (more are cut: access through a later group
+ * is then refused). Until set on a thread, and after sdfs_clear_caller,
+ * the process's own effective ids and groups. Never fails.
+ */
+#define SDFS_CALLER_GROUPS_MAX 32u
+void sdfs_set_caller(uint32_t uid, uint32_t gid, const uint32_t *groups, size_t n);
+void sdfs_clear_caller(void);
+
 /* Per-operation timeout, in milliseconds. */
 void sdfs_set_timeout(struct sdfs *s, int timeout_ms);
 /* How long one try of a replicated write waits for the replicas
@@ -264,8 +277,8 @@ int sdfs_obj_write_ex(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
  * applied twice. They give up after the handle's timeout with
  * -EHOSTDOWN if no mds was active all that time, else -ETIMEDOUT. Errors are the POSIX ones (-ENOENT, -EEXIST, -ENOTDIR,
  * -EISDIR, -ENOTEMPTY, -EINVAL, -ENAMETOOLONG, -ELOOP...). Names are
- * single components (no '/'), at most 255 bytes. The mds does not check
- * permissions: callers (mount.sdfs with default_permissions) do.
+ * single components (no '/'), at most 255 bytes. The mds checks
+ * permissions as the thread's caller (sdfs_set_caller): -EACCES, -EPERM.
  */
 struct sdfs_stat {
 	uint64_t ino, gen;
@@ -299,6 +312,10 @@ struct sdfs_stat {
 					   atime alone moves it anyway */
 #define SDFS_SETATTR_EXTEND    0x200u  /* with SIZE: only grow (a size a
 					   writer pushes; never truncates) */
+#define SDFS_SETATTR_FH        0x400u  /* with SIZE: through a file the
+					   caller opened for writing
+					   (ftruncate): the mds does not
+					   check write permission again */
 struct sdfs_setattr {
 	unsigned mask;                  /* SDFS_SETATTR_* */
 	uint32_t mode, uid, gid;
@@ -308,6 +325,10 @@ struct sdfs_setattr {
 
 int sdfs_ns_lookup(struct sdfs *s, uint64_t dir, const char *name, struct sdfs_stat *st);
 int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st);
+/* getattr for an open: @mask of R_OK, W_OK, X_OK (4, 2, 1) is the
+ * access the caller is about to make; -EACCES unless the mds lets it
+ * (mode, ACL, ownership: docs/mds.md "Permissions"). */
+int sdfs_ns_access(struct sdfs *s, uint64_t ino, int mask, struct sdfs_stat *st);
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		    struct sdfs_stat *st);
 /*

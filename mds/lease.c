@@ -46,6 +46,8 @@ struct lease_sub {
 					   direction is used under wlock */
 	uint64_t seq, acked;            /* under leases.mu */
 	uint64_t chan;                  /* +1 when the channel changes */
+	uint64_t root;                  /* shown as SDFS_ROOT_INO (a key's
+					   subtree, kcaps.h); 0: none */
 	pthread_mutex_t wlock;          /* one message at a time on fd */
 	struct lease_sub *next;
 };
@@ -403,11 +405,14 @@ static int push(struct leases *l, uint64_t client, const struct target *t, size_
 	struct lease_sub *s;
 	uint8_t hb[SDFS_HDR_SIZE], *pl, tag[AUTH_TAG_BYTES];
 	struct sdfs_hdr h = { .opcode = SDFS_OP_NS_NOTIFY };
+	uint64_t root = 0;
 	struct auth_sess *tx;
 	int fd, ret = 0;
 
 	pthread_mutex_lock(&l->mu);
 	s = sub_find(l, client);
+	if (s)
+		root = s->root;
 	pthread_mutex_unlock(&l->mu);
 	*subp = s;
 	if (!s)
@@ -418,9 +423,15 @@ static int push(struct leases *l, uint64_t client, const struct target *t, size_
 	pl = malloc(len);
 	if (!pl)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || !same_item(&t[i].iv, &t[i - 1].iv))
-			off += proto_inval_encode(&t[i].iv, pl + off);
+	for (size_t i = 0; i < n; i++) {
+		struct sdfs_inval iv = t[i].iv;
+
+		if (i && same_item(&iv, &t[i - 1].iv))
+			continue;
+		if (root && iv.ino == root)
+			iv.ino = SDFS_ROOT_INO;
+		off += proto_inval_encode(&iv, pl + off);
+	}
 	/* wlock before reading fd: lease_unsubscribe waits for it before
 	 * the fd is closed, so ours stays open while we send. */
 	pthread_mutex_lock(&s->wlock);
@@ -561,4 +572,11 @@ void lease_stats(struct leases *l, struct lease_stats *st)
 	st->push_items = atomic_load(&l->push_items);
 	st->push_timeouts = atomic_load(&l->push_timeouts);
 	st->hints = atomic_load(&l->hints);
+}
+
+void lease_sub_root(struct lease_sub *sub, uint64_t root)
+{
+	pthread_mutex_lock(&sub->l->mu);
+	sub->root = root;
+	pthread_mutex_unlock(&sub->l->mu);
 }

@@ -53,6 +53,9 @@ void leases_free(struct leases *l);     /* no subscription may be left */
 struct auth_sess;
 struct lease_sub *lease_subscribe(struct leases *l, uint64_t client, uint32_t cache_ms,
 				  int fd, struct auth_sess *tx);
+/* The client sees inode @root as SDFS_ROOT_INO (its key's path=
+ * subtree, mds/kcaps.h): notifications name it so. 0: none. */
+void lease_sub_root(struct lease_sub *sub, uint64_t root);
 /* The client answered the notification numbered @seq on channel @fd. */
 void lease_acked(struct lease_sub *sub, int fd, uint64_t seq);
 /* The channel @fd is gone (closed after this; a newer channel of the

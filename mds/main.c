@@ -60,7 +60,8 @@ static void usage(FILE *f)
 "the others standing by to take over.\n"
 "\n"
 "  -n, --name NAME        name shown by `sdfs mds status` (default mds)\n"
-"  -l, --listen HOST:PORT address to listen on (default 127.0.0.1:7100)\n"
+"  -l, --listen HOST:PORT address to listen on (default: the config's\n"
+"                         public_addr, else 127.0.0.1, port 7100)\n"
 "  -c, --conf FILE        cluster config file (default $SDFS_CONF, then %s)\n"
 "  -k, --keyring FILE     this daemon's key (default: the config's keyring =)\n"
 "      --zk HOSTS         ZooKeeper hosts, overrides the config file\n"
@@ -116,7 +117,8 @@ static int parse_args(struct mds *m, int argc, char **argv)
 		{ 0 },
 	};
 	const char *conf_file = NULL, *zk = NULL, *cluster = NULL;
-	const char *listen = "127.0.0.1:7100", *name = "mds";
+	const char *listen = NULL, *name = "mds";
+	char def_listen[300];
 	char err[256];
 	int c, lvl;
 
@@ -162,15 +164,20 @@ static int parse_args(struct mds *m, int argc, char **argv)
 		return -1;
 	}
 	strcpy(m->name, name);
+	if (conf_resolve(conf_file, zk, cluster, &m->conf, err, sizeof(err))) {
+		fprintf(stderr, "sdfs-mds: %s\n", err);
+		return -1;
+	}
+	if (!listen) {          /* the config's public_addr */
+		snprintf(def_listen, sizeof(def_listen), "%s:7100",
+			 m->conf.public_addr[0] ? m->conf.public_addr : "127.0.0.1");
+		listen = def_listen;
+	}
 	if (net_parse_addr(listen, m->host, sizeof(m->host), &m->port) || m->port == 0) {
 		fprintf(stderr, "sdfs-mds: bad --listen '%s' (want HOST:PORT)\n", listen);
 		return -1;
 	}
 	snprintf(m->addr, sizeof(m->addr), "%s:%u", m->host, m->port);
-	if (conf_resolve(conf_file, zk, cluster, &m->conf, err, sizeof(err))) {
-		fprintf(stderr, "sdfs-mds: %s\n", err);
-		return -1;
-	}
 	return 0;
 }
 
@@ -344,6 +351,8 @@ static int take_over(struct mds *m, char *why, size_t whylen)
 	}
 	int64_t t1 = net_now_ms();
 	ret = ns_open(m->sdfs, m->coord, m->epoch, m->name, &m->ns, err, sizeof(err));
+	if (ret == 0 && m->secret)
+		ns_set_objcap(m->ns, m->secret, m->conf.objcap_lifetime_ms);
 	if (ret) {
 		if (store_last_error(last, sizeof(last)))
 			snprintf(why, whylen, "cannot open the namespace database: "
@@ -412,6 +421,7 @@ static int auth_setup(struct mds *m, const struct keyring *kr, int have_kr)
 		log_err("cannot load the cluster's keys: %s", strerror(-ret));
 		return ret;
 	}
+	m->secret = kr->secret;
 	log_info("authentication required: key %s, %zu keys known", kr->name,
 		 keydb_count(m->keydb));
 	return 0;

@@ -44,6 +44,9 @@ struct mds {
 	char keyring[512];              /* --keyring; else conf.keyring */
 	int auth;                       /* the cluster's auth is required */
 	struct keydb *keydb;            /* the keys it accepts */
+	const uint8_t *secret;          /* the cluster secret (its keyring's):
+					   signs object capabilities; NULL
+					   without authentication */
 };
 
 /* May this mds acknowledge anything now? (serving, and the lease is fresh) */

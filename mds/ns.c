@@ -15,10 +15,12 @@
 #include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
+#include "mds/kcaps.h"
 #include "mds/lease.h"
 #include "mds/lock.h"
 #include "mds/ns_int.h"
 #include "mds/opens.h"
+#include "mds/perm.h"
 #include "mds/store.h"
 #include "mds/vol.h"
 
@@ -185,6 +187,7 @@ void dent_add(struct kvbatch *b, struct inode *dir, const char *name, size_t nle
 	le32_put(lv + 8, type);
 	memcpy(lv + 12, name, nlen);
 	kvbatch_put(b, k, key_list(k, dir->a.ino, cookie), lv, 12 + nlen);
+	kcaps_backlink_add(b, ino, dir->a.ino, name, nlen);
 	lease_note_entry(dir->a.ino, name, nlen);
 }
 
@@ -195,6 +198,7 @@ void dent_del(struct kvbatch *b, uint64_t parent, const char *name, size_t nlen,
 
 	kvbatch_del(b, k, key_dent(k, parent, name, nlen));
 	kvbatch_del(b, k, key_list(k, parent, d->cookie));
+	kcaps_backlink_del(b, d->ino, parent, name, nlen);
 	lease_note_entry(parent, name, nlen);
 }
 
@@ -486,6 +490,8 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 		}
 		free(v);
 	}
+	if (!ret)
+		ret = kcaps_open(ns);
 	if (ret) {
 		if (!err[0])
 			snprintf(err, errlen, "cannot initialize: %s", strerror(-ret));
@@ -548,24 +554,68 @@ static int is_mutation(unsigned op)
 	return vol_is_mutation(op) || lock_is_mutation(op);
 }
 
-static int exec_mutation(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
-			 const char *name, const char *name2, const uint8_t *data,
-			 struct kvbatch *b, struct ns_reply *rep)
+/*
+ * Volume ops that change the namespace or a volume: checked before,
+ * on the inodes as they are then (vol_ops.c takes its locks later).
+ * create and clone make a name: write and search on the directory, and
+ * only root gives the new file another owner; snapshot, rollback and
+ * deleting a snapshot change the volume: write on its file; a clone
+ * reads the source's.
+ */
+static int vol_may(struct ns *ns, const struct ns_caller *who, unsigned op,
+		   const struct sdfs_ns_req *r)
+{
+	struct inode in, dir;
+	int ret;
+
+	switch (op) {
+	case SDFS_OP_NS_VOL_CREATE:
+	case SDFS_OP_NS_VOL_CLONE:
+		ret = inode_get(ns, op == SDFS_OP_NS_VOL_CREATE ? r->ino : r->ino2, &dir);
+		if (ret)
+			return ret == -ENOENT ? 0 : ret;        /* the op says */
+		ret = nsacl_access(ns, who, &dir, PERM_WRITE | PERM_EXEC);
+		if (!ret && !perm_is_root(who) &&
+		    (r->uid != who->uid || !perm_in_group(who, r->gid)))
+			ret = -EPERM;
+		if (ret || op == SDFS_OP_NS_VOL_CREATE)
+			return ret;
+		break;
+	case SDFS_OP_NS_VOL_SNAP:
+	case SDFS_OP_NS_VOL_ROLLBACK:
+	case SDFS_OP_NS_VOL_SNAPDEL:
+		break;
+	default:
+		return 0;
+	}
+	ret = inode_get(ns, r->ino, &in);
+	if (ret)
+		return ret == -ENOENT ? 0 : ret;
+	return nsacl_access(ns, who, &in, op == SDFS_OP_NS_VOL_CLONE ? PERM_READ
+								     : PERM_WRITE);
+}
+
+static int exec_mutation(struct ns *ns, const struct ns_caller *who, unsigned op,
+			 const struct sdfs_ns_req *r, const char *name, const char *name2,
+			 const uint8_t *data, struct kvbatch *b, struct ns_reply *rep)
 {
 	switch (op) {
-	case SDFS_OP_NS_SETATTR: return op_setattr(ns, r, data, b, rep);
+	case SDFS_OP_NS_SETATTR: return op_setattr(ns, who, r, data, b, rep);
 	case SDFS_OP_NS_MKNOD:
 	case SDFS_OP_NS_MKDIR:
-	case SDFS_OP_NS_SYMLINK: return op_mknod(ns, op, r, name, data, b, rep);
+	case SDFS_OP_NS_SYMLINK: return op_mknod(ns, who, op, r, name, data, b, rep);
 	case SDFS_OP_NS_UNLINK:
-	case SDFS_OP_NS_RMDIR: return op_remove(ns, op, r, name, b);
-	case SDFS_OP_NS_RENAME: return op_rename(ns, r, name, name2, b);
-	case SDFS_OP_NS_LINK: return op_link(ns, r, name2, b, rep);
-	case SDFS_OP_NS_SETXATTR: return op_setxattr(ns, r, name, data, b);
-	case SDFS_OP_NS_RMXATTR: return op_rmxattr(ns, r, name, b);
+	case SDFS_OP_NS_RMDIR: return op_remove(ns, who, op, r, name, b);
+	case SDFS_OP_NS_RENAME: return op_rename(ns, who, r, name, name2, b);
+	case SDFS_OP_NS_LINK: return op_link(ns, who, r, name2, b, rep);
+	case SDFS_OP_NS_SETXATTR: return op_setxattr(ns, who, r, name, data, b);
+	case SDFS_OP_NS_RMXATTR: return op_rmxattr(ns, who, r, name, b);
 	}
-	if (vol_is_op(op))
-		return vol_exec(ns, op, r, name, name2, b, rep);
+	if (vol_is_op(op)) {
+		int ret = vol_may(ns, who, op, r);
+
+		return ret ? ret : vol_exec(ns, op, r, name, name2, b, rep);
+	}
 	if (lock_is_op(op))
 		return lock_exec(ns, op, r, data, b, rep);
 	return -EOPNOTSUPP;
@@ -611,11 +661,10 @@ struct leases *ns_leases(struct ns *ns)
 	return ns->leases;
 }
 
-int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
-	    const struct sdfs_ns_req *req, const char *name, const char *name2,
-	    const uint8_t *data, struct ns_reply *rep)
+static int exec_op(struct ns *ns, const struct ns_caller *who, unsigned op,
+		   const struct sdfs_ns_req *req, const char *name, const char *name2,
+		   const uint8_t *data, struct ns_reply *rep)
 {
-	(void)who;      /* permission checks: docs/security.md */
 	struct kvbatch *b;
 	int ret;
 
@@ -623,14 +672,15 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 	atomic_fetch_add(&ns->ops, 1);
 	if (!is_mutation(op)) {
 		switch (op) {
-		case SDFS_OP_NS_LOOKUP: return op_lookup(ns, req, name, rep);
-		case SDFS_OP_NS_GETATTR: return op_getattr(ns, req, rep);
+		case SDFS_OP_NS_LOOKUP: return op_lookup(ns, who, req, name, rep);
+		case SDFS_OP_NS_GETATTR: return op_getattr(ns, who, req, rep);
 		case SDFS_OP_NS_READLINK: return op_readlink(ns, req, rep);
-		case SDFS_OP_NS_READDIR: return op_readdir(ns, req, rep);
+		case SDFS_OP_NS_READDIR: return op_readdir(ns, who, req, rep);
 		case SDFS_OP_NS_STATFS: return op_statfs(ns, req, rep);
-		case SDFS_OP_NS_GETXATTR: return op_getxattr(ns, req, name, rep);
-		case SDFS_OP_NS_LISTXATTR: return op_listxattr(ns, req, rep);
+		case SDFS_OP_NS_GETXATTR: return op_getxattr(ns, who, req, name, rep);
+		case SDFS_OP_NS_LISTXATTR: return op_listxattr(ns, who, req, rep);
 		case SDFS_OP_NS_INFO: return op_info(ns, rep);
+		case SDFS_OP_NS_OBJCAP: return op_objcap(ns, who, req, rep);
 		}
 		if (vol_is_op(op))
 			return vol_exec(ns, op, req, name, name2, NULL, rep);
@@ -657,7 +707,7 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 	ns_handover_wait(ns);
 	grant_mutation(ns, op, req, name, name2, NULL);
 	lease_collect_begin();
-	ret = exec_mutation(ns, op, req, name, name2, data, b, rep);
+	ret = exec_mutation(ns, who, op, req, name, name2, data, b, rep);
 	lease_collect_end(ns->leases, req->client_id, ret == 0);
 	if (ret == 0)
 		grant_mutation(ns, op, req, name, name2, rep);
@@ -668,4 +718,27 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 		memset(rep, 0, sizeof(*rep));
 	}
 	return ret;
+}
+
+/* The key's caps (kcaps.h) wrap every request: what it may name, and
+ * how its reply shows the key's subtree and ids. A regular file's
+ * attributes come with its object capability when the client asks
+ * (SDFS_NS_WANT_CAP, ns_objcap.c; signed for the real inode, before
+ * kcaps_leave shows the reply as the key sees it): no round trip more
+ * before its data. */
+int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
+	    const struct sdfs_ns_req *req, const char *name, const char *name2,
+	    const uint8_t *data, struct ns_reply *rep)
+{
+	struct kcaps_req kr;
+	int ret;
+
+	memset(rep, 0, sizeof(*rep));
+	ret = kcaps_enter(ns, who, op, req, name, &kr);
+	if (ret)
+		return ret;
+	ret = exec_op(ns, who, op, kr.req, kr.name, name2, data, rep);
+	if (ret == 0 && (req->flags & SDFS_NS_WANT_CAP))
+		ns_objcap_attach(ns, who, op, rep);
+	return kcaps_leave(&kr, op, ret, rep);
 }

@@ -35,6 +35,11 @@ struct coord;
 int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *name,
 	    struct ns **out, char *err, size_t errlen);
 void ns_close(struct ns *ns);           /* NULL ok */
+/* Sign object capabilities (NS_OBJCAP) with the key derived from the
+ * cluster @secret, valid @lifetime_ms (<= 0: the default); right after
+ * ns_open. Without it (an open cluster) NS_OBJCAP answers no caps. */
+void ns_set_objcap(struct ns *ns, const uint8_t secret[AUTH_KEY_BYTES],
+		   int lifetime_ms);
 
 struct ns_reply {
 	uint8_t *data;                  /* malloc'd reply payload, or NULL */

@@ -5,8 +5,8 @@
  * leaves to a FUSE server with FUSE_POSIX_ACL: inheriting a directory's
  * default ACL on create (or applying the creator's umask without one),
  * keeping the access ACL and the mode bits in step on chmod and on
- * setting the ACL. The kernel enforces them; the mds only stores and
- * transforms (mds/acl.h). Callers hold the inode's lock.
+ * setting the ACL; and checking a caller's access with them (the mds
+ * enforces them itself, mds/perm.h). Callers hold the inode's lock.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "mds/acl.h"
 #include "mds/ns_int.h"
+#include "mds/perm.h"
 
 int nsacl_xattr_kind(const char *name, size_t len)
 {
@@ -161,5 +162,26 @@ int nsacl_set(struct inode *in, int kind, const uint8_t *val, uint32_t len,
 	if (flags & SDFS_NS_XATTR_KILL_SGID)
 		mode &= ~(uint32_t)S_ISGID;
 	in->a.mode = mode;
+	return ret;
+}
+
+int nsacl_access(struct ns *ns, const struct ns_caller *who, const struct inode *in,
+		 unsigned mask)
+{
+	struct acl acl;
+	int ret;
+
+	/* the ACL matters only to others than the owner, when the group
+	 * bits (its mask) are not all clear; root passes all but exec */
+	if (who->uid == in->a.uid || perm_is_root(who) || !(in->a.mode & S_IRWXG) ||
+	    S_ISLNK(in->a.mode))
+		return perm_access(who, &in->a, NULL, mask);
+	ret = acl_load(ns, in->a.ino, NSACL_ACCESS, &acl, NULL, NULL);
+	if (ret == -ENOENT)
+		return perm_access(who, &in->a, NULL, mask);
+	if (ret)
+		return ret;
+	ret = perm_access(who, &in->a, &acl, mask);
+	acl_fini(&acl);
 	return ret;
 }

@@ -15,10 +15,12 @@
 #include "common/proto.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
+#include "mds/perm.h"
 
 #define READDIR_MAX (64u << 10)
 
-int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
+int op_readdir(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       struct ns_reply *rep)
 {
 	int plus = (r->flags & SDFS_NS_PLUS) != 0;
 	uint32_t max = r->max ? r->max : READDIR_MAX;
@@ -35,6 +37,9 @@ int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
 		return ret;
 	if (!S_ISDIR(dir.a.mode))
 		return -ENOTDIR;
+	ret = nsacl_access(ns, who, &dir, PERM_READ);
+	if (ret)
+		return ret;
 	rep->data = malloc(max);
 	it = kvdb_iter(ns->db);
 	if (!rep->data || !it) {
@@ -200,8 +205,24 @@ static int xname_check(const char *name, size_t len)
 	return -EOPNOTSUPP;
 }
 
-int op_getxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
-		struct ns_reply *rep)
+/* perm_xattr for @in, with the access the name's namespace needs
+ * (@write 0: read; 1, 2: write). */
+static int xattr_may(struct ns *ns, const struct ns_caller *who, const struct inode *in,
+		     const char *name, size_t len, int write)
+{
+	int may = 0;
+
+	if (len > 5 && memcmp(name, "user.", 5) == 0)
+		may = nsacl_access(ns, who, in, write ? PERM_WRITE : PERM_READ);
+	else if (write == 2)    /* security.capability: a writer's kill */
+		may = nsacl_access(ns, who, in, PERM_WRITE);
+	if (may && may != -EACCES)
+		return may;     /* -EIO */
+	return perm_xattr(who, &in->a, name, len, write, may);
+}
+
+int op_getxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+		const char *name, struct ns_reply *rep)
 {
 	struct inode in;
 	uint8_t k[NS_KEY_MAX];
@@ -212,6 +233,8 @@ int op_getxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	ret = xname_check(name, r->name_len);
 	if (!ret)
 		ret = inode_get(ns, r->ino, &in);
+	if (!ret)
+		ret = xattr_may(ns, who, &in, name, r->name_len, 0);
 	if (ret)
 		return ret;
 	ret = kvdb_get(ns->db, k, key_xattr(k, r->ino, name, r->name_len), &v, &vlen);
@@ -231,7 +254,8 @@ int op_getxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	return 0;
 }
 
-int op_listxattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
+int op_listxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+		 struct ns_reply *rep)
 {
 	struct kviter *it;
 	struct inode in;
@@ -255,6 +279,8 @@ int op_listxattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *re
 
 		if (klen <= 9 || memcmp(k, pfx, 9))
 			break;
+		if (!perm_xattr_listed(who, k + 9, klen - 9))
+			continue;
 		if (used + klen - 9 + 1 > cap) {
 			uint8_t *n;
 
@@ -284,8 +310,8 @@ int op_listxattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *re
 #define XATTR_CREATE_  1u
 #define XATTR_REPLACE_ 2u
 
-int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
-		const uint8_t *val, struct kvbatch *b)
+int op_setxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+		const char *name, const uint8_t *val, struct kvbatch *b)
 {
 	uint8_t k[NS_KEY_MAX];
 	struct lockset ls;
@@ -306,6 +332,8 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		return -EINVAL;
 	ns_lock(ns, &ls, &r->ino, 1);
 	ret = inode_get(ns, r->ino, &in);
+	if (!ret)
+		ret = xattr_may(ns, who, &in, name, r->name_len, 1);
 	if (ret)
 		goto out;
 	klen = key_xattr(k, r->ino, name, r->name_len);
@@ -324,7 +352,12 @@ int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 	}
 	/* an ACL is checked, and an access ACL sets the mode (or is only
 	 * the mode: then not kept) */
-	ret = acl ? nsacl_set(&in, acl, val, r->data_len, r->flags) : 1;
+	uint32_t aflags = r->flags;
+
+	/* Linux drops setgid when the setter is outside the file's group */
+	if (acl == NSACL_ACCESS && !perm_is_root(who) && !perm_in_group(who, in.a.gid))
+		aflags |= SDFS_NS_XATTR_KILL_SGID;
+	ret = acl ? nsacl_set(&in, acl, val, r->data_len, aflags) : 1;
 	if (ret < 0)
 		goto out;
 	if (ret)
@@ -339,8 +372,8 @@ out:
 	return ret;
 }
 
-int op_rmxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
-	       struct kvbatch *b)
+int op_rmxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       const char *name, struct kvbatch *b)
 {
 	uint8_t k[NS_KEY_MAX];
 	struct lockset ls;
@@ -354,6 +387,8 @@ int op_rmxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		return ret;
 	ns_lock(ns, &ls, &r->ino, 1);
 	ret = inode_get(ns, r->ino, &in);
+	if (!ret)
+		ret = xattr_may(ns, who, &in, name, r->name_len, 2);
 	if (ret)
 		goto out;
 	klen = key_xattr(k, r->ino, name, r->name_len);

@@ -87,6 +87,11 @@ struct ns {
 	uint64_t cache_max;
 	int64_t mut_gate_ms;
 
+	/* ns_objcap.c: object capabilities (ns_set_objcap) */
+	atomic_int objcap_on;
+	int objcap_lifetime_ms;
+	uint8_t objcap_key[AUTH_KEY_BYTES];
+
 	/* statfs cache */
 	pthread_mutex_t statfs_lock;
 	int64_t statfs_at;
@@ -168,6 +173,10 @@ void inode_drop(struct ns *ns, struct kvbatch *b, const struct inode *in);
  * times, both records into @b. The caller holds the directory's lock. */
 int child_check(struct ns *ns, uint64_t dirino, const char *name, size_t nlen,
 		struct inode *dir);
+/* ... may: the caller may make it (0, -EACCES) and its owner's ids are
+ * *@uid, *@gid (ns_ops.c). */
+int child_may(struct ns *ns, const struct ns_caller *who, const struct inode *dir,
+	      const struct sdfs_ns_req *r, uint32_t *uid, uint32_t *gid);
 void child_init(struct ns *ns, const struct inode *dir, uint32_t mode, uint32_t uid,
 		uint32_t gid, int64_t now, struct inode *in);
 void child_link(struct kvbatch *b, struct inode *dir, const char *name, size_t nlen,
@@ -194,27 +203,41 @@ int name_check(const char *name, size_t len);
 int name_is_dot(const char *name, size_t len);  /* "." or ".." */
 
 /* Operation entry points (ns_ops.c, ns_rename.c, ns_dir.c). */
-int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct ns_reply *rep);
-int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
-int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data,
-	       struct kvbatch *b, struct ns_reply *rep);
-int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
-	     const uint8_t *data, struct kvbatch *b, struct ns_reply *rep);
-int op_remove(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
-	      struct kvbatch *b);
-int op_link(struct ns *ns, const struct sdfs_ns_req *r, const char *name2,
-	    struct kvbatch *b, struct ns_reply *rep);
-int op_rename(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
-	      const char *name2, struct kvbatch *b);
-int op_readdir(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
+int op_lookup(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	      const char *name, struct ns_reply *rep);
+int op_getattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       struct ns_reply *rep);
+int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       const uint8_t *data, struct kvbatch *b, struct ns_reply *rep);
+int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
+	     const struct sdfs_ns_req *r, const char *name, const uint8_t *data,
+	     struct kvbatch *b, struct ns_reply *rep);
+int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
+	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b);
+int op_link(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	    const char *name2, struct kvbatch *b, struct ns_reply *rep);
+int op_rename(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	      const char *name, const char *name2, struct kvbatch *b);
+int op_readdir(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       struct ns_reply *rep);
 int op_readlink(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
 int op_statfs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
-int op_getxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct ns_reply *rep);
-int op_listxattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);
-int op_setxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
-		const uint8_t *val, struct kvbatch *b);
-int op_rmxattr(struct ns *ns, const struct sdfs_ns_req *r, const char *name, struct kvbatch *b);
+int op_getxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+		const char *name, struct ns_reply *rep);
+int op_listxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+		 struct ns_reply *rep);
+int op_setxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+		const char *name, const uint8_t *val, struct kvbatch *b);
+int op_rmxattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       const char *name, struct kvbatch *b);
 int op_info(struct ns *ns, struct ns_reply *rep);
+/* ns_objcap.c: NS_OBJCAP; and a regular file's cap after the sdfs_attr
+ * of a LOOKUP, GETATTR or MKNOD reply (SDFS_NS_WANT_CAP; nothing when
+ * caps are off or the caller may not read it) */
+int op_objcap(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	      struct ns_reply *rep);
+void ns_objcap_attach(struct ns *ns, const struct ns_caller *who, unsigned op,
+		      struct ns_reply *rep);
 
 /* ns_acl.c: POSIX ACLs (docs/acl.md). The caller holds the inode's
  * lock (the directory's for create) and commits @b.
@@ -239,6 +262,10 @@ int nsacl_create(struct ns *ns, struct kvbatch *b, const struct inode *dir,
 int nsacl_chmod(struct ns *ns, struct kvbatch *b, const struct inode *in);
 int nsacl_set(struct inode *in, int kind, const uint8_t *val, uint32_t len,
 	      uint32_t flags);
+/* May @who access @in for @mask (PERM_* of mds/perm.h), its access ACL
+ * considered? 0, -EACCES, -EIO, -ENOMEM. */
+int nsacl_access(struct ns *ns, const struct ns_caller *who, const struct inode *in,
+		 unsigned mask);
 
 /* A reply carrying @in's attributes. reply_attr_ns also counts a
  * volume file's space (space_attr: reads its index); the others show

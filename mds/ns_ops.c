@@ -16,22 +16,27 @@
 #include "common/oid.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
+#include "mds/perm.h"
 #include "mds/vol.h"
 
 /* Leases (lease.h) are granted before the state is read: a change
  * committed after the read then finds them and is pushed. */
-int op_getattr(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep)
+int op_getattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       struct ns_reply *rep)
 {
 	uint32_t f = lease_grant_inode(ns->leases, r->client_id, r->ino) ?
 		     SDFS_ATTR_F_LEASED : 0;
 	struct inode in;
 	int ret = inode_get(ns, r->ino, &in);
 
+	/* an open's check: the access it is about to make */
+	if (!ret && (r->flags & SDFS_NS_MAY_MASK))
+		ret = nsacl_access(ns, who, &in, r->flags & SDFS_NS_MAY_MASK);
 	return ret ? ret : reply_attr_ns(ns, rep, &in, f);
 }
 
-int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
-	      struct ns_reply *rep)
+int op_lookup(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	      const char *name, struct ns_reply *rep)
 {
 	struct inode dir, in;
 	struct dent d;
@@ -45,6 +50,9 @@ int op_lookup(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 		return ret;
 	if (!S_ISDIR(dir.a.mode))
 		return -ENOTDIR;
+	ret = nsacl_access(ns, who, &dir, PERM_EXEC);
+	if (ret)
+		return ret;
 	if (r->name_len == 1 && name[0] == '.')
 		return reply_attr(rep, &dir);
 	if (r->name_len == 2 && name[0] == '.' && name[1] == '.') {
@@ -74,12 +82,35 @@ static int valid_type(uint32_t mode)
 	return 0;
 }
 
-int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
-	     const uint8_t *data, struct kvbatch *b, struct ns_reply *rep)
+/*
+ * May @who make an entry in @dir (write and search), and whose is the
+ * new inode: root gives it the ids it asks for; anyone else owns it
+ * and gives it the group asked for only if it is in it (else its own).
+ */
+int child_may(struct ns *ns, const struct ns_caller *who, const struct inode *dir,
+	      const struct sdfs_ns_req *r, uint32_t *uid, uint32_t *gid)
+{
+	int ret = nsacl_access(ns, who, dir, PERM_WRITE | PERM_EXEC);
+
+	if (ret)
+		return ret;
+	*uid = r->uid;
+	*gid = r->gid;
+	if (!perm_is_root(who)) {
+		*uid = who->uid;
+		if (!perm_in_group(who, r->gid))
+			*gid = who->gid;
+	}
+	return 0;
+}
+
+int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
+	     const struct sdfs_ns_req *r, const char *name, const uint8_t *data,
+	     struct kvbatch *b, struct ns_reply *rep)
 {
 	struct inode dir, in = { 0 };
 	struct lockset ls;
-	uint32_t mode = r->mode;
+	uint32_t mode = r->mode, uid, gid;
 	int64_t now;
 	int ret;
 
@@ -102,14 +133,19 @@ int op_mknod(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char
 			return -ENAMETOOLONG;
 		mode = S_IFLNK | 0777;
 	}
+	/* devices: root only (CAP_MKNOD) */
+	if ((S_ISCHR(mode) || S_ISBLK(mode)) && !perm_is_root(who))
+		return -EPERM;
 	ns_lock(ns, &ls, &r->ino, 1);
 	ret = child_check(ns, r->ino, name, r->name_len, &dir);
+	if (!ret)
+		ret = child_may(ns, who, &dir, r, &uid, &gid);
 	if (!ret)
 		ret = ino_alloc(ns, &in.a.ino);
 	if (ret)
 		goto out;
 	now = ns_now();
-	child_init(ns, &dir, mode, r->uid, r->gid, now, &in);
+	child_init(ns, &dir, mode, uid, gid, now, &in);
 	ret = nsacl_create(ns, b, &dir, &in, r->flags);
 	if (ret)
 		goto out;
@@ -171,8 +207,8 @@ static int lock_dir_and_child(struct ns *ns, uint64_t dir, const char *name,
 	}
 }
 
-int op_remove(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
-	      struct kvbatch *b)
+int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
+	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b)
 {
 	struct inode dir, in;
 	struct lockset ls = { .n = 0 };
@@ -190,9 +226,14 @@ int op_remove(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const cha
 	}
 	ret = lock_dir_and_child(ns, r->ino, name, r->name_len, &ls, &d);
 	if (ret == -ENOENT) {
-		/* Say ENOTDIR rather than ENOENT when the parent is no dir. */
-		if (inode_get(ns, r->ino, &dir) == 0 && !S_ISDIR(dir.a.mode))
-			ret = -ENOTDIR;
+		/* Say ENOTDIR rather than ENOENT when the parent is no dir,
+		 * EACCES when the caller may not search it. */
+		if (inode_get(ns, r->ino, &dir) == 0) {
+			if (!S_ISDIR(dir.a.mode))
+				ret = -ENOTDIR;
+			else if (nsacl_access(ns, who, &dir, PERM_EXEC))
+				ret = -EACCES;
+		}
 		goto out;
 	}
 	if (ret)
@@ -200,6 +241,10 @@ int op_remove(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const cha
 	ret = inode_get(ns, r->ino, &dir);
 	if (!ret)
 		ret = inode_get(ns, d.ino, &in);
+	if (!ret)
+		ret = nsacl_access(ns, who, &dir, PERM_WRITE | PERM_EXEC);
+	if (!ret)
+		ret = perm_sticky(who, &dir.a, &in.a);
 	if (ret)
 		goto out;
 	if (op == SDFS_OP_NS_UNLINK && S_ISDIR(in.a.mode)) {
@@ -236,8 +281,8 @@ out:
 	return ret;
 }
 
-int op_link(struct ns *ns, const struct sdfs_ns_req *r, const char *name2,
-	    struct kvbatch *b, struct ns_reply *rep)
+int op_link(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	    const char *name2, struct kvbatch *b, struct ns_reply *rep)
 {
 	uint64_t inos[2] = { r->ino, r->ino2 };
 	struct inode in, dir;
@@ -262,6 +307,9 @@ int op_link(struct ns *ns, const struct sdfs_ns_req *r, const char *name2,
 		ret = -ENOTDIR;
 		goto out;
 	}
+	ret = nsacl_access(ns, who, &dir, PERM_WRITE | PERM_EXEC);
+	if (ret)
+		goto out;
 	if (S_ISDIR(in.a.mode)) {
 		ret = -EPERM;
 		goto out;
@@ -294,16 +342,16 @@ out:
 	return ret;
 }
 
-int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data,
-	       struct kvbatch *b, struct ns_reply *rep)
+int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	       const uint8_t *data, struct kvbatch *b, struct ns_reply *rep)
 {
 	struct inode in;
 	struct lockset ls;
-	uint32_t m = r->flags;
+	uint32_t m = r->flags, mode = r->mode;
 	int64_t now = ns_now();
-	int ret;
+	int may_read = -EACCES, may_write, ret;
 
-	if (m & ~0x3ffu)
+	if (m & ~0x7ffu)
 		return -EINVAL;
 	/* 1.6: the chunks the writer made or removed (ns_space.c) */
 	int report = r->data_len > 0;
@@ -312,6 +360,12 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data,
 		return -EINVAL;
 	ns_lock(ns, &ls, &r->ino, 1);
 	ret = inode_get(ns, r->ino, &in);
+	if (ret)
+		goto out;
+	may_write = nsacl_access(ns, who, &in, PERM_WRITE);
+	if (m & SDFS_SET_ATIME_NOW)
+		may_read = nsacl_access(ns, who, &in, PERM_READ);
+	ret = perm_setattr(who, &in.a, m, &mode, r->uid, r->gid, may_read, may_write);
 	if (ret)
 		goto out;
 	/* A size a writer pushes (close, fsync) only grows the file: another
@@ -361,7 +415,7 @@ int op_setattr(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data,
 			goto out;
 	}
 	if (m & SDFS_SET_MODE) {
-		in.a.mode = (in.a.mode & S_IFMT) | (r->mode & 07777);
+		in.a.mode = (in.a.mode & S_IFMT) | (mode & 07777);
 		ret = nsacl_chmod(ns, b, &in);
 		if (ret)
 			goto out;

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "mds/ns_int.h"
+#include "mds/perm.h"
 
 #define RENAME_NOREPLACE_ 1u
 #define RENAME_EXCHANGE_  2u
@@ -60,8 +61,32 @@ static void rtx_dirty(struct rtx *t, struct inode *in)
 	t->dirty[in - t->in] = 1;
 }
 
-int op_rename(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
-	      const char *name2, struct kvbatch *b)
+/* vfs_rename's checks: write and search on both directories, the
+ * sticky rule for what leaves the old one and what the new name
+ * replaces, and a directory moving to another parent must be writable
+ * (its ".." changes). 0, -EACCES, -EPERM. */
+static int rename_may(struct ns *ns, const struct ns_caller *who, struct inode *odir,
+		      struct inode *ndir, struct inode *src, struct inode *dst,
+		      unsigned flags)
+{
+	int ret = nsacl_access(ns, who, odir, PERM_WRITE | PERM_EXEC);
+
+	if (!ret && ndir != odir)
+		ret = nsacl_access(ns, who, ndir, PERM_WRITE | PERM_EXEC);
+	if (!ret)
+		ret = perm_sticky(who, &odir->a, &src->a);
+	if (!ret && dst)
+		ret = perm_sticky(who, &ndir->a, &dst->a);
+	if (!ret && ndir != odir && S_ISDIR(src->a.mode))
+		ret = nsacl_access(ns, who, src, PERM_WRITE);
+	if (!ret && ndir != odir && dst && (flags & RENAME_EXCHANGE_) &&
+	    S_ISDIR(dst->a.mode))
+		ret = nsacl_access(ns, who, dst, PERM_WRITE);
+	return ret;
+}
+
+int op_rename(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
+	      const char *name, const char *name2, struct kvbatch *b)
 {
 	unsigned flags = r->flags;
 	int cross = r->ino != r->ino2;
@@ -169,6 +194,9 @@ int op_rename(struct ns *ns, const struct sdfs_ns_req *r, const char *name,
 			goto out;
 		}
 	}
+	ret = rename_may(ns, who, odir, ndir, src, dst, flags);
+	if (ret)
+		goto out;
 	if (dst && !(flags & RENAME_EXCHANGE_)) {
 		if (S_ISDIR(src->a.mode) && !S_ISDIR(dst->a.mode)) {
 			ret = -ENOTDIR;

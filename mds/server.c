@@ -40,6 +40,8 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
+#include "mds/caller.h"
+#include "mds/kcaps.h"
 #include "mds/lease.h"
 #include "mds/mds.h"
 #include "mds/ns.h"
@@ -194,7 +196,7 @@ static int write_full(int fd, const void *buf, size_t len)
 static int is_ns_op(unsigned op)
 {
 	return (op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE) ||
-	       op == SDFS_OP_NS_OPEN;
+	       op == SDFS_OP_NS_OPEN || op == SDFS_OP_NS_OBJCAP;
 }
 
 static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
@@ -249,7 +251,7 @@ static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
  * until the connection ends. Returns < 0 (close it).
  */
 static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
-			      const struct sdfs_ns_req *req)
+			      const struct sdfs_ns_req *req, const struct ns_caller *who)
 {
 	struct leases *l = ns_leases(c->m->ns);
 	struct lease_sub *sub;
@@ -271,6 +273,7 @@ static int serve_subscription(struct conn *c, const struct sdfs_hdr *h,
 			      c->sess.on ? &c->sess : NULL);
 	if (!sub)
 		return -ENOMEM;
+	lease_sub_root(sub, kcaps_root(c->m->ns, who));
 	for (;;) {
 		int64_t dl;
 
@@ -347,13 +350,15 @@ static int serve_one(struct conn *c)
 		return send_reply(c, &h, -ESHUTDOWN, NULL);
 	if (proto_ns_req_decode(payload_buf, h.payload_len, &req))
 		return send_reply(c, &h, -EPROTO, NULL);
+	struct ns_caller who;
+
+	caller_make(m->auth ? &c->who : NULL, req.cuid, req.cgid, req.groups, req.ngroups,
+		    &who);
 	if (h.opcode == SDFS_OP_NS_SUBSCRIBE)
-		return serve_subscription(c, &h, &req);
+		return serve_subscription(c, &h, &req, &who);
 	const char *name = (const char *)payload_buf + SDFS_NS_REQ_SIZE;
 	const char *name2 = name + req.name_len;
 	const uint8_t *data = (const uint8_t *)name2 + req.name2_len;
-
-	struct ns_caller who = { .key = m->auth ? &c->who : NULL, .uid = 0, .gid = 0 };
 
 	ret = ns_exec(m->ns, &who, h.opcode, &req, name, name2, data, &rep);
 	if (ns_failed(m->ns)) {

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/conf.h"
+
 /* What failures are reported with, for the whole run (cli_init). */
 static struct {
 	int json;               /* --json: failures as JSON on stdout too */
@@ -129,15 +131,38 @@ int cli_unknown(const char *group, const char *sub)
 	return cli_bad("unknown command '%s %s'", group, sub);
 }
 
+/* --keyring FILE, else $SDFS_KEYRING; NULL: the config's (sdfs_open). */
+static const char *keyring_override(const struct cli *cli)
+{
+	const char *env = getenv("SDFS_KEYRING");
+
+	return cli->keyring ? cli->keyring : env && *env ? env : NULL;
+}
+
 struct sdfs *cli_open(const struct cli *cli)
 {
+	const char *keyring = keyring_override(cli);
+	struct sdfs_conf conf;
 	struct sdfs *s;
 	char err[512];
 
-	if (sdfs_open(cli->conf, &s, err, sizeof(err)) != 0) {
+	if (!keyring) {
+		if (sdfs_open(cli->conf, &s, err, sizeof(err)) != 0) {
+			cli_fail("%s", err);
+			return NULL;
+		}
+		return s;
+	}
+	/* sdfs_open with another keyring than the config's */
+	conf_init(&conf);
+	if (conf_load(conf_path(cli->conf), &conf, err, sizeof(err)) ||
+	    sdfs_connect_keyring(conf.zk, conf.cluster, conf.timeout_ms, keyring, &s, err,
+				 sizeof(err))) {
 		cli_fail("%s", err);
 		return NULL;
 	}
+	sdfs_set_replica_timeout(s, conf.replica_timeout_ms);
+	sdfs_set_read_timeout(s, conf.read_timeout_ms);
 	return s;
 }
 

@@ -19,6 +19,8 @@
 
 struct cli {
 	const char *conf;       /* -c FILE */
+	const char *keyring;    /* --keyring FILE; NULL: $SDFS_KEYRING, then
+				   the config's keyring = */
 	int json;               /* --json */
 	int verbose;            /* -v: library warnings to stderr */
 	int argc;               /* the command's own arguments */
@@ -98,6 +100,7 @@ int cli_ns_fail(struct sdfs *s, const char *what, int err);
  * NULL if argv[*i] is not that option. Exits 2 if the value is missing. */
 const char *cli_opt(int argc, char **argv, int *i, const char *name);
 
+int cmd_auth(struct cli *cli);
 int cmd_cluster(struct cli *cli);
 int cmd_node(struct cli *cli);
 int cmd_obj(struct cli *cli);

@@ -5,15 +5,58 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/coord_auth.h"
 #include "tools/cli.h"
+#include "tools/keyadm.h"
 
-static int cluster_format(struct cli *cli, struct sdfs *s)
+/*
+ * Who may format. A cluster not formatted yet: anyone who reaches its
+ * ZooKeeper (the keyring file must not exist then, unless --force: it
+ * gets the new admin key). A formatted one (with --force): if it has
+ * keys (formatted with auth required), only the holder of its admin
+ * keyring, and the cluster keeps its secret and keys (*@keep); one
+ * formatted with --auth none: anyone. 0, or the exit status with the
+ * reason printed.
+ */
+static int format_allowed(struct keyadm *ka, const struct cluster_config *cfg,
+			  int formatted, int force, int auth, int *keep)
 {
+	struct stat st;
+	int have = ka->path[0] && stat(ka->path, &st) == 0;
+
+	*keep = 0;
+	if (formatted && cfg->auth == CMAP_AUTH_REQUIRED) {
+		if (!ka->loaded)
+			return cli_fail("format: needs the cluster's admin keyring (%s)",
+					ka->path[0] ? ka->path : "set keyring = in the "
+					"config, or --keyring FILE");
+		if (keyadm_check_admin(ka, "format"))
+			return 1;
+		if (!auth)      /* its ZooKeeper nodes stay secured by the secret */
+			return cli_fail("format: --auth none on a cluster with keys: "
+					"format a new cluster (another name) instead");
+		*keep = 1;
+		return 0;
+	}
+	if (auth && have && !force)
+		return cli_fail("format: %s exists (another cluster's keyring?); use "
+				"--force to replace it", ka->path);
+	return 0;
+}
+
+static int cluster_format(struct cli *cli, struct sdfs *unused)
+{
+	(void)unused;
 	uint64_t copies = 0, obj_size = 4 << 20, grace_s = 30;
-	int force = 0, ret;
+	int force = 0, auth = 1, formatted, keep = 0, ret;
+	struct cluster_config cfg;
+	struct keyadm ka;
+	struct stat st;
+	char err[512];
 	const char *v;
 
 	for (int i = 0; i < cli->argc; i++) {
@@ -28,38 +71,91 @@ static int cluster_format(struct cli *cli, struct sdfs *s)
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--out-grace"))) {
 			if (cli_parse_u64(v, &grace_s) || grace_s < 1 || grace_s > 86400)
 				return cli_bad("--out-grace must be 1..86400 seconds, not '%s'", v);
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--auth"))) {
+			if (strcmp(v, "none") && strcmp(v, "keys"))
+				return cli_bad("--auth must be keys or none, not '%s'", v);
+			auth = !strcmp(v, "keys");
 		} else if (!strcmp(cli->argv[i], "--force")) {
 			force = 1;
 		} else {
-			return cli_usage("sdfs cluster format --copies N "
-					 "[--obj-size SIZE] [--out-grace S] [--force]");
+			return cli_usage("sdfs cluster format --copies N [--obj-size SIZE] "
+					 "[--out-grace S] [--auth none] [--force]");
 		}
 	}
 	if (!copies)
 		return cli_usage("sdfs cluster format --copies N [--obj-size SIZE] "
-				 "[--out-grace S] [--force]");
-	/* (formatted and no --force: the format below says so) */
-	struct sdfs_cluster_info cur;
-	if (sdfs_cluster_info(s, &cur) != 0 || force) {
-		ret = cli_copies_fit(s, "--copies", (unsigned)copies, force);
-		if (ret)
-			return ret;
-	}
-	ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size,
-				  (uint32_t)(grace_s * 1000), force);
-	if (ret == -EEXIST)
+				 "[--out-grace S] [--auth none] [--force]");
+	if ((ret = keyadm_conf(cli, &ka)))
+		return ret;
+	/* the config's default file, which every program reads if it exists */
+	if (!ka.path[0])
+		snprintf(ka.path, sizeof(ka.path), "%s", ka.conf.keyring);
+	/* The keyring there, if any: an admin's may reformat its cluster. */
+	if (ka.path[0] && stat(ka.path, &st) == 0 && (ret = keyadm_load(&ka, "format")))
+		return ret;
+	if ((ret = keyadm_connect(&ka, "format")))
+		return ret;
+	formatted = coord_config_get(ka.coord, &cfg) == 0;
+	if (formatted && !force) {
+		keyadm_close(&ka);
 		return cli_fail("cluster is already formatted (use --force to "
 				"reformat: existing data becomes unreachable)");
+	}
+	if ((ret = format_allowed(&ka, &cfg, formatted, force, auth, &keep))) {
+		keyadm_close(&ka);
+		return ret;
+	}
+	/* (formatted and no --force: refused above.) Only a formatted
+	 * cluster has nodes (block daemons wait for the format to join);
+	 * a new one may have no keyring yet for a libsdfs handle. */
+	if (formatted) {
+		struct sdfs *s = cli_open(cli);
+
+		ret = s ? cli_copies_fit(s, "--copies", (unsigned)copies, force) : 1;
+		sdfs_close(s);
+		if (ret) {
+			keyadm_close(&ka);
+			return ret;
+		}
+	} else if (copies > 1) {
+		fprintf(stderr, "sdfs: note: no block daemon has joined yet; copies %u "
+			"needs %u nodes (health says degraded until then)\n",
+			(unsigned)copies, (unsigned)copies);
+	}
+	keyadm_cluster_config(&cfg, (unsigned)copies, (uint32_t)obj_size,
+			      (uint32_t)(grace_s * 1000), auth);
+	if (auth && !keep) {
+		/* new keys: the session that formats holds the new secret */
+		ret = keyadm_format_new(&ka, &cfg, force, err, sizeof(err));
+	} else {
+		ret = coord_format(ka.coord, &cfg, force);
+		snprintf(err, sizeof(err), "%s", ret == -EEXIST ? "cluster is already "
+			 "formatted (use --force to reformat: existing data becomes "
+			 "unreachable)" : strerror(-ret));
+	}
+	keyadm_close(&ka);
 	if (ret)
-		return cli_fail("format failed: %s", strerror(-ret));
-	struct sdfs_cluster_info info;
-	if (sdfs_cluster_info(s, &info) == 0) {
-		if (cli->json)
-			printf("{\"uuid\": \"%s\", \"copies\": %u, \"obj_size\": %" PRIu32 "}\n",
-			       info.uuid, info.copies, info.obj_size);
+		return cli_fail("format: %s", err);
+	if (cli->json) {
+		printf("{\"uuid\": \"%s\", \"copies\": %u, \"obj_size\": %" PRIu32
+		       ", \"auth\": %s, \"keyring\": ", cfg.uuid, cfg.copies, cfg.obj_size,
+		       auth ? "true" : "false");
+		if (auth)
+			cli_json_str(stdout, ka.path);
 		else
-			printf("formatted cluster %s: copies=%u obj_size=%" PRIu32 "\n",
-			       info.uuid, info.copies, info.obj_size);
+			printf("null");
+		printf(", \"keys_kept\": %s}\n", keep ? "true" : "false");
+	} else {
+		printf("formatted cluster %s: copies=%u obj_size=%" PRIu32 "\n",
+		       cfg.uuid, cfg.copies, cfg.obj_size);
+		if (keep)
+			printf("keys kept: the cluster's secret and keys, %s among them\n",
+			       ka.path);
+		else if (auth)
+			printf("admin keyring (client.admin) written to %s\n", ka.path);
+		else
+			printf("no keys (--auth none): anyone who reaches the cluster may "
+			       "do anything\n");
 	}
 	return 0;
 }
@@ -596,6 +692,9 @@ int cmd_cluster(struct cli *cli)
 		return cli_unknown("cluster", sub);
 	cli->argc--;
 	cli->argv++;
+	/* format opens its own handle: a new cluster's keyring is made by it */
+	if (subs[k].fn == cluster_format)
+		return cluster_format(cli, NULL);
 	s = cli_open(cli);
 	if (!s)
 		return 1;

@@ -3,7 +3,13 @@
  * for trying sdfs out and for tests.
  *
  * Everything lives under one directory:
- *   DIR/sdfs.conf        how clients reach it (SDFS_CONF=DIR/sdfs.conf)
+ *   DIR/sdfs.conf        how clients reach it (SDFS_CONF=DIR/sdfs.conf);
+ *                        its keyring = DIR/keyring
+ *   DIR/keyring          the admin key client.admin (cluster format)
+ *   DIR/keys/KEY.keyring each daemon's and mount's own key: blockd.N and
+ *                        mds.N (caps daemon), client.mountN (caps rw,
+ *                        the mount mnt is N = 1, mntN is N); with
+ *                        --auth none neither these nor DIR/keyring
  *   DIR/zk/              the private ZooKeeper server's config and data;
  *   DIR/zk.K/            with --zk-servers N, server K's of N (K = 1..N)
  *   DIR/blockd.N/        block daemon N's data directory (dev add: one more)
@@ -42,8 +48,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "common/coord_auth.h"
 #include "tools/cli.h"
 #include "tools/dev_netns.h"
+#include "tools/keyadm.h"
 
 #define DEV_MAX_ARGS 32
 #define DEV_MDS_MAX 8
@@ -61,6 +69,9 @@ struct dev {
 	unsigned zk_servers;    /* else how many: 1 (zk), 3 or 5 (zk.1...) */
 	int netns;              /* --netns: each daemon in its own namespace */
 	struct dev_net net;     /* then: the bridge's subnet... (dev_netns.h) */
+	int auth;               /* keys (not --auth none) */
+	char keyring[PATH_MAX + 32];    /* DIR/keyring: the admin key */
+	struct keyadm *ka;      /* an admin session while keys are made */
 };
 
 #define DEV_ZK_NETNS_PORT 2181          /* --netns: every daemon has its */
@@ -497,6 +508,8 @@ static int dev_init(struct dev *d, const char *dir, int create)
 	if (strlen(d->dir) > PATH_MAX - 128)
 		return cli_fail("%s: path too long", dir);
 	snprintf(d->conf, sizeof(d->conf), "%s/sdfs.conf", d->dir);
+	snprintf(d->keyring, sizeof(d->keyring), "%s/keyring", d->dir);
+	d->auth = access(d->keyring, F_OK) == 0;
 	d->netns = dev_netns_load(d->dir, &d->net) == 0;
 	if (create) {
 		snprintf(sub, sizeof(sub), "%s/log", d->dir);
@@ -750,7 +763,8 @@ static struct sdfs *connect_wait(const struct dev *d, int timeout_ms)
 	for (;;) {
 		struct sdfs *s;
 
-		if (sdfs_connect(d->zk, d->cluster, 2000, &s, err, sizeof(err)) == 0)
+		/* sdfs.conf: ZooKeeper, and the admin keyring once there is one */
+		if (sdfs_open(d->conf, &s, err, sizeof(err)) == 0)
 			return s;
 		if (now_ms() > end)
 			break;
@@ -838,6 +852,137 @@ static int mds_listed(struct sdfs *s, const char *name)
 }
 
 /*
+ * Keys (docs/operations.md "Keys"): the key of dev daemon @name.
+ * blockd.N and mds.N are keys of their own names; the mount mnt is
+ * client.mount1, mntN client.mountN.
+ */
+static void dev_key_name(const char *name, char *out, size_t len)
+{
+	if (!strcmp(name, "mnt"))
+		snprintf(out, len, "client.mount1");
+	else if (!strncmp(name, "mnt", 3))
+		snprintf(out, len, "client.mount%s", name + 3);
+	else
+		snprintf(out, len, "%s", name);
+}
+
+/* DIR/keys/KEY.keyring: daemon @name's keyring file. */
+static void dev_key_path(const struct dev *d, const char *name, char *out, size_t len)
+{
+	char key[AUTH_NAME_MAX + 1];
+
+	dev_key_name(name, key, sizeof(key));
+	snprintf(out, len, "%s/keys/%s.keyring", d->dir, key);
+}
+
+/* An admin session (d->ka) for dev_key, with DIR/keyring. 0, or 1
+ * after saying why. Nothing with --auth none. */
+static int dev_keys_open(struct dev *d)
+{
+	struct cli c = { .conf = d->conf, .keyring = d->keyring };
+
+	if (!d->auth || d->ka)
+		return 0;
+	d->ka = calloc(1, sizeof(*d->ka));
+	if (!d->ka)
+		return cli_fail("out of memory");
+	if (keyadm_open(&c, "dev", d->ka)) {
+		free(d->ka);
+		d->ka = NULL;
+		return 1;
+	}
+	return 0;
+}
+
+static void dev_keys_close(struct dev *d)
+{
+	if (d->ka) {
+		keyadm_close(d->ka);
+		free(d->ka);
+		d->ka = NULL;
+	}
+}
+
+/*
+ * Daemon @name's key, in DIR/keys (keyadm_ensure: the one there is kept
+ * while the cluster has it): caps daemon, or rw for a mount. 0, or 1
+ * after saying why. Nothing with --auth none.
+ */
+static int dev_key(struct dev *d, const char *name)
+{
+	char key[AUTH_NAME_MAX + 1], path[PATH_MAX + 96], err[512];
+
+	if (!d->auth)
+		return 0;
+	if (dev_keys_open(d))
+		return 1;
+	snprintf(path, sizeof(path), "%s/keys", d->dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return cli_fail("%s: %s", path, strerror(errno));
+	dev_key_name(name, key, sizeof(key));
+	dev_key_path(d, name, path, sizeof(path));
+	if (keyadm_ensure(d->ka, key, strncmp(name, "mnt", 3) ? "daemon" : "rw", path,
+			  err, sizeof(err)))
+		return cli_fail("key %s: %s", key, err);
+	return 0;
+}
+
+/* "--keyring DIR/keys/KEY.keyring" for daemon @name into @argv at *@argc
+ * (@path: its storage). Nothing with --auth none. */
+static void dev_key_args(const struct dev *d, const char *name, char *argv[], int *argc,
+			 char *path, size_t len)
+{
+	if (!d->auth)
+		return;
+	dev_key_path(d, name, path, len);
+	argv[(*argc)++] = "--keyring";
+	argv[(*argc)++] = path;
+}
+
+/* DIR/sdfs.conf: ZooKeeper, the cluster, and the admin keyring once
+ * there is one. */
+static int dev_write_conf(const struct dev *d)
+{
+	char text[PATH_MAX + 512];
+	int ret;
+
+	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n%s%s%s",
+		 d->zk, d->cluster, d->auth ? "keyring = " : "", d->auth ? d->keyring : "",
+		 d->auth ? "\n" : "");
+	if ((ret = write_file(d->conf, text)))
+		cli_fail("%s: %s", d->conf, strerror(-ret));
+	return ret;
+}
+
+/* Format a new dev cluster: with keys (DIR/keyring, keyadm_format_new)
+ * unless --auth none. 0, or 1 after saying why. */
+static int dev_format(struct dev *d, unsigned copies, uint32_t obj_size,
+		      uint32_t grace_ms)
+{
+	struct cli c = { .conf = d->conf, .keyring = d->keyring };
+	struct cluster_config cfg;
+	struct keyadm ka;
+	char err[512];
+	int ret;
+
+	if (keyadm_conf(&c, &ka))
+		return 1;
+	keyadm_cluster_config(&cfg, copies, obj_size, grace_ms, d->auth);
+	if (d->auth) {
+		ret = keyadm_format_new(&ka, &cfg, 0, err, sizeof(err));
+	} else {
+		if (keyadm_connect(&ka, "format"))
+			return 1;
+		ret = coord_format(ka.coord, &cfg, 0);
+		snprintf(err, sizeof(err), "%s", strerror(-ret));
+	}
+	keyadm_close(&ka);
+	if (ret)
+		return cli_fail("format: %s", err);
+	return 0;
+}
+
+/*
  * Start @n sdfs-mds named mds.0, mds.1... and wait until one is active
  * and answers; its name goes into @active. mds.0 joins the election
  * before the others start, so it is the one that becomes active.
@@ -860,8 +1005,14 @@ static int start_mds(struct dev *d, struct sdfs *s, char *bin, unsigned n,
 		if (daemon_host(d, name, host, sizeof(host)))
 			return -EIO;
 		snprintf(listen, sizeof(listen), "%s:%d", host, port);
-		char *argv[] = { bin, "--name", name, "--listen", listen, "--conf",
-				 d->conf, NULL };
+		if (dev_key(d, name))
+			return -EACCES;
+		char kpath[PATH_MAX + 96];
+		char *argv[12] = { bin, "--name", name, "--listen", listen, "--conf",
+				   d->conf };
+		int argc = 7;
+		dev_key_args(d, name, argv, &argc, kpath, sizeof(kpath));
+		argv[argc] = NULL;
 		ret = spawn(d, name, argv);
 		if (ret) {
 			cli_fail("cannot start %s: %s", name, strerror(-ret));
@@ -1108,7 +1259,7 @@ static int wait_mounted(const struct dev *d, const char *name, int timeout_ms)
  * as the daemon @name; returns once it answers. */
 static int start_mount(struct dev *d, char *bin, const char *name)
 {
-	char mnt[PATH_MAX + 32], opts[2 * PATH_MAX + 64];
+	char mnt[PATH_MAX + 32], opts[3 * PATH_MAX + 256];
 	int ret;
 
 	mnt_path(d, name, mnt, sizeof(mnt));
@@ -1129,8 +1280,13 @@ static int start_mount(struct dev *d, char *bin, const char *name)
 	char host[64];
 	if (daemon_host(d, name, host, sizeof(host)))
 		return -EIO;
-	snprintf(opts, sizeof(opts), "conf=%s/sdfs.conf,log=%s/log/%s.log", d->dir,
-		 d->dir, name);
+	char kpath[PATH_MAX + 96] = "";
+	if (dev_key(d, name))
+		return -EACCES;
+	if (d->auth)
+		dev_key_path(d, name, kpath, sizeof(kpath));
+	snprintf(opts, sizeof(opts), "conf=%s/sdfs.conf,log=%s/log/%s.log%s%s", d->dir,
+		 d->dir, name, d->auth ? ",keyring=" : "", kpath);
 	char *argv[] = { bin, "-f", d->cluster, mnt, "-o", opts, NULL };
 	ret = spawn(d, name, argv);
 	if (ret) {
@@ -1180,6 +1336,8 @@ static int start_recorded(struct dev *d, const char *prefix, unsigned from,
 		idx = strtoul(rec[i] + pl, &end, 10);
 		if (end == rec[i] + pl || *end || idx < from)
 			continue;
+		if (dev_key(d, rec[i]))
+			return 1;
 		int ret = respawn(d, rec[i]);
 		if (ret) {
 			cli_fail("cannot start %s again: %s", rec[i], strerror(-ret));
@@ -1200,7 +1358,7 @@ static int dev_up(struct cli *cli)
 	char active[32] = "", mnt[DEV_MOUNTS_MAX][PATH_MAX + 32];
 	int ret, no_mount = 0, mounts_set = 0, force = 0;
 	uint64_t delay_ms = 1, zk_servers = 0;
-	int netns = 0;
+	int netns = 0, want_auth = 1;
 
 	strcpy(d.cluster, "dev");
 	for (int i = 0; i < cli->argc; i++) {
@@ -1249,13 +1407,17 @@ static int dev_up(struct cli *cli)
 			d.external_zk = 1;
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--cluster"))) {
 			snprintf(d.cluster, sizeof(d.cluster), "%s", v);
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--auth"))) {
+			if (strcmp(v, "none") && strcmp(v, "keys"))
+				return cli_bad("--auth must be keys or none, not '%s'", v);
+			want_auth = !strcmp(v, "keys");
 		} else {
 			return cli_usage("sdfs dev up --dir DIR [--blockd N] [--mds N] "
 					 "[--mounts N | --no-mount] [--copies N [--force]] "
 					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
 					 "[--netns [--netns-delay-ms MS]] [--zk-servers N] "
-					 "[--zk HOSTS --cluster NAME]");
+					 "[--zk HOSTS --cluster NAME] [--auth none]");
 		}
 	}
 	/* The mds keeps its database in objects: no block daemons, no mds. */
@@ -1338,26 +1500,30 @@ static int dev_up(struct cli *cli)
 		dev_netns_destroy(d.dir);
 		return ret;
 	}
-	/* before any daemon: they read it (--conf) */
-	char text[512];
-	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n",
-		 d.zk, d.cluster);
-	if ((ret = write_file(d.conf, text))) {
-		cli_fail("%s: %s", d.conf, strerror(-ret));
+	/* before any daemon: they read it (--conf); keyring = DIR/keyring
+	 * once the cluster has keys (DIR/keyring exists: dev_init) */
+	if (dev_write_conf(&d))
 		goto fail;
-	}
 
 	struct sdfs *s = connect_wait(&d, 30000);
 	if (!s)
 		goto fail;
 	struct sdfs_cluster_info info;
 	if (sdfs_cluster_info(s, &info) == -ENOENT) {
-		ret = sdfs_cluster_format(s, (unsigned)copies, (uint32_t)obj_size,
-					  (uint32_t)(grace_s * 1000), 0);
-		if (ret) {
-			cli_fail("format: %s", strerror(-ret));
+		/* a new cluster: new keys (what DIR/keys holds is remade) */
+		d.auth = want_auth;
+		if (!d.auth)
+			unlink(d.keyring);
+		if (dev_format(&d, (unsigned)copies, (uint32_t)obj_size,
+			       (uint32_t)(grace_s * 1000)))
 			goto fail_close;
-		}
+		/* the CLI, mounts and this handle use the admin keyring */
+		sdfs_close(s);
+		if (dev_write_conf(&d) || !(s = connect_wait(&d, 30000)))
+			goto fail;
+	} else if (!want_auth && d.auth) {
+		fprintf(stderr, "sdfs: note: %s's cluster has keys: --auth none applies "
+			"to a new cluster only\n", d.dir);
 	}
 	char bnames[64][64];
 	unsigned nb = 0;
@@ -1373,9 +1539,18 @@ static int dev_up(struct cli *cli)
 		snprintf(listen, sizeof(listen), "%s:%d", host, port);
 		snprintf(zone, sizeof(zone), "%u", i);
 		snprintf(mbps, sizeof(mbps), "%" PRIu64, rec_mbps);
-		char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen,
-				 "--conf", d.conf, "--zone", zone,
-				 rec_mbps ? "--recovery-mbps" : NULL, mbps, NULL };
+		if (dev_key(&d, name))
+			goto fail_close;
+		char kpath[PATH_MAX + 96];
+		char *argv[16] = { blockd_bin, "--dir", ddir, "--listen", listen,
+				   "--conf", d.conf, "--zone", zone };
+		int argc = 9;
+		dev_key_args(&d, name, argv, &argc, kpath, sizeof(kpath));
+		if (rec_mbps) {
+			argv[argc++] = "--recovery-mbps";
+			argv[argc++] = mbps;
+		}
+		argv[argc] = NULL;
 		ret = spawn(&d, name, argv);
 		if (ret) {
 			cli_fail("cannot start %s: %s", name, strerror(-ret));
@@ -1411,11 +1586,17 @@ static int dev_up(struct cli *cli)
 	}
 	sdfs_cluster_info(s, &info);
 	sdfs_close(s);
+	dev_keys_close(&d);
 	if (cli->json) {
 		printf("{\"dir\": ");
 		cli_json_str(stdout, d.dir);
 		printf(", \"conf\": ");
 		cli_json_str(stdout, conf);
+		printf(", \"keyring\": ");
+		if (d.auth)
+			cli_json_str(stdout, d.keyring);
+		else
+			printf("null");
 		printf(", \"zk\": \"%s\", \"cluster\": \"%s\", \"blockd\": %" PRIu64
 		       ", \"mds\": %" PRIu64 ", \"active_mds\": ", d.zk, d.cluster,
 		       (uint64_t)nb, nmds + nm);
@@ -1464,6 +1645,7 @@ static int dev_up(struct cli *cli)
 fail_close:
 	sdfs_close(s);
 fail:
+	dev_keys_close(&d);
 	dev_unmount_all(&d, 0, 0);
 	nd = list_daemons(&d, names, 64);
 	stop_daemons(&d, names, nd, 3000);
@@ -1737,9 +1919,22 @@ static int dev_add(struct cli *cli)
 		return cli_fail("cluster '%s' at %s: %s", d.cluster, d.zk,
 				ret == -ENOENT ? "not formatted" : strerror(-ret));
 	}
-	char *argv[] = { blockd_bin, "--dir", ddir, "--listen", listen, "--conf", d.conf,
-			 "--zone", zone,
-			 weight_v ? "--weight" : NULL, weight, NULL };
+	char kpath[PATH_MAX + 96];
+	char *argv[16] = { blockd_bin, "--dir", ddir, "--listen", listen, "--conf", d.conf,
+			   "--zone", zone };
+	int argc = 9;
+	ret = dev_key(&d, name);
+	dev_keys_close(&d);
+	if (ret) {
+		sdfs_close(s);
+		return 1;
+	}
+	dev_key_args(&d, name, argv, &argc, kpath, sizeof(kpath));
+	if (weight_v) {
+		argv[argc++] = "--weight";
+		argv[argc++] = weight;
+	}
+	argv[argc] = NULL;
 	ret = spawn(&d, name, argv);
 	if (ret) {
 		sdfs_close(s);

@@ -731,6 +731,9 @@ static int put_target(struct sdfs *s, const char *path, const char *local,
 		return -EISDIR;
 	if (!S_ISREG(st->mode))
 		return -EINVAL;
+	ret = sdfs_ns_access(s, st->ino, W_OK, st);     /* an open for writing */
+	if (ret)
+		return ret;
 	return st->size ? sdfs_ns_setattr(s, st->ino, &sa, st) : 0;
 }
 
@@ -857,6 +860,8 @@ static int fs_cat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 	ret = sdfs_ns_resolve(s, path, 1, &st);
 	if (!ret && S_ISDIR(st.mode))
 		ret = -EISDIR;
+	if (!ret)       /* an open for reading: the mds checks it */
+		ret = sdfs_ns_access(s, st.ino, R_OK, &st);
 	if (ret)
 		return fs_fail(s, "cat", path, ret);
 	if (!S_ISREG(st.mode))

@@ -22,21 +22,46 @@ struct help_entry {
 
 static const struct help_entry entries[] = {
 	{ "cluster", "format",
-	  "cluster format --copies N [--obj-size SIZE] [--out-grace S] [--force]",
-	  "store the cluster config in ZooKeeper",
+	  "cluster format --copies N [--obj-size SIZE] [--out-grace S] [--auth none]\n"
+	  "  [--force]",
+	  "store the cluster config in ZooKeeper; make\n"
+	  "the cluster secret and the admin keyring",
 	  "  --copies N        copies of every object, 1..16 (required); more than\n"
 	  "                    the map's nodes is refused without --force\n"
 	  "  --obj-size SIZE   object size, a multiple of 4K up to 64M (default 4M)\n"
 	  "  --out-grace S     seconds a down node stays in before its data is\n"
 	  "                    copied elsewhere, 1..86400 (default 30)\n"
-	  "  --force           format a formatted cluster again: its data becomes\n"
-	  "                    unreachable (and take more copies than nodes)\n" },
+	  "  --auth none       no keys: anyone who reaches the cluster may do\n"
+	  "                    anything (benchmarks only; docs/security.md)\n"
+	  "  --force           format a formatted cluster again (needs its admin\n"
+	  "                    keyring): its data becomes unreachable; replace\n"
+	  "                    the keyring file (and take more copies than nodes)\n"
+	  "The admin keyring (client.admin, with the cluster secret) is written to\n"
+	  "the config's keyring = FILE (or --keyring FILE), mode 0600.\n" },
 	{ "cluster", "status", "cluster status",
 	  "health, epoch, nodes, recovery progress", NULL },
 	{ "cluster", "wait-healthy", "cluster wait-healthy [--timeout S]",
 	  "wait until every object has all its copies",
 	  "  --timeout S       give up after S seconds (exit 1), 0..604800\n"
 	  "                    (default 300)\n" },
+	{ "auth", "add", "auth add NAME [--caps CAPS] [-o FILE]",
+	  "a new key (default caps rw)",
+	  "  NAME              client.alice, blockd.4, mds.b: [A-Za-z0-9._-]\n"
+	  "  --caps CAPS       comma-separated: admin | daemon | ro | rw,\n"
+	  "                    path=/a/b, root_squash, all_squash, anonuid=N,\n"
+	  "                    anongid=N, uidmap=C:S[:N], gidmap=C:S[:N]\n"
+	  "                    (default rw)\n"
+	  "  -o FILE           write its keyring there too (mode 0600)\n" },
+	{ "auth", "ls", "auth ls", "every key: name, caps, rotation deadline", NULL },
+	{ "auth", "get", "auth get NAME [-o FILE]",
+	  "a key's keyring (to FILE, mode 0600, or\nstdout)", NULL },
+	{ "auth", "rm", "auth rm NAME", "remove a key: its connections are refused", NULL },
+	{ "auth", "rotate", "auth rotate NAME [--grace S] [-o FILE]",
+	  "a new key; the old one works until the\ngrace ends",
+	  "  --grace S         seconds the old key stays valid, 0..2592000\n"
+	  "                    (default 300)\n"
+	  "  -o FILE           write the new keyring there (mode 0600); rotating\n"
+	  "                    this keyring's own key rewrites this keyring\n" },
 	{ "node", "list", "node list", "every block daemon, its numbers and its disk use\n"
 	  "(also: node ls)", NULL },
 	{ "node", "out", "node out ID", "a down node goes out now (no grace)", NULL },
@@ -112,7 +137,8 @@ static const struct help_entry entries[] = {
 	{ "obj", "stat", "obj stat OID", "size and epoch of object OID", NULL },
 	{ "obj", "locate", "obj locate OID", "which nodes hold OID, and their paths", NULL },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
-	  "       [--out-grace S] [--recovery-mbps N] [--netns] [--zk-servers N]",
+	  "       [--out-grace S] [--recovery-mbps N] [--netns] [--zk-servers N]\n"
+	  "       [--auth none]",
 	  "start a local cluster under DIR (by\n"
 	  "default 3 blockd and 2 mds) and mount\n"
 	  "it at DIR/mnt (not with --no-mount)",
@@ -132,9 +158,13 @@ static const struct help_entry entries[] = {
 	  "                    ensemble zk.1..zk.N, DIR/zk.K, all in sdfs.conf's zk\n"
 	  "  --zk HOSTS --cluster NAME\n"
 	  "                    use a running ZooKeeper instead of starting one\n"
+	  "  --auth none       a new cluster without keys (benchmarks)\n"
+	  "Keys: the admin keyring is DIR/keyring (sdfs.conf's keyring), each\n"
+	  "daemon's and mount's DIR/keys/NAME.keyring (docs/operations.md).\n"
 	  "Again on a DIR that was up: every daemon dev started there, dev add's\n"
 	  "too, and as many ZooKeeper servers as before (another --zk-servers is\n"
-	  "refused); they read ZooKeeper's address from DIR/sdfs.conf.\n" },
+	  "refused); they read ZooKeeper's address from DIR/sdfs.conf; the keys\n"
+	  "the cluster still has are kept.\n" },
 	{ "dev", "add", "dev add --dir DIR [--zone N] [--weight W]",
 	  "start one more blockd in it", NULL },
 	{ "dev", "status|down", "dev status|down --dir DIR",
@@ -153,6 +183,8 @@ static const struct help_entry entries[] = {
 static const char global_tail[] =
 "\n"
 "  -c FILE   cluster config (default: $SDFS_CONF, then /etc/sdfs/sdfs.conf)\n"
+"  --keyring FILE  the key to use (default: $SDFS_KEYRING, then the\n"
+"            config's keyring =)\n"
 "  --json    machine-readable output; a failure prints {\"error\": ..., \"code\": N}\n"
 "  -v        show the library's warnings and debug messages\n"
 "  --version print the version\n"
@@ -164,8 +196,8 @@ static const char global_tail[] =
 "the filesystem: mount.sdfs CLUSTER MOUNTPOINT -o conf=FILE (docs/mount.md).\n";
 
 static const char cmd_tail[] =
-"\nGlobal options (-c FILE, --json, -v) and the forms of OIDs, SIZEs and\n"
-"PATHs: sdfs --help.\n";
+"\nGlobal options (-c FILE, --keyring FILE, --json, -v) and the forms of\n"
+"OIDs, SIZEs and PATHs: sdfs --help.\n";
 
 /* Is @word one of the '|'-separated words of @list? */
 static int in_list(const char *list, const char *word)

@@ -15,7 +15,7 @@ static const struct {
 	const char *name;
 	int (*fn)(struct cli *cli);
 } groups[] = {
-	{ "cluster", cmd_cluster }, { "node", cmd_node }, { "obj", cmd_obj },
+	{ "auth", cmd_auth }, { "cluster", cmd_cluster }, { "node", cmd_node }, { "obj", cmd_obj },
 	{ "dev", cmd_dev }, { "fs", cmd_fs }, { "mds", cmd_mds }, { "vol", cmd_vol },
 	{ "snap", cmd_snap },
 };
@@ -67,6 +67,13 @@ int main(int argc, char **argv)
 				return cli_usage("sdfs -c FILE ...");
 			}
 			cli.conf = argv[++i];
+		} else if (!strcmp(argv[i], "--keyring")) {
+			if (i + 1 >= argc) {
+				free(rest);
+				cli_init(&cli);
+				return cli_usage("sdfs --keyring FILE ...");
+			}
+			cli.keyring = argv[++i];
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			help = 1;
 		} else if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
@@ -96,7 +103,7 @@ int main(int argc, char **argv)
 	} else if (help) {
 		ret = show_help(words, n);
 	} else if (n == 0) {
-		ret = cli_usage("sdfs [-c FILE] [--json] [-v] COMMAND ...");
+		ret = cli_usage("sdfs [-c FILE] [--keyring FILE] [--json] [-v] COMMAND ...");
 	} else {
 		cli.argc = n - 1;
 		cli.argv = words + 1;

@@ -1,0 +1,242 @@
+/*
+ * objcap_test.c - unit tests for objcap.c: a signed cap verifies with
+ * its key only, any changed byte breaks it, and objcap_admit (blockd's
+ * check) refuses what it must: no cap, another key's, another object's,
+ * too few rights, expired, forged, object kinds and ops no cap covers;
+ * and lets privileged keys and open clusters through.
+ */
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "common/objcap.h"
+#include "common/oid.h"
+
+static const uint8_t secret[AUTH_KEY_BYTES] = { 1, 2, 3, 4, 5 };
+static const uint8_t other_secret[AUTH_KEY_BYTES] = { 9, 9, 9 };
+
+#define NOW 1700000000000ll
+
+static struct objcap cap_for(const char *name, unsigned kind, uint64_t owner,
+			     unsigned rights)
+{
+	struct objcap c = {
+		.kind = (uint8_t)kind, .rights = (uint8_t)rights, .epoch = 7,
+		.owner = owner, .expiry_ms = NOW + 60000,
+		.holder = objcap_holder(name),
+	};
+	return c;
+}
+
+static struct auth_ident ident(const char *name, uint32_t flags)
+{
+	struct auth_ident id;
+
+	memset(&id, 0, sizeof(id));
+	strcpy(id.name, name);
+	id.caps.flags = flags;
+	return id;
+}
+
+Test(objcap, sign_verify_roundtrip)
+{
+	uint8_t key[AUTH_KEY_BYTES], w[OBJCAP_WIRE_SIZE];
+	struct objcap c = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_RW), d;
+
+	objcap_key(secret, key);
+	objcap_sign(&c, key, w);
+	cr_assert_eq(objcap_verify(w, key, &d), 0);
+	cr_assert_eq(d.kind, OBJCAP_FILE);
+	cr_assert_eq(d.rights, OBJCAP_RW);
+	cr_assert_eq(d.epoch, 7);
+	cr_assert_eq(d.owner, 42);
+	cr_assert_eq(d.expiry_ms, NOW + 60000);
+	cr_assert_eq(d.holder, objcap_holder("client.alice"));
+	cr_assert_neq(objcap_holder("client.alice"), objcap_holder("client.bob"));
+}
+
+Test(objcap, any_changed_byte_or_other_key_fails)
+{
+	uint8_t key[AUTH_KEY_BYTES], key2[AUTH_KEY_BYTES], w[OBJCAP_WIRE_SIZE];
+	struct objcap c = cap_for("client.alice", OBJCAP_VOL, 5, OBJCAP_R), d;
+
+	objcap_key(secret, key);
+	objcap_key(other_secret, key2);
+	cr_assert(memcmp(key, key2, sizeof(key)));
+	cr_assert(memcmp(key, secret, sizeof(key)), "a derived key, not the secret");
+	objcap_sign(&c, key, w);
+	cr_assert_eq(objcap_verify(w, key2, &d), -EACCES, "another cluster's key");
+	for (unsigned i = 0; i < OBJCAP_WIRE_SIZE; i++) {
+		uint8_t t[OBJCAP_WIRE_SIZE];
+
+		memcpy(t, w, sizeof(t));
+		t[i] ^= 0x01;
+		cr_assert_eq(objcap_verify(t, key, &d), -EACCES, "byte %u flipped", i);
+	}
+}
+
+/* A request and its payload carrying @c signed with @key (or no cap). */
+struct msg {
+	struct sdfs_hdr h;
+	uint8_t payload[OBJCAP_WIRE_SIZE + 16];
+};
+
+static struct msg msg(unsigned op, uint64_t oid, const struct objcap *c,
+		      const uint8_t *key)
+{
+	struct msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.h.opcode = (uint8_t)op;
+	m.h.oid = oid;
+	m.h.epoch = 3;
+	if (c) {
+		m.h.flags |= SDFS_F_CAP;
+		objcap_sign(c, key, m.payload);
+		m.h.payload_len = OBJCAP_WIRE_SIZE;
+	}
+	if (op == SDFS_OP_OBJ_WRITE || op == SDFS_OP_OBJ_REPLACE)
+		m.h.payload_len += 16;
+	return m;
+}
+
+static int admit(const struct auth_ident *id, const uint8_t *key,
+		 const struct msg *m, int64_t now, uint32_t *skip)
+{
+	const char *why;
+	int ret = objcap_admit(id, key, &m->h, m->payload, now, skip, &why);
+
+	cr_assert(ret == 0 || (why && *why), "a refusal says why");
+	return ret;
+}
+
+Test(objcap, admit_file_caps)
+{
+	uint8_t key[AUTH_KEY_BYTES], key2[AUTH_KEY_BYTES];
+	struct auth_ident alice = ident("client.alice", 0);
+	uint64_t oid = oid_make(OID_KIND_FILE, 42, 3);
+	struct objcap rw = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_RW);
+	struct objcap r = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_R);
+	struct objcap other = cap_for("client.alice", OBJCAP_FILE, 43, OBJCAP_RW);
+	struct objcap bobs = cap_for("client.bob", OBJCAP_FILE, 42, OBJCAP_RW);
+	struct objcap volk = cap_for("client.alice", OBJCAP_VOL, 42, OBJCAP_RW);
+	struct msg m;
+	uint32_t skip;
+
+	objcap_key(secret, key);
+	objcap_key(other_secret, key2);
+	m = msg(SDFS_OP_OBJ_READ, oid, &rw, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0);
+	cr_assert_eq(skip, OBJCAP_WIRE_SIZE);
+	m = msg(SDFS_OP_OBJ_WRITE, oid, &rw, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0);
+	m = msg(SDFS_OP_OBJ_READ, oid, NULL, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "no cap");
+	m = msg(SDFS_OP_OBJ_WRITE, oid, &r, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "read-only cap");
+	m = msg(SDFS_OP_OBJ_REMOVE, oid, &r, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "read-only cap");
+	m = msg(SDFS_OP_OBJ_STAT, oid, &r, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0);
+	m = msg(SDFS_OP_OBJ_READ, oid, &other, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "another inode");
+	m = msg(SDFS_OP_OBJ_READ, oid, &volk, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "a vid, not an ino");
+	m = msg(SDFS_OP_OBJ_READ, oid, &bobs, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "bob's cap");
+	m = msg(SDFS_OP_OBJ_READ, oid, &rw, key2);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "signed elsewhere");
+	m = msg(SDFS_OP_OBJ_READ, oid, &rw, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW + 60000, &skip), 0, "last ms");
+	cr_assert_eq(admit(&alice, key, &m, NOW + 60001, &skip), -EACCES, "expired");
+	cr_assert_eq(admit(&alice, NULL, &m, NOW, &skip), -EACCES, "no key here");
+	m.h.payload_len = OBJCAP_WIRE_SIZE - 1;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "short");
+}
+
+Test(objcap, admit_volume_caps)
+{
+	uint8_t key[AUTH_KEY_BYTES];
+	struct auth_ident alice = ident("client.alice", 0);
+	struct objcap v7 = cap_for("client.alice", OBJCAP_VOL, 7, OBJCAP_RW);
+	struct objcap v5 = cap_for("client.alice", OBJCAP_VOL, 5, OBJCAP_R);
+	struct msg m;
+	uint32_t skip;
+
+	objcap_key(secret, key);
+	m = msg(SDFS_OP_OBJ_WRITE, oid_vdata(7, 9, 2), &v7, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0);
+	m = msg(SDFS_OP_OBJ_REPLACE, oid_vindex(7, 2), &v7, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "the index too");
+	m = msg(SDFS_OP_OBJ_READ, oid_vdata(5, 9, 2), &v5, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "an ancestor's data");
+	m = msg(SDFS_OP_OBJ_WRITE, oid_vdata(5, 9, 2), &v5, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "ancestors: read");
+	m = msg(SDFS_OP_OBJ_READ, oid_vdata(6, 9, 2), &v7, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "another vid");
+	m = msg(SDFS_OP_OBJ_READ, oid_make(OID_KIND_FILE, 7, 0), &v7, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "an ino, not a vid");
+	/* the writer raises its vid's fence (oid = the vid), not another's,
+	 * never to frozen, not with a read cap */
+	m = msg(SDFS_OP_VOL_FENCE, 7, &v7, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "its own vid's fence");
+	m = msg(SDFS_OP_VOL_FENCE, 7, NULL, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "no cap");
+	m = msg(SDFS_OP_VOL_FENCE, 5, &v5, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "a read cap");
+	m = msg(SDFS_OP_VOL_FENCE, 6, &v7, key);
+	m.h.offset = 3;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "another vid");
+	m = msg(SDFS_OP_VOL_FENCE, 7, &v7, key);
+	m.h.offset = SDFS_TOKEN_FROZEN;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "freezing");
+}
+
+Test(objcap, admit_privileged_and_open)
+{
+	uint8_t key[AUTH_KEY_BYTES];
+	struct auth_ident alice = ident("client.alice", 0);
+	struct auth_ident admin = ident("client.admin", AUTH_CAP_ADMIN);
+	struct auth_ident bd = ident("blockd.3", AUTH_CAP_DAEMON);
+	struct objcap c = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_RW);
+	uint64_t raw = oid_make(OID_KIND_RAW, 1, 0), mdsobj = oid_make(OID_KIND_MDS, 1, 0);
+	static const unsigned priv_ops[] = {
+		SDFS_OP_OBJ_LIST, SDFS_OP_MDS_FENCE,
+		SDFS_OP_REPL_WRITE, SDFS_OP_REPL_CREATE, SDFS_OP_REPL_REMOVE,
+		SDFS_OP_REPL_REPLACE,
+	};
+	struct msg m;
+	uint32_t skip;
+
+	objcap_key(secret, key);
+	/* raw and mds objects, LIST, FLUSH ALL, fences, peer ops: privileged only */
+	m = msg(SDFS_OP_OBJ_READ, raw, NULL, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES);
+	cr_assert_eq(admit(&admin, key, &m, NOW, &skip), 0);
+	cr_assert_eq(skip, 0);
+	cr_assert_eq(admit(NULL, NULL, &m, NOW, &skip), 0, "open cluster");
+	m = msg(SDFS_OP_OBJ_WRITE, mdsobj, NULL, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES);
+	cr_assert_eq(admit(&bd, key, &m, NOW, &skip), 0);
+	for (size_t i = 0; i < sizeof(priv_ops) / sizeof(priv_ops[0]); i++) {
+		m = msg(priv_ops[i], oid_make(OID_KIND_FILE, 42, 0), &c, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u", priv_ops[i]);
+		cr_assert_eq(admit(&bd, key, &m, NOW, &skip), 0, "op %u", priv_ops[i]);
+	}
+	m = msg(SDFS_OP_OBJ_FLUSH, 0, NULL, key);
+	m.h.flags |= SDFS_F_ALL;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "flush all");
+	m = msg(SDFS_OP_OBJ_READ, oid_make(OID_KIND_FILE, 42, 0), &c, key);
+	m.h.flags |= SDFS_F_RAW;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "raw reads: peers");
+	m = msg(SDFS_OP_NODE_INFO, 0, NULL, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "node info: anyone");
+	/* a privileged key's cap is stripped, not checked */
+	m = msg(SDFS_OP_OBJ_READ, oid_make(OID_KIND_FILE, 43, 0), &c, key);
+	cr_assert_eq(admit(&admin, key, &m, NOW, &skip), 0);
+	cr_assert_eq(skip, OBJCAP_WIRE_SIZE);
+}

@@ -76,7 +76,7 @@ static void up(void)
 	/* Inherited by the daemons dev starts: malloc fills what it hands
 	 * out, so an allocation counts in VmRSS in full. */
 	setenv("MALLOC_PERTURB_", "165", 1);
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .mds = 2 });
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = 3, .mds = 2 });
 
 	FILE *f = fopen(tcluster_conf(tc), "a");
 	cr_assert(f);

@@ -22,7 +22,7 @@ static struct tcluster *tc;
 
 static void up(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = 2 });
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = NBLOCKD, .copies = 2 });
 }
 
 static void down(void)

@@ -36,7 +36,7 @@ static struct tcluster *tc;
 
 static void up(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = NBLOCKD });
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = NBLOCKD, .copies = NBLOCKD });
 }
 
 static void down(void)

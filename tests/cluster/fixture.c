@@ -528,6 +528,10 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		argv[argc++] = "--mounts";
 		argv[argc++] = nn;
 	}
+	if (o->auth_none) {
+		argv[argc++] = "--auth";
+		argv[argc++] = "none";
+	}
 	if (o->netns)
 		argv[argc++] = "--netns";
 	else if (zk && *zk && !o->private_zk) {

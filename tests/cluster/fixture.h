@@ -54,6 +54,10 @@ struct tcluster_opts {
 	unsigned netns;         /* 1: dev up --netns, each daemon in its own
 				   network namespace (docs/faults.md; needs
 				   root; implies private_zk) */
+	unsigned auth_none;     /* 1: dev up --auth none: no keys, no
+				   handshake, no frame MACs (tests that send
+				   raw unauthenticated frames, tests/cluster/
+				   wire.h, to test framing itself) */
 };
 #define TCLUSTER_MOUNTS_MAX 4
 

@@ -76,13 +76,13 @@ static struct tcluster *tc;
 
 static void up(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = COPIES,
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = NBLOCKD, .copies = COPIES,
 						     .out_grace_s = 300 });
 }
 
 static void up_mount(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = COPIES,
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = NBLOCKD, .copies = COPIES,
 						     .out_grace_s = 300, .mds = 1,
 						     .mount = 1 });
 }
@@ -512,7 +512,7 @@ Test(partition, a_node_cut_off_from_clients_never_serves_what_it_missed)
 
 static void up_private_zk(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = COPIES,
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = NBLOCKD, .copies = COPIES,
 						     .out_grace_s = 300, .private_zk = 1 });
 }
 

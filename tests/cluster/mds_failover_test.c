@@ -47,7 +47,7 @@ static struct tcluster *tc;
 
 static void up(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .mds = 2 });
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = 3, .mds = 2 });
 }
 
 static void down(void)

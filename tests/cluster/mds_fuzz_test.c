@@ -45,7 +45,7 @@ static void up(void)
 	struct sdfs *s;
 	struct sdfs_stat st;
 
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .mds = 1 });
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = 3, .mds = 1 });
 	s = tcluster_client(tc);
 	cr_assert_eq(sdfs_mds_status(s, &ms), 0);
 	cr_assert(ms.has_active && ms.reachable);

@@ -30,7 +30,7 @@ static int bystander = -1;      /* a well-behaved connection opened first */
 
 static void up(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 1, .copies = 1 });
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = 1, .copies = 1 });
 	tcluster_node_addr(tc, NODE, addr, sizeof(addr));
 	bystander = wire_connect(addr);
 }

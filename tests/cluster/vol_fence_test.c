@@ -33,7 +33,7 @@ static struct tcluster *tc;
 
 static void up(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = NBLOCKD, .copies = NBLOCKD });
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = NBLOCKD, .copies = NBLOCKD });
 }
 
 static void down(void)
@@ -432,7 +432,7 @@ Test(vol_fence, a_volume_has_its_own_copies)
  * recovery makes a new copy elsewhere, exactly as many as the oid says. */
 static void up4(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 4, .copies = 3,
+	tc = tcluster_start(&(struct tcluster_opts){ .auth_none = 1, .blockd = 4, .copies = 3,
 						     .out_grace_s = 3 });
 }
 

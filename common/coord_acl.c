@@ -232,7 +232,7 @@ int coord_cred_detect(struct coord *c)
 		return coord_zerr(rc);
 	rc = zoo_get_acl(c->zh, c->base, &acl, &st);
 	if (rc == ZNOAUTH) {
-		log_err("zookeeper: %s is secured and our credentials (%s) may "
+		log_warn("zookeeper: %s is secured and our credentials (%s) may "
 			"not read it: a keyring of this cluster is needed",
 			c->base, c->cred == COORD_CRED_ADMIN ? "the cluster secret" :
 			c->cred == COORD_CRED_CLIENT ? "a client zk password" : "none");

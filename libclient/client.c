@@ -239,7 +239,13 @@ static int connect_kr(const char *zk_hosts, const char *cluster, int timeout_ms,
 	ret = coord_open_cred(zk_hosts, cluster, credp, 2000, s->timeout_ms,
 			      on_coord_event, s, &s->coord);
 	if (ret) {
-		if (err)
+		if (err && ret == -EACCES)
+			snprintf(err, errlen, "ZooKeeper at %s refused %s: this "
+				 "cluster needs a key of its own (keyring = in the "
+				 "config, --keyring FILE or $SDFS_KEYRING; sdfs auth get)",
+				 zk_hosts, credp ? "this keyring's password" :
+				 "a process without a keyring");
+		else if (err)
 			snprintf(err, errlen, "cannot reach ZooKeeper at %s: %s",
 				 zk_hosts, strerror(-ret));
 		goto out_pool;

@@ -148,6 +148,10 @@ static int node_fail(enum sdfs_node_action a, uint32_t id, int err)
 	case -ENOSPC:
 		return cli_fail("cannot remove node %" PRIu32 ": fewer placed nodes than "
 				"copies would remain (add a node first)", id);
+	case -EACCES:
+		return cli_fail("node %s %" PRIu32 ": needs an admin key (ZooKeeper "
+				"refused this keyring's change of the map)",
+				action_name[a], id);
 	case -EAGAIN:
 		return cli_fail("node %s %" PRIu32 ": the cluster map kept changing; "
 				"try again", action_name[a], id);

@@ -121,7 +121,8 @@ int keydb_replace(struct keydb *db, const struct keydb_ent *ents, size_t n)
 
 	if (!p)
 		return -ENOMEM;
-	memcpy(p, ents, n * sizeof(*p));
+	if (n)
+		memcpy(p, ents, n * sizeof(*p));
 	qsort(p, n, sizeof(*p), cmp_ent);
 	pthread_mutex_lock(&db->mu);
 	old = db->ents;

@@ -368,7 +368,8 @@ static size_t ns_frame(uint8_t *buf, unsigned op, uint64_t ino, const char *name
 
 	r.name_len = (uint16_t)nl;
 	proto_ns_req_encode(&r, buf);
-	memcpy(buf + SDFS_NS_REQ_SIZE, name, nl);
+	if (nl)
+		memcpy(buf + SDFS_NS_REQ_SIZE, name, nl);
 	*h = (struct sdfs_hdr){ .opcode = (uint8_t)op, .req_id = req_ids++, .oid = ino,
 				.payload_len = (uint32_t)(SDFS_NS_REQ_SIZE + nl) };
 	return SDFS_NS_REQ_SIZE + nl;

@@ -139,6 +139,25 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h)
 
 #define REFUSE(text) do { *why = (text); return -EACCES; } while (0)
 
+/* The ops SDFS_F_CAP means something on: the object requests and
+ * VOL_FENCE. On any other op the bit is one the op does not use, and
+ * ignored like every such bit (docs/protocol.md "Flags"). */
+static int op_takes_cap(unsigned op)
+{
+	switch (op) {
+	case SDFS_OP_OBJ_READ:
+	case SDFS_OP_OBJ_WRITE:
+	case SDFS_OP_OBJ_CREATE:
+	case SDFS_OP_OBJ_REMOVE:
+	case SDFS_OP_OBJ_REPLACE:
+	case SDFS_OP_OBJ_STAT:
+	case SDFS_OP_OBJ_FLUSH:
+	case SDFS_OP_VOL_FENCE:
+		return 1;
+	}
+	return 0;
+}
+
 int objcap_admit(const struct auth_ident *id, const uint8_t *key,
 		 const struct sdfs_hdr *h, const uint8_t *payload,
 		 int64_t now_ms, uint32_t *skip, const char **why)
@@ -146,7 +165,7 @@ int objcap_admit(const struct auth_ident *id, const uint8_t *key,
 	struct objcap c;
 	unsigned need, kind;
 	uint64_t owner;
-	int has = !!(h->flags & SDFS_F_CAP);
+	int has = op_takes_cap(h->opcode) && (h->flags & SDFS_F_CAP);
 
 	*skip = 0;
 	*why = "";

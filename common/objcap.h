@@ -89,9 +89,12 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h);
  * volume's writer) needs SDFS_F_CAP and a cap in the first
  * OBJCAP_WIRE_SIZE bytes of the payload that verifies, is unexpired at
  * @now_ms, names @id's key, the oid's kind and owner, and the op's
- * rights; anything else is refused. Returns 0 and *@skip = the payload
- * bytes the cap takes (0 or OBJCAP_WIRE_SIZE: strip them before the op
- * sees the payload), or -EACCES with a reason in *@why (static text).
+ * rights; anything else is refused. SDFS_F_CAP counts on the object
+ * ops and VOL_FENCE only: on any other op (NODE_INFO, LIST, MDS_FENCE,
+ * ...) it is a bit the op does not use, ignored. Returns 0 and *@skip =
+ * the payload bytes the cap takes (0 or OBJCAP_WIRE_SIZE: strip them
+ * before the op sees the payload), or -EACCES with a reason in *@why
+ * (static text).
  */
 int objcap_admit(const struct auth_ident *id, const uint8_t *key,
 		 const struct sdfs_hdr *h, const uint8_t *payload,

@@ -240,3 +240,33 @@ Test(objcap, admit_privileged_and_open)
 	cr_assert_eq(admit(&admin, key, &m, NOW, &skip), 0);
 	cr_assert_eq(skip, OBJCAP_WIRE_SIZE);
 }
+
+/* SDFS_F_CAP (0x10, MORE on replies) means a cap only on the object ops
+ * and VOL_FENCE: elsewhere it is a bit the op does not use, ignored
+ * (docs/protocol.md), even with no payload to hold a cap. */
+Test(objcap, cap_flag_ignored_on_ops_without_caps)
+{
+	uint8_t key[AUTH_KEY_BYTES];
+	struct auth_ident alice = ident("client.alice", 0);
+	struct auth_ident bd = ident("blockd.3", AUTH_CAP_DAEMON);
+	struct msg m;
+	uint32_t skip;
+
+	objcap_key(secret, key);
+	m = msg(SDFS_OP_NODE_INFO, 0, NULL, key);
+	m.h.flags |= SDFS_F_CAP;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "node info");
+	cr_assert_eq(skip, 0);
+	cr_assert_eq(admit(NULL, NULL, &m, NOW, &skip), 0, "node info, open cluster");
+	cr_assert_eq(skip, 0);
+	m = msg(SDFS_OP_MDS_FENCE, 0, NULL, key);
+	m.h.flags |= SDFS_F_CAP;
+	cr_assert_eq(admit(&bd, key, &m, NOW, &skip), 0, "mds fence");
+	cr_assert_eq(skip, 0);
+	cr_assert_eq(admit(NULL, NULL, &m, NOW, &skip), 0, "mds fence, open cluster");
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "still daemons' op");
+	/* on an object op it still needs its cap */
+	m = msg(SDFS_OP_OBJ_READ, oid_make(OID_KIND_FILE, 42, 0), NULL, key);
+	m.h.flags |= SDFS_F_CAP;
+	cr_assert_eq(admit(&bd, key, &m, NOW, &skip), -EACCES, "CAP without a cap");
+}

@@ -10,10 +10,11 @@
  * nothing; a valid cap made by the test (which knows the cluster
  * secret) is taken.
  *
- * The cluster is made as auth_wire_test makes it: `sdfs dev up` without
- * keys, then keys written to ZooKeeper, auth required in the config, the
- * daemons' keyring (with the secret) in DIR/sdfs.conf, the daemons
- * restarted. objcap_lifetime_ms is 10 s, the least it may be.
+ * The cluster is `sdfs dev up`'s, with its keys (authentication
+ * required, each daemon its own key); the test adds its keys (client.t
+ * with admin caps, alice and bob with rw) with the admin keyring dev up
+ * wrote, DIR/keyring, whose cluster secret also lets it sign caps. The
+ * mds is restarted with objcap_lifetime_ms = 10 s, the least it may be.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -24,10 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zookeeper/zookeeper.h>
 
 #include "common/auth.h"
-#include "common/cmap.h"
 #include "common/conf.h"
 #include "common/coord.h"
 #include "common/coord_auth.h"
@@ -41,7 +40,6 @@
 #define ROOT 1
 #define WAIT_MS 5000
 #define LIFETIME_MS 10000
-#define DAEMON_KEY "blockd.t"
 #define ADMIN_KEY "client.t"
 #define ALICE "client.alice"
 #define BOB "client.bob"
@@ -49,8 +47,7 @@
 static struct tcluster *tc;
 static struct sdfs *admin, *alice;
 static char blockd_addr[80];
-static uint8_t secret[AUTH_KEY_BYTES], capkey[AUTH_KEY_BYTES],
-	       daemon_key[AUTH_KEY_BYTES], admin_key[AUTH_KEY_BYTES],
+static uint8_t secret[AUTH_KEY_BYTES], capkey[AUTH_KEY_BYTES], admin_key[AUTH_KEY_BYTES],
 	       alice_key[AUTH_KEY_BYTES], bob_key[AUTH_KEY_BYTES];
 static uint64_t req_ids = 7000;
 
@@ -66,48 +63,14 @@ static void put_key(struct coord *c, const char *name, const uint8_t *key,
 	cr_assert_eq(coord_auth_put(c, secret, &e), 0);
 }
 
-static void zk_watcher(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-	(void)zh, (void)type, (void)state, (void)path, (void)ctx;
-}
-
-static void require_auth(const struct sdfs_conf *conf)
-{
-	char path[256], buf[4096], *doc;
-	struct cluster_config cfg;
-	int len = sizeof(buf) - 1, rc = ZCONNECTIONLOSS;
-	zhandle_t *zh;
-
-	zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-	zh = zookeeper_init(conf->zk, zk_watcher, 10000, NULL, NULL, 0);
-	cr_assert_not_null(zh);
-	snprintf(path, sizeof(path), "/sdfs/%s/config", conf->cluster);
-	for (int64_t end = tnow_ms() + 10000; rc != ZOK && tnow_ms() < end; tsleep_ms(50)) {
-		len = sizeof(buf) - 1;
-		rc = zoo_get(zh, path, 0, buf, &len, NULL);
-	}
-	cr_assert_eq(rc, ZOK, "get %s: %s", path, zerror(rc));
-	buf[len] = '\0';
-	cr_assert_eq(cluster_config_decode(buf, (size_t)len, &cfg), 0);
-	cfg.auth = CMAP_AUTH_REQUIRED;
-	cr_assert_eq(cluster_config_encode(&cfg, &doc), 0);
-	rc = zoo_set(zh, path, doc, (int)strlen(doc), -1);
-	cr_assert_eq(rc, ZOK, "set %s: %s", path, zerror(rc));
-	free(doc);
-	zookeeper_close(zh);
-}
-
-static void save_keyring(const char *path, const char *name, const uint8_t *key,
-			 int with_secret)
+/* A client keyring: @name, @key and the ZooKeeper password of clients. */
+static void save_keyring(const char *path, const char *name, const uint8_t *key)
 {
 	struct keyring kr = { 0 };
 
 	snprintf(kr.name, sizeof(kr.name), "%s", name);
 	memcpy(kr.key, key, AUTH_KEY_BYTES);
-	if (with_secret) {
-		kr.has_secret = 1;
-		memcpy(kr.secret, secret, AUTH_KEY_BYTES);
-	}
+	auth_zk_password(secret, 0, kr.zk_pw);
 	cr_assert_eq(keyring_save(path, &kr), 0, "%s", path);
 }
 
@@ -130,7 +93,7 @@ static struct sdfs *handle_of(const struct sdfs_conf *conf, const char *name,
 	struct sdfs *s;
 
 	snprintf(path, sizeof(path), "%s/%s.keyring", tcluster_dir(tc), name);
-	save_keyring(path, name, key, 0);
+	save_keyring(path, name, key);
 	cr_assert_eq(sdfs_connect_keyring(conf->zk, conf->cluster, 10000, path, &s, err,
 					  sizeof(err)), 0, "%s", err);
 	return s;
@@ -140,6 +103,8 @@ static void up(void)
 {
 	struct sdfs_conf conf;
 	struct sdfs_stat st;
+	struct coord_cred cred;
+	struct keyring kr;
 	struct coord *c;
 	char path[512], err[256];
 	FILE *f;
@@ -148,30 +113,31 @@ static void up(void)
 	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 1, .copies = 1, .mds = 1 });
 	conf_init(&conf);
 	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
-	auth_random_key(secret);
+	snprintf(path, sizeof(path), "%s/keyring", tcluster_dir(tc));
+	cr_assert_eq(keyring_load(path, &kr, err, sizeof(err)), 0, "%s", err);
+	cr_assert(kr.has_secret, "dev up's admin keyring has no secret");
+	memcpy(secret, kr.secret, AUTH_KEY_BYTES);
+	cr_assert_eq(coord_cred_from_keyring(&kr, &cred), 0);
 	objcap_key(secret, capkey);
-	auth_random_key(daemon_key);
 	auth_random_key(admin_key);
 	auth_random_key(alice_key);
 	auth_random_key(bob_key);
-	cr_assert_eq(coord_open(conf.zk, conf.cluster, 5000, 10000, NULL, NULL, &c), 0);
-	put_key(c, DAEMON_KEY, daemon_key, "daemon");
+	cr_assert_eq(coord_open_cred(conf.zk, conf.cluster, &cred, 5000, 10000, NULL, NULL,
+				     &c), 0);
 	put_key(c, ADMIN_KEY, admin_key, "admin");
 	put_key(c, ALICE, alice_key, "rw");
 	put_key(c, BOB, bob_key, "rw");
 	coord_close(c);
-	require_auth(&conf);
 
-	snprintf(path, sizeof(path), "%s/daemon.keyring", tcluster_dir(tc));
-	save_keyring(path, DAEMON_KEY, daemon_key, 1);
+	/* the mds signs caps for LIFETIME_MS: it reads that at start */
 	f = fopen(tcluster_conf(tc), "a");
 	cr_assert_not_null(f);
-	fprintf(f, "keyring = %s\nobjcap_lifetime_ms = %d\n", path, LIFETIME_MS);
+	fprintf(f, "objcap_lifetime_ms = %d\n", LIFETIME_MS);
 	fclose(f);
-	dev_restart("blockd.0");
 	dev_restart("mds.0");
 	admin = handle_of(&conf, ADMIN_KEY, admin_key);
 	alice = handle_of(&conf, ALICE, alice_key);
+	/* the daemons' key tables follow ZooKeeper: the new keys shortly */
 	for (int64_t end = tnow_ms() + 60000; ret && tnow_ms() < end; tsleep_ms(200)) {
 		ret = sdfs_ns_mkdir(admin, ROOT, "ready", 0755, 0, 0, &st);
 		if (ret == -EEXIST)

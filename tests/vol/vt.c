@@ -18,6 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/conf.h"
+#include "common/coord.h"
+#include "common/keys.h"
 #include "common/proto.h"
 #include "tests/cluster/wire.h"
 
@@ -442,9 +445,34 @@ static void list_node(struct tcluster *tc, const char *addr, int (*want)(uint64_
 		if (k)
 			after = ents[k - 1].oid;
 	}
-	close(fd);
+	wire_conn_close(&c);
 	free(page);
 	free(ents);
+}
+
+struct coord *vt_coord(struct tcluster *tc)
+{
+	struct coord_cred cred = { 0 };
+	struct sdfs_conf conf;
+	struct keyring kr;
+	struct coord *c;
+	char err[256];
+	int ret;
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	if (conf.keyring_set) {
+		cr_assert_eq(keyring_load(conf.keyring, &kr, err, sizeof(err)), 0, "%s: %s",
+			     conf.keyring, err);
+		cr_assert_eq(coord_cred_from_keyring(&kr, &cred), 0, "%s: no credentials",
+			     conf.keyring);
+		memset(&kr, 0, sizeof(kr));
+	}
+	ret = coord_open_cred(conf.zk, conf.cluster, conf.keyring_set ? &cred : NULL, 4000,
+			      10000, NULL, NULL, &c);
+	memset(&cred, 0, sizeof(cred));
+	cr_assert_eq(ret, 0, "ZooKeeper session of %s: %s", conf.cluster, strerror(-ret));
+	return c;
 }
 
 size_t vt_node_objects(struct tcluster *tc, int (*want)(uint64_t oid),

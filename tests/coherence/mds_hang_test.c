@@ -249,6 +249,59 @@ static void burst(const char *dir)
 		pthread_join(th[k], NULL);
 }
 
+/* Is every thread of @pid stopped (state T in /proc/PID/task/N/stat)? */
+static int all_stopped(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0, stopped = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	cr_assert(d, "%s: %s", path, strerror(errno));
+	while ((e = readdir(d))) {
+		char sp[400], buf[512], *rp;
+		ssize_t len;
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(sp, sizeof(sp), "%s/%s/stat", path, e->d_name);
+		fd = open(sp, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;       /* the thread just exited */
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		rp = strrchr(buf, ')');
+		n++;
+		if (rp && rp[1] == ' ' && rp[2] == 'T')
+			stopped++;
+	}
+	closedir(d);
+	return n > 0 && stopped == n;
+}
+
+/* SIGSTOP @name and wait until all its threads are stopped: the group
+ * stop spreads from the thread that takes the signal to the others only
+ * when that thread runs, so until then the others still serve (on a
+ * loaded machine, long enough to take a request sent after kill()). */
+static void stop_and_wait(const char *name)
+{
+	pid_t pid = tcluster_pid(tc, name);
+	int64_t end = tnow_ms() + WAIT_MS;
+
+	cr_assert_eq(tcluster_signal(tc, name, SIGSTOP), 0);
+	while (!all_stopped(pid)) {
+		cr_assert(tnow_ms() < end, "%s (pid %d) is not stopped %d ms after SIGSTOP",
+			  name, (int)pid, WAIT_MS);
+		tsleep_ms(1);
+	}
+}
+
 /* NS_MKDIR "zombie" in the root on @c, with a client id of its own. */
 static void zombie_send(struct wire_conn *c)
 {
@@ -314,7 +367,7 @@ Test(mds_hang, mount_ops_go_on_through_a_stopped_active)
 	tsleep_ms(BEFORE_MS);
 
 	int64_t t0 = tnow_ms();
-	cr_assert_eq(tcluster_signal(tc, old, SIGSTOP), 0);
+	stop_and_wait(old);
 	/* a mutation only the stopped mds gets: it must never be made */
 	zombie_send(&zc);
 	int took = tcluster_wait_active_mds(tc, old, now, sizeof(now), WAIT_MS);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
 #include "common/coord_int.h"
@@ -143,55 +144,14 @@ static int connect_session(struct coord *c, int timeout_ms)
 	return ret;
 }
 
-int coord_open(const char *hosts, const char *name, int session_ms,
-	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out)
+/* What coord_open does once connected: the credentials' kind, and the
+ * base directories. 0 or -errno (-ETIMEDOUT: the connection was lost). */
+static int open_setup(struct coord *c)
 {
-	return coord_open_cred(hosts, name, NULL, session_ms, timeout_ms, fn, arg, out);
-}
+	int ret = coord_cred_detect(c);
 
-int coord_open_cred(const char *hosts, const char *name,
-		    const struct coord_cred *cred, int session_ms,
-		    int timeout_ms, coord_event_fn fn, void *arg,
-		    struct coord **out)
-{
-	struct coord *c;
-	int ret;
-
-	if (strlen(hosts) >= sizeof(c->hosts) || strlen(name) > 64)
-		return -EINVAL;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	strcpy(c->hosts, hosts);
-	c->session_ms = session_ms;
-	c->fn = fn;
-	c->arg = arg;
-	snprintf(c->base, sizeof(c->base), "/sdfs/%s", name);
-	snprintf(c->p_config, PATH_MAX_LEN, "%s/config", c->base);
-	snprintf(c->p_members, PATH_MAX_LEN, "%s/members", c->base);
-	snprintf(c->p_map, PATH_MAX_LEN, "%s/map", c->base);
-	snprintf(c->p_epochs, PATH_MAX_LEN, "%s/epochs", c->base);
-	snprintf(c->p_nodeids, PATH_MAX_LEN, "%s/nodeids", c->base);
-	snprintf(c->p_mds, PATH_MAX_LEN, "%s/mds", c->base);
-	snprintf(c->p_mds_elect, PATH_MAX_LEN, "%s/mds/election", c->base);
-	snprintf(c->p_mds_epoch, PATH_MAX_LEN, "%s/mds/epoch", c->base);
-	snprintf(c->p_mds_active, PATH_MAX_LEN, "%s/mds/active", c->base);
-	snprintf(c->p_suspects, PATH_MAX_LEN, "%s/suspects", c->base);
-	snprintf(c->p_auth, PATH_MAX_LEN, "%s/auth", c->base);
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
-	pthread_rwlock_init(&c->zlock, NULL);
-	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
-
-	ret = coord_cred_init(c, cred);
 	if (ret)
-		goto out_free;
-	ret = connect_session(c, timeout_ms);
-	if (ret)
-		goto out_free;
-	ret = coord_cred_detect(c);
-	if (ret)
-		goto out_close;
+		return ret;
 	char p_clients[PATH_MAX_LEN], p_vols[PATH_MAX_LEN];
 	char p_fence[PATH_MAX_LEN], p_locks[PATH_MAX_LEN];
 	snprintf(p_clients, sizeof(p_clients), "%s/clients", c->base);
@@ -223,12 +183,95 @@ int coord_open_cred(const char *hosts, const char *name,
 			ret = 0;
 		}
 		if (ret)
-			goto out_close;
+			return ret;
 	}
+	return 0;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int coord_open(const char *hosts, const char *name, int session_ms,
+	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out)
+{
+	return coord_open_cred(hosts, name, NULL, session_ms, timeout_ms, fn, arg, out);
+}
+
+int coord_open_cred(const char *hosts, const char *name,
+		    const struct coord_cred *cred, int session_ms,
+		    int timeout_ms, coord_event_fn fn, void *arg,
+		    struct coord **out)
+{
+	struct coord *c;
+	int64_t end;
+	int ret;
+
+	if (strlen(hosts) >= sizeof(c->hosts) || strlen(name) > 64)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	strcpy(c->hosts, hosts);
+	c->session_ms = session_ms;
+	c->fn = fn;
+	c->arg = arg;
+	snprintf(c->base, sizeof(c->base), "/sdfs/%s", name);
+	snprintf(c->p_config, PATH_MAX_LEN, "%s/config", c->base);
+	snprintf(c->p_members, PATH_MAX_LEN, "%s/members", c->base);
+	snprintf(c->p_map, PATH_MAX_LEN, "%s/map", c->base);
+	snprintf(c->p_epochs, PATH_MAX_LEN, "%s/epochs", c->base);
+	snprintf(c->p_nodeids, PATH_MAX_LEN, "%s/nodeids", c->base);
+	snprintf(c->p_mds, PATH_MAX_LEN, "%s/mds", c->base);
+	snprintf(c->p_mds_elect, PATH_MAX_LEN, "%s/mds/election", c->base);
+	snprintf(c->p_mds_epoch, PATH_MAX_LEN, "%s/mds/epoch", c->base);
+	snprintf(c->p_mds_active, PATH_MAX_LEN, "%s/mds/active", c->base);
+	snprintf(c->p_suspects, PATH_MAX_LEN, "%s/suspects", c->base);
+	snprintf(c->p_auth, PATH_MAX_LEN, "%s/auth", c->base);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_cond_init(&c->cond, NULL);
+	pthread_rwlock_init(&c->zlock, NULL);
+	zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+
+	ret = coord_cred_init(c, cred);
+	if (ret)
+		goto out_free;
+	end = mono_ms() + timeout_ms;
+	ret = connect_session(c, timeout_ms);
+	if (ret)
+		goto out_free;
+	/* A server that stalls longer than the session's receive timeout
+	 * (a loaded host) loses the connection under a request: the
+	 * handle reconnects (or, its session expired, we make another)
+	 * and open_setup runs again, until @timeout_ms is over. */
+	for (;;) {
+		int64_t left;
+
+		ret = open_setup(c);
+		left = end - mono_ms();
+		if (ret != -ETIMEDOUT || left <= 0)
+			break;
+		log_warn("zookeeper: connection lost while opening %s; again", c->base);
+		usleep(100 * 1000);     /* the session event may be on its way */
+		ret = wait_connected(c, (int)left);
+		if (ret == -ESHUTDOWN) {
+			zookeeper_close(c->zh);
+			ret = connect_session(c, (int)left);    /* zh NULL if not */
+		}
+		if (ret)
+			break;
+	}
+	if (ret)
+		goto out_close;
 	*out = c;
 	return 0;
 out_close:
-	zookeeper_close(c->zh);
+	if (c->zh)
+		zookeeper_close(c->zh);
 out_free:
 	pthread_mutex_destroy(&c->lock);
 	pthread_cond_destroy(&c->cond);

@@ -15,7 +15,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "common/conf.h"
 #include "common/csum.h"
+#include "common/keys.h"
 #include "common/net.h"
 #include "common/proto.h"
 
@@ -232,4 +234,57 @@ void wire_fix_csums(uint8_t *wire)
 	c = htole64(len ? csum64(wire + SDFS_HDR_SIZE, len) : 0);
 	memcpy(wire + 48, &c, 8);
 	wire_fix_hdr_csum(wire);
+}
+
+void wire_conn_open(struct wire_conn *c, const char *addr, const char *conf)
+{
+	struct sdfs_conf cf;
+	struct keyring kr;
+	char err[256];
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	conf_init(&cf);
+	cr_assert_eq(conf_load(conf, &cf, err, sizeof(err)), 0, "%s: %s", conf, err);
+	c->fd = wire_connect(addr);
+	if (!cf.keyring_set)
+		return;
+	cr_assert_eq(keyring_load(cf.keyring, &kr, err, sizeof(err)), 0, "%s: %s",
+		     cf.keyring, err);
+	ret = wire_auth(c->fd, kr.name, kr.key, &c->s, err, sizeof(err));
+	memset(&kr, 0, sizeof(kr));
+	cr_assert_eq(ret, 0, "handshake with %s as %s: %s", addr, cf.keyring, err);
+	c->auth = 1;
+}
+
+int wire_conn_send(struct wire_conn *c, const struct sdfs_hdr *h, const void *payload)
+{
+	if (c->auth)
+		return wire_send_req_auth(c->fd, &c->s, h, payload);
+	return wire_send_req(c->fd, h, payload);
+}
+
+int wire_conn_recv(struct wire_conn *c, struct sdfs_hdr *h, void *buf, size_t cap,
+		   int timeout_ms)
+{
+	int64_t deadline = net_now_ms() + timeout_ms;
+	int ret;
+
+	if (c->auth)
+		return wire_recv_reply_auth(c->fd, &c->s, h, buf, cap, timeout_ms);
+	ret = wire_recv_hdr(c->fd, h, timeout_ms);
+	if (ret)
+		return ret;
+	if (h->payload_len > cap)
+		return -EMSGSIZE;
+	ret = recv_full(c->fd, buf, h->payload_len, deadline);
+	return ret ? ret : proto_payload_check(h, buf);
+}
+
+void wire_conn_close(struct wire_conn *c)
+{
+	if (c->fd > 0)
+		close(c->fd);
+	c->fd = -1;
+	memset(&c->s, 0, sizeof(c->s));
 }

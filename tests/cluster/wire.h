@@ -64,4 +64,26 @@ int wire_recv_reply_auth(int fd, struct auth_sess *s, struct sdfs_hdr *h,
 /* Recompute payload_csum and hdr_csum of a frame (@wire: header, then
  * the payload) after editing its payload. */
 void wire_fix_csums(uint8_t *wire);
+
+/* ---- a connection as a config's key ----
+ * For tests whose point is not the handshake: frames to a daemon of the
+ * test's cluster, authenticated as the key of the keyring the config
+ * @conf names (dev up's DIR/sdfs.conf names its admin keyring,
+ * DIR/keyring: client.admin), or unauthenticated if it names none (a
+ * cluster formatted --auth none). */
+struct wire_conn {
+	int fd;
+	int auth;               /* 1: frames tagged in s */
+	struct auth_sess s;
+};
+/* Connect to @addr, and do the handshake if @conf names a keyring
+ * (fails the test if refused). */
+void wire_conn_open(struct wire_conn *c, const char *addr, const char *conf);
+/* Send @h + @payload (tagged when authenticated). 0 or -errno. */
+int wire_conn_send(struct wire_conn *c, const struct sdfs_hdr *h, const void *payload);
+/* One reply: header into @h, payload into @buf (at most @cap bytes,
+ * else -EMSGSIZE; tag checked when authenticated). 0 or -errno. */
+int wire_conn_recv(struct wire_conn *c, struct sdfs_hdr *h, void *buf, size_t cap,
+		   int timeout_ms);
+void wire_conn_close(struct wire_conn *c);      /* safe twice */
 #endif

@@ -249,8 +249,61 @@ static void burst(const char *dir)
 		pthread_join(th[k], NULL);
 }
 
-/* NS_MKDIR "zombie" in the root on @fd, with a client id of its own. */
-static void zombie_send(int fd)
+/* Is every thread of @pid stopped (state T in /proc/PID/task/N/stat)? */
+static int all_stopped(pid_t pid)
+{
+	char path[64];
+	struct dirent *e;
+	int n = 0, stopped = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	cr_assert(d, "%s: %s", path, strerror(errno));
+	while ((e = readdir(d))) {
+		char sp[400], buf[512], *rp;
+		ssize_t len;
+		int fd;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(sp, sizeof(sp), "%s/%s/stat", path, e->d_name);
+		fd = open(sp, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;       /* the thread just exited */
+		len = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		buf[len] = '\0';
+		rp = strrchr(buf, ')');
+		n++;
+		if (rp && rp[1] == ' ' && rp[2] == 'T')
+			stopped++;
+	}
+	closedir(d);
+	return n > 0 && stopped == n;
+}
+
+/* SIGSTOP @name and wait until all its threads are stopped: the group
+ * stop spreads from the thread that takes the signal to the others only
+ * when that thread runs, so until then the others still serve (on a
+ * loaded machine, long enough to take a request sent after kill()). */
+static void stop_and_wait(const char *name)
+{
+	pid_t pid = tcluster_pid(tc, name);
+	int64_t end = tnow_ms() + WAIT_MS;
+
+	cr_assert_eq(tcluster_signal(tc, name, SIGSTOP), 0);
+	while (!all_stopped(pid)) {
+		cr_assert(tnow_ms() < end, "%s (pid %d) is not stopped %d ms after SIGSTOP",
+			  name, (int)pid, WAIT_MS);
+		tsleep_ms(1);
+	}
+}
+
+/* NS_MKDIR "zombie" in the root on @c, with a client id of its own. */
+static void zombie_send(struct wire_conn *c)
 {
 	struct sdfs_ns_req r = { .ino = SDFS_ROOT_INO, .mode = 040755,
 				 .client_id = 0x5a0b1e5a0b1e, .seq = 1,
@@ -261,17 +314,18 @@ static void zombie_send(int fd)
 
 	proto_ns_req_encode(&r, pl);
 	memcpy(pl + SDFS_NS_REQ_SIZE, "zombie", 6);
-	cr_assert_eq(wire_send_req(fd, &h, pl), 0);
+	cr_assert_eq(wire_conn_send(c, &h, pl), 0);
 }
 
 /* The stopped mds's answer to zombie_send once resumed: its result
  * code, or -1 if it closed the connection or said nothing. */
-static int zombie_reply(int fd)
+static int zombie_reply(struct wire_conn *c)
 {
+	uint8_t buf[4096];
 	struct sdfs_hdr h;
-	int ret = wire_recv_hdr(fd, &h, 5000);
+	int ret = wire_conn_recv(c, &h, buf, sizeof(buf), 5000);
 
-	close(fd);
+	wire_conn_close(c);
 	if (ret) {
 		cr_log_info("resumed mds: no answer to the mkdir (%s)", strerror(-ret));
 		return -1;
@@ -301,7 +355,9 @@ Test(mds_hang, mount_ops_go_on_through_a_stopped_active)
 	cr_assert_eq(sdfs_mds_status(tcluster_client(tc), &ms), 0);
 	cr_assert(ms.has_active && ms.reachable);
 	snprintf(old, sizeof(old), "%s", ms.active);
-	int zfd = wire_connect(ms.addr);
+	/* authenticated as the admin key now, while the mds answers */
+	struct wire_conn zc;
+	wire_conn_open(&zc, ms.addr, tcluster_conf(tc));
 	free(ms.list);
 	for (int k = 0; k < WORKERS; k++)
 		burst(w[k].dir);
@@ -311,15 +367,15 @@ Test(mds_hang, mount_ops_go_on_through_a_stopped_active)
 	tsleep_ms(BEFORE_MS);
 
 	int64_t t0 = tnow_ms();
-	cr_assert_eq(tcluster_signal(tc, old, SIGSTOP), 0);
+	stop_and_wait(old);
 	/* a mutation only the stopped mds gets: it must never be made */
-	zombie_send(zfd);
+	zombie_send(&zc);
 	int took = tcluster_wait_active_mds(tc, old, now, sizeof(now), WAIT_MS);
 	int64_t took_ms = tnow_ms() - t0;
 	if (tnow_ms() - t0 < HANG_MS)
 		tsleep_ms((int)(HANG_MS - (tnow_ms() - t0)));
 	cr_assert_eq(tcluster_signal(tc, old, SIGCONT), 0);
-	int zr = zombie_reply(zfd);
+	int zr = zombie_reply(&zc);
 	tsleep_ms(AFTER_MS);
 	atomic_store(&stop, 1);
 	for (int k = 0; k < WORKERS; k++)
@@ -528,38 +584,38 @@ Test(mds_hang, libsdfs_and_cli_go_on_through_a_stopped_active)
 }
 
 /* NS_MKDIR @name in the root as (@client, @seq) on a new connection to
- * @addr: the reply's result, the errno of an ERRNO result into *@err
- * and the new inode into *@ino (when OK). */
+ * @addr (as the cluster's admin key): the reply's result, the errno of
+ * an ERRNO result into *@err and the new inode into *@ino (when OK). */
 static int raw_mkdir(const char *addr, uint64_t client, uint64_t seq, const char *name,
 		     int *err, uint64_t *ino)
 {
+	uint8_t rep[4096];
 	struct sdfs_ns_req r = { .ino = SDFS_ROOT_INO, .mode = 040755, .client_id = client,
 				 .seq = seq, .name_len = (uint16_t)strlen(name) };
-	uint8_t pl[SDFS_NS_REQ_SIZE + 64], *rep = NULL;
+	uint8_t pl[SDFS_NS_REQ_SIZE + 64];
 	struct sdfs_hdr h = { .opcode = SDFS_OP_NS_MKDIR, .req_id = seq,
 			      .oid = SDFS_ROOT_INO,
 			      .payload_len = (uint32_t)(SDFS_NS_REQ_SIZE + r.name_len) };
 	struct sdfs_hdr reply;
-	int fd = wire_connect(addr);
+	struct wire_conn c;
+	int ret;
 
+	wire_conn_open(&c, addr, tcluster_conf(tc));
 	proto_ns_req_encode(&r, pl);
 	memcpy(pl + SDFS_NS_REQ_SIZE, name, r.name_len);
-	cr_assert_eq(wire_send_req(fd, &h, pl), 0);
-	cr_assert_eq(wire_recv_hdr(fd, &reply, 10000), 0, "no reply from %s", addr);
+	cr_assert_eq(wire_conn_send(&c, &h, pl), 0);
+	ret = wire_conn_recv(&c, &reply, rep, sizeof(rep), 10000);
+	cr_assert_eq(ret, 0, "no reply from %s: %s", addr, strerror(-ret));
 	*err = reply.result == SDFS_RES_ERRNO ? (int)reply.length : 0;
 	*ino = 0;
 	if (reply.payload_len) {
 		struct sdfs_attr a;
 
-		rep = malloc(reply.payload_len);
-		cr_assert(rep);
-		cr_assert_eq(wire_recv(fd, rep, reply.payload_len, 10000), 0);
 		if (reply.result == SDFS_RES_OK &&
 		    proto_attr_decode(rep, reply.payload_len, &a) == 0)
 			*ino = a.ino;
-		free(rep);
 	}
-	close(fd);
+	wire_conn_close(&c);
 	return reply.result;
 }
 

@@ -23,7 +23,6 @@
  */
 #include "tests/vol/vt.h"
 #include "tests/cluster/tjson.h"
-#include "common/conf.h"
 #include "common/coord.h"
 #include "common/oid.h"
 
@@ -311,15 +310,10 @@ Test(full, a_full_node_is_named_and_freed_space_is_usable_again_within_seconds)
 /* Does the map in ZooKeeper say node @id is full? -1: not in the map. */
 static int map_says_full(uint32_t id, uint64_t *epoch)
 {
-	struct sdfs_conf conf;
-	struct coord *c;
+	struct coord *c = vt_coord(tc);
 	struct cmap *m;
-	char err[256];
 	int full = -1;
 
-	conf_init(&conf);
-	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(coord_open(conf.zk, conf.cluster, 4000, 10000, NULL, NULL, &c), 0);
 	cr_assert_eq(coord_map_get(c, 0, &m), 0);
 	const struct cmap_node *nd = cmap_find(m, id);
 	if (nd)

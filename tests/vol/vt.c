@@ -18,6 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/conf.h"
+#include "common/coord.h"
+#include "common/keys.h"
 #include "common/proto.h"
 #include "tests/cluster/wire.h"
 
@@ -393,36 +396,38 @@ size_t vt_slurp(const char *path, uint8_t **buf)
 
 #define LIST_PAGE 4096u
 
-/* One node's live objects passing @want into @o, page by page. */
-static void list_node(const char *addr, int (*want)(uint64_t oid), struct vt_node_objs *o)
+/* One node's live objects passing @want into @o, page by page, over a
+ * connection as the cluster's admin key (OBJ_LIST is for admin and
+ * daemon keys only). */
+static void list_node(struct tcluster *tc, const char *addr, int (*want)(uint64_t oid),
+		      struct vt_node_objs *o)
 {
 	uint8_t *page = malloc((size_t)LIST_PAGE * SDFS_LIST_ENT_SIZE);
 	struct sdfs_list_ent *ents = malloc(LIST_PAGE * sizeof(*ents));
-	int fd = wire_connect(addr), more = 1;
+	struct wire_conn c;
 	uint64_t after = 0, req = 1;
 	size_t cap = 0;
+	int more = 1;
 
 	cr_assert(page && ents);
+	wire_conn_open(&c, addr, tcluster_conf(tc));
 	for (int first = 1; more; first = 0) {
 		struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_LIST, .req_id = req++,
 				      .flags = SDFS_F_EPOCHS | (first ? SDFS_F_FIRST : 0),
 				      .offset = after, .length = LIST_PAGE };
-		int ret = wire_send_req(fd, &h, NULL);
+		int ret = wire_conn_send(&c, &h, NULL);
 
 		cr_assert_eq(ret, 0, "node %u (%s): OBJ_LIST: send: %s", o->node_id, addr,
 			     strerror(-ret));
-		ret = wire_recv_hdr(fd, &h, VT_WAIT_MS);
+		ret = wire_conn_recv(&c, &h, page, (size_t)LIST_PAGE * SDFS_LIST_ENT_SIZE,
+				     VT_WAIT_MS);
 		cr_assert_eq(ret, 0, "node %u (%s): OBJ_LIST: reply: %s", o->node_id, addr,
 			     strerror(-ret));
 		cr_assert_eq(h.result, SDFS_RES_OK, "node %u (%s): OBJ_LIST: %s", o->node_id,
 			     addr, strerror(-proto_res_to_errno(h.result)));
-		cr_assert(h.payload_len % SDFS_LIST_ENT_SIZE == 0 &&
-			  h.payload_len <= LIST_PAGE * SDFS_LIST_ENT_SIZE,
+		cr_assert(h.payload_len % SDFS_LIST_ENT_SIZE == 0,
 			  "node %u (%s): OBJ_LIST: %u payload bytes", o->node_id, addr,
 			  h.payload_len);
-		ret = wire_recv(fd, page, h.payload_len, VT_WAIT_MS);
-		cr_assert_eq(ret, 0, "node %u (%s): OBJ_LIST: payload: %s", o->node_id, addr,
-			     strerror(-ret));
 		size_t k = h.payload_len / SDFS_LIST_ENT_SIZE;
 
 		proto_list_ent_decode(page, k, ents);
@@ -440,9 +445,34 @@ static void list_node(const char *addr, int (*want)(uint64_t oid), struct vt_nod
 		if (k)
 			after = ents[k - 1].oid;
 	}
-	close(fd);
+	wire_conn_close(&c);
 	free(page);
 	free(ents);
+}
+
+struct coord *vt_coord(struct tcluster *tc)
+{
+	struct coord_cred cred = { 0 };
+	struct sdfs_conf conf;
+	struct keyring kr;
+	struct coord *c;
+	char err[256];
+	int ret;
+
+	conf_init(&conf);
+	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
+	if (conf.keyring_set) {
+		cr_assert_eq(keyring_load(conf.keyring, &kr, err, sizeof(err)), 0, "%s: %s",
+			     conf.keyring, err);
+		cr_assert_eq(coord_cred_from_keyring(&kr, &cred), 0, "%s: no credentials",
+			     conf.keyring);
+		memset(&kr, 0, sizeof(kr));
+	}
+	ret = coord_open_cred(conf.zk, conf.cluster, conf.keyring_set ? &cred : NULL, 4000,
+			      10000, NULL, NULL, &c);
+	memset(&cred, 0, sizeof(cred));
+	cr_assert_eq(ret, 0, "ZooKeeper session of %s: %s", conf.cluster, strerror(-ret));
+	return c;
 }
 
 size_t vt_node_objects(struct tcluster *tc, int (*want)(uint64_t oid),
@@ -459,7 +489,7 @@ size_t vt_node_objects(struct tcluster *tc, int (*want)(uint64_t oid),
 			  "cannot be listed", nodes[i].node_id, nodes[i].addr, nodes[i].state);
 		memset(&out[i], 0, sizeof(out[i]));
 		out[i].node_id = nodes[i].node_id;
-		list_node(nodes[i].addr, want, &out[i]);
+		list_node(tc, nodes[i].addr, want, &out[i]);
 	}
 	free(nodes);
 	return n;

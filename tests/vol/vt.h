@@ -114,6 +114,12 @@ size_t vt_node_objects(struct tcluster *tc, int (*want)(uint64_t oid),
 		       struct vt_node_objs out[VT_MAX_NODES]);
 void vt_node_objs_free(struct vt_node_objs *o, size_t n);
 
+/* An admin ZooKeeper session of the test's cluster: credentials of the
+ * keyring its config names (dev up's admin keyring, DIR/keyring), none
+ * on a cluster formatted --auth none (its nodes are open). Close it
+ * with coord_close. */
+struct coord *vt_coord(struct tcluster *tc);
+
 /* ---- a process that outlives a test killed by a timeout ----
  * On EOF of its pipe (the test process died) it unmounts @unmount (NULL:
  * nothing) and stops @pid (SIGCONT, SIGTERM, then SIGKILL after ~10 s),

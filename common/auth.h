@@ -102,6 +102,19 @@ void auth_tag(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 int auth_check(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 	       const void *payload, size_t len, const uint8_t tag[AUTH_TAG_BYTES]);
 
+/*
+ * The payload checksum on a tagged connection: the tag covers the
+ * payload, so there a sender puts payload_csum 0 (and does not hash the
+ * payload) and a receiver does not check it. auth_hdr_encode encodes
+ * @h for sending on @s (NULL or off: proto_hdr_encode);
+ * auth_payload_check checks a received payload as its connection
+ * wants (off: proto_payload_check; on: 0, the tag was checked).
+ */
+void auth_hdr_encode(const struct auth_sess *s, const struct sdfs_hdr *h,
+		     const void *payload, uint8_t out[SDFS_HDR_SIZE]);
+int auth_payload_check(const struct auth_sess *s, const struct sdfs_hdr *h,
+		       const void *payload);
+
 /* ---- client side ---- */
 struct auth_client {
 	struct auth_cred cred;

@@ -628,3 +628,36 @@ Test(auth, tag_speed_is_printed)
 			t1m / 1e3, (1 << 20) / t1m * 1e3);
 	}
 }
+
+/* On a tagged connection the payload checksum is 0 and not checked (the
+ * tag covers the payload); on a plain one it is sent and checked. */
+Test(auth, tagged_frames_carry_no_payload_checksum)
+{
+	struct auth_sess c, s, plain = { 0 };
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .oid = 5 }, got;
+	uint8_t hb[SDFS_HDR_SIZE], pl[1000], tag[AUTH_TAG_BYTES];
+
+	randombytes_buf(pl, sizeof(pl));
+	h.payload_len = sizeof(pl);
+	pair(&c, &s);
+	auth_hdr_encode(&c, &h, pl, hb);
+	cr_assert_eq(proto_hdr_decode(hb, sizeof(pl), &got), 0);
+	cr_assert_eq(got.payload_csum, 0);
+	auth_tag(&c, hb, pl, sizeof(pl), tag);
+	cr_assert_eq(auth_check(&s, hb, pl, sizeof(pl), tag), 0);
+	cr_assert_eq(auth_payload_check(&s, &got, pl), 0);
+	/* a payload byte changed: the tag catches it */
+	pl[3] ^= 1;
+	auth_tag(&c, hb, pl, sizeof(pl), tag);
+	pl[3] ^= 1;
+	cr_assert_eq(auth_check(&s, hb, pl, sizeof(pl), tag), -EBADMSG);
+
+	/* untagged: the checksum is there and checked */
+	auth_hdr_encode(&plain, &h, pl, hb);
+	cr_assert_eq(proto_hdr_decode(hb, sizeof(pl), &got), 0);
+	cr_assert_neq(got.payload_csum, 0);
+	cr_assert_eq(auth_payload_check(&plain, &got, pl), 0);
+	cr_assert_eq(auth_payload_check(NULL, &got, pl), 0);
+	pl[3] ^= 1;
+	cr_assert_eq(auth_payload_check(&plain, &got, pl), -EPROTO);
+}

@@ -59,7 +59,8 @@
  *        with auth none; then every frame, both directions, carries a
  *        16-byte tag after its payload (not counted in payload_len):
  *        AES-256-GCM (GMAC) or ChaCha20-Poly1305, offered in AUTH_HELLO
- *        and picked by the server (auth.h).
+ *        and picked by the server (auth.h); a tagged frame's payload_csum
+ *        is 0 and not checked (the tag covers the payload).
  *        SDFS_RES_AUTH refuses an unauthenticated or failed peer. A 1.x
  *        peer gets SDFS_RES_BAD_VERSION; a 1.x answer to a 2.0 peer reads
  *        as "peer speaks protocol 1.x". Minor-version rules of 1.x (sizes
@@ -217,7 +218,8 @@ struct sdfs_hdr {
 	uint64_t oid, offset;
 	uint32_t length;        /* bytes asked for (READ), max entries (LIST) */
 	uint32_t payload_len;   /* bytes that follow the header */
-	uint64_t payload_csum;  /* XXH3-64 of the payload; 0 when payload_len is 0 */
+	uint64_t payload_csum;  /* XXH3-64 of the payload; 0 when payload_len
+				   is 0, and on a tagged connection (2.0) */
 	uint32_t token;         /* 1.2: fencing token of a mutation (the MDS
 				   epoch for MDS-database objects); 0 = none.
 				   Sent as 0 and ignored by 1.0/1.1 peers */

@@ -249,7 +249,8 @@ void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload)
 	h->epoch = (uint32_t)member_epoch(bd);
 	m = malloc(sizeof(*m));
 	if (m) {
-		proto_hdr_encode(h, payload, m->hdr);
+		/* sess.on does not change once requests are served */
+		auth_hdr_encode(&c->sess, h, payload, m->hdr);
 		m->next = NULL;
 		m->payload = payload;
 		m->plen = h->payload_len;
@@ -347,7 +348,7 @@ static void conn_frame(struct conn *c)
 		conn_close(c, NULL);
 		return;
 	}
-	if (proto_payload_check(&h, payload) != 0) {
+	if (auth_payload_check(&c->sess, &h, payload) != 0) {
 		free(payload);
 		conn_close(c, "payload checksum mismatch");
 		return;

@@ -2,8 +2,14 @@
  * auth.c - see auth.h. Every primitive is libsodium's: BLAKE2b
  * (crypto_generichash) for the transcript, the proofs and the session
  * keys; ChaCha20 + Poly1305 (crypto_stream_chacha20_ietf,
- * crypto_onetimeauth_poly1305) for the frame tags; crypto_verify_* to
- * compare; randombytes_buf for nonces.
+ * crypto_onetimeauth_poly1305) or AES-256-GCM (crypto_aead_aes256gcm_*,
+ * AES-NI) for the frame tags; crypto_verify_* to compare;
+ * randombytes_buf for nonces.
+ *
+ * AES-256-GCM's limits (libsodium 1.0.18): the message, our 64 header
+ * bytes, is far below crypto_aead_aes256gcm_MESSAGEBYTES_MAX (~64 GiB);
+ * the additional data (the payload, at most SDFS_MAX_PAYLOAD) has no
+ * limit of its own there, and GCM's (2^61 bytes) is far off.
  */
 #include "common/auth.h"
 
@@ -13,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,28 +33,90 @@
 static_assert(crypto_onetimeauth_poly1305_BYTES == AUTH_TAG_BYTES, "tag size");
 static_assert(crypto_onetimeauth_poly1305_KEYBYTES == 32, "otk size");
 static_assert(crypto_stream_chacha20_ietf_NONCEBYTES == 12, "nonce size");
+static_assert(crypto_aead_aes256gcm_NPUBBYTES == 12, "gcm nonce size");
+static_assert(crypto_aead_aes256gcm_ABYTES == AUTH_TAG_BYTES, "gcm tag size");
+static_assert(crypto_aead_aes256gcm_KEYBYTES == AUTH_KEY_BYTES, "gcm key size");
+static_assert(sizeof(crypto_aead_aes256gcm_state) <=
+	      sizeof(((struct auth_dir *)0)->gcm), "gcm state size");
+static_assert(SDFS_HDR_SIZE <= crypto_aead_aes256gcm_MESSAGEBYTES_MAX, "gcm message");
 
 #define AUTH_DOMAIN "sdfs-auth-2"
 
-/* ---- frame tags ---- */
+/* ---- algorithms ---- */
 
-static void otk(const struct auth_dir *d, uint8_t k[32])
+static _Atomic unsigned algs_limit = ~0u;
+
+const char *auth_alg_name(unsigned alg)
 {
-	uint8_t nonce[12] = { 0 };
-
-	/* the counter as 8 little-endian bytes; the rest zero */
-	for (int i = 0; i < 8; i++)
-		nonce[i] = (uint8_t)(d->ctr >> (8 * i));
-	crypto_stream_chacha20_ietf(k, 32, nonce, d->key);
+	switch (alg) {
+	case AUTH_ALG_CHACHA20_POLY1305:
+		return "chacha20-poly1305";
+	case AUTH_ALG_AES256_GCM:
+		return "aes256-gcm";
+	}
+	return "none";
 }
 
-static void tag_of(const struct auth_dir *d, const uint8_t *hdr, const void *payload,
-		   size_t len, uint8_t tag[AUTH_TAG_BYTES])
+static unsigned env_algs(void)
+{
+	static _Atomic unsigned cached;         /* 0: not read yet */
+	unsigned m = cached;
+	const char *e;
+
+	if (m)
+		return m;
+	e = getenv("SDFS_AUTH_ALGS");
+	m = AUTH_ALG_CHACHA20_POLY1305 | AUTH_ALG_AES256_GCM;
+	if (e && *e) {
+		m = AUTH_ALG_CHACHA20_POLY1305;
+		if (strstr(e, "aes256-gcm"))
+			m |= AUTH_ALG_AES256_GCM;
+	}
+	cached = m;
+	return m;
+}
+
+unsigned auth_algs(void)
+{
+	unsigned m = AUTH_ALG_CHACHA20_POLY1305;
+
+	/* idempotent; crypto_aead_aes256gcm_is_available() needs it */
+	if (sodium_init() >= 0 && crypto_aead_aes256gcm_is_available())
+		m |= AUTH_ALG_AES256_GCM;
+	return (m & env_algs() & algs_limit) | AUTH_ALG_CHACHA20_POLY1305;
+}
+
+unsigned auth_algs_limit(unsigned mask)
+{
+	return atomic_exchange(&algs_limit, mask);
+}
+
+/* ---- frame tags ---- */
+
+static void nonce_of(const struct auth_dir *d, uint8_t nonce[12])
+{
+	/* the counter as 8 little-endian bytes; the rest zero */
+	memset(nonce, 0, 12);
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (uint8_t)(d->ctr >> (8 * i));
+}
+
+static void tag_of(const struct auth_sess *s, const struct auth_dir *d,
+		   const uint8_t *hdr, const void *payload, size_t len,
+		   uint8_t tag[AUTH_TAG_BYTES])
 {
 	crypto_onetimeauth_poly1305_state st;
-	uint8_t k[32];
+	uint8_t nonce[12], k[32], ct[SDFS_HDR_SIZE];
 
-	otk(d, k);
+	nonce_of(d, nonce);
+	if (s->alg == AUTH_ALG_AES256_GCM) {
+		/* GMAC: the header as the message, the payload as AD */
+		crypto_aead_aes256gcm_encrypt_detached_afternm(
+			ct, tag, NULL, hdr, SDFS_HDR_SIZE, len ? payload : NULL, len,
+			NULL, nonce, (const crypto_aead_aes256gcm_state *)(const void *)d->gcm);
+		return;
+	}
+	crypto_stream_chacha20_ietf(k, 32, nonce, d->key);
 	crypto_onetimeauth_poly1305_init(&st, k);
 	crypto_onetimeauth_poly1305_update(&st, hdr, SDFS_HDR_SIZE);
 	if (len)
@@ -59,7 +128,7 @@ static void tag_of(const struct auth_dir *d, const uint8_t *hdr, const void *pay
 void auth_tag(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 	      const void *payload, size_t len, uint8_t tag[AUTH_TAG_BYTES])
 {
-	tag_of(&s->tx, hdr, payload, len, tag);
+	tag_of(s, &s->tx, hdr, payload, len, tag);
 	s->tx.ctr++;
 }
 
@@ -69,16 +138,31 @@ int auth_check(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 	uint8_t want[AUTH_TAG_BYTES];
 	int ret;
 
-	tag_of(&s->rx, hdr, payload, len, want);
+	tag_of(s, &s->rx, hdr, payload, len, want);
 	s->rx.ctr++;
 	ret = crypto_verify_16(want, tag) == 0 ? 0 : -EBADMSG;
 	return ret;
 }
 
+void auth_hdr_encode(const struct auth_sess *s, const struct sdfs_hdr *h,
+		     const void *payload, uint8_t out[SDFS_HDR_SIZE])
+{
+	if (s && s->on)
+		proto_hdr_encode_nocsum(h, out);
+	else
+		proto_hdr_encode(h, payload, out);
+}
+
+int auth_payload_check(const struct auth_sess *s, const struct sdfs_hdr *h,
+		       const void *payload)
+{
+	return s && s->on ? 0 : proto_payload_check(h, payload);
+}
+
 /* ---- the handshake's hashes ---- */
 
 static void transcript(const char *name, const uint8_t *nc, const uint8_t *ns,
-		       uint8_t th[32])
+		       uint8_t offer, uint8_t alg, uint8_t th[32])
 {
 	crypto_generichash_state st;
 	uint8_t nl = (uint8_t)strlen(name);
@@ -89,6 +173,8 @@ static void transcript(const char *name, const uint8_t *nc, const uint8_t *ns,
 	crypto_generichash_update(&st, (const uint8_t *)name, nl);
 	crypto_generichash_update(&st, nc, AUTH_NONCE_BYTES);
 	crypto_generichash_update(&st, ns, AUTH_NONCE_BYTES);
+	crypto_generichash_update(&st, &offer, 1);
+	crypto_generichash_update(&st, &alg, 1);
 	crypto_generichash_final(&st, th, 32);
 }
 
@@ -105,10 +191,17 @@ static void keyed(const uint8_t key[AUTH_KEY_BYTES], const char *label,
 }
 
 static void session_keys(struct auth_sess *s, const uint8_t key[AUTH_KEY_BYTES],
-			 const uint8_t th[32], int client)
+			 const uint8_t th[32], unsigned alg, int client)
 {
 	keyed(key, "c2s", th, client ? s->tx.key : s->rx.key);
 	keyed(key, "s2c", th, client ? s->rx.key : s->tx.key);
+	s->alg = alg;
+	if (alg == AUTH_ALG_AES256_GCM) {
+		crypto_aead_aes256gcm_beforenm(
+			(crypto_aead_aes256gcm_state *)(void *)s->tx.gcm, s->tx.key);
+		crypto_aead_aes256gcm_beforenm(
+			(crypto_aead_aes256gcm_state *)(void *)s->rx.gcm, s->rx.key);
+	}
 	s->tx.ctr = 0;
 	s->rx.ctr = 0;
 	s->on = 1;
@@ -141,17 +234,19 @@ size_t auth_client_hello(struct auth_client *ac, const struct auth_cred *cred,
 			 uint64_t req_id, uint8_t *out)
 {
 	struct sdfs_hdr h = { .opcode = SDFS_OP_AUTH_HELLO };
-	uint8_t pl[AUTH_NONCE_BYTES + AUTH_NAME_MAX];
+	uint8_t pl[AUTH_NONCE_BYTES + 1 + AUTH_NAME_MAX];
 	size_t nl = strnlen(cred->name, AUTH_NAME_MAX);
 
 	ac->cred = *cred;
 	ac->cred.name[nl] = '\0';
 	ac->req_id = req_id;
+	ac->offer = (uint8_t)auth_algs();
 	randombytes_buf(ac->nonce_c, sizeof(ac->nonce_c));
 	memcpy(pl, ac->nonce_c, AUTH_NONCE_BYTES);
-	memcpy(pl + AUTH_NONCE_BYTES, ac->cred.name, nl);
+	pl[AUTH_NONCE_BYTES] = ac->offer;
+	memcpy(pl + AUTH_NONCE_BYTES + 1, ac->cred.name, nl);
 	h.req_id = req_id;
-	h.payload_len = (uint32_t)(AUTH_NONCE_BYTES + nl);
+	h.payload_len = (uint32_t)(AUTH_NONCE_BYTES + 1 + nl);
 	return frame(&h, pl, out);
 }
 
@@ -193,11 +288,18 @@ int auth_client_challenge(struct auth_client *ac, const struct sdfs_hdr *h,
 
 	if (ret)
 		return ret;
-	if (h->payload_len != AUTH_NONCE_BYTES) {
+	if (h->payload_len != AUTH_NONCE_BYTES + 1) {
 		snprintf(err, errlen, "bad challenge");
 		return -EPROTO;
 	}
-	transcript(ac->cred.name, ac->nonce_c, payload, ac->th);
+	ac->alg = payload[AUTH_NONCE_BYTES];
+	if ((ac->alg != AUTH_ALG_CHACHA20_POLY1305 && ac->alg != AUTH_ALG_AES256_GCM) ||
+	    !(ac->alg & ac->offer)) {
+		snprintf(err, errlen, "the peer picked frame MAC algorithm 0x%x, not "
+			 "one we offered (0x%x)", ac->alg, ac->offer);
+		return -EPROTO;
+	}
+	transcript(ac->cred.name, ac->nonce_c, payload, ac->offer, ac->alg, ac->th);
 	keyed(ac->cred.key, "client", ac->th, proof);
 	p.req_id = ++ac->req_id;
 	p.payload_len = AUTH_PROOF_BYTES;
@@ -233,7 +335,7 @@ int auth_client_done(struct auth_client *ac, const struct sdfs_hdr *h,
 		memcpy(caps, payload + AUTH_PROOF_BYTES, n);
 		caps[n] = '\0';
 	}
-	session_keys(s, ac->cred.key, ac->th, 1);
+	session_keys(s, ac->cred.key, ac->th, ac->alg, 1);
 	sodium_memzero(ac, sizeof(*ac));
 	return 0;
 }
@@ -321,7 +423,7 @@ int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
 {
 	uint8_t hb[SDFS_HDR_SIZE];
 
-	proto_hdr_encode(h, payload, hb);
+	auth_hdr_encode(s, h, payload, hb);
 	return auth_send_raw(fd, s, hb, payload, h->payload_len, deadline_ms);
 }
 
@@ -435,26 +537,41 @@ int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
 	if (!auth_is_handshake(h))
 		goto unexpected;
 	if (as->state == AUTH_S_HELLO && h->opcode == SDFS_OP_AUTH_HELLO) {
-		size_t nl = h->payload_len > AUTH_NONCE_BYTES
-			? h->payload_len - AUTH_NONCE_BYTES : 0;
+		size_t nl = h->payload_len > AUTH_NONCE_BYTES + 1
+			? h->payload_len - AUTH_NONCE_BYTES - 1 : 0;
+		uint8_t pick[AUTH_NONCE_BYTES + 1];
+		unsigned both;
 
 		if (nl == 0 || nl > AUTH_NAME_MAX) {
 			snprintf(why, whylen, "malformed AUTH_HELLO");
 			return refuse(h, "malformed AUTH_HELLO", out, outlen);
 		}
 		memcpy(as->nonce_c, payload, AUTH_NONCE_BYTES);
-		memcpy(as->name, payload + AUTH_NONCE_BYTES, nl);
+		as->offer = payload[AUTH_NONCE_BYTES];
+		memcpy(as->name, payload + AUTH_NONCE_BYTES + 1, nl);
 		as->name[nl] = '\0';
 		if (!auth_name_ok(as->name)) {
 			snprintf(why, whylen, "bad key name");
 			return refuse(h, "bad key name", out, outlen);
 		}
+		both = as->offer & auth_algs();
+		if (both & AUTH_ALG_AES256_GCM) {
+			as->alg = AUTH_ALG_AES256_GCM;
+		} else if (both & AUTH_ALG_CHACHA20_POLY1305) {
+			as->alg = AUTH_ALG_CHACHA20_POLY1305;
+		} else {
+			snprintf(why, whylen, "key %s: no frame MAC algorithm in "
+				 "common (offered 0x%x)", as->name, as->offer);
+			return refuse(h, "no frame MAC algorithm in common", out, outlen);
+		}
 		/* a challenge also for names we do not know: the refusal
 		 * comes after the proof and does not tell which was wrong */
 		randombytes_buf(as->nonce_s, sizeof(as->nonce_s));
+		memcpy(pick, as->nonce_s, AUTH_NONCE_BYTES);
+		pick[AUTH_NONCE_BYTES] = as->alg;
 		proto_reply_init(&r, h, SDFS_RES_OK);
-		r.payload_len = AUTH_NONCE_BYTES;
-		*outlen = frame(&r, as->nonce_s, out);
+		r.payload_len = AUTH_NONCE_BYTES + 1;
+		*outlen = frame(&r, pick, out);
 		as->state = AUTH_S_PROOF;
 		return 0;
 	}
@@ -464,7 +581,7 @@ int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
 			snprintf(why, whylen, "key %s: malformed AUTH_PROOF", as->name);
 			return refuse(h, "malformed AUTH_PROOF", out, outlen);
 		}
-		transcript(as->name, as->nonce_c, as->nonce_s, th);
+		transcript(as->name, as->nonce_c, as->nonce_s, as->offer, as->alg, th);
 		if (as->db && keydb_get(as->db, as->name, &e) == 0) {
 			keyed(e.key, "client", th, want);
 			if (crypto_verify_32(want, payload) == 0) {
@@ -495,7 +612,7 @@ int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
 		r.payload_len = (uint32_t)(AUTH_PROOF_BYTES +
 					   strlen((char *)pl + AUTH_PROOF_BYTES));
 		*outlen = frame(&r, pl, out);
-		session_keys(s, key, th, 0);
+		session_keys(s, key, th, as->alg, 0);
 		memcpy(as->key_used, key, AUTH_KEY_BYTES);
 		snprintf(who->name, sizeof(who->name), "%s", as->name);
 		who->caps = e.caps;

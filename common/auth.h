@@ -3,24 +3,36 @@
  * frame after it (docs/protocol.md "Authentication", docs/security.md).
  *
  * Handshake, in frames of the normal framing (sdfs_proto.h 2.0), untagged:
- *   client: AUTH_HELLO   payload nonce_c[32], name[1..63]
- *   server: reply        payload nonce_s[32]            (the challenge)
+ *   client: AUTH_HELLO   payload nonce_c[32], offer[1], name[1..63]
+ *   server: reply        payload nonce_s[32], alg[1]    (the challenge)
  *   client: AUTH_PROOF   payload MAC(K, "client" | T)[32]
  *   server: reply OK     payload MAC(K, "server" | T)[32], the client's
  *                        caps as text; or result SDFS_RES_AUTH with a
  *                        one-line reason as payload, then it closes.
- * T = BLAKE2b(name, nonce_c, nonce_s); MAC = BLAKE2b keyed with K (the
- * key both hold: the keyring's and the cluster's copy, keydb.h; the
- * server also accepts the previous key within its rotation grace).
- * Session keys, one per direction: BLAKE2b keyed with K over "c2s" | T
- * and "s2c" | T.
+ * offer: the frame MAC algorithms the client can run (AUTH_ALG_* bits;
+ * it always offers ChaCha20-Poly1305); alg: the one the server picked
+ * from them (AES-256-GCM when both ends have AES-NI and PCLMUL, else
+ * ChaCha20-Poly1305; an offer with nothing the server runs is refused).
+ * The client refuses a pick it did not offer.
+ * T = BLAKE2b(name, nonce_c, nonce_s, offer, alg); MAC = BLAKE2b keyed
+ * with K (the key both hold: the keyring's and the cluster's copy,
+ * keydb.h; the server also accepts the previous key within its rotation
+ * grace): a man in the middle that alters the offer or the pick fails
+ * the proofs. Session keys, one per direction: BLAKE2b keyed with K
+ * over "c2s" | T and "s2c" | T.
  *
  * Then every frame, both directions, is header | payload | tag[16]
- * (payload_len does not count the tag): tag = Poly1305 over the 64 wire
- * header bytes and the payload, keyed with the first 32 bytes of
- * ChaCha20(direction key, nonce = that direction's frame counter). A
- * frame altered, replayed, reordered, dropped or injected fails its tag:
- * the receiver closes the connection.
+ * (payload_len does not count the tag), keyed with the direction's key
+ * and nonce = that direction's frame counter (8 bytes little-endian,
+ * then 4 zero bytes):
+ *   AUTH_ALG_CHACHA20_POLY1305: Poly1305 over the 64 wire header bytes
+ *     and the payload, keyed with the first 32 bytes of
+ *     ChaCha20(direction key, nonce);
+ *   AUTH_ALG_AES256_GCM: the tag of AES-256-GCM (GMAC) with the
+ *     direction key and nonce, the payload as additional data and the
+ *     64 header bytes as the message (its ciphertext is not sent).
+ * A frame altered, replayed, reordered, dropped or injected fails its
+ * tag: the receiver closes the connection.
  *
  * libsodium only. The pure parts (frames, tags) are thread-safe on
  * their own state; a session's direction may be used by one thread at
@@ -43,6 +55,24 @@
 #define AUTH_FRAME_MAX   (SDFS_HDR_SIZE + AUTH_PROOF_BYTES + AUTH_CAPS_STR_MAX)
 #define AUTH_TIMEOUT_MS  5000   /* a whole handshake, blocking helpers */
 
+/* Frame MAC algorithms: bits of the AUTH_HELLO offer, the server's pick. */
+#define AUTH_ALG_CHACHA20_POLY1305 0x01u
+#define AUTH_ALG_AES256_GCM        0x02u
+
+/*
+ * The algorithms this process offers and accepts: those libsodium runs
+ * here (AES-256-GCM needs AES-NI and PCLMUL), within the environment's
+ * SDFS_AUTH_ALGS if set ("chacha20-poly1305", "aes256-gcm" or both,
+ * comma-separated; benchmarks compare them with it) and within @mask
+ * set by auth_algs_limit (tests: a peer without AES-NI). ChaCha20-
+ * Poly1305 is always among them.
+ */
+unsigned auth_algs(void);
+/* Limit auth_algs() to @mask (~0u: no limit); returns the old limit. */
+unsigned auth_algs_limit(unsigned mask);
+/* "chacha20-poly1305", "aes256-gcm" or "none" (0). */
+const char *auth_alg_name(unsigned alg);
+
 /* What a process proves itself with: its key name and key. */
 struct auth_cred {
 	char name[AUTH_NAME_MAX + 1];
@@ -51,12 +81,15 @@ struct auth_cred {
 
 /* One direction of a session. */
 struct auth_dir {
+	/* AES-256-GCM: the expanded key (crypto_aead_aes256gcm_state) */
+	_Alignas(16) uint8_t gcm[512];
 	uint8_t key[AUTH_KEY_BYTES];
 	uint64_t ctr;           /* frames so far: the next frame's nonce */
 };
 
 struct auth_sess {
 	int on;                 /* 0: no tags (no handshake, or auth none) */
+	unsigned alg;           /* AUTH_ALG_*, once on */
 	struct auth_dir tx, rx;
 };
 
@@ -69,12 +102,26 @@ void auth_tag(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 int auth_check(struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 	       const void *payload, size_t len, const uint8_t tag[AUTH_TAG_BYTES]);
 
+/*
+ * The payload checksum on a tagged connection: the tag covers the
+ * payload, so there a sender puts payload_csum 0 (and does not hash the
+ * payload) and a receiver does not check it. auth_hdr_encode encodes
+ * @h for sending on @s (NULL or off: proto_hdr_encode);
+ * auth_payload_check checks a received payload as its connection
+ * wants (off: proto_payload_check; on: 0, the tag was checked).
+ */
+void auth_hdr_encode(const struct auth_sess *s, const struct sdfs_hdr *h,
+		     const void *payload, uint8_t out[SDFS_HDR_SIZE]);
+int auth_payload_check(const struct auth_sess *s, const struct sdfs_hdr *h,
+		       const void *payload);
+
 /* ---- client side ---- */
 struct auth_client {
 	struct auth_cred cred;
 	uint8_t nonce_c[AUTH_NONCE_BYTES];
 	uint8_t th[32];         /* transcript hash, after the challenge */
 	uint64_t req_id;
+	uint8_t offer, alg;     /* AUTH_ALG_* offered, picked */
 };
 
 /* Start: the HELLO frame into @out (AUTH_FRAME_MAX bytes); returns its
@@ -112,6 +159,7 @@ struct auth_server {
 	struct keydb *db;       /* borrowed */
 	char name[AUTH_NAME_MAX + 1];
 	uint8_t nonce_c[AUTH_NONCE_BYTES], nonce_s[AUTH_NONCE_BYTES];
+	uint8_t offer, alg;     /* AUTH_ALG_* the client offered, we picked */
 	uint8_t key_used[AUTH_KEY_BYTES];       /* once done: the key the peer
 						   proved (auth_still_valid) */
 };

@@ -2,9 +2,11 @@
  * auth_test.c - the handshake and the frame tags of common/auth.h over
  * socketpairs: a right key gets in both ways, a wrong, unknown or
  * expired one does not, a server without the key cannot pass as one,
- * and a frame altered, replayed, reordered or injected fails its tag.
- * Also prints what a tag costs for 4 KiB and 1 MiB frames (no
- * assertion on it).
+ * and a frame altered, replayed, reordered or injected fails its tag,
+ * under each frame MAC algorithm; the algorithm is agreed (a peer
+ * without AES-NI gets ChaCha20-Poly1305, a pick not offered or an offer
+ * altered on the way fails). Also prints what a tag costs for 4 KiB
+ * and 1 MiB frames under each (no assertion on it).
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -59,7 +61,15 @@ static void setup(void)
 
 static void teardown(void)
 {
+	auth_algs_limit(~0u);
 	keydb_free(db);
+}
+
+/* The algorithm a session between two ends of this machine gets. */
+static unsigned best_alg(void)
+{
+	return crypto_aead_aes256gcm_is_available() ? AUTH_ALG_AES256_GCM
+						    : AUTH_ALG_CHACHA20_POLY1305;
 }
 
 TestSuite(auth, .init = setup, .fini = teardown, .timeout = 60);
@@ -246,17 +256,21 @@ static void pair(struct auth_sess *c, struct auth_sess *s)
 	*s = sv.s;
 }
 
-Test(auth, altered_replayed_reordered_and_injected_frames_fail)
+/* The frames checks, on a session with algorithm @alg. */
+static void altered_replayed_reordered_injected(unsigned alg)
 {
-	struct auth_sess c, s, c0, s0;
+	struct auth_sess c, s, s0;
 	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .oid = 42, .epoch = 3 };
 	uint8_t hb1[SDFS_HDR_SIZE], hb2[SDFS_HDR_SIZE], pl[4096];
 	uint8_t t1[AUTH_TAG_BYTES], t2[AUTH_TAG_BYTES], tx[AUTH_TAG_BYTES];
 
 	randombytes_buf(pl, sizeof(pl));
 	h.payload_len = sizeof(pl);
+	auth_algs_limit(alg);
 	pair(&c, &s);
-	c0 = c;
+	auth_algs_limit(~0u);
+	cr_assert_eq(c.alg, alg, "%s", auth_alg_name(c.alg));
+	cr_assert_eq(s.alg, alg);
 	s0 = s;
 	h.req_id = 1;
 	proto_hdr_encode(&h, pl, hb1);
@@ -290,9 +304,13 @@ Test(auth, altered_replayed_reordered_and_injected_frames_fail)
 	/* injected: tagged by someone without the session key */
 	s = s0;
 	{
-		struct auth_sess fake = c0;
+		struct auth_sess fake, other;
 
-		randombytes_buf(fake.tx.key, sizeof(fake.tx.key));
+		/* another session's keys, at the same counter */
+		auth_algs_limit(alg);
+		pair(&fake, &other);
+		auth_algs_limit(~0u);
+		cr_assert_eq(fake.alg, alg);
 		auth_tag(&fake, hb1, pl, sizeof(pl), tx);
 		cr_assert_eq(auth_check(&s, hb1, pl, sizeof(pl), tx), -EBADMSG);
 	}
@@ -304,6 +322,162 @@ Test(auth, altered_replayed_reordered_and_injected_frames_fail)
 		auth_tag(&srv_tx, hb1, pl, sizeof(pl), tx);
 		cr_assert_eq(auth_check(&s, hb1, pl, sizeof(pl), tx), -EBADMSG);
 	}
+}
+
+Test(auth, altered_replayed_reordered_and_injected_frames_fail_chacha20_poly1305)
+{
+	altered_replayed_reordered_injected(AUTH_ALG_CHACHA20_POLY1305);
+}
+
+Test(auth, altered_replayed_reordered_and_injected_frames_fail_aes256_gcm)
+{
+	if (!crypto_aead_aes256gcm_is_available())
+		cr_skip_test("no AES-NI/PCLMUL here");
+	altered_replayed_reordered_injected(AUTH_ALG_AES256_GCM);
+}
+
+/* A GMAC tag and a Poly1305 one of the same frame differ (the
+ * algorithm is really in use), and a frame tagged under one does not
+ * pass a session of the other with the same keys. */
+Test(auth, the_algorithms_do_not_mix)
+{
+	struct auth_sess c, s, c2;
+	uint8_t hb[SDFS_HDR_SIZE] = { 1 }, pl[300], t1[AUTH_TAG_BYTES], t2[AUTH_TAG_BYTES];
+
+	if (!crypto_aead_aes256gcm_is_available())
+		cr_skip_test("no AES-NI/PCLMUL here");
+	randombytes_buf(pl, sizeof(pl));
+	pair(&c, &s);
+	cr_assert_eq(c.alg, AUTH_ALG_AES256_GCM);
+	c2 = c;
+	c2.alg = AUTH_ALG_CHACHA20_POLY1305;
+	auth_tag(&c, hb, pl, sizeof(pl), t1);
+	auth_tag(&c2, hb, pl, sizeof(pl), t2);
+	cr_assert(memcmp(t1, t2, sizeof(t1)));
+	cr_assert_eq(auth_check(&s, hb, pl, sizeof(pl), t2), -EBADMSG);
+}
+
+/* The handshake by hand; @limit_c / @limit_s: the algorithms the client
+ * offers / the server accepts. Returns the sessions' algorithm. */
+static unsigned negotiate(unsigned limit_c, unsigned limit_s)
+{
+	struct auth_client ac;
+	struct auth_server as;
+	struct auth_cred cred = { .name = "client.alice" };
+	struct auth_sess cs = { 0 }, ss = { 0 };
+	struct auth_ident who;
+	struct sdfs_hdr h;
+	uint8_t buf[AUTH_FRAME_MAX], out[AUTH_FRAME_MAX];
+	size_t len, olen;
+	char err[256], why[256];
+
+	memcpy(cred.key, key_a, AUTH_KEY_BYTES);
+	auth_server_init(&as, db);
+	auth_algs_limit(limit_c);
+	len = auth_client_hello(&ac, &cred, 1, buf);
+	auth_algs_limit(limit_s);
+	cr_assert_eq(proto_hdr_decode(buf, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_server_step(&as, &h, buf + SDFS_HDR_SIZE, out, &olen, &ss, &who,
+				      why, sizeof(why)), 0, "%s", why);
+	auth_algs_limit(~0u);
+	cr_assert_eq(proto_hdr_decode(out, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_client_challenge(&ac, &h, out + SDFS_HDR_SIZE, buf, &len, err,
+					   sizeof(err)), 0, "%s", err);
+	cr_assert_eq(proto_hdr_decode(buf, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_server_step(&as, &h, buf + SDFS_HDR_SIZE, out, &olen, &ss, &who,
+				      why, sizeof(why)), 1, "%s", why);
+	cr_assert_eq(proto_hdr_decode(out, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_client_done(&ac, &h, out + SDFS_HDR_SIZE, &cs, NULL, 0, err,
+				      sizeof(err)), 0, "%s", err);
+	cr_assert_eq(cs.alg, ss.alg);
+	/* and frames pass both ways under it */
+	{
+		uint8_t hb[SDFS_HDR_SIZE] = { 7 }, pl[64] = { 9 }, tag[AUTH_TAG_BYTES];
+
+		auth_tag(&cs, hb, pl, sizeof(pl), tag);
+		cr_assert_eq(auth_check(&ss, hb, pl, sizeof(pl), tag), 0);
+		auth_tag(&ss, hb, pl, sizeof(pl), tag);
+		cr_assert_eq(auth_check(&cs, hb, pl, sizeof(pl), tag), 0);
+	}
+	return cs.alg;
+}
+
+Test(auth, both_ends_agree_on_the_best_algorithm_they_share)
+{
+	cr_assert_eq(negotiate(~0u, ~0u), best_alg());
+	/* a client without AES-NI offers ChaCha20-Poly1305 only */
+	cr_assert_eq(negotiate(AUTH_ALG_CHACHA20_POLY1305, ~0u),
+		     AUTH_ALG_CHACHA20_POLY1305);
+	/* a server without AES-NI picks it from a full offer */
+	cr_assert_eq(negotiate(~0u, AUTH_ALG_CHACHA20_POLY1305),
+		     AUTH_ALG_CHACHA20_POLY1305);
+	/* ChaCha20-Poly1305 cannot be limited away: always the fallback */
+	cr_assert_eq(negotiate(0, 0), AUTH_ALG_CHACHA20_POLY1305);
+}
+
+/* Rewrite the handshake frame @buf's payload byte @off (its header's
+ * payload checksum fixed, as a man in the middle would). */
+static void rewrite(uint8_t *buf, size_t off, uint8_t val)
+{
+	struct sdfs_hdr h;
+
+	cr_assert_eq(proto_hdr_decode(buf, AUTH_FRAME_MAX, &h), 0);
+	buf[SDFS_HDR_SIZE + off] = val;
+	proto_hdr_encode(&h, buf + SDFS_HDR_SIZE, buf);
+}
+
+Test(auth, a_pick_not_offered_or_an_altered_offer_fails)
+{
+	struct auth_client ac;
+	struct auth_server as;
+	struct auth_cred cred = { .name = "client.alice" };
+	struct auth_sess ss = { 0 };
+	struct auth_ident who;
+	struct sdfs_hdr h;
+	uint8_t buf[AUTH_FRAME_MAX], out[AUTH_FRAME_MAX];
+	size_t len, olen;
+	char err[256], why[256];
+
+	memcpy(cred.key, key_a, AUTH_KEY_BYTES);
+
+	/* the server's pick rewritten to one the client did not offer */
+	auth_server_init(&as, db);
+	auth_algs_limit(AUTH_ALG_CHACHA20_POLY1305);
+	len = auth_client_hello(&ac, &cred, 1, buf);
+	auth_algs_limit(~0u);
+	cr_assert_eq(proto_hdr_decode(buf, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_server_step(&as, &h, buf + SDFS_HDR_SIZE, out, &olen, &ss, &who,
+				      why, sizeof(why)), 0, "%s", why);
+	rewrite(out, AUTH_NONCE_BYTES, AUTH_ALG_AES256_GCM);
+	cr_assert_eq(proto_hdr_decode(out, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_client_challenge(&ac, &h, out + SDFS_HDR_SIZE, buf, &len, err,
+					   sizeof(err)), -EPROTO);
+	cr_assert(strstr(err, "not one we offered"), "%s", err);
+
+	/* the offer cut down on the way (a downgrade): the proofs fail */
+	auth_server_init(&as, db);
+	len = auth_client_hello(&ac, &cred, 1, buf);
+	rewrite(buf, AUTH_NONCE_BYTES, AUTH_ALG_CHACHA20_POLY1305);
+	cr_assert_eq(proto_hdr_decode(buf, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_server_step(&as, &h, buf + SDFS_HDR_SIZE, out, &olen, &ss, &who,
+				      why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(proto_hdr_decode(out, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_client_challenge(&ac, &h, out + SDFS_HDR_SIZE, buf, &len, err,
+					   sizeof(err)), 0, "%s", err);
+	cr_assert_eq(proto_hdr_decode(buf, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_server_step(&as, &h, buf + SDFS_HDR_SIZE, out, &olen, &ss, &who,
+				      why, sizeof(why)), -EACCES);
+	cr_assert(strstr(why, "wrong key"), "%s", why);
+	cr_assert(!ss.on);
+
+	/* an offer of nothing we run: refused */
+	auth_server_init(&as, db);
+	len = auth_client_hello(&ac, &cred, 1, buf);
+	rewrite(buf, AUTH_NONCE_BYTES, 0x80);
+	cr_assert_eq(proto_hdr_decode(buf, AUTH_FRAME_MAX, &h), 0);
+	cr_assert_eq(auth_server_step(&as, &h, buf + SDFS_HDR_SIZE, out, &olen, &ss, &who,
+				      why, sizeof(why)), -EACCES);
+	cr_assert(strstr(why, "no frame MAC algorithm in common"), "%s", why);
 }
 
 Test(auth, client_refuses_a_server_that_does_not_know_its_key)
@@ -415,7 +589,7 @@ Test(auth, old_peers_get_a_clear_error)
 	close(sp[1]);
 }
 
-static double tag_ns(size_t len, int iters)
+static double tag_ns(unsigned alg, size_t len, int iters)
 {
 	struct auth_sess c, s;
 	struct timespec a, b;
@@ -424,7 +598,10 @@ static double tag_ns(size_t len, int iters)
 
 	cr_assert(pl);
 	randombytes_buf(pl, len);
+	auth_algs_limit(alg);
 	pair(&c, &s);
+	auth_algs_limit(~0u);
+	cr_assert_eq(c.alg, alg);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (int i = 0; i < iters; i++)
 		auth_tag(&c, hb, pl, len, tag);
@@ -436,10 +613,51 @@ static double tag_ns(size_t len, int iters)
 /* Not a check: what a tag costs here (docs/protocol.md quotes it). */
 Test(auth, tag_speed_is_printed)
 {
-	double t4k = tag_ns(4096, 20000), t1m = tag_ns(1 << 20, 200);
+	unsigned algs[] = { AUTH_ALG_CHACHA20_POLY1305, AUTH_ALG_AES256_GCM };
 
-	cr_log_info("frame tag: 4 KiB %.2f us (%.0f MB/s), 1 MiB %.0f us (%.0f MB/s)",
-		    t4k / 1e3, 4096 / t4k * 1e3, t1m / 1e3, (1 << 20) / t1m * 1e3);
-	fprintf(stderr, "frame tag: 4 KiB %.2f us (%.0f MB/s), 1 MiB %.0f us (%.0f MB/s)\n",
-		t4k / 1e3, 4096 / t4k * 1e3, t1m / 1e3, (1 << 20) / t1m * 1e3);
+	for (int i = 0; i < 2; i++) {
+		if (algs[i] == AUTH_ALG_AES256_GCM && !crypto_aead_aes256gcm_is_available())
+			continue;
+		double t4k = tag_ns(algs[i], 4096, 20000), t1m = tag_ns(algs[i], 1 << 20, 200);
+
+		cr_log_info("frame tag %s: 4 KiB %.2f us (%.0f MB/s), 1 MiB %.0f us (%.0f MB/s)",
+			    auth_alg_name(algs[i]), t4k / 1e3, 4096 / t4k * 1e3, t1m / 1e3,
+			    (1 << 20) / t1m * 1e3);
+		fprintf(stderr, "frame tag %s: 4 KiB %.2f us (%.0f MB/s), 1 MiB %.0f us "
+			"(%.0f MB/s)\n", auth_alg_name(algs[i]), t4k / 1e3, 4096 / t4k * 1e3,
+			t1m / 1e3, (1 << 20) / t1m * 1e3);
+	}
+}
+
+/* On a tagged connection the payload checksum is 0 and not checked (the
+ * tag covers the payload); on a plain one it is sent and checked. */
+Test(auth, tagged_frames_carry_no_payload_checksum)
+{
+	struct auth_sess c, s, plain = { 0 };
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_WRITE, .oid = 5 }, got;
+	uint8_t hb[SDFS_HDR_SIZE], pl[1000], tag[AUTH_TAG_BYTES];
+
+	randombytes_buf(pl, sizeof(pl));
+	h.payload_len = sizeof(pl);
+	pair(&c, &s);
+	auth_hdr_encode(&c, &h, pl, hb);
+	cr_assert_eq(proto_hdr_decode(hb, sizeof(pl), &got), 0);
+	cr_assert_eq(got.payload_csum, 0);
+	auth_tag(&c, hb, pl, sizeof(pl), tag);
+	cr_assert_eq(auth_check(&s, hb, pl, sizeof(pl), tag), 0);
+	cr_assert_eq(auth_payload_check(&s, &got, pl), 0);
+	/* a payload byte changed: the tag catches it */
+	pl[3] ^= 1;
+	auth_tag(&c, hb, pl, sizeof(pl), tag);
+	pl[3] ^= 1;
+	cr_assert_eq(auth_check(&s, hb, pl, sizeof(pl), tag), -EBADMSG);
+
+	/* untagged: the checksum is there and checked */
+	auth_hdr_encode(&plain, &h, pl, hb);
+	cr_assert_eq(proto_hdr_decode(hb, sizeof(pl), &got), 0);
+	cr_assert_neq(got.payload_csum, 0);
+	cr_assert_eq(auth_payload_check(&plain, &got, pl), 0);
+	cr_assert_eq(auth_payload_check(NULL, &got, pl), 0);
+	pl[3] ^= 1;
+	cr_assert_eq(auth_payload_check(&plain, &got, pl), -EPROTO);
 }

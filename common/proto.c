@@ -17,11 +17,9 @@ static inline uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); r
 #define KNOWN_FLAGS (SDFS_F_REPLY | SDFS_F_CREATE | SDFS_F_ALL | SDFS_F_FIRST | \
 		     SDFS_F_MORE | SDFS_F_EPOCHS | SDFS_F_RAW | SDFS_F_SYNC)
 
-void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
-		      uint8_t out[SDFS_HDR_SIZE])
+static void hdr_encode(const struct sdfs_hdr *h, uint64_t pcsum,
+		       uint8_t out[SDFS_HDR_SIZE])
 {
-	uint64_t pcsum = h->payload_len ? csum64(payload, h->payload_len) : 0;
-
 	put32(out + 0, SDFS_PROTO_MAGIC);
 	out[4] = SDFS_PROTO_MAJOR;
 	out[5] = SDFS_PROTO_MINOR;
@@ -37,6 +35,17 @@ void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
 	put64(out + 48, pcsum);
 	put32(out + 56, h->token);
 	put32(out + 60, (uint32_t)csum64(out, 60));
+}
+
+void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
+		      uint8_t out[SDFS_HDR_SIZE])
+{
+	hdr_encode(h, h->payload_len ? csum64(payload, h->payload_len) : 0, out);
+}
+
+void proto_hdr_encode_nocsum(const struct sdfs_hdr *h, uint8_t out[SDFS_HDR_SIZE])
+{
+	hdr_encode(h, 0, out);
 }
 
 int proto_hdr_decode(const uint8_t in[SDFS_HDR_SIZE], uint32_t max_payload,

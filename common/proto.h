@@ -17,6 +17,9 @@
  * and write the 64 wire bytes of @h into @out. */
 void proto_hdr_encode(const struct sdfs_hdr *h, const void *payload,
 		      uint8_t out[SDFS_HDR_SIZE]);
+/* The same with payload_csum 0, the payload not read: a frame on a
+ * tagged connection, whose MAC covers the payload (auth_hdr_encode). */
+void proto_hdr_encode_nocsum(const struct sdfs_hdr *h, uint8_t out[SDFS_HDR_SIZE]);
 
 /*
  * Decode and check 64 wire bytes. Checks magic, header checksum, major

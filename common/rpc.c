@@ -196,6 +196,8 @@ static void call_fail(struct rpc_call *c, int err)
 /* The connection is ours and ready: tag the request (its session), send. */
 static void call_ready(struct rpc_call *c)
 {
+	/* encoded now that the connection, tagged or not, is known */
+	auth_hdr_encode(&c->sess, &c->req, c->payload, c->hbuf);
 	if (c->sess.on)
 		auth_tag(&c->sess, c->hbuf, c->payload, c->req.payload_len, c->tag);
 	c->state = ST_SENDING;
@@ -339,7 +341,6 @@ static void call_start(struct pool *p, struct rpc_call *c, uint64_t id)
 
 	c->done = 0;
 	c->req.req_id = id;
-	proto_hdr_encode(&c->req, c->payload, c->hbuf);
 	c->fd = c->retried ? -1 : pool_take(p, c->node, &c->sess);
 	if (c->fd >= 0) {
 		c->reused = 1;
@@ -514,7 +515,7 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 			return;
 		}
 	}
-	if (proto_payload_check(&c->reply, c->rdst) != 0) {
+	if (auth_payload_check(&c->sess, &c->reply, c->rdst) != 0) {
 		call_fail(c, -EPROTO);
 		return;
 	}

@@ -57,7 +57,10 @@
  *        every connection starts with AUTH_HELLO / AUTH_PROOF (mutual,
  *        a keyed MAC over both nonces), unless the cluster was formatted
  *        with auth none; then every frame, both directions, carries a
- *        16-byte tag after its payload (not counted in payload_len).
+ *        16-byte tag after its payload (not counted in payload_len):
+ *        AES-256-GCM (GMAC) or ChaCha20-Poly1305, offered in AUTH_HELLO
+ *        and picked by the server (auth.h); a tagged frame's payload_csum
+ *        is 0 and not checked (the tag covers the payload).
  *        SDFS_RES_AUTH refuses an unauthenticated or failed peer. A 1.x
  *        peer gets SDFS_RES_BAD_VERSION; a 1.x answer to a 2.0 peer reads
  *        as "peer speaks protocol 1.x". Minor-version rules of 1.x (sizes
@@ -136,7 +139,8 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	/* 1.8: open files kept past their last name (docs/mds.md) */
 	SDFS_OP_NS_OPEN         = 0x41,
 	/* 2.0: the handshake, any client -> any daemon, untagged (auth.h) */
-	SDFS_OP_AUTH_HELLO      = 0x50, /* nonce_c[32], key name -> nonce_s[32] */
+	SDFS_OP_AUTH_HELLO      = 0x50, /* nonce_c[32], offer, key name ->
+					   nonce_s[32], alg */
 	SDFS_OP_AUTH_PROOF      = 0x51, /* proof[32] -> proof[32], caps text */
 	/* 2.0: object capabilities (common/objcap.h) */
 	SDFS_OP_NS_OBJCAP       = 0x42,
@@ -214,7 +218,8 @@ struct sdfs_hdr {
 	uint64_t oid, offset;
 	uint32_t length;        /* bytes asked for (READ), max entries (LIST) */
 	uint32_t payload_len;   /* bytes that follow the header */
-	uint64_t payload_csum;  /* XXH3-64 of the payload; 0 when payload_len is 0 */
+	uint64_t payload_csum;  /* XXH3-64 of the payload; 0 when payload_len
+				   is 0, and on a tagged connection (2.0) */
 	uint32_t token;         /* 1.2: fencing token of a mutation (the MDS
 				   epoch for MDS-database objects); 0 = none.
 				   Sent as 0 and ignored by 1.0/1.1 peers */

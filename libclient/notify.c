@@ -265,7 +265,7 @@ static int read_payload(struct notify *nt, int fd, const uint8_t *raw,
 		if (!ret && auth_check(&nt->sess, raw, nt->buf, h->payload_len, tag))
 			ret = -EBADMSG;
 	}
-	if (!ret && h->payload_len && proto_payload_check(h, nt->buf))
+	if (!ret && h->payload_len && auth_payload_check(&nt->sess, h, nt->buf))
 		ret = -EBADMSG;
 	return ret;
 }
@@ -322,7 +322,7 @@ static int subscribe(struct notify *nt, int *fdp)
 	h.req_id = client_req_id(nt->s);
 	h.oid = req.ino;
 	h.payload_len = SDFS_NS_REQ_SIZE;
-	proto_hdr_encode(&h, msg + SDFS_HDR_SIZE, msg);
+	auth_hdr_encode(&nt->sess, &h, msg + SDFS_HDR_SIZE, msg);
 
 	deadline = net_now_ms() + NOTIFY_IO_MS;
 	ret = send_frame(nt, fd, msg, sizeof(msg), deadline);
@@ -398,7 +398,7 @@ static int handle_notify(struct notify *nt, int fd, const uint8_t *hraw,
 	if (k)
 		nt->fn(nt->arg, nt->iv, k);
 	proto_reply_init(&reply, h, SDFS_RES_OK);
-	proto_hdr_encode(&reply, NULL, raw);
+	auth_hdr_encode(&nt->sess, &reply, NULL, raw);
 	return send_frame(nt, fd, raw, sizeof(raw), net_now_ms() + NOTIFY_IO_MS);
 }
 

@@ -385,7 +385,7 @@ static int exchange(struct attempt *at, int fd, struct auth_sess *sess,
 		}
 	}
 	if (!ret && reply->payload_len)
-		ret = proto_payload_check(reply, *rep);
+		ret = auth_payload_check(sess, reply, *rep);
 	if (ret) {
 		free(*rep);
 		*rep = NULL;
@@ -475,7 +475,6 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 	h.req_id = client_req_id(s);
 	h.oid = req->ino;
 	h.payload_len = (uint32_t)plen;
-	proto_hdr_encode(&h, msg + SDFS_HDR_SIZE, msg);
 
 	for (;;) {
 		struct attempt at = { .s = s, .nc = nc };
@@ -504,6 +503,8 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		 * timeout, only by the attempt's bound */
 		at.deadline = now + NS_ATTEMPT_MS < lim ? now + NS_ATTEMPT_MS : lim;
 		tries++;
+		/* per attempt: the connection's session decides the checksum */
+		auth_hdr_encode(&sess, &h, msg + SDFS_HDR_SIZE, msg);
 		ret = exchange(&at, fd, &sess, msg, msg_len, h.req_id, reply, rep);
 		sent |= at.sent;
 		/* an mds answered, or held the request without refusing it

@@ -447,7 +447,7 @@ static int push(struct leases *l, uint64_t client, const struct target *t, size_
 	}
 	h.req_id = *seq;
 	h.payload_len = (uint32_t)len;
-	proto_hdr_encode(&h, pl, hb);
+	auth_hdr_encode(tx, &h, pl, hb);
 	struct iovec iov[3] = { { hb, sizeof(hb) }, { pl, len }, { tag, 0 } };
 	if (tx && tx->on) {
 		auth_tag(tx, hb, pl, len, tag);

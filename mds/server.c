@@ -222,7 +222,7 @@ static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
 	if (!err && rep && rep->more)
 		h.flags |= SDFS_F_MORE;
 	h.payload_len = !err && rep ? rep->len : 0;
-	proto_hdr_encode(&h, h.payload_len ? rep->data : NULL, hb);
+	auth_hdr_encode(&c->sess, &h, h.payload_len ? rep->data : NULL, hb);
 	/* The last check before acknowledging: a deposed mds says nothing. */
 	if (res != SDFS_RES_SHUTDOWN && !mds_may_reply(c->m))
 		return -ESHUTDOWN;
@@ -340,7 +340,7 @@ static int serve_one(struct conn *c)
 		return -EACCES;
 	}
 	payload_buf = c->buf;
-	if (proto_payload_check(&h, payload_buf)) {
+	if (auth_payload_check(&c->sess, &h, payload_buf)) {
 		log_debug("connection: payload checksum mismatch; closing");
 		return -EPROTO;
 	}

@@ -181,7 +181,7 @@ int wire_auth(int fd, const char *name, const uint8_t key[AUTH_KEY_BYTES],
 size_t wire_frame_auth(struct auth_sess *s, const struct sdfs_hdr *h,
 		       const void *payload, uint8_t *out)
 {
-	proto_hdr_encode(h, payload, out);
+	auth_hdr_encode(s, h, payload, out);
 	if (h->payload_len)
 		memcpy(out + SDFS_HDR_SIZE, payload, h->payload_len);
 	auth_tag(s, out, payload, h->payload_len, out + SDFS_HDR_SIZE + h->payload_len);
@@ -221,7 +221,7 @@ int wire_recv_reply_auth(int fd, struct auth_sess *s, struct sdfs_hdr *h,
 		return ret;
 	if (auth_check(s, wire, buf, h->payload_len, tag))
 		return -EBADMSG;
-	return proto_payload_check(h, buf);
+	return auth_payload_check(s, h, buf);
 }
 
 void wire_fix_csums(uint8_t *wire)

@@ -254,19 +254,9 @@ static int auth_setup(struct blockd *bd, const struct keyring *kr, int have_kr)
 		rpc_set_default_auth(0, NULL);
 		return 0;
 	}
-	if (!have_kr || !kr->has_secret) {
-		log_err("cluster=%s requires authentication: this daemon needs a "
-			"keyring with its key and the cluster secret (--keyring, or "
-			"keyring = in sdfs.conf; sdfs auth get)", bd->conf.cluster);
-		return -EACCES;
-	}
-	ret = keydb_new(&bd->keydb);
-	if (!ret)
-		ret = coord_auth_follow(bd->coord, kr->secret, bd->keydb);
-	if (ret) {
-		log_err("cannot load the cluster's keys: %s", strerror(-ret));
+	ret = coord_auth_daemon_keys(bd->coord, kr, have_kr, bd->conf.cluster, &bd->keydb);
+	if (ret)
 		return ret;
-	}
 	auth_cred_of(kr, &cred);
 	rpc_set_default_auth(1, &cred);
 	ops_set_secret(bd, kr->secret);  /* object capabilities (ops.c) */

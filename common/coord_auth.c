@@ -472,3 +472,22 @@ void coord_auth_stop(struct coord *c)
 	sodium_memzero(f->secret, sizeof(f->secret));
 	free(f);
 }
+
+int coord_auth_daemon_keys(struct coord *c, const struct keyring *kr, int have_kr,
+			   const char *cluster, struct keydb **db)
+{
+	int ret;
+
+	if (!have_kr || !kr->has_secret) {
+		log_err("cluster=%s requires authentication: this daemon needs a "
+			"keyring with its key and the cluster secret (--keyring, or "
+			"keyring = in sdfs.conf; sdfs auth get)", cluster);
+		return -EACCES;
+	}
+	ret = keydb_new(db);
+	if (!ret)
+		ret = coord_auth_follow(c, kr->secret, *db);
+	if (ret)
+		log_err("cannot load the cluster's keys: %s", strerror(-ret));
+	return ret;
+}

@@ -37,4 +37,12 @@ int coord_auth_list(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
  */
 int coord_auth_follow(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
 		      struct keydb *db);
+/*
+ * A daemon's start (sdfs-blockd, sdfs-mds) on a cluster that requires
+ * authentication: its keyring @kr (loaded: @have_kr) must hold the
+ * cluster secret; then a new key table *@db follows auth/ (freed by the
+ * caller after coord_close). 0, or -errno with the reason logged.
+ */
+int coord_auth_daemon_keys(struct coord *c, const struct keyring *kr, int have_kr,
+			   const char *cluster, struct keydb **db);
 #endif

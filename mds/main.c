@@ -408,19 +408,9 @@ static int auth_setup(struct mds *m, const struct keyring *kr, int have_kr)
 	m->auth = cfg.auth == CMAP_AUTH_REQUIRED;
 	if (!m->auth)
 		return 0;
-	if (!have_kr || !kr->has_secret) {
-		log_err("cluster=%s requires authentication: this daemon needs a "
-			"keyring with its key and the cluster secret (--keyring, or "
-			"keyring = in sdfs.conf; sdfs auth get)", m->conf.cluster);
-		return -EACCES;
-	}
-	ret = keydb_new(&m->keydb);
-	if (!ret)
-		ret = coord_auth_follow(m->coord, kr->secret, m->keydb);
-	if (ret) {
-		log_err("cannot load the cluster's keys: %s", strerror(-ret));
+	ret = coord_auth_daemon_keys(m->coord, kr, have_kr, m->conf.cluster, &m->keydb);
+	if (ret)
 		return ret;
-	}
 	m->secret = kr->secret;
 	log_info("authentication required: key %s, %zu keys known", kr->name,
 		 keydb_count(m->keydb));

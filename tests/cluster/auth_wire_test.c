@@ -33,6 +33,7 @@
 #include "common/keys.h"
 #include "common/proto.h"
 #include "tests/cluster/fixture.h"
+#include "tests/cluster/tkeys.h"
 #include "tests/cluster/wire.h"
 
 #define ROOT 1
@@ -48,29 +49,6 @@ static uint8_t secret[AUTH_KEY_BYTES], client_key[AUTH_KEY_BYTES];
 static struct coord_cred admin_cred;    /* dev up's DIR/keyring */
 static uint64_t req_ids = 9000;
 
-static void put_key(struct coord *c, const char *name, const uint8_t *key,
-		    const char *caps)
-{
-	struct keydb_ent e = { 0 };
-	char err[128];
-
-	snprintf(e.name, sizeof(e.name), "%s", name);
-	memcpy(e.key, key, AUTH_KEY_BYTES);
-	cr_assert_eq(auth_caps_parse(caps, &e.caps, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(coord_auth_put(c, secret, &e), 0);
-}
-
-/* A client keyring: @name, @key and the ZooKeeper password of clients. */
-static void save_keyring(const char *path, const char *name, const uint8_t *key)
-{
-	struct keyring kr = { 0 };
-
-	snprintf(kr.name, sizeof(kr.name), "%s", name);
-	memcpy(kr.key, key, AUTH_KEY_BYTES);
-	auth_zk_password(secret, 0, kr.zk_pw);
-	cr_assert_eq(keyring_save(path, &kr), 0, "%s", path);
-}
-
 /* An admin ZooKeeper session of the test's cluster (close it). */
 static struct coord *admin_coord(void)
 {
@@ -83,18 +61,6 @@ static struct coord *admin_coord(void)
 	cr_assert_eq(coord_open_cred(conf.zk, conf.cluster, &admin_cred, 5000, 10000, NULL,
 				     NULL, &c), 0);
 	return c;
-}
-
-static void dev_restart(const char *name)
-{
-	char *out = NULL, *err = NULL;
-	int ret;
-
-	cr_assert_eq(tcluster_kill(tc, name), 0);
-	ret = tsdfs_run(&out, &err, "dev start --dir %s %s", tcluster_dir(tc), name);
-	cr_assert_eq(ret, 0, "dev start %s: %s%s", name, out, err);
-	free(out);
-	free(err);
 }
 
 /* The authenticated handle can make and remove a directory. */
@@ -128,11 +94,11 @@ static void auth_up(unsigned nblockd, unsigned copies)
 	cr_assert_eq(coord_cred_from_keyring(&admin, &admin_cred), 0);
 	c = admin_coord();
 	auth_random_key(client_key);
-	put_key(c, CLIENT_KEY, client_key, "admin");
+	tkeys_put(c, secret, CLIENT_KEY, client_key, "admin");
 	coord_close(c);
 	snprintf(client_keyring, sizeof(client_keyring), "%s/client.keyring",
 		 tcluster_dir(tc));
-	save_keyring(client_keyring, CLIENT_KEY, client_key);
+	tkeys_save_client(client_keyring, secret, CLIENT_KEY, client_key);
 	cr_assert_eq(sdfs_connect_keyring(conf.zk, conf.cluster, 10000, client_keyring,
 					  &cl, err, sizeof(err)), 0, "%s", err);
 	/* the daemons' key tables follow ZooKeeper: the new key shortly */
@@ -482,7 +448,7 @@ Test(auth_wire, a_handle_with_a_wrong_key_gets_eacces)
 	cr_assert_eq(conf_load(tcluster_conf(tc), &conf, err, sizeof(err)), 0, "%s", err);
 	auth_random_key(bad);
 	snprintf(path, sizeof(path), "%s/bad.keyring", tcluster_dir(tc));
-	save_keyring(path, CLIENT_KEY, bad);
+	tkeys_save_client(path, secret, CLIENT_KEY, bad);
 	cr_assert_eq(sdfs_connect_keyring(conf.zk, conf.cluster, 5000, path, &s, err,
 					  sizeof(err)), 0, "%s", err);
 	cr_assert_eq(sdfs_obj_read(s, 0x5a0004, buf, sizeof(buf), 0), -EACCES);
@@ -556,11 +522,11 @@ Test(auth_wire, a_rotated_key_is_taken_from_the_keyring_file)
 	cr_assert_eq(serves("before"), 0);
 	auth_random_key(newkey);
 	c = admin_coord();
-	put_key(c, CLIENT_KEY, newkey, "admin");
+	tkeys_put(c, secret, CLIENT_KEY, newkey, "admin");
 	coord_close(c);
-	save_keyring(client_keyring, CLIENT_KEY, newkey);
-	dev_restart("blockd.0");
-	dev_restart("mds.0");
+	tkeys_save_client(client_keyring, secret, CLIENT_KEY, newkey);
+	tkeys_dev_restart(tc, "blockd.0");
+	tkeys_dev_restart(tc, "mds.0");
 	for (int64_t end = tnow_ms() + 60000; ret && tnow_ms() < end; tsleep_ms(200))
 		ret = serves("after");
 	cr_assert_eq(ret, 0, "the handle did not take its new key: %s", strerror(-ret));

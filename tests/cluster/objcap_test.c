@@ -35,6 +35,7 @@
 #include "common/oid.h"
 #include "common/proto.h"
 #include "tests/cluster/fixture.h"
+#include "tests/cluster/tkeys.h"
 #include "tests/cluster/wire.h"
 
 #define ROOT 1
@@ -51,41 +52,6 @@ static uint8_t secret[AUTH_KEY_BYTES], capkey[AUTH_KEY_BYTES], admin_key[AUTH_KE
 	       alice_key[AUTH_KEY_BYTES], bob_key[AUTH_KEY_BYTES];
 static uint64_t req_ids = 7000;
 
-static void put_key(struct coord *c, const char *name, const uint8_t *key,
-		    const char *caps)
-{
-	struct keydb_ent e = { 0 };
-	char err[128];
-
-	snprintf(e.name, sizeof(e.name), "%s", name);
-	memcpy(e.key, key, AUTH_KEY_BYTES);
-	cr_assert_eq(auth_caps_parse(caps, &e.caps, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(coord_auth_put(c, secret, &e), 0);
-}
-
-/* A client keyring: @name, @key and the ZooKeeper password of clients. */
-static void save_keyring(const char *path, const char *name, const uint8_t *key)
-{
-	struct keyring kr = { 0 };
-
-	snprintf(kr.name, sizeof(kr.name), "%s", name);
-	memcpy(kr.key, key, AUTH_KEY_BYTES);
-	auth_zk_password(secret, 0, kr.zk_pw);
-	cr_assert_eq(keyring_save(path, &kr), 0, "%s", path);
-}
-
-static void dev_restart(const char *name)
-{
-	char *out = NULL, *err = NULL;
-	int ret;
-
-	cr_assert_eq(tcluster_kill(tc, name), 0);
-	ret = tsdfs_run(&out, &err, "dev start --dir %s %s", tcluster_dir(tc), name);
-	cr_assert_eq(ret, 0, "dev start %s: %s%s", name, out, err);
-	free(out);
-	free(err);
-}
-
 static struct sdfs *handle_of(const struct sdfs_conf *conf, const char *name,
 			      const uint8_t *key)
 {
@@ -93,7 +59,7 @@ static struct sdfs *handle_of(const struct sdfs_conf *conf, const char *name,
 	struct sdfs *s;
 
 	snprintf(path, sizeof(path), "%s/%s.keyring", tcluster_dir(tc), name);
-	save_keyring(path, name, key);
+	tkeys_save_client(path, secret, name, key);
 	cr_assert_eq(sdfs_connect_keyring(conf->zk, conf->cluster, 10000, path, &s, err,
 					  sizeof(err)), 0, "%s", err);
 	return s;
@@ -124,9 +90,9 @@ static void up(void)
 	auth_random_key(bob_key);
 	cr_assert_eq(coord_open_cred(conf.zk, conf.cluster, &cred, 5000, 10000, NULL, NULL,
 				     &c), 0);
-	put_key(c, ADMIN_KEY, admin_key, "admin");
-	put_key(c, ALICE, alice_key, "rw");
-	put_key(c, BOB, bob_key, "rw");
+	tkeys_put(c, secret, ADMIN_KEY, admin_key, "admin");
+	tkeys_put(c, secret, ALICE, alice_key, "rw");
+	tkeys_put(c, secret, BOB, bob_key, "rw");
 	coord_close(c);
 
 	/* the mds signs caps for LIFETIME_MS: it reads that at start */
@@ -134,7 +100,7 @@ static void up(void)
 	cr_assert_not_null(f);
 	fprintf(f, "objcap_lifetime_ms = %d\n", LIFETIME_MS);
 	fclose(f);
-	dev_restart("mds.0");
+	tkeys_dev_restart(tc, "mds.0");
 	admin = handle_of(&conf, ADMIN_KEY, admin_key);
 	alice = handle_of(&conf, ALICE, alice_key);
 	/* the daemons' key tables follow ZooKeeper: the new keys shortly */

@@ -80,7 +80,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 0              /* bump = additions only */
+#define SDFS_PROTO_MINOR 1              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -144,6 +144,9 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_AUTH_PROOF      = 0x51, /* proof[32] -> proof[32], caps text */
 	/* 2.0: object capabilities (common/objcap.h) */
 	SDFS_OP_NS_OBJCAP       = 0x42,
+	/* 2.1: make every namespace change acknowledged so far durable
+	 * (power-loss safe): fsync, fsyncdir; empty -> empty */
+	SDFS_OP_NS_SYNC         = 0x43,
 	/* 1.5: peer-only, primary -> every up holder (itself included):
 	 * apply this mutation of a shared object, as ordered by the primary.
 	 * Same header and payload as the client op they carry (0x80 | op). */

@@ -413,6 +413,17 @@ struct sdfs_statfs {
 };
 int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st);
 
+/*
+ * Make every namespace change this handle's calls made (and every one
+ * acknowledged to anyone before this call) durable: on stable storage on
+ * every replica of the mds database, so a power loss of every node keeps
+ * it (docs/consistency.md "What is durable when"). An acknowledged change
+ * already survives the crash of any process and the loss of copies-1
+ * nodes; this is what fsync and fsyncdir add. Returns 0 at once when this
+ * handle made no change since its last sync. 0 or -errno (-EIO).
+ */
+int sdfs_ns_sync(struct sdfs *s);
+
 /* xattrs: names "user.*", "trusted.*", "security.*", and the POSIX
  * ACLs "system.posix_acl_access" and "system.posix_acl_default" in the
  * kernel's xattr form (-EINVAL when not a valid ACL; setting an access

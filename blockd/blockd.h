@@ -40,6 +40,10 @@ struct blockd {
 	char dir[512];
 	char host[CMAP_MAX_HOST];
 	uint16_t port;
+	/* the cluster network (--cluster-listen, sdfs.conf cluster_addr):
+	 * peers' connections only; cport 0: none, peers use the public */
+	char chost[CMAP_MAX_HOST];
+	uint16_t cport;
 	uint32_t zone;
 	uint32_t weight;                /* 0: from capacity */
 	int io_threads;
@@ -65,6 +69,7 @@ struct blockd {
 	uint32_t node_id;
 	struct cmap *map;               /* latest map seen; epoch = map->epoch */
 	int listen_fd;
+	int cluster_fd;                 /* the cluster listener, or -1 */
 	int stopping;
 	int zk_connected;               /* our ZooKeeper session is live */
 	int zk_expired;                 /* session gone, new one not yet made */
@@ -107,7 +112,8 @@ struct blockd {
 	uint8_t objcap_key[AUTH_KEY_BYTES];
 };
 
-/* client_conn.c: accept connections on bd->listen_fd. */
+/* client_conn.c: accept connections on bd->listen_fd, and on
+ * bd->cluster_fd (when >= 0) those of daemon keys only. */
 int client_conn_start(struct blockd *bd);
 
 /* ops.c: the request dispatch (see client_conn.c for framing). */

@@ -34,6 +34,12 @@
  * every frame carries its tag: a frame that fails it closes the
  * connection; replies are tagged under conn.lock, in the order they go
  * on the wire.
+ *
+ * The cluster listener (bd->cluster_fd, sdfs.conf cluster_addr) serves
+ * the same requests, to block daemons only: a key without the daemon
+ * cap that completes the handshake there gets a refusal in place of
+ * the handshake's last answer, naming the public address, and is
+ * closed (logged with its address and key).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -100,6 +106,7 @@ struct conn {
 
 	/* authentication: loop thread only; ident fixed once authed */
 	int authed;             /* handshake done, or none needed */
+	int cluster;            /* came to the cluster listener */
 	int64_t born_ms;        /* accepted: the handshake is due within
 				   frame_timeout_ms */
 	struct auth_server as;
@@ -323,6 +330,20 @@ static void conn_auth_frame(struct conn *c, const struct sdfs_hdr *h,
 		conn_close(c, NULL);
 		return;
 	}
+	if (ret == 1 && c->cluster && !(c->who.caps.flags & AUTH_CAP_DAEMON)) {
+		char reason[160];
+
+		snprintf(reason, sizeof(reason), "key %s is not a daemon key: the "
+			 "cluster address takes block daemons only; clients use %s:%u",
+			 c->who.name, c->bd->host, c->bd->port);
+		log_every(AUTH_LOG_MS, LOG_WARNING, "peer=%s key=%s: refused on the "
+			  "cluster address: not a daemon key; closing", c->peer,
+			  c->who.name);
+		len = auth_refusal(h, reason, out);
+		conn_write_now(c, out, len);
+		conn_close(c, NULL);
+		return;
+	}
 	if (ret == 1) {
 		c->authed = 1;
 		log_debug("peer=%s: authenticated as %s", c->peer, c->who.name);
@@ -539,6 +560,7 @@ static void on_accept(int lfd, uint32_t events, void *arg)
 		c->out_tail = &c->out_head;
 		c->events = EPOLLIN;
 		c->authed = !bd->auth;
+		c->cluster = lfd == bd->cluster_fd;
 		auth_server_init(&c->as, bd->keydb);
 		c->born_ms = net_now_ms();
 		net_tune(fd);
@@ -649,5 +671,8 @@ int client_conn_start(struct blockd *bd)
 	ret = loop_add_timer(bd->loop, period, conn_sweep, bd);
 	if (ret < 0)
 		return ret;
-	return loop_add_fd(bd->loop, bd->listen_fd, EPOLLIN, on_accept, bd);
+	ret = loop_add_fd(bd->loop, bd->listen_fd, EPOLLIN, on_accept, bd);
+	if (ret >= 0 && bd->cluster_fd >= 0)
+		ret = loop_add_fd(bd->loop, bd->cluster_fd, EPOLLIN, on_accept, bd);
+	return ret;
 }

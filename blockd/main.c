@@ -63,6 +63,10 @@ static void usage(FILE *f)
 "  -d, --dir DIR          data directory (required; created if missing)\n"
 "  -l, --listen HOST:PORT address to listen on (default: the config's\n"
 "                         public_addr, else 127.0.0.1, port 7000)\n"
+"      --cluster-listen HOST:PORT  the cluster network: where the other\n"
+"                         block daemons connect (daemon keys only; default:\n"
+"                         the config's cluster_addr on the public port,\n"
+"                         else none: peers use the public address)\n"
 "  -c, --conf FILE        cluster config file (default $SDFS_CONF, then %s)\n"
 "  -k, --keyring FILE     this daemon's key (default: the config's keyring =)\n"
 "      --zk HOSTS         ZooKeeper hosts, overrides the config file\n"
@@ -102,6 +106,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "listen", required_argument, NULL, 'l' },
+		{ "cluster-listen", required_argument, NULL, 'L' },
 		{ "conf", required_argument, NULL, 'c' },
 		{ "keyring", required_argument, NULL, 'k' },
 		{ "zk", required_argument, NULL, 'Z' },
@@ -117,8 +122,8 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		{ 0 },
 	};
 	const char *conf_file = NULL, *zk = NULL, *cluster = NULL;
-	const char *listen = NULL;
-	char def_listen[300];
+	const char *listen = NULL, *clisten = NULL;
+	char def_listen[300], def_clisten[300];
 	uint32_t threads = 8, v;
 	char err[256];
 	int c, lvl;
@@ -133,6 +138,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 			strcpy(bd->dir, optarg);
 			break;
 		case 'l': listen = optarg; break;
+		case 'L': clisten = optarg; break;
 		case 'c': conf_file = optarg; break;
 		case 'k':
 			if (strlen(optarg) >= sizeof(bd->keyring)) {
@@ -215,6 +221,22 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		fprintf(stderr, "sdfs-blockd: bad --listen '%s' (want HOST:PORT)\n", listen);
 		return -1;
 	}
+	if (!clisten && bd->conf.cluster_addr[0]) {     /* on the public port */
+		snprintf(def_clisten, sizeof(def_clisten), "%s:%u",
+			 bd->conf.cluster_addr, bd->port);
+		clisten = def_clisten;
+	}
+	if (clisten && (net_parse_addr(clisten, bd->chost, sizeof(bd->chost),
+				       &bd->cport) || bd->cport == 0)) {
+		fprintf(stderr, "sdfs-blockd: bad --cluster-listen or cluster_addr '%s' "
+			"(want HOST:PORT, HOST)\n", clisten);
+		return -1;
+	}
+	if (clisten && bd->cport == bd->port && !strcmp(bd->chost, bd->host)) {
+		fprintf(stderr, "sdfs-blockd: the cluster address %s is the public "
+			"one: leave cluster_addr unset instead\n", clisten);
+		return -1;
+	}
 	return 0;
 }
 
@@ -267,7 +289,7 @@ static int auth_setup(struct blockd *bd, const struct keyring *kr, int have_kr)
 
 int main(int argc, char **argv)
 {
-	struct blockd bd = { .listen_fd = -1 };
+	struct blockd bd = { .listen_fd = -1, .cluster_fd = -1 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	static struct keyring kr;       /* the secret outlives main's frames */
 	struct coord_cred cred, *credp = NULL;
@@ -353,6 +375,19 @@ int main(int argc, char **argv)
 		log_err("listen on %s:%u: %s", bd.host, bd.port, strerror(-ret));
 		goto out_store;
 	}
+	if (bd.cport) {
+		bd.cluster_fd = net_listen(bd.chost, bd.cport, NULL);
+		if (bd.cluster_fd < 0) {
+			ret = bd.cluster_fd;
+			log_err("listen on the cluster address %s:%u: %s", bd.chost,
+				bd.cport, strerror(-ret));
+			close(bd.listen_fd);
+			goto out_store;
+		}
+		if (!bd.auth)
+			log_warn("the cluster runs without authentication: the cluster "
+				 "address %s:%u takes any peer", bd.chost, bd.cport);
+	}
 	ret = lease_new(bd.coord, bd.node_id, bd.conf.lease_ms, &bd.lease);
 	if (!ret)
 		ret = workq_new(bd.loop, "io", bd.io_threads, &bd.io_q);
@@ -373,6 +408,9 @@ int main(int argc, char **argv)
 	log_info("node=%" PRIu32 " listening on %s:%u, data in %s, zone=%" PRIu32
 		 " weight=%" PRIu32, bd.node_id, bd.host, bd.port, bd.dir, bd.zone,
 		 bd.weight);
+	if (bd.cport)
+		log_info("node=%" PRIu32 ": peers connect to the cluster address %s:%u",
+			 bd.node_id, bd.chost, bd.cport);
 	loop_run(bd.loop);
 	log_info("node=%" PRIu32 ": stopping", bd.node_id);
 	bd.stopping = 1;
@@ -392,6 +430,8 @@ out_workq:
 	bd.lease = NULL;
 	if (bd.listen_fd >= 0)
 		close(bd.listen_fd);
+	if (bd.cluster_fd >= 0)
+		close(bd.cluster_fd);
 out_store:
 	vfence_close(bd.vfence);
 	fence_close(bd.fence);

@@ -118,6 +118,8 @@ static void self_node(const struct blockd *bd, struct cmap_node *nd)
 	nd->state = CMAP_UP;
 	nd->full = !!(atomic_load(&((struct blockd *)bd)->space) & SDFS_SPACE_FULL);
 	snprintf(nd->host, sizeof(nd->host), "%s", bd->host);
+	nd->cport = bd->cport;
+	snprintf(nd->chost, sizeof(nd->chost), "%s", bd->chost);
 }
 
 static int same_node(const struct cmap_node *a, const struct cmap_node *b)
@@ -126,7 +128,8 @@ static int same_node(const struct cmap_node *a, const struct cmap_node *b)
 	       a->weight == b->weight && a->port == b->port &&
 	       a->state == b->state && a->down_ms == b->down_ms &&
 	       a->drain == b->drain && a->wset == b->wset && a->full == b->full &&
-	       strcmp(a->host, b->host) == 0;
+	       strcmp(a->host, b->host) == 0 && a->cport == b->cport &&
+	       strcmp(a->chost, b->chost) == 0;
 }
 
 static uint64_t wall_ms(void)

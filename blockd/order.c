@@ -305,7 +305,7 @@ void order_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 		const struct cmap_node *nd = cmap_find(bd->map, ids[i]);
 
 		if (nd && nd->state == CMAP_UP)
-			q->node[q->n++] = *nd;
+			cmap_node_peer(nd, &q->node[q->n++]);  /* cluster net */
 	}
 	if (q->n && q->node[0].node_id != bd->node_id) {
 		q->proxy = 1;

@@ -110,9 +110,10 @@ static int list_peer(struct pass *p, const struct cmap_node *nd)
 
 	for (;;) {
 		struct rpc_call c = { 0 };
+		struct cmap_node peer;
 		int ret;
 
-		c.node = nd;
+		c.node = cmap_node_peer(nd, &peer);     /* the cluster net */
 		c.req.opcode = SDFS_OP_OBJ_LIST;
 		c.req.flags = SDFS_F_RAW | SDFS_F_EPOCHS | (first ? SDFS_F_FIRST : 0);
 		c.req.offset = after;

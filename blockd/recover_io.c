@@ -124,6 +124,7 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		    struct rec_view *v)
 {
 	struct rpc_call calls[REC_MAX_PEERS];
+	struct cmap_node peers[REC_MAX_PEERS];
 	size_t n = 0;
 	int ret = 0;
 
@@ -134,7 +135,7 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		if (nd->state != CMAP_UP || nd->node_id == r->self)
 			continue;
 		memset(&calls[n], 0, sizeof(calls[n]));
-		calls[n].node = nd;
+		calls[n].node = cmap_node_peer(nd, &peers[n]);  /* cluster net */
 		calls[n].req.opcode = SDFS_OP_OBJ_STAT;
 		calls[n].req.flags = SDFS_F_RAW;
 		calls[n].req.oid = oid;
@@ -200,6 +201,7 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 {
 	const struct cmap_node *nd = cmap_find(m, c->node_id);
 	struct rpc_call call = { 0 };
+	struct cmap_node peer;
 	int ret;
 
 	if (!nd)
@@ -209,7 +211,7 @@ static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 		*bytes = 0;
 		return objstore_bury(r->bd->store, oid, c->tag);
 	}
-	call.node = nd;
+	call.node = cmap_node_peer(nd, &peer);  /* the cluster net */
 	call.req.opcode = SDFS_OP_OBJ_READ;
 	call.req.flags = SDFS_F_RAW;
 	call.req.oid = oid;

@@ -30,6 +30,17 @@ int cmap_node_is_placed(const struct cmap_node *nd)
 	return nd->state != CMAP_OUT && !nd->drain && nd->weight > 0;
 }
 
+const struct cmap_node *cmap_node_peer(const struct cmap_node *nd,
+				       struct cmap_node *out)
+{
+	*out = *nd;
+	if (nd->cport) {
+		memcpy(out->host, nd->chost, sizeof(out->host));
+		out->port = nd->cport;
+	}
+	return out;
+}
+
 static int cmp_node(const void *a, const void *b)
 {
 	const struct cmap_node *x = a, *y = b;
@@ -159,6 +170,8 @@ static void node_line(struct sbuf *b, const struct cmap_node *nd)
 		sb_printf(b, " wset=1");
 	if (nd->full)
 		sb_printf(b, " full=1");
+	if (nd->cport)
+		sb_printf(b, " cluster=%s:%u", nd->chost, nd->cport);
 	sb_printf(b, "\n");
 }
 
@@ -208,7 +221,7 @@ static int parse_kv(const char *tok, const char *key, uint64_t max, uint64_t *ou
 
 /*
  * "node ID HOST:PORT zone=Z weight=W state=S [down=MS] [drain=1] [wset=1]
- * [full=1]",
+ * [full=1] [cluster=HOST:PORT]",
  * already split into @t.
  */
 static int parse_node(char **t, int nt, struct cmap_node *nd)
@@ -247,7 +260,11 @@ static int parse_node(char **t, int nt, struct cmap_node *nd)
 			nd->wset = 1;
 		else if (!strcmp(t[i], "full=1") && !nd->full)
 			nd->full = 1;
-		else
+		else if (!strncmp(t[i], "cluster=", 8) && !nd->cport) {
+			if (net_parse_addr(t[i] + 8, nd->chost, sizeof(nd->chost),
+					   &nd->cport) || nd->cport == 0)
+				return -EBADMSG;
+		} else
 			return -EBADMSG;
 	}
 	return 0;

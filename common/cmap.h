@@ -37,11 +37,21 @@ struct cmap_node {
 	uint8_t full;           /* its disk is full (SDFS_SPACE_FULL): writers
 				   refuse data writes it would hold (ENOSPC) */
 	uint64_t down_ms;       /* unix ms when it went down (DOWN, OUT) */
-	char host[CMAP_MAX_HOST];
+	char host[CMAP_MAX_HOST];       /* the public address: clients, mds */
+	/* The cluster address (sdfs.conf cluster_addr): where block
+	 * daemons reach each other. cport 0 (a document without the field,
+	 * as before it existed): the same as the public address. */
+	uint16_t cport;
+	char chost[CMAP_MAX_HOST];
 };
 
 /* Does placement use this node? (up or down, not out, not draining) */
 int cmap_node_is_placed(const struct cmap_node *nd);
+/* Where a block daemon connects to its peer @nd: a copy of @nd with the
+ * cluster address as host and port when it has one (into @out; returns
+ * @out). Clients use host and port as they are. */
+const struct cmap_node *cmap_node_peer(const struct cmap_node *nd,
+				       struct cmap_node *out);
 
 struct cmap {
 	uint64_t epoch;         /* 1, 2, ...: bumped on every membership change */

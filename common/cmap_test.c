@@ -49,6 +49,11 @@ static void fill_sample(void)
 	sample[3] = mknode(11, "10.0.0.11", 7011, 0, 0, CMAP_UP);
 	sample[4] = mknode(1, "h", 7001, 2, 1, CMAP_DOWN);
 	sample[5] = mknode(5, "10.0.0.5", 7005, 3, 250, CMAP_UP);
+	/* two with a cluster address (sdfs.conf cluster_addr) */
+	sample[0].cport = 7100;
+	snprintf(sample[0].chost, sizeof(sample[0].chost), "192.168.7.7");
+	sample[5].cport = 1;
+	snprintf(sample[5].chost, sizeof(sample[5].chost), "blockd-5.cluster.example");
 }
 
 TestSuite(cmap, .init = fill_sample);
@@ -80,6 +85,8 @@ static void assert_nodes_eq(const struct cmap_node *a, const struct cmap_node *b
 	cr_assert_eq(a->port, b->port, "node %u", a->node_id);
 	cr_assert_eq(a->state, b->state, "node %u", a->node_id);
 	cr_assert_str_eq(a->host, b->host, "node %u", a->node_id);
+	cr_assert_eq(a->cport, b->cport, "node %u", a->node_id);
+	cr_assert_str_eq(a->chost, b->chost, "node %u", a->node_id);
 }
 
 /* The invariants every decoded map must hold, whatever its input. */
@@ -816,6 +823,81 @@ Test(cmap_member, encodes_the_documented_text)
 	cr_assert_str_eq(doc, "sdfs-member 1\n"
 			      "node 4 10.1.2.3:7004 zone=2 weight=100 state=up\n");
 	free(doc);
+}
+
+/* The cluster network (docs/config.md cluster_addr): an optional field;
+ * a document without it, as every one before it existed, means the
+ * public address serves the peers too. */
+Test(cmap_member, cluster_address_round_trips_and_is_optional)
+{
+	struct cmap_node nd = mknode(4, "10.1.2.3", 7004, 2, 100, CMAP_UP), back, peer;
+	const char *old = "sdfs-member 1\nnode 4 10.1.2.3:7004 zone=2 weight=100 "
+			  "state=up full=1\n";
+	char *doc;
+
+	nd.cport = 7104;
+	strcpy(nd.chost, "192.168.1.3");
+	cr_assert_eq(cmap_member_encode(&nd, &doc), 0);
+	cr_assert_str_eq(doc, "sdfs-member 1\n"
+			      "node 4 10.1.2.3:7004 zone=2 weight=100 state=up "
+			      "cluster=192.168.1.3:7104\n");
+	cr_assert_eq(member_decode_exact(doc, &back), 0);
+	assert_nodes_eq(&back, &nd);
+	cr_assert_eq(cmap_node_peer(&back, &peer), &peer);
+	cr_assert_str_eq(peer.host, "192.168.1.3");
+	cr_assert_eq(peer.port, 7104);
+	cr_assert_eq(peer.node_id, 4);
+	free(doc);
+
+	cr_assert_eq(member_decode_exact(old, &back), 0);
+	cr_assert_eq(back.cport, 0);
+	cr_assert_str_eq(back.chost, "");
+	cr_assert_eq(back.full, 1);
+	cmap_node_peer(&back, &peer);
+	cr_assert_str_eq(peer.host, "10.1.2.3", "no cluster address: the public one");
+	cr_assert_eq(peer.port, 7004);
+}
+
+Test(cmap_doc, map_without_cluster_addresses_parses_and_mixes)
+{
+	const char *doc =
+		"sdfs-map 1\n"
+		"epoch 9\n"
+		"node 1 10.0.0.1:7000 zone=0 weight=1 state=up\n"
+		"node 2 10.0.0.2:7000 zone=1 weight=1 state=up cluster=10.9.0.2:7000\n"
+		"node 3 10.0.0.3:7000 zone=2 weight=1 state=down down=5 drain=1\n";
+	struct cmap *m;
+	char *again;
+
+	cr_assert_eq(decode_exact(doc, strlen(doc), &m), 0);
+	assert_well_formed(m);
+	cr_assert_eq(m->nodes[0].cport, 0);
+	cr_assert_eq(m->nodes[1].cport, 7000);
+	cr_assert_str_eq(m->nodes[1].chost, "10.9.0.2");
+	cr_assert_eq(m->nodes[2].cport, 0);
+	cr_assert_eq(cmap_encode(m, &again), 0);
+	cr_assert_str_eq(again, doc, "re-encoded as it came");
+	free(again);
+	cmap_free(m);
+}
+
+Test(cmap_member, rejects_malformed_cluster_addresses)
+{
+	static const char *const bad[] = {
+		"sdfs-member 1\nnode 4 h:1 zone=0 weight=1 state=up cluster=\n",
+		"sdfs-member 1\nnode 4 h:1 zone=0 weight=1 state=up cluster=h\n",
+		"sdfs-member 1\nnode 4 h:1 zone=0 weight=1 state=up cluster=h:0\n",
+		"sdfs-member 1\nnode 4 h:1 zone=0 weight=1 state=up cluster=h:70000\n",
+		"sdfs-member 1\nnode 4 h:1 zone=0 weight=1 state=up cluster=:7\n",
+		"sdfs-member 1\nnode 4 h:1 zone=0 weight=1 state=up cluster=h:1 "
+		"cluster=g:2\n",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cmap_node nd;
+
+		cr_assert_eq(member_decode_exact(bad[i], &nd), -EBADMSG, "%s", bad[i]);
+	}
 }
 
 Test(cmap_member, rejects_malformed_documents)

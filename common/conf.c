@@ -201,6 +201,13 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 				ret = -EINVAL;
 			else
 				strcpy(c->public_addr, v);
+		} else if (strcmp(k, "cluster_addr") == 0) {
+			/* a host too: blockd's port is its public one */
+			if (!*v || strlen(v) >= sizeof(c->cluster_addr) ||
+			    strpbrk(v, ": \t"))
+				ret = -EINVAL;
+			else
+				strcpy(c->cluster_addr, v);
 		} else if (strcmp(k, "objcap_lifetime_ms") == 0) {
 			ret = parse_ms(v, &c->objcap_lifetime_ms);
 			if (!ret && c->objcap_lifetime_ms < 10000)

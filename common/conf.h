@@ -16,6 +16,7 @@
  *   read_timeout_ms = 1000                 a read tries the next replica
  *   keyring = /etc/sdfs/keyring            this process's key (keys.h)
  *   public_addr = 10.0.0.5                 daemons: listen here (no --listen)
+ *   cluster_addr = 10.9.0.5                blockd: peers' traffic here
  *   objcap_lifetime_ms = 600000            sdfs-mds: object caps live this long
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
@@ -64,6 +65,12 @@ struct sdfs_conf {
 	 * listen on, and the address in the map / mds/active, when their
 	 * --listen does not say; "": 127.0.0.1. */
 	char public_addr[256];
+	/* sdfs-blockd: the host of the cluster network, where block
+	 * daemons reach each other (replication, recovery) on the public
+	 * port, when --cluster-listen does not say; "": no second
+	 * address, peers use the public one. Only daemon keys are taken
+	 * there. Longer than a map's host is refused by blockd. */
+	char cluster_addr[256];
 	int objcap_lifetime_ms; /* sdfs-mds: object capabilities' lifetime */
 };
 

@@ -463,3 +463,22 @@ Test(conf, parses_the_public_address)
 	assert_err_names(path, 2);
 	cr_assert_eq(load("zk = h:1\npublic_addr =\n", &c, NULL), -EINVAL);
 }
+
+Test(conf, parses_the_cluster_address)
+{
+	struct sdfs_conf c;
+	const char *path;
+
+	conf_init(&c);
+	cr_assert_str_eq(c.cluster_addr, "", "no cluster network by default");
+	cr_assert_eq(load("zk = h:1\npublic_addr = 10.1.2.3\ncluster_addr = 10.9.2.3\n",
+			  &c, NULL), 0, "%s", err);
+	cr_assert_str_eq(c.public_addr, "10.1.2.3");
+	cr_assert_str_eq(c.cluster_addr, "10.9.2.3");
+	cr_assert_eq(load("zk = h:1\ncluster_addr = node7.backend\n", &c, NULL), 0,
+		     "%s", err);
+	cr_assert_str_eq(c.cluster_addr, "node7.backend");
+	cr_assert_eq(load("zk = h:1\ncluster_addr = 10.9.2.3:7000\n", &c, &path), -EINVAL);
+	assert_err_names(path, 2);
+	cr_assert_eq(load("zk = h:1\ncluster_addr =\n", &c, NULL), -EINVAL);
+}

@@ -25,6 +25,12 @@
  *                        (dev_netns.h)
  * Daemons are stopped by the pids recorded here, never by name.
  *
+ * With --cluster-net, block daemon N also listens on the cluster
+ * address 127.0.1.(N+1) (--cluster-listen, on its public port), a
+ * loopback address of its own, and its peers connect there; clients
+ * keep 127.0.0.1 (docs/config.md cluster_addr). dev add follows what
+ * blockd.0 was started with.
+ *
  * The block daemons and the mds read ZooKeeper's address and the
  * cluster name from DIR/sdfs.conf (--conf), not from their command
  * line: `dev up` on an existing dir may have to move ZooKeeper to
@@ -91,6 +97,16 @@ static void sleep_ms(int ms)
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
 	nanosleep(&ts, NULL);
+}
+
+/* --cluster-net: block daemon @idx's cluster address (on its public
+ * port @port), "127.0.1.(idx+1):PORT" into @buf. 0, or -1 past .254. */
+static int cluster_listen(int idx, int port, char *buf, size_t len)
+{
+	if (idx < 0 || idx > 253)
+		return -1;
+	snprintf(buf, len, "127.0.1.%d:%d", idx + 1, port);
+	return 0;
 }
 
 /* Can @port (0: any) be bound on loopback now? The port, or -1. */
@@ -1358,7 +1374,7 @@ static int dev_up(struct cli *cli)
 	char active[32] = "", mnt[DEV_MOUNTS_MAX][PATH_MAX + 32];
 	int ret, no_mount = 0, mounts_set = 0, force = 0;
 	uint64_t delay_ms = 1, zk_servers = 0;
-	int netns = 0, want_auth = 1;
+	int netns = 0, want_auth = 1, cluster_net = 0;
 
 	strcpy(d.cluster, "dev");
 	for (int i = 0; i < cli->argc; i++) {
@@ -1368,6 +1384,8 @@ static int dev_up(struct cli *cli)
 			no_mount = 1;
 		else if (!strcmp(cli->argv[i], "--netns"))
 			netns = 1;
+		else if (!strcmp(cli->argv[i], "--cluster-net"))
+			cluster_net = 1;
 		else if (!strcmp(cli->argv[i], "--force"))
 			force = 1;
 		else if ((v = cli_opt(cli->argc, cli->argv, &i, "--netns-delay-ms"))) {
@@ -1417,7 +1435,8 @@ static int dev_up(struct cli *cli)
 					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
 					 "[--netns [--netns-delay-ms MS]] [--zk-servers N] "
-					 "[--zk HOSTS --cluster NAME] [--auth none]");
+					 "[--zk HOSTS --cluster NAME] [--auth none] "
+					 "[--cluster-net]");
 		}
 	}
 	/* The mds keeps its database in objects: no block daemons, no mds. */
@@ -1436,6 +1455,8 @@ static int dev_up(struct cli *cli)
 		copies = nblockd == 0 ? 3 : nblockd < 3 ? nblockd : 3;
 	if (netns && d.external_zk)
 		return cli_bad("--netns starts its own ZooKeeper in a namespace: no --zk");
+	if (netns && cluster_net)
+		return cli_bad("--cluster-net is for loopback: not with --netns");
 	if (zk_servers && d.external_zk)
 		return cli_bad("--zk-servers starts ZooKeeper servers: no --zk");
 	if ((ret = dev_init(&d, dir, 1)))
@@ -1529,7 +1550,7 @@ static int dev_up(struct cli *cli)
 	unsigned nb = 0;
 	for (unsigned i = 0; i < nblockd; i++) {
 		char *name = bnames[nb++], ddir[PATH_MAX + 32], listen[96], zone[16], mbps[24];
-		char host[64];
+		char host[64], clisten[96];
 		int port = d.netns ? DEV_BLOCKD_NETNS_PORT : free_port();
 
 		snprintf(name, 64, "blockd.%u", i);
@@ -1549,6 +1570,10 @@ static int dev_up(struct cli *cli)
 		if (rec_mbps) {
 			argv[argc++] = "--recovery-mbps";
 			argv[argc++] = mbps;
+		}
+		if (cluster_net && cluster_listen((int)i, port, clisten, sizeof(clisten)) == 0) {
+			argv[argc++] = "--cluster-listen";
+			argv[argc++] = clisten;
 		}
 		argv[argc] = NULL;
 		ret = spawn(&d, name, argv);
@@ -1869,7 +1894,7 @@ static int dev_add(struct cli *cli)
 {
 	const char *dir = NULL, *v, *usage = "sdfs dev add --dir DIR [--zone N] [--weight W]";
 	char blockd_bin[PATH_MAX], name[32], ddir[PATH_MAX + 32], listen[96];
-	char zone[24], weight[24] = "", host[64];
+	char zone[24], weight[24] = "", host[64], clisten[96], cmd[4096], path[PATH_MAX + 64];
 	uint64_t zone_v = UINT64_MAX, weight_v = 0;
 	struct sdfs_node_status st;
 	struct dev d = { 0 };
@@ -1933,6 +1958,14 @@ static int dev_add(struct cli *cli)
 	if (weight_v) {
 		argv[argc++] = "--weight";
 		argv[argc++] = weight;
+	}
+	/* a cluster network, if blockd.0 has one (dev up --cluster-net) */
+	run_path(&d, "blockd.0", "cmd", path, sizeof(path));
+	int n = read_file(path, cmd, sizeof(cmd));
+	if (n > 0 && memmem(cmd, (size_t)n, "--cluster-listen", 17) &&
+	    cluster_listen(idx, port, clisten, sizeof(clisten)) == 0) {
+		argv[argc++] = "--cluster-listen";
+		argv[argc++] = clisten;
 	}
 	argv[argc] = NULL;
 	ret = spawn(&d, name, argv);

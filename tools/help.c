@@ -138,7 +138,7 @@ static const struct help_entry entries[] = {
 	{ "obj", "locate", "obj locate OID", "which nodes hold OID, and their paths", NULL },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
 	  "       [--out-grace S] [--recovery-mbps N] [--netns] [--zk-servers N]\n"
-	  "       [--auth none]",
+	  "       [--auth none] [--cluster-net]",
 	  "start a local cluster under DIR (by\n"
 	  "default 3 blockd and 2 mds) and mount\n"
 	  "it at DIR/mnt (not with --no-mount)",
@@ -159,6 +159,8 @@ static const struct help_entry entries[] = {
 	  "  --zk HOSTS --cluster NAME\n"
 	  "                    use a running ZooKeeper instead of starting one\n"
 	  "  --auth none       a new cluster without keys (benchmarks)\n"
+	  "  --cluster-net     block daemon N also listens on 127.0.1.(N+1), its\n"
+	  "                    cluster address: peers connect there (cluster_addr)\n"
 	  "Keys: the admin keyring is DIR/keyring (sdfs.conf's keyring), each\n"
 	  "daemon's and mount's DIR/keys/NAME.keyring (docs/operations.md).\n"
 	  "Again on a DIR that was up: every daemon dev started there, dev add's\n"

@@ -326,12 +326,8 @@ static void conn_auth_frame(struct conn *c, const struct sdfs_hdr *h,
 		conn_close(c, NULL);
 		return;
 	}
-	if (conn_write_now(c, out, len)) {
-		conn_close(c, NULL);
-		return;
-	}
 	if (ret == 1 && c->cluster && !(c->who.caps.flags & AUTH_CAP_DAEMON)) {
-		char reason[160];
+		char reason[AUTH_REASON_MAX + 1];
 
 		snprintf(reason, sizeof(reason), "key %s is not a daemon key: the "
 			 "cluster address takes block daemons only; clients use %s:%u",
@@ -341,6 +337,10 @@ static void conn_auth_frame(struct conn *c, const struct sdfs_hdr *h,
 			  c->who.name);
 		len = auth_refusal(h, reason, out);
 		conn_write_now(c, out, len);
+		conn_close(c, NULL);
+		return;
+	}
+	if (conn_write_now(c, out, len)) {
 		conn_close(c, NULL);
 		return;
 	}

@@ -532,6 +532,8 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 		argv[argc++] = "--auth";
 		argv[argc++] = "none";
 	}
+	if (o->cluster_net)
+		argv[argc++] = "--cluster-net";
 	if (o->netns)
 		argv[argc++] = "--netns";
 	else if (zk && *zk && !o->private_zk) {

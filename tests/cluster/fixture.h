@@ -58,6 +58,8 @@ struct tcluster_opts {
 				   handshake, no frame MACs (tests that send
 				   raw unauthenticated frames, tests/cluster/
 				   wire.h, to test framing itself) */
+	unsigned cluster_net;   /* 1: dev up --cluster-net: block daemon N's
+				   peers reach it on 127.0.1.(N+1) */
 };
 #define TCLUSTER_MOUNTS_MAX 4
 

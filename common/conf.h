@@ -17,6 +17,7 @@
  *   keyring = /etc/sdfs/keyring            this process's key (keys.h)
  *   public_addr = 10.0.0.5                 daemons: listen here (no --listen)
  *   objcap_lifetime_ms = 600000            sdfs-mds: object caps live this long
+ *   mds_sync_interval_ms = 1000            sdfs-mds: changes durable within this
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -65,6 +66,7 @@ struct sdfs_conf {
 	 * --listen does not say; "": 127.0.0.1. */
 	char public_addr[256];
 	int objcap_lifetime_ms; /* sdfs-mds: object capabilities' lifetime */
+	int mds_sync_interval_ms; /* sdfs-mds: settled changes get durable within */
 };
 
 /* Defaults for everything but zk. */

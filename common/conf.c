@@ -25,6 +25,7 @@ void conf_init(struct sdfs_conf *c)
 	c->read_timeout_ms = 1000;
 	strcpy(c->keyring, CONF_DEFAULT_KEYRING);
 	c->objcap_lifetime_ms = 600000;
+	c->mds_sync_interval_ms = 1000;
 }
 
 const char *conf_path(const char *explicit_path)
@@ -211,6 +212,11 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 		} else if (strcmp(k, "objcap_lifetime_ms") == 0) {
 			ret = parse_ms(v, &c->objcap_lifetime_ms);
 			if (!ret && c->objcap_lifetime_ms < 10000)
+				ret = -EINVAL;
+		} else if (strcmp(k, "mds_sync_interval_ms") == 0) {
+			ret = parse_ms(v, &c->mds_sync_interval_ms);
+			if (!ret && (c->mds_sync_interval_ms < 10 ||
+				     c->mds_sync_interval_ms > 60000))
 				ret = -EINVAL;
 		}
 		if (ret) {

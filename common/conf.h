@@ -18,6 +18,7 @@
  *   public_addr = 10.0.0.5                 daemons: listen here (no --listen)
  *   cluster_addr = 10.9.0.5                blockd: peers' traffic here
  *   objcap_lifetime_ms = 600000            sdfs-mds: object caps live this long
+ *   mds_sync_interval_ms = 1000            sdfs-mds: changes durable within this
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -72,6 +73,7 @@ struct sdfs_conf {
 	 * there. Longer than a map's host is refused by blockd. */
 	char cluster_addr[256];
 	int objcap_lifetime_ms; /* sdfs-mds: object capabilities' lifetime */
+	int mds_sync_interval_ms; /* sdfs-mds: settled changes get durable within */
 };
 
 /* Defaults for everything but zk. */

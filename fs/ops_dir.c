@@ -280,7 +280,10 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	fs_caller(req);
-	/* every mds operation is durable when it returns */
+	/* what this mount changed is durable (every change is in the
+	 * replicas' memory already: docs/consistency.md) */
+	int ret = sdfs_ns_sync(the_fs->s);
+
 	(void)ino; (void)datasync; (void)fi;
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, ret == -ENOMEM ? ENOMEM : ret ? EIO : 0);
 }

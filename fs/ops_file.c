@@ -360,7 +360,11 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 		}
 	}
 	ret = n ? fnode_sync(the_fs, n, datasync) : 0;
-
+	/* the file's name and attributes: durable too (docs/consistency.md
+	 * "What is durable when"); nothing to do if this mount changed no
+	 * name since its last sync */
+	if (!ret)
+		ret = sdfs_ns_sync(the_fs->s);
 	if (ret)
 		io_err(req, ret);
 	else

@@ -217,6 +217,8 @@ void volf_fsync(fuse_req_t req, struct fnode *n)
 
 	if (v)
 		vol_put(n);
+	if (!ret)
+		ret = sdfs_ns_sync(the_fs->s);
 	if (ret)
 		reply_io_err(req, ret);
 	else

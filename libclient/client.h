@@ -70,6 +70,8 @@ struct sdfs {
 	struct notify *notify;          /* notify.c; sdfs_ns_subscribe (under lock) */
 	atomic_int mds_changed;         /* ZooKeeper: mds/active may have moved
 					   (notify.c re-reads it) */
+	atomic_int ns_changed;          /* a namespace change was sent since
+					   the last sdfs_ns_sync (nsclient.c) */
 	atomic_uint mds_gen;            /* the same, counted: nsclient.c's
 					   attempts re-read it when it moved */
 

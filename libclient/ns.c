@@ -320,6 +320,25 @@ static int dec_statfs(const uint8_t *in, uint32_t len, void *out)
 	return 0;
 }
 
+int sdfs_ns_sync(struct sdfs *s)
+{
+	struct sdfs_ns_req r = { 0 };
+	int ret;
+
+	if (!atomic_exchange(&s->ns_changed, 0))
+		return 0;
+	ret = ns_call_one(s, SDFS_OP_NS_SYNC, &r, NULL, NULL, NULL, NULL, NULL);
+	if (ret)
+		atomic_store(&s->ns_changed, 1);
+	return ret;
+}
+
+int sdfs_ns_sync_all(struct sdfs *s)
+{
+	atomic_store(&s->ns_changed, 1);
+	return sdfs_ns_sync(s);
+}
+
 int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st)
 {
 	struct sdfs_ns_req r = { .flags = SDFS_NS_STATFS_AVAIL };

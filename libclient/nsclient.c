@@ -430,6 +430,20 @@ static int may_retry(int64_t deadline, int64_t hard, int timeout_ms, int strict,
 	return reached_ms && now - reached_ms < timeout_ms;
 }
 
+/* Ops that change nothing at the mds: the rest make sdfs_ns_sync work. */
+static int changes_nothing(unsigned op)
+{
+	switch (op) {
+	case SDFS_OP_NS_LOOKUP: case SDFS_OP_NS_GETATTR: case SDFS_OP_NS_READLINK:
+	case SDFS_OP_NS_READDIR: case SDFS_OP_NS_STATFS: case SDFS_OP_NS_GETXATTR:
+	case SDFS_OP_NS_LISTXATTR: case SDFS_OP_NS_INFO: case SDFS_OP_NS_VOL_INFO:
+	case SDFS_OP_NS_VOL_SNAPLIST: case SDFS_OP_NS_VOL_TREE: case SDFS_OP_NS_LOCK_GET:
+	case SDFS_OP_NS_OBJCAP: case SDFS_OP_NS_SYNC: case SDFS_OP_NS_OPEN:
+		return 1;
+	}
+	return 0;
+}
+
 int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		  const char *name, const char *name2, const void *data,
 		  struct sdfs_hdr *reply, uint8_t **rep, uint32_t *rep_len,
@@ -533,6 +547,9 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		}
 		*rep_len = reply->payload_len;
 		free(msg);
+		/* after the answer: a sync that sees 0 came before it */
+		if (!changes_nothing(op))
+			atomic_store(&s->ns_changed, 1);
 		if (tries > 1)
 			log_debug("%s: answered at try %d after %lld ms", proto_op_name(op),
 				  tries, (long long)(net_now_ms() - start));
@@ -554,6 +571,8 @@ retry:
 		}
 	}
 	free(msg);
+	if (sent && !changes_nothing(op))
+		atomic_store(&s->ns_changed, 1);        /* it may have happened */
 	if (strict)
 		log_debug("%s: giving up: %s", proto_op_name(op), strerror(-ret));
 	else

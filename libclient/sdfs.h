@@ -423,6 +423,9 @@ int sdfs_ns_statfs(struct sdfs *s, struct sdfs_statfs *st);
  * handle made no change since its last sync. 0 or -errno (-EIO).
  */
 int sdfs_ns_sync(struct sdfs *s);
+/* The same for every change any client made that was acknowledged
+ * before this call, whatever this handle did (`sdfs fs sync`). */
+int sdfs_ns_sync_all(struct sdfs *s);
 
 /* xattrs: names "user.*", "trusted.*", "security.*", and the POSIX
  * ACLs "system.posix_acl_access" and "system.posix_acl_default" in the

@@ -27,13 +27,13 @@
 #define K_OWNER 0x20u   /* creates: uid/gid are the new inode's owner */
 #define K_ATTR  0x40u   /* the reply is an sdfs_attr */
 
-/* NS_OBJCAP: the last namespace op; its flag SDFS_OBJCAP_VOL says "arg
+/* NS_OBJCAP: its flag SDFS_OBJCAP_VOL says "arg
  * is a vid" */
 #define OP_OBJCAP  SDFS_OP_NS_OBJCAP
 #define OBJCAP_VOL SDFS_OBJCAP_VOL
 
 #define OPS_FIRST SDFS_OP_NS_LOOKUP
-#define OPS_LAST  OP_OBJCAP
+#define OPS_LAST  SDFS_OP_NS_SYNC
 
 #define I  (K_KNOWN | K_INO)
 static const uint8_t op_class[OPS_LAST - OPS_FIRST + 1] = {
@@ -78,6 +78,7 @@ static const uint8_t op_class[OPS_LAST - OPS_FIRST + 1] = {
 	 * its volume file, kcaps_enter); ro keys get read rights only
 	 * (objcap's own check, kcaps_may_write) */
 	[OP_OBJCAP - OPS_FIRST]           = I,
+	[SDFS_OP_NS_SYNC - OPS_FIRST]     = K_KNOWN,       /* any key, ro too */
 };
 #undef I
 

@@ -308,30 +308,6 @@ void ns_unlock(struct ns *ns, struct lockset *ls)
 	ls->n = 0;
 }
 
-int ns_commit(struct ns *ns, struct kvbatch *b)
-{
-	char err[256];
-	int ret;
-
-	if (atomic_load(&ns->failed))
-		return -EIO;
-	ret = kvdb_write(ns->db, b, err, sizeof(err));
-	if (ret) {
-		if (!atomic_exchange(&ns->failed, 1))
-			log_err("database write failed (%s): %s; this mds must step down",
-				ret == -EPERM ? "fenced by a newer mds" : "I/O", err);
-		return ret == -EPERM ? -EPERM : -EIO;
-	}
-	return 0;
-}
-
-int ns_commit_op(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
-		 const struct ns_reply *rep)
-{
-	replycache_record(ns, r, b, rep);
-	return ns_commit(ns, b);
-}
-
 int name_check(const char *name, size_t len)
 {
 	if (len == 0)
@@ -517,6 +493,8 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 	ret = purge_start(ns);
 	if (!ret)
 		ret = vol_start(ns);
+	if (!ret)
+		ret = commit_start(ns);
 	if (ret) {
 		snprintf(err, errlen, "cannot start background threads");
 		goto fail;
@@ -532,6 +510,7 @@ void ns_close(struct ns *ns)
 {
 	if (!ns)
 		return;
+	commit_stop(ns);
 	purge_stop(ns);
 	opens_close(ns);
 	lock_close(ns);
@@ -681,6 +660,7 @@ static int exec_op(struct ns *ns, const struct ns_caller *who, unsigned op,
 		case SDFS_OP_NS_LISTXATTR: return op_listxattr(ns, who, req, rep);
 		case SDFS_OP_NS_INFO: return op_info(ns, rep);
 		case SDFS_OP_NS_OBJCAP: return op_objcap(ns, who, req, rep);
+		case SDFS_OP_NS_SYNC: return ns_sync(ns);
 		}
 		if (vol_is_op(op))
 			return vol_exec(ns, op, req, name, name2, NULL, rep);
@@ -740,5 +720,13 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 	ret = exec_op(ns, who, op, kr.req, kr.name, name2, data, rep);
 	if (ret == 0 && (req->flags & SDFS_NS_WANT_CAP))
 		ns_objcap_attach(ns, who, op, rep);
-	return kcaps_leave(&kr, op, ret, rep);
+	ret = kcaps_leave(&kr, op, ret, rep);
+	/* Nothing leaves before what it could show is in every replica
+	 * (commit.c); a mutation settles here, after its locks went. */
+	if (ns_settle(ns) && !ret) {
+		free(rep->data);
+		memset(rep, 0, sizeof(*rep));
+		ret = -EIO;
+	}
+	return ret;
 }

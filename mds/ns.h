@@ -40,6 +40,9 @@ void ns_close(struct ns *ns);           /* NULL ok */
  * ns_open. Without it (an open cluster) NS_OBJCAP answers no caps. */
 void ns_set_objcap(struct ns *ns, const uint8_t secret[AUTH_KEY_BYTES],
 		   int lifetime_ms);
+/* Make acknowledged changes durable at least every @ms (commit.c; the
+ * default, 1000, until this is called). */
+void ns_set_sync_interval(struct ns *ns, int ms);
 
 struct ns_reply {
 	uint8_t *data;                  /* malloc'd reply payload, or NULL */

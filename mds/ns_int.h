@@ -102,6 +102,13 @@ struct ns {
 	pthread_mutex_t purge_lock;
 	pthread_cond_t purge_cond;
 	int purge_stop, purge_started;
+
+	/* commit.c: the sync interval's thread */
+	int sync_interval_ms;           /* set before ns_open returns; 0: default */
+	pthread_t sync_thread;
+	pthread_mutex_t sync_lock;
+	pthread_cond_t sync_cond;
+	int sync_stop, sync_started;
 };
 
 struct inode {
@@ -194,10 +201,22 @@ struct lockset {
 void ns_lock(struct ns *ns, struct lockset *ls, const uint64_t *inos, int n);
 void ns_unlock(struct ns *ns, struct lockset *ls);
 
-/* Commit @b durably. ns_commit_op adds @r's reply record first. */
+/*
+ * commit.c, the commit pipeline. ns_commit: apply @b and settle it (in
+ * every replica's memory: survives any crash) before returning, for
+ * writers that act on the result outside the database. ns_commit_op:
+ * add @r's reply record and apply, nothing more: the request's ns_exec
+ * settles before the reply, after the op dropped its locks. ns_settle:
+ * everything applied so far is settled. ns_sync: ...and durable (power
+ * loss). Each returns 0, or -EIO / -EPERM with ns_failed() set.
+ */
 int ns_commit(struct ns *ns, struct kvbatch *b);
 int ns_commit_op(struct ns *ns, const struct sdfs_ns_req *r, struct kvbatch *b,
 		 const struct ns_reply *rep);
+int ns_settle(struct ns *ns);
+int ns_sync(struct ns *ns);
+int commit_start(struct ns *ns);        /* the sync interval thread */
+void commit_stop(struct ns *ns);
 /* A path component: 0, -ENAMETOOLONG (> 255), -EINVAL (empty, '/', NUL). */
 int name_check(const char *name, size_t len);
 int name_is_dot(const char *name, size_t len);  /* "." or ".." */

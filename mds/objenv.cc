@@ -26,7 +26,9 @@
  * covers every mutation up to the gen_ it encoded, so concurrent
  * creators share one write. File objects belong to one thread each,
  * except RandomAccessFile::Read, which any thread may call: its
- * read-ahead buffer has a mutex of its own.
+ * read-ahead buffer has a mutex of its own, and a log's tail, which
+ * LevelDB's writer appends to and any settling thread writes out (the
+ * commit pipeline in objenv.h; its locks are listed at logs_).
  */
 #include "mds/objenv.h"
 
@@ -41,6 +43,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,6 +93,22 @@ struct grave {
 	bool busy;                      /* a thread is removing the objects */
 };
 
+/*
+ * A log file's tail that is not yet in its objects. LevelDB's writer
+ * appends (under mu); whichever thread settles writes it out (under
+ * obj_env::log_io_mu_, so the writes of all logs go out in order).
+ */
+struct log_tail {
+	log_tail(meta_ptr m, const std::string &n) : meta(std::move(m)), name(n) {}
+
+	const meta_ptr meta;
+	const std::string name;
+	std::mutex mu;
+	std::string buf;                /* bytes [taken, taken + buf.size()) */
+	uint64_t taken = 0;             /* handed to a write-out; mu */
+};
+typedef std::shared_ptr<log_tail> tail_ptr;
+
 /* One decoded dir-table slot. */
 struct dirtab_image {
 	uint64_t seq, next_id;
@@ -125,6 +144,13 @@ std::string base_name(const std::string &path)
 	size_t slash = path.rfind('/');
 
 	return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool is_log_name(const std::string &name)
+{
+	size_t n = name.size();
+
+	return n > 4 && name.compare(n - 4, 4, ".log") == 0;
 }
 
 bool is_table_name(const std::string &name)
@@ -290,9 +316,18 @@ public:
 	void log(int level, const char *fmt, ...)
 		__attribute__((format(printf, 3, 4)));
 
-	/* For the file objects. */
+	/* The commit pipeline (objenv.h): log tails, settle, sync. */
+	tail_ptr open_log(const meta_ptr &meta, const std::string &name);
+	void log_append(const tail_ptr &t, const Slice &data);
+	Status settle_logs();
+	Status sync_logs();
+	Status close_log(const tail_ptr &t, bool persist);
+	Status log_status();
+
+	/* For the file objects. @mem: write_mem (replicated memory), the
+	 * object noted for the next flush; else durable. */
 	Status write_at(uint64_t id, uint64_t off, const char *buf, size_t len,
-			const std::string &name);
+			const std::string &name, bool mem = false);
 	Status read_at(uint64_t id, uint64_t off, size_t len, char *dst,
 		       const std::string &name);
 	Status close_file(const meta_ptr &meta, uint64_t size, bool persist);
@@ -330,6 +365,20 @@ private:
 	std::atomic<uint64_t> cache_bytes_{0};
 	std::atomic<uint64_t> obj_writes_{0}, obj_reads_{0}, obj_removes_{0};
 	std::atomic<uint64_t> syncs_{0}, files_created_{0}, dirtable_writes_{0};
+	std::atomic<uint64_t> log_writes_{0}, flushes_{0};
+
+	/* The commit pipeline. Lock order: sync_mu_, log_io_mu_, then
+	 * logs_mu_ or a tail's mu or dirty_mu_ (each alone). */
+	std::mutex log_io_mu_;          /* one log write-out at a time */
+	std::mutex sync_mu_;            /* one flush at a time */
+	std::mutex logs_mu_;
+	std::vector<tail_ptr> logs_;    /* open logs, oldest first; logs_mu_ */
+	std::atomic<uint64_t> appended_{0};     /* log bytes appended, all logs */
+	std::atomic<uint64_t> settled_{0};      /* ...of them in objects */
+	std::mutex dirty_mu_;
+	std::set<uint64_t> dirty_;      /* written with write_mem since the last flush */
+	std::string log_err_;           /* sticky: the first failed log write; dirty_mu_ */
+	std::atomic<bool> log_failed_{false};
 };
 
 /*
@@ -338,8 +387,10 @@ private:
  */
 class obj_writable : public leveldb::WritableFile {
 public:
-	obj_writable(obj_env *env, meta_ptr meta, const std::string &name)
-		: env_(env), meta_(std::move(meta)), name_(name) {}
+	/* @tail: a log (the commit pipeline writes it out); NULL: a table,
+	 * the manifest or CURRENT's temp file (Sync writes durably). */
+	obj_writable(obj_env *env, meta_ptr meta, const std::string &name, tail_ptr tail)
+		: env_(env), meta_(std::move(meta)), name_(name), tail_(std::move(tail)) {}
 
 	~obj_writable() override
 	{
@@ -348,6 +399,14 @@ public:
 		 * never happens it is probed from the objects. */
 		if (closed_)
 			return;
+		if (tail_) {
+			Status s = env_->close_log(tail_, false);
+
+			if (!s.ok())
+				env_->log(LOG_WARNING, "%s: lost unsettled tail: %s",
+					  name_.c_str(), s.ToString().c_str());
+			return;
+		}
 		Status s = write_out();
 
 		if (!s.ok())
@@ -358,6 +417,10 @@ public:
 
 	Status Append(const Slice &data) override
 	{
+		if (tail_) {
+			env_->log_append(tail_, data);
+			return env_->log_status();
+		}
 		buf_.append(data.data(), data.size());
 		meta_->size.store(done_ + buf_.size());
 		if (buf_.size() >= WRITE_EARLY_BYTES)
@@ -370,13 +433,17 @@ public:
 	Status Sync() override
 	{
 		env_->count_sync();
-		return write_out();
+		return tail_ ? env_->sync_logs() : write_out();
 	}
 
 	Status Close() override
 	{
 		if (closed_)
 			return Status::OK();
+		if (tail_) {
+			closed_ = true;
+			return env_->close_log(tail_, true);
+		}
 		Status s = write_out();
 
 		closed_ = true;
@@ -403,6 +470,7 @@ private:
 	obj_env *const env_;
 	const meta_ptr meta_;
 	const std::string name_;
+	const tail_ptr tail_;           /* a log's; then buf_ and done_ unused */
 	std::string buf_;               /* bytes [done_, done_ + size) */
 	uint64_t done_ = 0;             /* bytes durable in objects */
 	bool closed_ = false;
@@ -412,7 +480,8 @@ class obj_sequential : public leveldb::SequentialFile {
 public:
 	obj_sequential(obj_env *env, uint64_t id, uint64_t size,
 		       const std::string &name)
-		: env_(env), id_(id), size_(size), name_(name) {}
+		: env_(env), id_(id), size_(size), name_(name),
+		  log_(is_log_name(name)) {}
 
 	/* Fills @n bytes unless the file ends first: log::Reader takes a
 	 * short read for the end of the file. */
@@ -467,6 +536,18 @@ private:
 			return Status::OK();
 		Status s = env_->read_at(id_, pos_, len, &ra_[0], name_);
 
+		if (s.IsCorruption() && log_) {
+			/* An object missing or short inside a log: the power
+			 * went out before a settled (not synced) write reached
+			 * the disks. The log ends here (objenv.h). */
+			env_->log(LOG_WARNING, "%s: ends at byte %llu, not %llu (%s): "
+				  "changes after its last sync were lost",
+				  name_.c_str(), (unsigned long long)pos_,
+				  (unsigned long long)size_, s.ToString().c_str());
+			size_ = pos_;
+			ra_.clear();
+			return Status::OK();
+		}
 		if (!s.ok()) {
 			ra_.clear();
 			return s;
@@ -476,8 +557,10 @@ private:
 	}
 
 	obj_env *const env_;
-	const uint64_t id_, size_;
+	const uint64_t id_;
+	uint64_t size_;
 	const std::string name_;
+	const bool log_;
 	uint64_t pos_ = 0;              /* file offset of ra_'s end */
 	std::string ra_;
 	size_t ra_pos_ = 0;
@@ -596,21 +679,27 @@ Status obj_env::store_error(const std::string &name, const char *what, int err)
 }
 
 Status obj_env::write_at(uint64_t id, uint64_t off, const char *buf, size_t len,
-			 const std::string &name)
+			 const std::string &name, bool mem)
 {
 	const uint32_t obj = st_.obj_size;
 
+	mem = mem && st_.write_mem && st_.flush;
 	if ((off + len + obj - 1) / obj > OID_CHUNK_MAX + 1)
 		return Status::IOError(name, "file too large for its object ids");
 	while (len) {
 		uint64_t chunk = off / obj, in = off % obj;
 		size_t n = std::min<uint64_t>(len, obj - in);
-		int r = st_.write(st_.ctx, oid_make(OID_KIND_MDS, id, chunk),
-				  in, buf, n);
+		uint64_t oid = oid_make(OID_KIND_MDS, id, chunk);
+		int r = (mem ? st_.write_mem : st_.write)(st_.ctx, oid, in, buf, n);
 
 		obj_writes_++;
 		if (r < 0)
 			return store_error(name, "object write", -r);
+		if (mem) {
+			std::lock_guard<std::mutex> l(dirty_mu_);
+
+			dirty_.insert(oid);
+		}
 		off += n;
 		buf += n;
 		len -= n;
@@ -758,7 +847,8 @@ Status obj_env::NewWritableFile(const std::string &fname,
 	if (!s.ok())
 		return s;
 	files_created_++;
-	*result = new obj_writable(this, meta, name);
+	*result = new obj_writable(this, meta, name,
+				   is_log_name(name) ? open_log(meta, name) : nullptr);
 	return Status::OK();
 }
 
@@ -1161,6 +1251,143 @@ void obj_env::env_stats(struct kvdb_env_stats *out)
 	out->syncs = syncs_.load();
 	out->files_created = files_created_.load();
 	out->dirtable_writes = dirtable_writes_.load();
+	out->log_writes = log_writes_.load();
+	out->flushes = flushes_.load();
+}
+
+tail_ptr obj_env::open_log(const meta_ptr &meta, const std::string &name)
+{
+	tail_ptr t = std::make_shared<log_tail>(meta, name);
+	std::lock_guard<std::mutex> l(logs_mu_);
+
+	logs_.push_back(t);
+	return t;
+}
+
+void obj_env::log_append(const tail_ptr &t, const Slice &data)
+{
+	size_t pending;
+	{
+		std::lock_guard<std::mutex> l(t->mu);
+
+		t->buf.append(data.data(), data.size());
+		t->meta->size.store(t->taken + t->buf.size());
+		appended_ += data.size();
+		pending = t->buf.size();
+	}
+	if (pending >= WRITE_EARLY_BYTES)
+		settle_logs();          /* its error is sticky: log_status() */
+}
+
+Status obj_env::log_status()
+{
+	if (!log_failed_.load())
+		return Status::OK();
+	std::lock_guard<std::mutex> l(dirty_mu_);
+
+	return Status::IOError(log_err_);
+}
+
+/*
+ * Write every log's unwritten tail, oldest log first. One thread writes
+ * at a time; those waiting meanwhile usually find their bytes written by
+ * it (group commit). Bytes appended after the call may go out too.
+ */
+Status obj_env::settle_logs()
+{
+	uint64_t target = appended_.load();
+
+	if (settled_.load() >= target)
+		return log_status();
+	std::lock_guard<std::mutex> io(log_io_mu_);
+
+	if (settled_.load() >= target || log_failed_.load())
+		return log_status();
+	std::vector<tail_ptr> logs;
+	{
+		std::lock_guard<std::mutex> l(logs_mu_);
+
+		logs = logs_;
+	}
+	for (const tail_ptr &t : logs) {
+		std::string out;
+		uint64_t off;
+		{
+			std::lock_guard<std::mutex> l(t->mu);
+
+			out.swap(t->buf);
+			off = t->taken;
+			t->taken += out.size();
+		}
+		if (out.empty())
+			continue;
+		Status s = write_at(t->meta->id, off, out.data(), out.size(), t->name, true);
+
+		log_writes_++;
+		if (!s.ok()) {
+			std::lock_guard<std::mutex> l(dirty_mu_);
+
+			if (!log_failed_.exchange(true))
+				log_err_ = s.ToString();
+			return Status::IOError(log_err_);
+		}
+		settled_ += out.size();
+	}
+	return Status::OK();
+}
+
+/* Settle, then flush every object written to memory since the last
+ * flush: one flush at a time, so a caller never returns while a flush
+ * that holds its objects is still running. */
+Status obj_env::sync_logs()
+{
+	Status s = settle_logs();
+
+	if (!s.ok() || !st_.flush)
+		return s;
+	std::lock_guard<std::mutex> sl(sync_mu_);
+	std::vector<uint64_t> oids;
+	{
+		std::lock_guard<std::mutex> l(dirty_mu_);
+
+		oids.assign(dirty_.begin(), dirty_.end());
+		dirty_.clear();
+	}
+	if (oids.empty())
+		return log_status();
+	flushes_++;
+	int r = st_.flush(st_.ctx, oids.data(), oids.size());
+
+	if (r < 0 && r != -ENOENT) {
+		s = store_error("log", "flush", -r);
+		std::lock_guard<std::mutex> l(dirty_mu_);
+
+		if (!log_failed_.exchange(true))
+			log_err_ = s.ToString();
+		return Status::IOError(log_err_);
+	}
+	return log_status();
+}
+
+/* A log is done (LevelDB switched to a new one, or closes): its bytes
+ * are made durable before the dir table may record its size. */
+Status obj_env::close_log(const tail_ptr &t, bool persist)
+{
+	Status s = sync_logs();
+	{
+		std::lock_guard<std::mutex> l(logs_mu_);
+
+		logs_.erase(std::remove(logs_.begin(), logs_.end(), t), logs_.end());
+	}
+	if (!s.ok())
+		return s;
+	uint64_t size;
+	{
+		std::lock_guard<std::mutex> l(t->mu);
+
+		size = t->taken;
+	}
+	return close_file(t->meta, size, persist);
 }
 
 void set_err(char *err, size_t errlen, const std::string &msg)
@@ -1189,6 +1416,12 @@ struct kviter {
 
 static void kvdb_free(struct kvdb *db)
 {
+	if (db->db) {
+		Status s = db->env->sync_logs();
+
+		if (!s.ok())
+			db->env->log(LOG_WARNING, "close: %s", s.ToString().c_str());
+	}
 	delete db->db;          /* waits for background compaction */
 	if (db->env)
 		db->env->shutdown();
@@ -1314,19 +1547,42 @@ void kvbatch_free(struct kvbatch *b)
 	delete b;
 }
 
-int kvdb_write(struct kvdb *db, struct kvbatch *b, char *err, size_t errlen)
+/* The flag, not the text: once fenced, LevelDB's sticky error may
+ * carry any message, and every write must still say -EPERM. */
+static int kvdb_err(struct kvdb *db, const Status &s, char *err, size_t errlen)
 {
-	leveldb::WriteOptions wo;
-
-	wo.sync = true;
-	Status s = db->db->Write(wo, &b->wb);
-
 	if (s.ok())
 		return 0;
 	set_err(err, errlen, s.ToString());
-	/* The flag, not the text: once fenced, LevelDB's sticky error may
-	 * carry any message, and every write must still say -EPERM. */
 	return db->env->fenced() ? -EPERM : -EIO;
+}
+
+int kvdb_apply(struct kvdb *db, struct kvbatch *b, char *err, size_t errlen)
+{
+	Status s = db->env->log_status();
+
+	/* sync=false: the log's Append only buffers (obj_env::log_append);
+	 * kvdb_settle writes it out. */
+	if (s.ok())
+		s = db->db->Write(leveldb::WriteOptions(), &b->wb);
+	return kvdb_err(db, s, err, errlen);
+}
+
+int kvdb_settle(struct kvdb *db, char *err, size_t errlen)
+{
+	return kvdb_err(db, db->env->settle_logs(), err, errlen);
+}
+
+int kvdb_sync(struct kvdb *db, char *err, size_t errlen)
+{
+	return kvdb_err(db, db->env->sync_logs(), err, errlen);
+}
+
+int kvdb_write(struct kvdb *db, struct kvbatch *b, char *err, size_t errlen)
+{
+	int ret = kvdb_apply(db, b, err, errlen);
+
+	return ret ? ret : kvdb_settle(db, err, errlen);
 }
 
 struct kviter *kvdb_iter(struct kvdb *db)

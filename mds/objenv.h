@@ -15,6 +15,17 @@
  * replica has it durably. A file left open by a crash gets its size back
  * from its objects' lengths.
  *
+ * The commit pipeline (docs/mds.md "Commit pipeline"): kvdb_apply puts a
+ * batch into the database at once (visible to every later read here) and
+ * appends it to the log in memory; kvdb_settle writes the log's tail to
+ * its objects with write_mem, so everything applied before the call
+ * survives the crash of any process; kvdb_sync also flushes those
+ * objects, so it survives a power loss. Concurrent settles share one
+ * log write (group commit); tables, the manifest and the dir table are
+ * always written durably. A log that closes is flushed before its size
+ * is recorded. After a power loss a log ends where its durable bytes
+ * end: what was settled but not synced is lost as a suffix.
+ *
  * Threading: one struct kvdb may be used from any number of threads at
  * once (LevelDB's own guarantees); kvdb_write from several threads is
  * how group commit happens. Iterators and batches belong to one thread.
@@ -45,6 +56,13 @@ struct objenv_store {
 	int (*length)(void *ctx, uint64_t oid, uint64_t *len);
 	/* Remove @oid; -ENOENT counts as success. */
 	int (*remove)(void *ctx, uint64_t oid);
+	/* Optional pair, for the log (NULL: the log uses write): write as
+	 * @write does, but return once every replica has the bytes in
+	 * memory (they survive the crash of any process, not a power loss
+	 * of every node); and make such writes to @oids[0..n) durable
+	 * (missing objects count as success). */
+	int (*write_mem)(void *ctx, uint64_t oid, uint64_t off, const void *buf, size_t len);
+	int (*flush)(void *ctx, const uint64_t *oids, size_t n);
 	uint32_t obj_size;      /* bytes per object, a power of two >= 64 KiB */
 };
 
@@ -81,9 +99,18 @@ void kvbatch_put(struct kvbatch *b, const void *key, size_t klen,
 void kvbatch_del(struct kvbatch *b, const void *key, size_t klen);
 void kvbatch_clear(struct kvbatch *b);
 void kvbatch_free(struct kvbatch *b);   /* NULL ok */
-/* Apply @b atomically with sync=true. -EIO (reason in @err) when the
- * store failed; -EPERM when it was fenced. After one failure every
- * later write fails too (LevelDB's sticky background error). */
+/* Apply @b atomically: visible to reads at once, in the store only
+ * after a kvdb_settle. -EIO (reason in @err) when the store failed;
+ * -EPERM when it was fenced. After one failure every later apply,
+ * settle and sync fails too. */
+int kvdb_apply(struct kvdb *db, struct kvbatch *b, char *err, size_t errlen);
+/* Every batch applied before the call is in the store (every replica's
+ * memory: survives the crash of any process). 0 at once when nothing
+ * is pending; -EIO / -EPERM as kvdb_apply. */
+int kvdb_settle(struct kvdb *db, char *err, size_t errlen);
+/* kvdb_settle, and durable (survives a power loss of every node). */
+int kvdb_sync(struct kvdb *db, char *err, size_t errlen);
+/* kvdb_apply then kvdb_settle. */
 int kvdb_write(struct kvdb *db, struct kvbatch *b, char *err, size_t errlen);
 
 /* A consistent view at creation time (NULL on ENOMEM). Not positioned
@@ -107,6 +134,8 @@ void kvdb_stats(struct kvdb *db, uint64_t *files, uint64_t *bytes);
 struct kvdb_env_stats {
 	uint64_t obj_writes, obj_reads, obj_removes;
 	uint64_t syncs, files_created, dirtable_writes;
+	uint64_t log_writes;    /* settles that wrote (write_mem or write) */
+	uint64_t flushes;       /* kvdb_sync / log-close flush calls */
 };
 void kvdb_env_stats(struct kvdb *db, struct kvdb_env_stats *out);
 

@@ -10,6 +10,11 @@
  * with a chosen errno (-EPERM is a fence), and an optional delay per
  * write stands in for a replicated round trip.
  *
+ * Power: writes through write_mem (the log's) are in "memory" until a
+ * flush; store_power_loss() cuts every object back to what was durable
+ * (written with write, or flushed), as a power loss of every node
+ * would.
+ *
  * LevelDB's background thread is one per process and does not survive
  * fork(), so a test that forks opens no database before the fork.
  * criterion runs each test in its own process: no shared state.
@@ -46,6 +51,7 @@ struct mobj {
 	uint64_t oid;
 	uint32_t slab;
 	uint32_t len;
+	uint32_t dlen;                  /* durable: survives store_power_loss */
 	bool used;
 };
 
@@ -54,7 +60,7 @@ struct mstore {
 	pthread_mutex_t mu;
 	uint32_t obj_size, nslabs, slabs_used, nfree, hi;
 	uint64_t data_off;
-	uint64_t writes, reads, lengths, removes;
+	uint64_t writes, reads, lengths, removes, mem_writes, flushes;
 	int64_t fail_after;             /* < 0: never; else writes left */
 	int fail_errno;
 	uint32_t delay_us;              /* per write; reads and lengths: read_delay_us */
@@ -102,11 +108,10 @@ static struct mobj *obj_create(uint64_t oid)
 	return &ms->objs[i];
 }
 
-static int ms_write(void *ctx, uint64_t oid, uint64_t off, const void *buf, size_t len)
+static int ms_put(uint64_t oid, uint64_t off, const void *buf, size_t len, bool mem)
 {
 	struct mobj *o;
 
-	(void)ctx;
 	if (ms->delay_us)
 		usleep(ms->delay_us);
 	pthread_mutex_lock(&ms->mu);
@@ -130,8 +135,56 @@ static int ms_write(void *ctx, uint64_t oid, uint64_t off, const void *buf, size
 	if (off + len > o->len)
 		o->len = off + len;     /* after the data: a kill mid-copy hides it */
 	ms->writes++;
+	if (mem)
+		ms->mem_writes++;
+	else
+		o->dlen = o->len;
 	pthread_mutex_unlock(&ms->mu);
 	return 0;
+}
+
+static int ms_write(void *ctx, uint64_t oid, uint64_t off, const void *buf, size_t len)
+{
+	(void)ctx;
+	return ms_put(oid, off, buf, len, false);
+}
+
+static int ms_write_mem(void *ctx, uint64_t oid, uint64_t off, const void *buf, size_t len)
+{
+	(void)ctx;
+	return ms_put(oid, off, buf, len, true);
+}
+
+static int ms_flush(void *ctx, const uint64_t *oids, size_t n)
+{
+	(void)ctx;
+	pthread_mutex_lock(&ms->mu);
+	ms->flushes++;
+	for (size_t i = 0; i < n; i++) {
+		struct mobj *o = obj_find(oids[i]);
+
+		if (o)
+			o->dlen = o->len;
+	}
+	pthread_mutex_unlock(&ms->mu);
+	return 0;
+}
+
+/* Every node loses power: what was not durable is gone. */
+static void store_power_loss(void)
+{
+	for (uint32_t i = 0; i < ms->hi; i++) {
+		struct mobj *o = &ms->objs[i];
+
+		if (!o->used || o->len == o->dlen)
+			continue;
+		if (!o->dlen) {
+			o->used = false;
+			ms->free_slabs[ms->nfree++] = o->slab;
+		} else {
+			o->len = o->dlen;
+		}
+	}
 }
 
 static ssize_t ms_read(void *ctx, uint64_t oid, uint64_t off, void *buf, size_t len)
@@ -212,7 +265,8 @@ static void store_new(uint32_t obj_size)
 	ms->fail_after = -1;
 	store_lock_init();
 	st = (struct objenv_store){ .ctx = ms, .write = ms_write, .read = ms_read,
-		.length = ms_length, .remove = ms_remove, .obj_size = obj_size };
+		.length = ms_length, .remove = ms_remove, .write_mem = ms_write_mem,
+		.flush = ms_flush, .obj_size = obj_size };
 }
 
 /* After the child died, possibly holding the lock. */
@@ -687,6 +741,115 @@ Test(objenv, batch_is_all_or_nothing_across_a_crash)
 	store_new(64 * KIB);
 	acked = crash_child(END_KILLED, 0, 10, 128 * KIB, 500 + rand() % 3000);
 	check_after_crash(acked, 10, 128 * KIB, "batches of 10, SIGKILL");
+}
+
+/* ---- the commit pipeline: apply, settle, sync; power loss ---- */
+
+Test(objenv, apply_is_visible_at_once_and_settle_writes_it)
+{
+	struct kvdb_env_stats a, b2;
+	struct kvbatch *b = kvbatch_new();
+	struct kvdb *db;
+	char err[256], k[64], v[256];
+	uint64_t w0;
+
+	store_new(MIB);
+	db = db_open(0);
+	kvdb_env_stats(db, &a);
+	w0 = ms->writes;
+	kvbatch_put(b, k, key_of(k, "p", 1), v, val_of(v, 1, 100));
+	cr_assert_eq(kvdb_apply(db, b, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(check_one(db, "p", 1, 100), 0, "applied: visible here at once");
+	cr_assert_eq(ms->writes, w0, "apply wrote nothing to the store");
+	cr_assert_eq(kvdb_settle(db, err, sizeof(err)), 0, "%s", err);
+	cr_assert_gt(ms->mem_writes, 0, "settle wrote the log to memory");
+	cr_assert_eq(ms->writes, w0 + 1, "one log write for the batch");
+	cr_assert_eq(kvdb_settle(db, err, sizeof(err)), 0);
+	cr_assert_eq(ms->writes, w0 + 1, "nothing pending: no write");
+	cr_assert_eq(kvdb_sync(db, err, sizeof(err)), 0, "%s", err);
+	kvdb_env_stats(db, &b2);
+	cr_assert_eq(b2.flushes - a.flushes, 1, "sync flushed the log's object");
+	cr_assert_eq(ms->flushes, 1);
+	cr_assert_eq(kvdb_sync(db, err, sizeof(err)), 0);
+	cr_assert_eq(ms->flushes, 1, "nothing written since: no flush");
+	kvbatch_free(b);
+	kvdb_close(db);
+}
+
+/* Batch i (per keys) acknowledged by kvdb_write; after batch @sync_at a
+ * kvdb_sync; the child dies after @n batches. Returns how many batches
+ * the parent must find after a power loss (those up to the sync). */
+static void power_child(unsigned n, unsigned per, unsigned sync_at, size_t wbuf)
+{
+	struct kvdb_opts o = { .write_buffer = wbuf, .log = log_discard };
+	struct kvbatch *b = kvbatch_new();
+	struct kvdb *db;
+	char err[256], k[64], v[256];
+
+	if (kvdb_open(&st, &o, &db, err, sizeof(err)))
+		_exit(2);
+	for (unsigned i = 0; i < n; i++) {
+		kvbatch_clear(b);
+		for (unsigned j = 0; j < per; j++)
+			kvbatch_put(b, k, key_of(k, "c", i * per + j), v,
+				    val_of(v, i * per + j, 100));
+		if (kvdb_write(db, b, err, sizeof(err)))
+			_exit(3);
+		if (i + 1 == sync_at && kvdb_sync(db, err, sizeof(err)))
+			_exit(4);
+	}
+	_exit(0);
+}
+
+/* After a power loss: every batch up to @sync_at is there, and the
+ * batches there are a prefix (no batch without its predecessor). */
+static void power_loss_case(unsigned n, unsigned per, unsigned sync_at, size_t wbuf)
+{
+	struct kvdb *db;
+	unsigned have = 0, extra = 0;
+	int status;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		power_child(n, per, sync_at, wbuf);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
+	store_after_crash();
+	store_power_loss();
+	db = db_open(wbuf);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned present = 0;
+
+		for (unsigned j = 0; j < per; j++)
+			present += check_one(db, "c", i * per + j, 100) == 0;
+		cr_assert(present == 0 || present == per, "batch %u: %u of %u keys",
+			  i, present, per);
+		if (present && have < i)
+			cr_assert_fail("batch %u is there but batch %u is not", i, have);
+		if (present)
+			have = i + 1;
+		if (present && i >= sync_at)
+			extra++;
+	}
+	cr_assert_geq(have, sync_at, "synced batches lost: %u of %u there", have, sync_at);
+	cr_log_info("power loss: %u batches synced, %u there (%u after the sync)",
+		    sync_at, have, extra);
+	kvdb_close(db);
+}
+
+Test(objenv, power_loss_keeps_synced_batches_and_loses_a_suffix)
+{
+	store_new(64 * KIB);
+	power_loss_case(3000, 1, 2000, 0);
+}
+
+Test(objenv, power_loss_across_log_switches_and_compactions)
+{
+	/* a 64 KiB memtable: the log switches and tables are written
+	 * many times before and after the sync */
+	store_new(64 * KIB);
+	power_loss_case(2000, 10, 1200, 64 * KIB);
 }
 
 Test(objenv, torn_dir_table_write_uses_older_slot)

@@ -135,6 +135,9 @@ static int purge_orphans(struct ns *ns, int64_t *next_ms)
 		n++;
 	}
 	kviter_free(it);
+	/* It frees data for what it read: only settled records (commit.c). */
+	if (n && ns_settle(ns))
+		return 0;
 	for (int i = 0; i < n; i++) {
 		struct inode in;
 

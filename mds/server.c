@@ -196,7 +196,8 @@ static int write_full(int fd, const void *buf, size_t len)
 static int is_ns_op(unsigned op)
 {
 	return (op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE) ||
-	       op == SDFS_OP_NS_OPEN || op == SDFS_OP_NS_OBJCAP;
+	       op == SDFS_OP_NS_OPEN || op == SDFS_OP_NS_OBJCAP ||
+	       op == SDFS_OP_NS_SYNC;
 }
 
 static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,

@@ -66,6 +66,19 @@ static int st_write(void *ctx, uint64_t oid, uint64_t off, const void *buf, size
 						    SDFS_WRITE_SYNC));
 }
 
+static int st_write_mem(void *ctx, uint64_t oid, uint64_t off, const void *buf,
+			size_t len)
+{
+	return note("write", oid, sdfs_obj_write_ex(ctx, oid, buf, len, off, 0));
+}
+
+static int st_flush(void *ctx, const uint64_t *oids, size_t n)
+{
+	int ret = sdfs_obj_flush_many(ctx, oids, n);
+
+	return note("flush", n ? oids[0] : 0, ret);
+}
+
 static ssize_t st_read(void *ctx, uint64_t oid, uint64_t off, void *buf, size_t len)
 {
 	ssize_t n = sdfs_obj_read(ctx, oid, buf, len, off);
@@ -101,5 +114,7 @@ void store_init(struct objenv_store *st, struct sdfs *s)
 	st->read = st_read;
 	st->length = st_length;
 	st->remove = st_remove;
+	st->write_mem = st_write_mem;
+	st->flush = st_flush;
 	st->obj_size = sdfs_obj_size(s);
 }

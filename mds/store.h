@@ -1,7 +1,8 @@
 /*
  * store.h - the MDS database's objects on the cluster: an objenv_store
  * whose calls are libsdfs object calls. Writes are durable on every
- * replica before they return and carry the handle's fence token, so a
+ * replica before they return (the log's: in every replica's memory,
+ * made durable by a flush) and carry the handle's fence token, so a
  * deposed mds gets -EPERM from every fenced blockd.
  */
 #ifndef SDFS_MDS_STORE_H

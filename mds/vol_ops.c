@@ -424,6 +424,15 @@ static int op_vol_snapdel(struct ns *ns, const struct sdfs_ns_req *r, const char
 int vol_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
 	     const char *name2, struct kvbatch *b, struct ns_reply *rep)
 {
+	/* These act outside the database (ZooKeeper fences, a volume's
+	 * objects) on what they read: nothing they read may be taken back
+	 * by a crash (commit.c). */
+	if (b) {
+		int ret = ns_settle(ns);
+
+		if (ret)
+			return ret;
+	}
 	switch (op) {
 	case SDFS_OP_NS_VOL_CREATE: return op_vol_create(ns, r, name, rep);
 	case SDFS_OP_NS_VOL_INFO: return op_vol_info(ns, r, name, rep);

@@ -333,6 +333,11 @@ static int reclaim_family(struct ns *ns, uint64_t fam, uint64_t *pending)
 	vol_fam_lock(ns, fam);
 	ret = mark(ns, fam, &d, &nd, &members);
 	vol_fam_unlock(ns, fam);
+	/* It frees objects for what it read: only settled states (commit.c). */
+	if (!ret && (ret = ns_settle(ns)) != 0) {
+		free(d);
+		return ret;
+	}
 	if (ret) {
 		log_warn("family=%" PRIu64 ": reclaim skipped: %s", fam, strerror(-ret));
 		return ret;

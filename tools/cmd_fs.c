@@ -591,6 +591,17 @@ out:
 	return ret;
 }
 
+/* Every namespace change acknowledged so far: durable (syncfs(2) does
+ * not reach a FUSE daemon; docs/consistency.md "What is durable when"). */
+static int fs_sync(struct cli *cli, struct sdfs *s, const struct fs_args *a)
+{
+	int ret = sdfs_ns_sync_all(s);
+
+	(void)cli;
+	(void)a;
+	return ret ? fs_fail(s, "sync", "/", ret) : 0;
+}
+
 static int fs_rm(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 {
 	const char *path = a->pos[0];
@@ -897,6 +908,7 @@ static const struct fs_cmd fs_cmds[] = {
 	{ "ln", { "-s", NULL }, 2, 2, "sdfs fs ln [-s] TARGET PATH", fs_ln },
 	{ "put", { NULL }, 2, 2, "sdfs fs put LOCAL PATH  (LOCAL '-': stdin)", fs_put },
 	{ "cat", { NULL }, 1, 1, "sdfs fs cat PATH", fs_cat },
+	{ "sync", { NULL }, 0, 0, "sdfs fs sync", fs_sync },
 };
 
 /* Options (known to @c) anywhere before "--"; "-" is an argument. */

@@ -232,6 +232,5 @@ int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
 /* Write an encoded frame (@hdr wire bytes + @payload) and its tag. */
 int auth_send_raw(int fd, struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 		  const void *payload, size_t len, int64_t deadline_ms);
-/* Read @len bytes by @deadline_ms (net_now_ms; 0: none). */
-int auth_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
+/* Reading a frame's parts: net_read_full (common/net.h). */
 #endif

@@ -214,10 +214,10 @@ static void send_recv(struct auth_sess *tx, struct auth_sess *rx, int wfd, int r
 
 	h.payload_len = 5;
 	cr_assert_eq(auth_send_frame(wfd, tx, &h, msg, 0), 0);
-	cr_assert_eq(auth_read_full(rfd, hb, sizeof(hb), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(rfd, hb, sizeof(hb), net_now_ms() + 2000), 0);
 	cr_assert_eq(proto_hdr_decode(hb, 100, &got), 0);
-	cr_assert_eq(auth_read_full(rfd, pl, got.payload_len, net_now_ms() + 2000), 0);
-	cr_assert_eq(auth_read_full(rfd, tag, sizeof(tag), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(rfd, pl, got.payload_len, net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(rfd, tag, sizeof(tag), net_now_ms() + 2000), 0);
 	cr_assert_eq(auth_check(rx, hb, pl, got.payload_len, tag), 0);
 	cr_assert_arr_eq(pl, msg, 5);
 }
@@ -527,12 +527,12 @@ Test(auth, unauthenticated_request_gets_res_auth)
 	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, NULL, why, sizeof(why)),
 		     -EACCES);
 	cr_assert(strstr(why, "unauthenticated OBJ_READ"), "%s", why);
-	cr_assert_eq(auth_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
 	cr_assert_eq(proto_hdr_decode(hb, AUTH_REASON_MAX, &r), 0);
 	cr_assert_eq(r.result, SDFS_RES_AUTH);
 	cr_assert_eq(r.req_id, 9);
 	cr_assert_eq(proto_res_to_errno(r.result), -EACCES);
-	cr_assert_eq(auth_read_full(sp[0], pl, r.payload_len, net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(sp[0], pl, r.payload_len, net_now_ms() + 2000), 0);
 	close(sp[0]);
 	close(sp[1]);
 }
@@ -563,7 +563,7 @@ Test(auth, old_peers_get_a_clear_error)
 	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, NULL, why, sizeof(why)),
 		     -EPROTONOSUPPORT);
 	cr_assert(strstr(why, "1.x"), "%s", why);
-	cr_assert_eq(auth_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
 	cr_assert_eq(proto_hdr_decode(hb, 0, &r), 0);
 	cr_assert_eq(r.result, SDFS_RES_BAD_VERSION);
 	close(sp[0]);

@@ -384,7 +384,8 @@ static int recv_plain(int fd, struct sdfs_hdr *h, uint8_t *payload, int64_t dead
 }
 
 int auth_client_run(int fd, const struct auth_cred *cred, int timeout_ms,
-		    struct auth_sess *s, char *err, size_t errlen)
+		    struct auth_sess *s, char *caps, size_t capslen, char *err,
+		    size_t errlen)
 {
 	int64_t deadline = net_now_ms() + timeout_ms;
 	uint8_t buf[AUTH_FRAME_MAX], pl[AUTH_FRAME_MAX];
@@ -412,7 +413,7 @@ int auth_client_run(int fd, const struct auth_cred *cred, int timeout_ms,
 		ret = recv_plain(fd, &h, pl, deadline);
 	if (ret)
 		goto io_err;
-	return auth_client_done(&ac, &h, pl, s, NULL, 0, err, errlen);
+	return auth_client_done(&ac, &h, pl, s, caps, capslen, err, errlen);
 io_err:
 	snprintf(err, errlen, "handshake: %s", strerror(-ret));
 	return ret == -EPROTONOSUPPORT ? -EPROTO : ret;

@@ -14,7 +14,6 @@
 #include "common/auth.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
@@ -340,67 +339,6 @@ int auth_client_done(struct auth_client *ac, const struct sdfs_hdr *h,
 	return 0;
 }
 
-int auth_read_full(int fd, void *buf, size_t len, int64_t deadline_ms)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = recv(fd, (char *)buf + done, len - done, MSG_DONTWAIT);
-
-		if (n > 0) {
-			done += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
-		int64_t left = deadline_ms ? deadline_ms - net_now_ms() : -1;
-		if (deadline_ms && left <= 0)
-			return -ETIMEDOUT;
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		if (poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 &&
-		    errno != EINTR)
-			return -errno;
-	}
-	return 0;
-}
-
-static int write_iov(int fd, struct iovec *iov, int cnt, int64_t deadline_ms)
-{
-	while (cnt > 0) {
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
-		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				return -errno;
-			int64_t left = deadline_ms ? deadline_ms - net_now_ms() : -1;
-			if (deadline_ms && left <= 0)
-				return -ETIMEDOUT;
-			struct pollfd p = { .fd = fd, .events = POLLOUT };
-			if (poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 &&
-			    errno != EINTR)
-				return -errno;
-			continue;
-		}
-		while (cnt > 0 && (size_t)n >= iov->iov_len) {
-			n -= (ssize_t)iov->iov_len;
-			iov++;
-			cnt--;
-		}
-		if (cnt > 0) {
-			iov->iov_base = (char *)iov->iov_base + n;
-			iov->iov_len -= (size_t)n;
-		}
-	}
-	return 0;
-}
-
 int auth_send_raw(int fd, struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 		  const void *payload, size_t len, int64_t deadline_ms)
 {
@@ -415,7 +353,7 @@ int auth_send_raw(int fd, struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 		auth_tag(s, hdr, payload, len, tag);
 		iov[cnt++] = (struct iovec){ tag, sizeof(tag) };
 	}
-	return write_iov(fd, iov, cnt, deadline_ms);
+	return net_writev_full(fd, iov, cnt, deadline_ms);
 }
 
 int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
@@ -432,33 +370,32 @@ int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
 static int recv_plain(int fd, struct sdfs_hdr *h, uint8_t *payload, int64_t deadline)
 {
 	uint8_t hb[SDFS_HDR_SIZE];
-	int ret = auth_read_full(fd, hb, sizeof(hb), deadline);
+	int ret = net_read_full(fd, hb, sizeof(hb), deadline);
 
 	if (ret)
 		return ret;
 	ret = proto_hdr_decode(hb, AUTH_FRAME_MAX - SDFS_HDR_SIZE, h);
 	if (ret)
 		return ret == -EPROTONOSUPPORT ? ret : -EPROTO;
-	ret = auth_read_full(fd, payload, h->payload_len, deadline);
+	ret = net_read_full(fd, payload, h->payload_len, deadline);
 	if (!ret)
 		ret = proto_payload_check(h, payload);
 	return ret;
 }
 
 int auth_client_run(int fd, const struct auth_cred *cred, int timeout_ms,
-		    struct auth_sess *s, char *err, size_t errlen)
+		    struct auth_sess *s, char *caps, size_t capslen, char *err,
+		    size_t errlen)
 {
 	int64_t deadline = net_now_ms() + timeout_ms;
 	uint8_t buf[AUTH_FRAME_MAX], pl[AUTH_FRAME_MAX];
 	struct auth_client ac;
 	struct sdfs_hdr h;
-	struct iovec iov;
 	size_t len;
 	int ret;
 
 	len = auth_client_hello(&ac, cred, randombytes_random() | 1ull << 40, buf);
-	iov = (struct iovec){ buf, len };
-	ret = write_iov(fd, &iov, 1, deadline);
+	ret = net_write_full(fd, buf, len, deadline);
 	if (!ret)
 		ret = recv_plain(fd, &h, pl, deadline);
 	if (ret == -EPROTONOSUPPORT) {
@@ -471,13 +408,12 @@ int auth_client_run(int fd, const struct auth_cred *cred, int timeout_ms,
 	ret = auth_client_challenge(&ac, &h, pl, buf, &len, err, errlen);
 	if (ret)
 		return ret;
-	iov = (struct iovec){ buf, len };
-	ret = write_iov(fd, &iov, 1, deadline);
+	ret = net_write_full(fd, buf, len, deadline);
 	if (!ret)
 		ret = recv_plain(fd, &h, pl, deadline);
 	if (ret)
 		goto io_err;
-	return auth_client_done(&ac, &h, pl, s, NULL, 0, err, errlen);
+	return auth_client_done(&ac, &h, pl, s, caps, capslen, err, errlen);
 io_err:
 	snprintf(err, errlen, "handshake: %s", strerror(-ret));
 	return ret == -EPROTONOSUPPORT ? -EPROTO : ret;
@@ -650,20 +586,18 @@ int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *
 	for (;;) {
 		uint8_t hb[SDFS_HDR_SIZE];
 		size_t len = 0;
-		struct iovec iov;
 
-		ret = auth_read_full(fd, hb, sizeof(hb), deadline);
+		ret = net_read_full(fd, hb, sizeof(hb), deadline);
 		if (!ret)
 			ret = proto_hdr_decode(hb, SDFS_MAX_PAYLOAD, &h);
 		if (!ret && !auth_is_handshake(&h)) {
 			/* refused unread: no payload of a stranger is held */
 			ret = auth_server_step(&as, &h, NULL, out, &len, s, who, why, whylen);
-			iov = (struct iovec){ out, len };
-			write_iov(fd, &iov, 1, deadline);
+			net_write_full(fd, out, len, deadline);
 			return ret;
 		}
 		if (!ret) {
-			ret = auth_read_full(fd, pl, h.payload_len, deadline);
+			ret = net_read_full(fd, pl, h.payload_len, deadline);
 			if (!ret && proto_payload_check(&h, pl))
 				ret = -EPROTO;
 		} else if (ret != -EPROTONOSUPPORT) {
@@ -674,8 +608,7 @@ int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *
 
 			proto_reply_init(&r, &h, SDFS_RES_BAD_VERSION);
 			len = frame(&r, NULL, out);
-			iov = (struct iovec){ out, len };
-			write_iov(fd, &iov, 1, deadline);
+			net_write_full(fd, out, len, deadline);
 			snprintf(why, whylen, "peer speaks protocol %u.x", h.major);
 			return ret;
 		}
@@ -685,8 +618,7 @@ int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *
 			return ret;
 		}
 		ret = auth_server_step(&as, &h, pl, out, &len, s, who, why, whylen);
-		iov = (struct iovec){ out, len };
-		int wret = write_iov(fd, &iov, 1, deadline);
+		int wret = net_write_full(fd, out, len, deadline);
 		if (ret < 0)
 			return ret;
 		if (wret) {

@@ -145,11 +145,14 @@ int auth_client_done(struct auth_client *ac, const struct sdfs_hdr *h,
 
 /*
  * The whole client side on a connected socket @fd (blocking or not),
- * within @timeout_ms. 0 with @s on; -EACCES (refused), -EPROTONOSUPPORT
- * (an old peer), -ETIMEDOUT, -ECONNRESET, -EPROTO; @err says which.
+ * within @timeout_ms. 0 with @s on and the caps the cluster gives us in
+ * @caps (as auth_client_done; may be NULL); -EACCES (refused),
+ * -EPROTONOSUPPORT (an old peer), -ETIMEDOUT, -ECONNRESET, -EPROTO;
+ * @err says which.
  */
 int auth_client_run(int fd, const struct auth_cred *cred, int timeout_ms,
-		    struct auth_sess *s, char *err, size_t errlen);
+		    struct auth_sess *s, char *caps, size_t capslen, char *err,
+		    size_t errlen);
 
 /* ---- server side ---- */
 enum { AUTH_S_HELLO, AUTH_S_PROOF, AUTH_S_DONE };
@@ -232,6 +235,5 @@ int auth_send_frame(int fd, struct auth_sess *s, const struct sdfs_hdr *h,
 /* Write an encoded frame (@hdr wire bytes + @payload) and its tag. */
 int auth_send_raw(int fd, struct auth_sess *s, const uint8_t hdr[SDFS_HDR_SIZE],
 		  const void *payload, size_t len, int64_t deadline_ms);
-/* Read @len bytes by @deadline_ms (net_now_ms; 0: none). */
-int auth_read_full(int fd, void *buf, size_t len, int64_t deadline_ms);
+/* Reading a frame's parts: net_read_full (common/net.h). */
 #endif

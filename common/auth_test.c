@@ -92,6 +92,9 @@ static void *srv_main(void *arg)
 	return NULL;
 }
 
+/* The caps the last shake's client was told. */
+static char shake_caps[AUTH_CAPS_STR_MAX];
+
 /* A handshake over a socketpair: the client's result; *@sv the server's. */
 static int shake(const char *name, const uint8_t *key, struct srv *sv,
 		 struct auth_sess *cs, int *cfd, char *err, size_t errlen)
@@ -107,7 +110,8 @@ static int shake(const char *name, const uint8_t *key, struct srv *sv,
 	memcpy(cred.key, key, AUTH_KEY_BYTES);
 	cr_assert_eq(pthread_create(&t, NULL, srv_main, sv), 0);
 	memset(cs, 0, sizeof(*cs));
-	ret = auth_client_run(sp[0], &cred, 5000, cs, err, errlen);
+	ret = auth_client_run(sp[0], &cred, 5000, cs, shake_caps, sizeof(shake_caps),
+			      err, errlen);
 	if (ret)
 		shutdown(sp[0], SHUT_RDWR);     /* the server may wait for more */
 	pthread_join(t, NULL);
@@ -128,6 +132,7 @@ Test(auth, right_key_gets_in_both_ways_with_caps)
 	cr_assert_eq(sv.ret, 0, "%s", sv.why);
 	cr_assert_str_eq(sv.who.name, "client.alice");
 	cr_assert_str_eq(sv.who.caps.path, "/a");
+	cr_assert_str_eq(shake_caps, "rw,path=/a", "the client learns its caps");
 	cr_assert(cs.on && sv.s.on);
 	/* the directions' keys pair up, and differ from each other */
 	cr_assert_arr_eq(cs.tx.key, sv.s.rx.key, AUTH_KEY_BYTES);
@@ -214,10 +219,10 @@ static void send_recv(struct auth_sess *tx, struct auth_sess *rx, int wfd, int r
 
 	h.payload_len = 5;
 	cr_assert_eq(auth_send_frame(wfd, tx, &h, msg, 0), 0);
-	cr_assert_eq(auth_read_full(rfd, hb, sizeof(hb), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(rfd, hb, sizeof(hb), net_now_ms() + 2000), 0);
 	cr_assert_eq(proto_hdr_decode(hb, 100, &got), 0);
-	cr_assert_eq(auth_read_full(rfd, pl, got.payload_len, net_now_ms() + 2000), 0);
-	cr_assert_eq(auth_read_full(rfd, tag, sizeof(tag), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(rfd, pl, got.payload_len, net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(rfd, tag, sizeof(tag), net_now_ms() + 2000), 0);
 	cr_assert_eq(auth_check(rx, hb, pl, got.payload_len, tag), 0);
 	cr_assert_arr_eq(pl, msg, 5);
 }
@@ -527,12 +532,12 @@ Test(auth, unauthenticated_request_gets_res_auth)
 	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, NULL, why, sizeof(why)),
 		     -EACCES);
 	cr_assert(strstr(why, "unauthenticated OBJ_READ"), "%s", why);
-	cr_assert_eq(auth_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
 	cr_assert_eq(proto_hdr_decode(hb, AUTH_REASON_MAX, &r), 0);
 	cr_assert_eq(r.result, SDFS_RES_AUTH);
 	cr_assert_eq(r.req_id, 9);
 	cr_assert_eq(proto_res_to_errno(r.result), -EACCES);
-	cr_assert_eq(auth_read_full(sp[0], pl, r.payload_len, net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(sp[0], pl, r.payload_len, net_now_ms() + 2000), 0);
 	close(sp[0]);
 	close(sp[1]);
 }
@@ -563,7 +568,7 @@ Test(auth, old_peers_get_a_clear_error)
 	cr_assert_eq(auth_server_run(sp[1], db, 2000, &s, &who, NULL, why, sizeof(why)),
 		     -EPROTONOSUPPORT);
 	cr_assert(strstr(why, "1.x"), "%s", why);
-	cr_assert_eq(auth_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
+	cr_assert_eq(net_read_full(sp[0], hb, sizeof(hb), net_now_ms() + 2000), 0);
 	cr_assert_eq(proto_hdr_decode(hb, 0, &r), 0);
 	cr_assert_eq(r.result, SDFS_RES_BAD_VERSION);
 	close(sp[0]);
@@ -582,7 +587,7 @@ Test(auth, old_peers_get_a_clear_error)
 	}
 	cr_assert_eq(write(sp[1], hb, sizeof(hb)), (ssize_t)sizeof(hb));
 	memcpy(cred.key, key_a, AUTH_KEY_BYTES);
-	cr_assert_eq(auth_client_run(sp[0], &cred, 2000, &s, err, sizeof(err)),
+	cr_assert_eq(auth_client_run(sp[0], &cred, 2000, &s, NULL, 0, err, sizeof(err)),
 		     -EPROTONOSUPPORT);
 	cr_assert(strstr(err, "peer speaks protocol 1.x"), "%s", err);
 	close(sp[0]);

@@ -28,6 +28,88 @@ int64_t net_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int net_poll(int fd, short events, int64_t deadline_ms, int slice_ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int64_t left = deadline_ms ? deadline_ms - net_now_ms() : -1;
+
+	if (deadline_ms && left <= 0)
+		return -ETIMEDOUT;
+	if (slice_ms >= 0 && (left < 0 || left > slice_ms))
+		left = slice_ms;
+	if (poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left) < 0 && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+int net_io_full(int fd, struct iovec *iov, int cnt, int writing, net_wait_fn wait,
+		void *arg)
+{
+	size_t done = 0;
+
+	while (cnt > 0 && !iov->iov_len) {
+		iov++;
+		cnt--;
+	}
+	while (cnt > 0) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)cnt };
+		ssize_t n = writing ? sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT)
+				    : recvmsg(fd, &mh, MSG_DONTWAIT);
+
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			int ret;
+
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				return -errno;
+			ret = wait(arg, fd, writing ? POLLOUT : POLLIN, done);
+			if (ret)
+				return ret;
+			continue;
+		}
+		done += (size_t)n;
+		while (cnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* net_io_full's wait for a plain deadline (*@arg). */
+static int wait_deadline(void *arg, int fd, short events, size_t done)
+{
+	(void)done;
+	return net_poll(fd, events, *(const int64_t *)arg, -1);
+}
+
+int net_writev_full(int fd, struct iovec *iov, int cnt, int64_t deadline_ms)
+{
+	return net_io_full(fd, iov, cnt, 1, wait_deadline, &deadline_ms);
+}
+
+int net_read_full(int fd, void *buf, size_t len, int64_t deadline_ms)
+{
+	struct iovec iov = { buf, len };
+
+	return net_io_full(fd, &iov, 1, 0, wait_deadline, &deadline_ms);
+}
+
+int net_write_full(int fd, const void *buf, size_t len, int64_t deadline_ms)
+{
+	struct iovec iov = { (void *)buf, len };
+
+	return net_io_full(fd, &iov, 1, 1, wait_deadline, &deadline_ms);
+}
+
 int net_idle_dead(int fd)
 {
 	char b;

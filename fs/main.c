@@ -5,8 +5,9 @@
  *
  * Also run by mount(8) as /sbin/mount.fuse.sdfs for `mount -t fuse.sdfs
  * CLUSTER /mnt` and fstab lines (docs/mount.md). Connects first (so a
- * bad cluster is reported to the caller), mounts, goes to the
- * background unless -f, and serves requests from many threads.
+ * bad cluster, or a key that may not mount, is reported to the caller;
+ * a read-only key mounts read-only), mounts, goes to the background
+ * unless -f, and serves requests from many threads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +20,9 @@
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/keys.h"
 #include "common/log.h"
+#include "common/sdfs_proto.h"
 #include "common/version.h"
 #include "fs/fs.h"
 
@@ -336,6 +339,74 @@ static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size
 	return 0;
 }
 
+/* Has -o @opt (a word without value) gone to FUSE already? */
+static int fuse_has(const struct args *a, const char *opt)
+{
+	size_t n = strlen(opt);
+
+	for (const char *p = a->fuse_opts; (p = strstr(p, opt)); p += n)
+		if (p > a->fuse_opts && p[-1] == ',' && (p[n] == ',' || !p[n]))
+			return 1;
+	return 0;
+}
+
+/*
+ * What the mount's key may do, asked on the first connection
+ * (sdfs_key_caps; docs/mount.md "Keys"): a read-only key mounts
+ * read-only (-o ro added; @why, for the log, says so); a key whose
+ * path= is no directory of the cluster, or that the cluster refuses,
+ * fails the mount (-1, said on stderr in one line). A cluster without
+ * keys, or an mds that does not answer, teaches nothing: the mount goes
+ * on as asked (the latter with a warning).
+ */
+static int key_check(struct fs *fs, struct args *a, char *why, size_t whylen)
+{
+	char name[AUTH_NAME_MAX + 1], text[AUTH_CAPS_STR_MAX], err[256];
+	struct auth_caps caps;
+	struct sdfs_stat st;
+	int ret;
+
+	why[0] = '\0';
+	ret = sdfs_key_caps(fs->s, name, sizeof(name), text, sizeof(text));
+	if (ret == -ENOENT)
+		return 0;
+	if (ret == -EACCES) {
+		fprintf(stderr, "mount.sdfs: key %s: cluster %s refused it (not known "
+			"to the cluster, or not this key: sdfs auth ls)\n", name,
+			a->cluster);
+		return -1;
+	}
+	if (ret) {
+		fprintf(stderr, "mount.sdfs: key %s: cannot learn what it may do "
+			"(mds: %s); mounting as asked\n", name, strerror(-ret));
+		return 0;
+	}
+	if (auth_caps_parse(text, &caps, err, sizeof(err))) {
+		fprintf(stderr, "mount.sdfs: key %s: caps '%s' from the mds: %s; "
+			"mounting as asked\n", name, text, err);
+		return 0;
+	}
+	if (caps.path[0] && strcmp(caps.path, "/")) {
+		/* the mds resolves path= on each request: ENOENT when it is
+		 * missing or no directory */
+		ret = sdfs_ns_getattr(fs->s, SDFS_ROOT_INO, &st);
+		if (ret == -ENOENT || (!ret && !S_ISDIR(st.mode))) {
+			fprintf(stderr, "mount.sdfs: key %s: path=%s is not a directory "
+				"in cluster %s (missing, or not a directory)\n", name,
+				caps.path, a->cluster);
+			return -1;
+		}
+	}
+	if ((caps.flags & AUTH_CAP_RO) && !fuse_has(a, "ro")) {
+		size_t l = strlen(a->fuse_opts);
+
+		snprintf(a->fuse_opts + l, sizeof(a->fuse_opts) - l, ",ro");
+		snprintf(why, whylen, "key %s is read-only (caps %s): mounting "
+			 "read-only", name, text);
+	}
+	return 0;
+}
+
 static const char *mnt_point;
 
 static void raise_readahead(const char *mnt, unsigned kb);
@@ -462,7 +533,7 @@ int main(int argc, char **argv)
 	struct args a = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
-	char uuid[64], opts[8192], type[256];
+	char uuid[64], opts[8192], type[256], ro_why[AUTH_CAPS_STR_MAX + 128];
 	int ret;
 
 	the_fs = &fs;
@@ -486,9 +557,15 @@ int main(int argc, char **argv)
 	if (level < LOG_DEBUG)
 		log_level = LOG_ERR;
 	ret = connect_cluster(&fs, &a, uuid, sizeof(uuid));
+	if (!ret && key_check(&fs, &a, ro_why, sizeof(ro_why))) {
+		sdfs_close(fs.s);
+		ret = -1;
+	}
 	log_level = level;
 	if (ret)
 		return 1;
+	if (ro_why[0])
+		log_info("%s", ro_why);
 	sdfs_close(fs.s);
 	fs.s = NULL;
 	if (fnode_table_init(&fs)) {
@@ -530,7 +607,8 @@ int main(int argc, char **argv)
 		fuse_session_unmount(fs.se);
 		return 1;
 	}
-	log_info("mounted cluster %s at %s", a.cluster, a.mnt);
+	log_info("mounted cluster %s at %s%s%s", a.cluster, a.mnt,
+		 ro_why[0] ? "; " : "", ro_why);
 	if ((ret = inval_start(&fs)) != 0)
 		log_warn("no pushed invalidations (%s): caches expire by their "
 			 "timeouts only", strerror(-ret));

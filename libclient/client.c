@@ -175,11 +175,59 @@ int client_auth(struct sdfs *s, int fd, int timeout_ms, struct auth_sess *sess)
 
 	if (s->keyfile)
 		auth_keyfile_cred(s->keyfile, &cred);
-	ret = auth_client_run(fd, &cred, timeout_ms, sess, err, sizeof(err));
+	char caps[AUTH_CAPS_STR_MAX] = "";
+
+	ret = auth_client_run(fd, &cred, timeout_ms, sess, caps, sizeof(caps), err,
+			      sizeof(err));
+	if (ret == 0) {
+		pthread_mutex_lock(&s->lock);
+		snprintf(s->key_name, sizeof(s->key_name), "%s", cred.name);
+		snprintf(s->key_caps, sizeof(s->key_caps), "%s", caps);
+		pthread_mutex_unlock(&s->lock);
+	}
 	sodium_memzero(&cred, sizeof(cred));
 	if (ret == -EACCES || ret == -EPROTONOSUPPORT)
 		log_every(LOG_EVERY_MS, LOG_WARNING, "authentication: %s", err);
 	return ret;
+}
+
+/* Copy what the last handshake said; 0, or -ENOENT before one. */
+static int key_caps_known(struct sdfs *s, char *name, size_t namelen, char *caps,
+			  size_t capslen)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->key_name[0]) {
+		snprintf(name, namelen, "%s", s->key_name);
+		snprintf(caps, capslen, "%s", s->key_caps);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+int sdfs_key_caps(struct sdfs *s, char *name, size_t namelen, char *caps,
+		  size_t capslen)
+{
+	struct cluster_config cfg;
+	struct sdfs_stat st;
+	int ret;
+
+	if (!key_caps_known(s, name, namelen, caps, capslen))
+		return 0;
+	ret = client_config(s, &cfg);
+	if (ret)
+		return ret;
+	if (cfg.auth != CMAP_AUTH_REQUIRED || !s->have_cred)
+		return -ENOENT;         /* no handshake: nothing restricted */
+	snprintf(name, namelen, "%s", s->cred.name);
+	/* a connection to the mds shakes hands; what it answers (a path=
+	 * that is gone: ENOENT) does not matter here */
+	ret = sdfs_ns_getattr(s, SDFS_ROOT_INO, &st);
+	if (!key_caps_known(s, name, namelen, caps, capslen))
+		return 0;
+	return ret ? ret : -EIO;
 }
 
 int sdfs_connect(const char *zk_hosts, const char *cluster, int timeout_ms,

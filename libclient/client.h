@@ -60,6 +60,10 @@ struct sdfs {
 	int have_cred;
 	struct auth_cred cred;          /* as first read */
 	struct auth_keyfile *keyfile;   /* followed: a rotated key is taken */
+	/* client_auth: what the mds's last handshake said the key may do
+	 * (sdfs_key_caps), under lock; key_name[0] == 0: none yet */
+	char key_name[AUTH_NAME_MAX + 1];
+	char key_caps[AUTH_CAPS_STR_MAX];
 	/* objio.c: a read asks the next replica too when one has not
 	 * answered in read_timeout_ms; the late ones, under late_mu */
 	int read_timeout_ms;

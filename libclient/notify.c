@@ -38,7 +38,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,36 +201,34 @@ static int wait_fd(struct notify *nt, int fd, short events, int64_t deadline, in
 	}
 }
 
+/* What io_full's waits know: the first byte's wait is @idle (see
+ * wait_fd), and then @deadline counts from that first byte. */
+struct io_wait {
+	struct notify *nt;
+	int64_t deadline;
+	int idle;
+};
+
+static int io_wait(void *arg, int fd, short events, size_t done)
+{
+	struct io_wait *w = arg;
+
+	if (w->idle && done) {
+		w->deadline = net_now_ms() + NOTIFY_IO_MS;
+		w->idle = 0;
+	}
+	return wait_fd(w->nt, fd, events, w->deadline, w->idle);
+}
+
 /* All @len bytes; the wait for the first one is @idle (see wait_fd),
  * and then @deadline counts from that first byte. */
 static int io_full(struct notify *nt, int fd, void *buf, size_t len, int writing,
 		   int64_t deadline, int idle)
 {
-	size_t done = 0;
+	struct io_wait w = { nt, deadline, idle };
+	struct iovec iov = { buf, len };
 
-	while (done < len) {
-		ssize_t n = writing ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
-				    : recv(fd, (char *)buf + done, len - done, 0);
-		int ret;
-
-		if (n > 0) {
-			done += (size_t)n;
-			if (idle)
-				deadline = net_now_ms() + NOTIFY_IO_MS;
-			idle = 0;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
-		ret = wait_fd(nt, fd, writing ? POLLOUT : POLLIN, deadline, idle);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return net_io_full(fd, &iov, 1, writing, io_wait, &w);
 }
 
 /* Room for a payload of @len bytes in nt->buf. */

@@ -36,11 +36,9 @@
  * ends the call at once with that error: retrying cannot help.
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -308,35 +306,25 @@ struct attempt {
 	int sent;                       /* the whole request went out */
 };
 
+/* net_io_full's wait in an attempt: until its deadline, in slices,
+ * giving up when its active was deposed. */
+static int attempt_wait(void *arg, int fd, short events, size_t done)
+{
+	struct attempt *at = arg;
+
+	(void)done;
+	if (at->deadline <= net_now_ms())
+		return -ETIMEDOUT;
+	if (active_still(at->s, at->nc, at->gen))
+		return -ESTALE;         /* deposed: it will not answer */
+	return net_poll(fd, events, at->deadline, NS_SLICE_MS);
+}
+
 static int io_all(struct attempt *at, int fd, void *buf, size_t len, int writing)
 {
-	size_t done = 0;
+	struct iovec iov = { buf, len };
 
-	while (done < len) {
-		ssize_t n = writing ? send(fd, (char *)buf + done, len - done, MSG_NOSIGNAL)
-				    : recv(fd, (char *)buf + done, len - done, 0);
-
-		if (n > 0) {
-			done += (size_t)n;
-			continue;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			return -errno;
-		int64_t left = at->deadline - net_now_ms();
-		if (left <= 0)
-			return -ETIMEDOUT;
-		if (active_still(at->s, at->nc, at->gen))
-			return -ESTALE;         /* deposed: it will not answer */
-		struct pollfd p = { .fd = fd, .events = writing ? POLLOUT : POLLIN };
-		if (poll(&p, 1, (int)(left > NS_SLICE_MS ? NS_SLICE_MS : left)) < 0 &&
-		    errno != EINTR)
-			return -errno;
-	}
-	return 0;
+	return net_io_full(fd, &iov, 1, writing, attempt_wait, at);
 }
 
 /* One exchange on @fd (tagged in session @sess). 0 with the reply, or

@@ -57,6 +57,21 @@ int sdfs_connect_keyring(const char *zk_hosts, const char *cluster, int timeout_
 void sdfs_close(struct sdfs *s);        /* NULL ok */
 
 /*
+ * What the cluster lets this handle's key do (docs/security.md
+ * "Capabilities"): the key's name into @name and its caps as the mds
+ * said at the handshake into @caps ("ro,path=/a", "rw", ...; the text of
+ * common/keys.h). Asks the mds (a root getattr) if this handle has not
+ * shaken its hand yet; later calls answer from the last handshake (caps
+ * changed meanwhile show at the next new connection). 0; -ENOENT when
+ * no key is in use (a cluster without authentication, or a handle
+ * without a key: nothing is restricted); else the -errno of reaching
+ * the mds (-EACCES: it refused the key), with the key's name in @name.
+ * Any thread.
+ */
+int sdfs_key_caps(struct sdfs *s, char *name, size_t namelen, char *caps,
+		  size_t capslen);
+
+/*
  * Who the namespace calls (sdfs_ns_*, sdfs_vol_* on names) made by the
  * calling thread act as, for every handle: the mds checks permissions
  * against these ids (docs/mds.md "Permissions"), after the key's squash

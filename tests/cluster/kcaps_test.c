@@ -6,7 +6,9 @@
  * key changes nothing; a key restricted to /a lists and reads nothing
  * of /b through the mount, the CLI or guessed inode numbers, and ".."
  * from its root stays there; root_squash makes root's creates
- * 65534-owned.
+ * 65534-owned. mount.sdfs learns its key's caps: a read-only key
+ * mounts read-only, a key whose path= is no directory or that the
+ * cluster refuses does not mount.
  *
  * Needs the whole of issue 15 merged: the handshake that gives the mds
  * the connection's key (wire), keys in ZooKeeper (zkauth), `sdfs auth`
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -286,11 +289,13 @@ Test(kcaps, a_path_key_reaches_nothing_outside_its_subtree)
 }
 
 /* mount.sdfs CLUSTER DIR/kmnt -f -o conf=@conf (key_add's) in the
- * background; returns once DIR/kmnt is a different filesystem. */
-static void mount_as(const char *conf, char *mnt, size_t len)
+ * background, its stderr to DIR/kmnt.err; returns 1 once DIR/kmnt is a
+ * different filesystem, or 0 once mount.sdfs exited (its status into
+ * *@status). */
+static int mount_try(const char *conf, char *mnt, size_t len, int *status)
 {
 	const char *bin = getenv("MOUNT_SDFS");
-	char opts[PATH_MAX + 64], cluster[64] = "", line[512];
+	char opts[PATH_MAX + 64], cluster[64] = "", line[512], errf[PATH_MAX];
 	struct stat parent, m;
 	FILE *cf = fopen(tcluster_conf(tc), "r");
 
@@ -304,21 +309,63 @@ static void mount_as(const char *conf, char *mnt, size_t len)
 	cr_assert(mkdir(mnt, 0755) == 0 || errno == EEXIST);
 	cr_assert_eq(stat(tcluster_dir(tc), &parent), 0);
 	snprintf(opts, sizeof(opts), "conf=%s", conf);
+	snprintf(errf, sizeof(errf), "%s/kmnt.err", tcluster_dir(tc));
 	mount_pid = fork();
 	cr_assert(mount_pid >= 0);
 	if (mount_pid == 0) {
 		int nfd = open("/dev/null", O_RDWR);
+		int efd = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 		dup2(nfd, 0);
+		dup2(efd, 2);
 		execl(bin, bin, cluster, mnt, "-f", "-o", opts, (char *)NULL);
 		_exit(127);
 	}
 	for (int64_t end = tnow_ms() + TCLUSTER_WAIT_MS; tnow_ms() < end; tsleep_ms(50)) {
-		cr_assert_eq(waitpid(mount_pid, NULL, WNOHANG), 0, "mount.sdfs exited");
+		if (waitpid(mount_pid, status, WNOHANG) == mount_pid) {
+			mount_pid = 0;
+			return 0;
+		}
 		if (stat(mnt, &m) == 0 && m.st_dev != parent.st_dev)
-			return;
+			return 1;
 	}
-	cr_assert_fail("%s not mounted in %d ms", mnt, TCLUSTER_WAIT_MS);
+	cr_assert_fail("%s not mounted in %d ms, and mount.sdfs still runs", mnt,
+		       TCLUSTER_WAIT_MS);
+	return 0;
+}
+
+static void mount_as(const char *conf, char *mnt, size_t len)
+{
+	int status;
+
+	cr_assert(mount_try(conf, mnt, len, &status), "mount.sdfs exited: status %d",
+		  status);
+}
+
+/* mount.sdfs with @conf fails: exits non-zero having said one line
+ * holding @want1 and @want2 on stderr, the line into @line. */
+static void mount_fails(const char *conf, const char *want1, const char *want2,
+			char *line, size_t len)
+{
+	char mnt[PATH_MAX], errf[PATH_MAX];
+	int status = 0;
+	FILE *ef;
+
+	cr_assert_not(mount_try(conf, mnt, sizeof(mnt), &status),
+		      "%s mounted (with %s)", mnt, conf);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+		  "mount.sdfs: status %d", status);
+	snprintf(errf, sizeof(errf), "%s/kmnt.err", tcluster_dir(tc));
+	ef = fopen(errf, "r");
+	cr_assert(ef);
+	line[0] = '\0';
+	while (fgets(line, (int)len, ef) && !(strstr(line, want1) && strstr(line, want2)))
+		line[0] = '\0';
+	fclose(ef);
+	cr_assert(line[0], "mount.sdfs said no line with '%s' and '%s' (%s)", want1,
+		  want2, errf);
+	line[strcspn(line, "\n")] = '\0';
+	cr_log_info("%s", line);
 }
 
 Test(kcaps, a_path_keys_mount_shows_only_its_subtree)
@@ -361,6 +408,85 @@ Test(kcaps, a_path_keys_mount_shows_only_its_subtree)
 	struct sdfs_stat ss;
 	cr_assert_eq(sdfs_ns_lookup(adm, a, "w", &ss), 0);
 	cr_assert_eq(sdfs_ns_lookup(adm, ROOT, "w", &ss), -ENOENT);
+}
+
+/* ---- what the mount learns of its key ---- */
+
+/* Are @mnt's mount options (mountinfo's) "ro,..."? */
+static int mount_opts_ro(const char *mnt)
+{
+	char line[4096], point[PATH_MAX], opts[1024];
+	int ro = -1;
+	FILE *mi = fopen("/proc/self/mountinfo", "r");
+
+	cr_assert(mi);
+	while (fgets(line, sizeof(line), mi))
+		if (sscanf(line, "%*s %*s %*s %*s %4095s %1023s", point, opts) == 2 &&
+		    !strcmp(point, mnt))
+			ro = !strcmp(opts, "ro") || !strncmp(opts, "ro,", 3);
+	fclose(mi);
+	cr_assert_neq(ro, -1, "%s is not in mountinfo", mnt);
+	return ro;
+}
+
+/* Did the mount.sdfs of mount_try say @text on stderr (so far)? */
+static int err_has(const char *text)
+{
+	char errf[PATH_MAX], line[1024];
+	int found = 0;
+	FILE *ef;
+
+	snprintf(errf, sizeof(errf), "%s/kmnt.err", tcluster_dir(tc));
+	ef = fopen(errf, "r");
+	cr_assert(ef);
+	while (fgets(line, sizeof(line), ef))
+		if (strstr(line, text)) {
+			cr_log_info("%s", line);
+			found = 1;
+		}
+	fclose(ef);
+	return found;
+}
+
+Test(kcaps, a_read_only_keys_mount_is_read_only)
+{
+	char ro[PATH_MAX], mnt[PATH_MAX], path[PATH_MAX + 32], buf[64];
+	struct statvfs sv;
+	int fd;
+
+	tree();
+	key_add("client.rom", "ro", ro, sizeof(ro));
+	mount_as(ro, mnt, sizeof(mnt));
+	cr_assert_eq(statvfs(mnt, &sv), 0, "statvfs %s: %s", mnt, strerror(errno));
+	cr_assert(sv.f_flag & ST_RDONLY, "a read-only key's mount is read-only");
+	cr_assert(mount_opts_ro(mnt), "mount shows ro");
+	cr_assert(err_has("key client.rom is read-only (caps ro)"),
+		  "mount.sdfs says why");
+	snprintf(path, sizeof(path), "%s/a/new", mnt);
+	cr_assert_eq(open(path, O_WRONLY | O_CREAT, 0644), -1);
+	cr_assert_eq(errno, EROFS, "create: %s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/a/f", mnt);
+	cr_assert_eq(open(path, O_WRONLY), -1);
+	cr_assert_eq(errno, EROFS, "open for writing: %s", strerror(errno));
+	fd = open(path, O_RDONLY);
+	cr_assert(fd >= 0, "open %s: %s", path, strerror(errno));
+	cr_assert_eq(read(fd, buf, sizeof(buf)), 5, "reads work");
+	close(fd);
+}
+
+Test(kcaps, a_key_whose_path_is_no_directory_does_not_mount)
+{
+	char conf[PATH_MAX], line[1024];
+
+	tree();
+	key_add("client.pmiss", "rw,path=/missing", conf, sizeof(conf));
+	mount_fails(conf, "client.pmiss", "path=/missing", line, sizeof(line));
+	key_add("client.pfile", "rw,path=/a/f", conf, sizeof(conf));
+	mount_fails(conf, "client.pfile", "path=/a/f", line, sizeof(line));
+	/* a key the cluster no longer knows */
+	key_add("client.gone", "rw", conf, sizeof(conf));
+	cr_assert_eq(tcluster_sdfs(tc, NULL, NULL, "auth rm client.gone"), 0);
+	mount_fails(conf, "client.gone", "refused", line, sizeof(line));
 }
 
 /* ---- squash ---- */

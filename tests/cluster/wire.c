@@ -175,7 +175,7 @@ int wire_auth(int fd, const char *name, const uint8_t key[AUTH_KEY_BYTES],
 	snprintf(cred.name, sizeof(cred.name), "%s", name);
 	memcpy(cred.key, key, AUTH_KEY_BYTES);
 	memset(s, 0, sizeof(*s));
-	return auth_client_run(fd, &cred, 5000, s, err, errlen);
+	return auth_client_run(fd, &cred, 5000, s, NULL, 0, err, errlen);
 }
 
 size_t wire_frame_auth(struct auth_sess *s, const struct sdfs_hdr *h,

@@ -62,7 +62,15 @@ int ns_sync(struct ns *ns)
 	if (atomic_load(&ns->failed))
 		return -EIO;
 	ret = kvdb_sync(ns->db, err, sizeof(err));
-	return ret ? commit_failed(ns, ret, "sync", err) : 0;
+	if (!ret)
+		return 0;
+	/* A fence, or a failed settle, ends this mds; a flush that failed
+	 * (block daemons down or hung) leaves the changes in the replicas'
+	 * memory, to be flushed by the next sync. */
+	if (ret == -EPERM || kvdb_settle(ns->db, NULL, 0))
+		return commit_failed(ns, ret, "sync", err);
+	log_every(10000, LOG_WARNING, "database sync failed, will retry: %s", err);
+	return -EIO;
 }
 
 int ns_commit(struct ns *ns, struct kvbatch *b)

@@ -1359,12 +1359,14 @@ Status obj_env::sync_logs()
 	int r = st_.flush(st_.ctx, oids.data(), oids.size());
 
 	if (r < 0 && r != -ENOENT) {
+		/* Not durable yet, still in the replicas' memory (a crash
+		 * loses nothing): the next sync tries these again. Only a
+		 * fence ends this database. */
 		s = store_error("log", "flush", -r);
 		std::lock_guard<std::mutex> l(dirty_mu_);
 
-		if (!log_failed_.exchange(true))
-			log_err_ = s.ToString();
-		return Status::IOError(log_err_);
+		dirty_.insert(oids.begin(), oids.end());
+		return s;
 	}
 	return log_status();
 }

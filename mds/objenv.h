@@ -102,13 +102,17 @@ void kvbatch_free(struct kvbatch *b);   /* NULL ok */
 /* Apply @b atomically: visible to reads at once, in the store only
  * after a kvdb_settle. -EIO (reason in @err) when the store failed;
  * -EPERM when it was fenced. After one failure every later apply,
- * settle and sync fails too. */
+ * settle and sync fails too. A batch whose apply or settle failed may
+ * or may not be in the store (like a write that timed out): the mds
+ * answers nothing then, and a resend finds its reply record or not. */
 int kvdb_apply(struct kvdb *db, struct kvbatch *b, char *err, size_t errlen);
 /* Every batch applied before the call is in the store (every replica's
  * memory: survives the crash of any process). 0 at once when nothing
  * is pending; -EIO / -EPERM as kvdb_apply. */
 int kvdb_settle(struct kvdb *db, char *err, size_t errlen);
-/* kvdb_settle, and durable (survives a power loss of every node). */
+/* kvdb_settle, and durable (survives a power loss of every node). A
+ * failed flush (-EIO: a replica did not answer) is not sticky: the
+ * next kvdb_sync tries the same objects again; -EPERM (fenced) is. */
 int kvdb_sync(struct kvdb *db, char *err, size_t errlen);
 /* kvdb_apply then kvdb_settle. */
 int kvdb_write(struct kvdb *db, struct kvbatch *b, char *err, size_t errlen);

@@ -586,16 +586,6 @@ static int op_get(struct ns *ns, const struct sdfs_ns_req *r, const struct sdfs_
 	return 0;
 }
 
-int lock_is_op(unsigned op)
-{
-	return op >= SDFS_OP_NS_LOCK_SET && op <= SDFS_OP_NS_LOCK_RELEASE;
-}
-
-int lock_is_mutation(unsigned op)
-{
-	return lock_is_op(op) && op != SDFS_OP_NS_LOCK_GET;
-}
-
 int lock_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *r,
 	      const uint8_t *data, struct kvbatch *b, struct ns_reply *rep)
 {

@@ -31,8 +31,6 @@ struct ns_reply;
 int lock_open(struct ns *ns, struct coord *coord);
 void lock_close(struct ns *ns);         /* NULL table ok */
 
-int lock_is_op(unsigned op);
-int lock_is_mutation(unsigned op);      /* SET, UNLOCK, RELEASE */
 /* One NS_LOCK_* request (@data: r->data_len bytes). Mutations commit
  * @b (with the reply record) themselves. 0 or -errno: -EAGAIN
  * (conflict), -EDEADLK, -EINVAL / -EPROTO (bad request). */

@@ -9,7 +9,7 @@
  * the new size here. The mds keeps:
  *   'A' ino chunk   (empty): chunk @chunk of regular file @ino has data
  * and their count in the inode record's blocks field, with
- * SPACE_COUNTED set (ns.c inode_get/inode_put). A record without that
+ * SPACE_COUNTED set (records.c inode_get/inode_put). A record without that
  * bit (an mds before 1.6 wrote it, or a client before 1.6 extended the
  * file: it reports nothing) has no count: its blocks are size / 512, as
  * they always were, until a truncate to 0 starts counting again.

@@ -163,8 +163,6 @@ int vol_pending_run(struct ns *ns, const struct vol_pending *p, int first,
 int vol_roll_forward(struct ns *ns, uint64_t family);
 
 /* ---- vol_ops.c ---- */
-int vol_is_op(unsigned op);
-int vol_is_mutation(unsigned op);
 /* @b: the op's batch (ns_exec's), for the ops committing in one batch. */
 int vol_exec(struct ns *ns, unsigned op, const struct sdfs_ns_req *r, const char *name,
 	     const char *name2, struct kvbatch *b, struct ns_reply *rep);

@@ -21,22 +21,6 @@
 #include "mds/ns_int.h"
 #include "mds/vol.h"
 
-int vol_is_op(unsigned op)
-{
-	return op >= SDFS_OP_NS_VOL_CREATE && op <= SDFS_OP_NS_VOL_RECLAIM;
-}
-
-int vol_is_mutation(unsigned op)
-{
-	switch (op) {
-	case SDFS_OP_NS_VOL_CREATE: case SDFS_OP_NS_VOL_SNAP:
-	case SDFS_OP_NS_VOL_SNAPDEL: case SDFS_OP_NS_VOL_ROLLBACK:
-	case SDFS_OP_NS_VOL_CLONE:
-		return 1;
-	}
-	return 0;
-}
-
 /* The largest chunk count a volume of @obj_size objects may have. */
 static uint64_t max_chunks(uint32_t obj_size)
 {

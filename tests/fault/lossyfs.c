@@ -40,6 +40,11 @@
  *
  * LOSSYFS_NOSYNC=1 in the environment: fsync and fdatasync answer 0 and
  * keep nothing (a check that a test notices lost data).
+ * LOSSYFS_WRITEBACK=N (0-100, default 0): background writeback in
+ * random order (st_writeback_one), so that what survives a power loss
+ * is any subset of the unsynced pages, not none of them: a file written
+ * in several steps without an fsync between them may come back with a
+ * later step and without an earlier one. LOSSYFS_SEED seeds the choice.
  *
  * One global mutex; a test's load, not a product's.
  */
@@ -86,6 +91,8 @@ static struct ino_state *buckets[NBUCKETS];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int root_fd = -1;
 static bool nosync;     /* LOSSYFS_NOSYNC=1: fsync keeps nothing */
+static unsigned writeback_pct;  /* LOSSYFS_WRITEBACK */
+static uint64_t rng_state;
 
 /* "/a/b" -> "a/b" relative to root_fd; "/" -> ".". */
 static const char *rel(const char *path)
@@ -339,6 +346,57 @@ static int st_sync(struct ino_state *st, int fd)
 	return 0;
 }
 
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/*
+ * The kernel's background writeback, in no particular order: with
+ * LOSSYFS_WRITEBACK=N, after a write, N% of the time one random dirty
+ * page of the file goes to the backing file (and is clean after). Not
+ * while a truncate is pending (it would have to go first). A power loss
+ * then keeps any subset of a file's unsynced pages, as a real disk may.
+ */
+static void st_writeback_one(struct ino_state *st, int fd)
+{
+	size_t n = 0, want;
+	uint64_t end;
+
+	if (!writeback_pct || rnd() % 100 >= writeback_pct ||
+	    st->trunc_min != UINT64_MAX)
+		return;
+	for (size_t i = 0; i < st->npages; i++)
+		n += st->pages[i] != NULL;
+	if (!n)
+		return;
+	want = rnd() % n;
+	for (size_t i = 0; i < st->npages; i++) {
+		if (!st->pages[i] || want--)
+			continue;
+		if ((uint64_t)i * PG >= st->size)
+			return;
+		end = (uint64_t)(i + 1) * PG < st->size ? (uint64_t)(i + 1) * PG
+							: st->size;
+		if (st->pages[i] == zero_page) {
+			if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				      (off_t)(i * PG), PG) < 0)
+				return;
+		} else if (pwrite_all(fd, st->pages[i], (size_t)(end - i * PG),
+				      (off_t)(i * PG)) < 0) {
+			return;
+		}
+		if (st->pages[i] != zero_page)
+			free(st->pages[i]);
+		st->pages[i] = NULL;
+		return;
+	}
+}
+
 static int h_fd(struct fuse_file_info *fi)
 {
 	return (int)fi->fh;
@@ -477,6 +535,8 @@ static int lfs_write(const char *path, const char *buf, size_t len, off_t off,
 	st = state_get(fd, true, &err);
 	if (st)
 		err = st_write(st, fd, buf, len, (uint64_t)off);
+	if (!err)
+		st_writeback_one(st, fd);
 	pthread_mutex_unlock(&mu);
 	return err ? err : (int)len;
 }
@@ -753,6 +813,10 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	nosync = getenv("LOSSYFS_NOSYNC") && !strcmp(getenv("LOSSYFS_NOSYNC"), "1");
+	if (getenv("LOSSYFS_WRITEBACK"))
+		writeback_pct = (unsigned)atoi(getenv("LOSSYFS_WRITEBACK"));
+	rng_state = getenv("LOSSYFS_SEED") ? strtoull(getenv("LOSSYFS_SEED"), NULL, 0)
+					   : (uint64_t)getpid() * 0x2545f4914f6cdd1dull;
 	/* A test that dies without stopping us: unmount cleanly. */
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	fargv[fargc++] = argv[0];

@@ -1,6 +1,6 @@
 /*
  * lossyfs.c - a test-only FUSE filesystem that loses unsynced data when
- * the power goes out (docs/testing.md "Power loss").
+ * the power goes out (docs/testing.md "The durability tests").
  *
  *   lossyfs BACKING MOUNTPOINT [fuse options]
  *

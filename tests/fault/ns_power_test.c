@@ -20,7 +20,10 @@
  *
  * One case per way to sync: sdfs_ns_sync (W: a libsdfs handle, U: the
  * mount), fsyncdir of W's directory and fsync of a file in it (W: the
- * mount, U: libsdfs). The mds's interval sync is set to 30 s
+ * mount, U: libsdfs); and one with no sync at all, where only the
+ * suffix rule and the namespace opening are checked (a power loss
+ * within the first second of an mds's start: its new log object was
+ * never flushed). The mds's interval sync is set to 30 s
  * (mds_sync_interval_ms) so that only the sync under test makes
  * anything durable. lossyfs reports how much it held unsynced at the
  * cut: an mds that syncs every change leaves nothing there and passes
@@ -60,11 +63,17 @@
 #define ROOT_INO 1
 
 static struct tcluster *tc;
-static pid_t lossy_pid[NBLOCKD];
+#define SELF NBLOCKD              /* lossyfs's own check: its index */
+static pid_t lossy_pid[NBLOCKD + 1];
 static int writeback_pct;       /* lossyfs's LOSSYFS_WRITEBACK, unless set */
 
 static void lossy_paths(unsigned i, char *disk, char *mnt)
 {
+	if (i == SELF) {
+		snprintf(disk, PATH_MAX, "%s/disk.self", tcluster_dir(tc));
+		snprintf(mnt, PATH_MAX, "%s/lossy.self", tcluster_dir(tc));
+		return;
+	}
 	snprintf(disk, PATH_MAX, "%s/disk.%u", tcluster_dir(tc), i);
 	snprintf(mnt, PATH_MAX, "%s/blockd.%u", tcluster_dir(tc), i);
 }
@@ -160,7 +169,7 @@ static void up(void)
 static void down(void)
 {
 	tcluster_stop(tc);
-	for (unsigned i = 0; i < NBLOCKD; i++)
+	for (unsigned i = 0; i <= SELF; i++)
 		lossy_stop(i, SIGTERM);
 }
 
@@ -193,7 +202,7 @@ static void power_cycle(void)
 		    tnow_ms() - t0);
 }
 
-enum how { BY_NS_SYNC, BY_FSYNCDIR, BY_FSYNC };
+enum how { BY_NS_SYNC, BY_FSYNCDIR, BY_FSYNC, BY_NOTHING };
 
 /* One writer: its interface, its directory, its model and history. */
 struct writer {
@@ -335,6 +344,8 @@ static int do_sync(enum how how, struct writer *w, const char *file)
 		snprintf(path, sizeof(path), "%s/%s", w->root, file);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		break;
+	default:
+		return 0;
 	}
 	if (fd < 0)
 		return -errno;
@@ -352,7 +363,8 @@ static void need_cluster(void)
 
 static void power_loss_after(enum how how)
 {
-	static const char *hows[] = { "sdfs_ns_sync", "fsyncdir", "fsync of a file" };
+	static const char *hows[] = { "sdfs_ns_sync", "fsyncdir", "fsync of a file",
+				      "no sync" };
 	struct sdfs *s;
 	struct writer w, u;
 	struct bg bg = { .w = &u };
@@ -365,9 +377,10 @@ static void power_loss_after(enum how how)
 	need_cluster();
 	ret = sdfs_open(tcluster_conf(tc), &s, err, sizeof(err));
 	cr_assert_eq(ret, 0, "sdfs_open: %s", err);
-	writer_init(&w, "W", how == BY_NS_SYNC ? s : NULL, "w", seed,
+	writer_init(&w, "W", how == BY_NS_SYNC || how == BY_NOTHING ? s : NULL, "w", seed,
 		    PHASE_A + PHASE_B + 1);
-	writer_init(&u, "U", how == BY_NS_SYNC ? NULL : s, "u", seed ^ 0x5555,
+	writer_init(&u, "U", how == BY_NS_SYNC || how == BY_NOTHING ? NULL : s, "u",
+		    seed ^ 0x5555,
 		    U_MAX);
 	cr_assert_eq(pthread_create(&bg.thread, NULL, bg_main, &bg), 0);
 
@@ -387,8 +400,13 @@ static void power_loss_after(enum how how)
 
 	u_before_sync = atomic_load(&bg.acked);
 	t_sync = tnow_ms();
-	ret = do_sync(how, &w, keep);
-	cr_assert_eq(ret, 0, "%s: %s", hows[how], strerror(-ret));
+	if (how == BY_NOTHING) {        /* nothing is promised */
+		a_ops = 0;
+		u_before_sync = 0;
+	} else {
+		ret = do_sync(how, &w, keep);
+		cr_assert_eq(ret, 0, "%s: %s", hows[how], strerror(-ret));
+	}
 	t_sync = tnow_ms() - t_sync;
 	for (int i = 0; i < PHASE_B; i++)
 		writer_step(&w);
@@ -441,15 +459,26 @@ Test(ns_power, fsync_survives_power_loss)
 	power_loss_after(BY_FSYNC);
 }
 
-/* lossyfs itself: what was fsynced is there after the power loss, what
- * was written since is not, and reads saw it before. */
+/* No sync at all: the namespace opens, each writer's changes are some
+ * prefix of them (none, within mds_sync_interval_ms of the start). */
+Test(ns_power, unsynced_changes_are_lost_only_as_a_suffix)
+{
+	power_loss_after(BY_NOTHING);
+}
+
+/* lossyfs itself, on a mount of its own: what was fsynced is there
+ * after the power loss, what was written since is not, and reads saw
+ * it before. */
 Test(ns_power, lossyfs_loses_only_unsynced_data)
 {
 	char disk[PATH_MAX], mnt[PATH_MAX], path[PATH_MAX + 8], buf[16];
 	int fd;
 
 	need_cluster();
-	lossy_paths(0, disk, mnt);
+	lossy_paths(SELF, disk, mnt);
+	cr_assert_eq(mkdir(disk, 0700), 0);
+	cr_assert_eq(mkdir(mnt, 0700), 0);
+	lossy_start(SELF);
 	snprintf(path, sizeof(path), "%s/probe", mnt);
 	fd = open(path, O_CREAT | O_EXCL | O_RDWR, 0600);
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
@@ -459,13 +488,15 @@ Test(ns_power, lossyfs_loses_only_unsynced_data)
 	cr_assert_eq(pread(fd, buf, 12, 0), 12);
 	cr_assert_eq(memcmp(buf, "syncunsynced", 12), 0);
 	close(fd);
-	power_cycle();
+	lossy_stop(SELF, SIGKILL);
+	lossy_start(SELF);
 	fd = open(path, O_RDONLY);
 	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
 	memset(buf, 0, sizeof(buf));
 	cr_assert_eq(pread(fd, buf, sizeof(buf), 0), 8, "the unsynced extension survived");
 	cr_assert_eq(memcmp(buf, "synced..", 8), 0, "read %.8s", buf);
 	close(fd);
+	lossy_stop(SELF, SIGTERM);
 }
 
 /*

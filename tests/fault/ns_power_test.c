@@ -100,7 +100,8 @@ static void lossy_start(unsigned i)
 			dup2(fd, 2);
 		}
 		snprintf(pct, sizeof(pct), "%d", writeback_pct);
-		setenv("LOSSYFS_WRITEBACK", pct, 0);
+		/* lossyfs's own check needs it to write nothing back */
+		setenv("LOSSYFS_WRITEBACK", i == SELF ? "0" : pct, i == SELF);
 		execl(bin, "lossyfs", disk, mnt, (char *)NULL);
 		_exit(127);
 	}
@@ -269,9 +270,11 @@ static void writer_step(struct writer *w)
 
 /*
  * After the restart: @w's tree must be its model after ops[0..k) for
- * some k >= @durable. Returns k.
+ * some k >= @durable. Returns k, or -1 if its directory itself is gone
+ * (allowed only when nothing of it was synced: then it is the state
+ * before its mkdir).
  */
-static size_t check_prefix(struct writer *w, size_t durable)
+static long check_prefix(struct writer *w, size_t durable)
 {
 	struct nsm got, m;
 	char diff[1024];
@@ -280,13 +283,18 @@ static size_t check_prefix(struct writer *w, size_t durable)
 	nsm_init(&got);
 	nsm_init(&m);
 	ret = nsm_read(tcluster_client(tc), w->root_ino, &got);
+	if (ret == -ENOENT && durable == 0) {
+		cr_log_info("%s: its directory did not survive (nothing of it was "
+			    "synced)", w->name);
+		return -1;
+	}
 	cr_assert_eq(ret, 0, "%s: reading its tree: %s", w->name, strerror(-ret));
 	nsm_copy(&m, &w->start);
 	for (size_t k = 0;; k++) {
 		if (k >= durable && nsm_equal(&m, &got)) {
 			nsm_free(&got);
 			nsm_free(&m);
-			return k;
+			return (long)k;
 		}
 		if (k == w->nops)
 			break;
@@ -370,7 +378,8 @@ static void power_loss_after(enum how how)
 	struct bg bg = { .w = &u };
 	char err[256], dirty[NBLOCKD][64], keep[NSM_PATH] = "";
 	uint64_t seed = tseed("ns_power");
-	size_t u_before_sync, kw, ku;
+	size_t u_before_sync;
+	long kw, ku;
 	int64_t t0, t_sync;
 	int ret;
 
@@ -427,9 +436,15 @@ static void power_loss_after(enum how how)
 
 	kw = check_prefix(&w, a_ops);
 	ku = check_prefix(&u, u_before_sync);
-	cr_log_info("after the power loss: W has %zu of its %zu changes (%zu "
-		    "synced), U %zu of %zu (%zu acknowledged before the sync)",
-		    kw, w.nops, a_ops, ku, u.nops, u_before_sync);
+	/* The order across writers that is known: mkdir w, mkdir u, then
+	 * both writers' changes. */
+	cr_assert(kw >= 0 || ku < 0, "W's directory is gone but U's is there");
+	cr_assert(ku >= 0 || kw <= 0, "U's directory is gone but W kept %ld "
+		  "changes made after it", kw);
+	cr_log_info("after the power loss: W has %ld of its %zu changes (%zu "
+		    "synced), U %ld of %zu (%zu acknowledged before the sync)%s",
+		    kw, w.nops, a_ops, ku, u.nops, u_before_sync,
+		    kw < 0 || ku < 0 ? " (-1: not even its directory)" : "");
 	free(w.ops);
 	free(u.ops);
 	nsm_free(&w.start);

@@ -308,6 +308,14 @@ static int hdr_read(struct obj *o, uint64_t oid)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return hdr_bad(oid, "not a regular file");
+	/* An object file gets its name only once its header and table are
+	 * written (obj_commit_tmp), so an empty one is a name a power loss
+	 * kept whose contents never reached the disk: no object. */
+	if (st.st_size == 0) {
+		log_warn("oid=%016" PRIx64 ": empty object file (its contents were "
+			 "lost in a power loss): treated as absent", oid);
+		return -ENOENT;
+	}
 	n = pread_full(o->fd, &d, sizeof(d), 0);
 	if (n < 0)
 		return (int)n;
@@ -883,7 +891,15 @@ static int obj_commit_tmp(struct objstore *s, uint64_t oid, bool replace)
 		}
 		ret = -errno;
 	} else if (linkat(s->obj_fd, tmp, s->obj_fd, name, 0) < 0) {
+		struct stat st;
+
 		ret = -errno;
+		/* an empty file is no object (hdr_read): replace it */
+		if (ret == -EEXIST && fstatat(s->obj_fd, name, &st, 0) == 0 &&
+		    st.st_size == 0 && renameat(s->obj_fd, tmp, s->obj_fd, name) == 0) {
+			names_add(s, oid);
+			return 0;
+		}
 	} else {
 		names_add(s, oid);
 	}

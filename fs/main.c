@@ -359,6 +359,8 @@ static int fuse_has(const struct args *a, const char *opt)
  * keys, or an mds that does not answer, teaches nothing: the mount goes
  * on as asked (the latter with a warning).
  */
+#define KEY_SETTLE_MS 5000
+
 static int key_check(struct fs *fs, struct args *a, char *why, size_t whylen)
 {
 	char name[AUTH_NAME_MAX + 1], text[AUTH_CAPS_STR_MAX], err[256];
@@ -367,7 +369,15 @@ static int key_check(struct fs *fs, struct args *a, char *why, size_t whylen)
 	int ret;
 
 	why[0] = '\0';
-	ret = sdfs_key_caps(fs->s, name, sizeof(name), text, sizeof(text));
+	/* A key made a moment ago (sdfs dev up, auth add) reaches the
+	 * daemons through a ZooKeeper watch: a refusal is final only after
+	 * KEY_SETTLE_MS. */
+	for (int waited = 0;; waited += 200) {
+		ret = sdfs_key_caps(fs->s, name, sizeof(name), text, sizeof(text));
+		if (ret != -EACCES || waited >= KEY_SETTLE_MS)
+			break;
+		usleep(200 * 1000);
+	}
 	if (ret == -ENOENT)
 		return 0;
 	if (ret == -EACCES) {

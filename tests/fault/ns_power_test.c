@@ -340,11 +340,7 @@ static int do_sync(enum how how, struct writer *w, const char *file)
 
 	switch (how) {
 	case BY_NS_SYNC:
-#ifdef HAVE_SDFS_NS_SYNC
 		return sdfs_ns_sync(w->s);
-#else
-		return -ENOSYS;
-#endif
 	case BY_FSYNCDIR:
 		fd = open(w->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		break;
@@ -453,13 +449,7 @@ static void power_loss_after(enum how how)
 	nsm_free(&u.cur);
 }
 
-/* Disabled until libsdfs has sdfs_ns_sync (meson.build looks). */
-#ifdef HAVE_SDFS_NS_SYNC
-#define NO_NS_SYNC false
-#else
-#define NO_NS_SYNC true
-#endif
-Test(ns_power, ns_sync_survives_power_loss, .disabled = NO_NS_SYNC)
+Test(ns_power, ns_sync_survives_power_loss)
 {
 	power_loss_after(BY_NS_SYNC);
 }

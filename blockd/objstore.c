@@ -1702,6 +1702,12 @@ int objstore_remove_at(struct objstore *s, uint64_t oid, uint64_t epoch)
 		/* Already removed: the tombstone moved on, the caller hears so. */
 		if (ret == 0 && buried)
 			ret = -ENOENT;
+	} else if (ret == -EBADMSG) {
+		/* A copy whose header fails its checks holds nothing usable
+		 * (listed as the oldest copy, objstore_list_ent): bury it, or
+		 * it could never be removed. */
+		log_warn("oid=%016" PRIx64 ": removing a copy with a bad header", oid);
+		ret = obj_entomb(s, oid, version_next(0, epoch));
 	}
 	pthread_rwlock_unlock(stripe(s, oid));
 	return ret;

@@ -547,8 +547,34 @@ Test(corrupt, truncated_file_is_ebadmsg)
 	expect_all_ebadmsg(0x30);
 	truncate_obj(0x31, DATA_OFF - 1);       /* header whole, table cut */
 	expect_all_ebadmsg(0x31);
+}
+
+/* A name with no bytes: a power loss kept the link of a file whose
+ * header never reached the disk. No object; a create replaces it. */
+Test(corrupt, empty_file_is_no_object)
+{
+	struct objstore_stat st;
+
+	write_blocks(0x32, 4);
 	truncate_obj(0x32, 0);
-	expect_all_ebadmsg(0x32);
+	cr_assert_eq(read_block(0x32, 0), -ENOENT);
+	cr_assert_eq(objstore_stat(s, 0x32, &st), -ENOENT);
+	cr_assert_eq(objstore_write(s, 0x32, 10, "x", 1, 2, 0), -ENOENT);
+	cr_assert_eq(objstore_write(s, 0x32, 0, "y", 1, 2, OBJSTORE_CREATE), 0,
+		     "a create replaces the empty file");
+	cr_assert_eq(objstore_stat(s, 0x32, &st), 0);
+	cr_assert_eq(st.size, 1);
+}
+
+Test(corrupt, copy_with_bad_header_can_be_removed)
+{
+	struct objstore_stat st;
+
+	write_blocks(0x33, 2);
+	file_flip_bit(0x33, 0, 0);
+	cr_assert_eq(objstore_stat(s, 0x33, &st), -EBADMSG);
+	cr_assert_eq(objstore_remove(s, 0x33), 0, "buried, not refused");
+	cr_assert_eq(objstore_stat(s, 0x33, &st), -ENOENT);
 }
 
 Test(corrupt, truncated_data_is_ebadmsg)

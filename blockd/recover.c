@@ -33,6 +33,7 @@
 #include "blockd/datadir.h"
 #include "blockd/recover_int.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
 
@@ -608,12 +609,7 @@ static void *pass_thread(void *arg)
 		if (!due) {
 			struct timespec ts;
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			net_time_in(CLOCK_REALTIME, 200, &ts);
 			pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 			continue;
 		}

@@ -15,6 +15,7 @@
 
 #include "common/coord_int.h"
 #include "common/log.h"
+#include "common/net.h"
 
 int coord_mds_doc_encode(const struct coord_mds_doc *d, char *out, size_t len)
 {
@@ -225,13 +226,7 @@ int coord_queue_wait(struct coord *c, const char *dir, const char *node,
 				   creation watch this leaves is harmless) */
 	if (rc != ZOK)
 		return coord_zerr(rc);
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	net_time_in(CLOCK_REALTIME, timeout_ms, &dl);
 	/* Any queue's watch wakes every waiter of this coord, and so does
 	 * the session's end: each re-checks (-EAGAIN), which is cheap. */
 	pthread_mutex_lock(&c->lock);

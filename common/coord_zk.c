@@ -19,6 +19,7 @@
 
 #include "common/coord_int.h"
 #include "common/log.h"
+#include "common/net.h"
 
 int coord_zerr(int rc)
 {
@@ -106,13 +107,7 @@ static int wait_connected(struct coord *c, int timeout_ms)
 	struct timespec dl;
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	net_time_in(CLOCK_REALTIME, timeout_ms, &dl);
 	pthread_mutex_lock(&c->lock);
 	while (c->state != ZOO_CONNECTED_STATE && ret == 0) {
 		if (c->state == ZOO_EXPIRED_SESSION_STATE ||

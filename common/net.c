@@ -28,6 +28,17 @@ int64_t net_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void net_time_in(clockid_t clock, int64_t ms, struct timespec *ts)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 int net_poll(int fd, short events, int64_t deadline_ms, int slice_ms)
 {
 	struct pollfd p = { .fd = fd, .events = events };

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+#include <time.h>
 
 /* Parse "host:port" (IPv4 literal or name). -EINVAL on bad input. */
 int net_parse_addr(const char *s, char *host, size_t hostlen, uint16_t *port);
@@ -32,6 +33,9 @@ int net_idle_dead(int fd);
 
 /* Monotonic milliseconds, for deadlines. */
 int64_t net_now_ms(void);
+/* @clock's time @ms from now, as pthread_cond_timedwait takes it (the
+ * condition's clock: CLOCK_REALTIME by default). */
+void net_time_in(clockid_t clock, int64_t ms, struct timespec *ts);
 
 /*
  * Full reads and writes on a socket @fd, blocking or not: all @len

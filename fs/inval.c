@@ -45,6 +45,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "common/sdfs_proto.h"
 #include "fs/fs.h"
 
@@ -227,13 +228,7 @@ static void *applier_main(void *arg)
 
 static void deadline_in(struct timespec *ts, int ms)
 {
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts->tv_nsec >= 1000000000) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000;
-	}
+	net_time_in(CLOCK_MONOTONIC, ms, ts);
 }
 
 /* libsdfs's thread: queue, wait a little, return (= answer the mds). */

@@ -17,6 +17,7 @@
 
 #include "common/coord_client.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/proto.h"
 #include "libclient/client.h"
 
@@ -154,13 +155,7 @@ static void nap(struct sdfs *s, uint64_t seen, int ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	net_time_in(CLOCK_MONOTONIC, ms, &ts);
 	pthread_mutex_lock(&s->wake_mu);
 	while (s->lock_wakes == seen &&
 	       pthread_cond_timedwait(&s->wake_cond, &s->wake_mu, &ts) == 0)

@@ -93,13 +93,7 @@ static void nap(struct notify *nt, int ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	net_time_in(CLOCK_MONOTONIC, ms, &ts);
 	pthread_mutex_lock(&nt->mu);
 	while (!stopped(nt) && pthread_cond_timedwait(&nt->cond, &nt->mu, &ts) != ETIMEDOUT)
 		;

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "mds/ns_int.h"
 
 #define SYNC_INTERVAL_DEFAULT_MS 1000
@@ -98,13 +99,7 @@ static void *sync_main(void *arg)
 		struct timespec ts;
 		int ms = ns->sync_interval_ms;
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += ms / 1000;
-		ts.tv_nsec += (long)(ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		net_time_in(CLOCK_MONOTONIC, ms, &ts);
 		pthread_cond_timedwait(&ns->sync_cond, &ns->sync_lock, &ts);
 		if (ns->sync_stop || atomic_load(&ns->failed))
 			break;

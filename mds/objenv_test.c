@@ -615,9 +615,10 @@ enum child_end {
 #define CHILD_MAX_BATCHES 400000u
 
 /* Batch i puts keys "c" i*per .. i*per+per-1; its index goes down @fd
- * once kvdb_write returned 0. Never returns. */
+ * (-1: nowhere) once kvdb_write returned 0; after batch @sync_at (0:
+ * none) a kvdb_sync. Never returns. */
 static void child_writer(int fd, enum child_end end, unsigned n, unsigned per,
-			 size_t wbuf)
+			 size_t wbuf, unsigned sync_at)
 {
 	struct kvdb_opts o = { .write_buffer = wbuf, .log = log_discard };
 	struct kvbatch *b = kvbatch_new();
@@ -635,8 +636,10 @@ static void child_writer(int fd, enum child_end end, unsigned n, unsigned per,
 		}
 		if (kvdb_write(db, b, err, sizeof(err)))
 			_exit(3);
-		if (write(fd, &i, sizeof(i)) != sizeof(i))
+		if (fd >= 0 && write(fd, &i, sizeof(i)) != sizeof(i))
 			_exit(4);
+		if (i + 1 == sync_at && kvdb_sync(db, err, sizeof(err)))
+			_exit(6);
 		if (i + 1 == n && end == END_EXIT)
 			_exit(0);
 		if (i + 1 == n && end == END_TORN_DIRTAB) {
@@ -660,7 +663,7 @@ static unsigned crash_child(enum child_end end, unsigned n, unsigned per,
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		close(fds[0]);
-		child_writer(fds[1], end, n, per, wbuf);
+		child_writer(fds[1], end, n, per, wbuf, 0);
 	}
 	close(fds[1]);
 	while (read(fds[0], &idx, sizeof(idx)) == sizeof(idx)) {
@@ -809,31 +812,6 @@ Test(objenv, failed_flush_is_retried_not_sticky)
 	kvdb_close(db);
 }
 
-/* Batch i (per keys) acknowledged by kvdb_write; after batch @sync_at a
- * kvdb_sync; the child dies after @n batches. Returns how many batches
- * the parent must find after a power loss (those up to the sync). */
-static void power_child(unsigned n, unsigned per, unsigned sync_at, size_t wbuf)
-{
-	struct kvdb_opts o = { .write_buffer = wbuf, .log = log_discard };
-	struct kvbatch *b = kvbatch_new();
-	struct kvdb *db;
-	char err[256], k[64], v[256];
-
-	if (kvdb_open(&st, &o, &db, err, sizeof(err)))
-		_exit(2);
-	for (unsigned i = 0; i < n; i++) {
-		kvbatch_clear(b);
-		for (unsigned j = 0; j < per; j++)
-			kvbatch_put(b, k, key_of(k, "c", i * per + j), v,
-				    val_of(v, i * per + j, 100));
-		if (kvdb_write(db, b, err, sizeof(err)))
-			_exit(3);
-		if (i + 1 == sync_at && kvdb_sync(db, err, sizeof(err)))
-			_exit(4);
-	}
-	_exit(0);
-}
-
 /* After a power loss: every batch up to @sync_at is there, and the
  * batches there are a prefix (no batch without its predecessor). */
 static void power_loss_case(unsigned n, unsigned per, unsigned sync_at, size_t wbuf)
@@ -845,7 +823,7 @@ static void power_loss_case(unsigned n, unsigned per, unsigned sync_at, size_t w
 
 	cr_assert_geq(pid, 0);
 	if (pid == 0)
-		power_child(n, per, sync_at, wbuf);
+		child_writer(-1, END_EXIT, n, per, wbuf, sync_at);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %#x", status);
 	store_after_crash();

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "common/oid.h"
 #include "mds/ns_int.h"
 #include "mds/opens.h"
@@ -226,13 +227,7 @@ static void *purge_main(void *arg)
 		pthread_mutex_lock(&ns->purge_lock);
 		if (wait_ms == 0 || ns->purge_stop)
 			continue;
-		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_sec += wait_ms / 1000;
-		dl.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
+		net_time_in(CLOCK_REALTIME, wait_ms, &dl);
 		pthread_cond_timedwait(&ns->purge_cond, &ns->purge_lock, &dl);
 	}
 	pthread_mutex_unlock(&ns->purge_lock);

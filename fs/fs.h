@@ -127,6 +127,16 @@ void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_sta
 void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 		      struct sdfs_stat *out);
 uint64_t fnode_ver(struct fnode *n);
+/* sdfs_ns_on_attrs (registered by inval_start): @st of another inode a
+ * change made here wrote, as it is after the change: taken (with its
+ * lease) if the kernel holds the inode and @st is not older than what
+ * the node has (ctime: replies of two changes may cross). */
+void fnode_set_stat_newer(struct fs *fs, const struct sdfs_stat *st);
+/* A directory's n->st while a lease covers it: 1, *@left_s the lease's
+ * remaining seconds (fs_op_getattr answers the kernel from it: after a
+ * change in a directory the kernel drops its attributes and asks again,
+ * default_permissions needs them); else 0. */
+int fnode_leased_dir(struct fnode *n, struct sdfs_stat *st, double *left_s);
 /* n->st, if a lease still covers it (without SDFS_STAT_LEASED): 1;
  * else 0 and the caller asks the mds. */
 int fnode_leased_stat(struct fnode *n, struct sdfs_stat *st);

@@ -278,6 +278,11 @@ static void on_inval(void *arg, const struct sdfs_inval *iv, size_t n)
 	pthread_mutex_unlock(&q.mu);
 }
 
+static void on_attrs(void *arg, const struct sdfs_stat *st)
+{
+	fnode_set_stat_newer(arg, st);
+}
+
 int inval_start(struct fs *fs)
 {
 	double t = fs->o.attr_timeout > fs->o.entry_timeout ?
@@ -299,6 +304,8 @@ int inval_start(struct fs *fs)
 	if (ret)
 		return -ret;
 	q.started = 1;
+	/* the directories our own changes wrote, as they are after them */
+	sdfs_ns_on_attrs(fs->s, on_attrs, fs);
 	ret = sdfs_ns_subscribe(fs->s, cache_ms, on_inval, fs);
 	if (ret) {
 		inval_quiesce(fs);

@@ -182,6 +182,18 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)fi;
 
 	inval_begin();
+	/* A directory leased to us (a lookup, or the reply of a change made
+	 * here in it): what the mds would answer, until the lease ends. */
+	struct fnode *n = fnode_find(the_fs, ino);
+	double left;
+
+	if (n && fnode_leased_dir(n, &st, &left)) {
+		double t = inval_attr_timeout(inval_thread_mark());
+
+		fs_stat_to_kernel(&st, &kst);
+		fuse_reply_attr(req, &kst, left < t ? left : t);
+		return;
+	}
 	ret = fs_getattr(the_fs, ino, &st);
 	if (ret) {
 		fs_reply_err(req, ret);
@@ -360,7 +372,10 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs_caller(req);
-	int ret = sdfs_ns_unlink(the_fs->s, parent, name);
+	int ret;
+
+	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
+	ret = sdfs_ns_unlink(the_fs->s, parent, name);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -371,7 +386,10 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs_caller(req);
-	int ret = sdfs_ns_rmdir(the_fs->s, parent, name);
+	int ret;
+
+	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
+	ret = sdfs_ns_rmdir(the_fs->s, parent, name);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -399,7 +417,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	fs_caller(req);
-	int ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
+	int ret;
+
+	inval_begin();
+	ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -505,9 +526,9 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	if (acl && acl_kills_sgid(req, ino))
 		flags |= SDFS_XATTR_KILL_SGID;
 	ret = sdfs_ns_setxattr(the_fs->s, ino, name, value, size, flags);
-	/* the mds set the mode bits from the ACL */
-	if (acl)
-		fnode_unlease(the_fs, ino);
+	/* the mds moved ctime (and set the mode bits from an ACL): the
+	 * node's copy is no longer what it would answer */
+	fnode_unlease(the_fs, ino);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -583,6 +604,7 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 	caps_forget(ino, name);
 	ret = sdfs_ns_removexattr(the_fs->s, ino, name);
+	fnode_unlease(the_fs, ino);     /* ctime moved */
 
 	if (ret)
 		fs_reply_err(req, ret);

@@ -90,6 +90,9 @@ struct sdfs {
 	 * refused an op for want of one (SDFS_RES_CAP) */
 	atomic_int caps_needed;
 	_Atomic(struct capcache *) caps;        /* made at first use */
+	/* ns.c: sdfs_ns_on_attrs */
+	sdfs_attrs_fn attrs_fn;
+	void *attrs_arg;
 };
 
 /* The current map with a reference (drop with client_map_put), reading

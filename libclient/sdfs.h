@@ -469,6 +469,19 @@ typedef void (*sdfs_inval_fn)(void *arg, const struct sdfs_inval *iv, size_t n);
 #define SDFS_INVAL_ALL 0x80
 int sdfs_ns_subscribe(struct sdfs *s, uint32_t cache_ms, sdfs_inval_fn fn, void *arg);
 
+/*
+ * After each change this handle makes (mknod, mkdir, symlink, link,
+ * unlink, rmdir, rename), @fn gets the attributes, as they are after it,
+ * of the other inodes it changed: the directories, and the inode a name
+ * went from or moved (nlink 0 when that was its last), each with
+ * SDFS_STAT_LEASED when the mds leased it as for sdfs_ns_getattr. One
+ * call per inode, on the calling thread, before the change's call
+ * returns; none from an mds older than 2.1. NULL: the mds is not asked
+ * for them. Set it before the handle is used from other threads.
+ */
+typedef void (*sdfs_attrs_fn)(void *arg, const struct sdfs_stat *st);
+void sdfs_ns_on_attrs(struct sdfs *s, sdfs_attrs_fn fn, void *arg);
+
 /* A regular file's data (layout 1): read and write through its objects.
  * Reads past @st->size return 0 bytes, holes read as zeros. A write does
  * not change the size kept by the mds: follow it with sdfs_ns_setattr

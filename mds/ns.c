@@ -605,8 +605,8 @@ static int exec_mutation(struct ns *ns, const struct ns_caller *who, unsigned op
 	case SDFS_OP_NS_MKDIR:
 	case SDFS_OP_NS_SYMLINK: return op_mknod(ns, who, op, r, name, data, b, rep);
 	case SDFS_OP_NS_UNLINK:
-	case SDFS_OP_NS_RMDIR: return op_remove(ns, who, op, r, name, b);
-	case SDFS_OP_NS_RENAME: return op_rename(ns, who, r, name, name2, b);
+	case SDFS_OP_NS_RMDIR: return op_remove(ns, who, op, r, name, b, rep);
+	case SDFS_OP_NS_RENAME: return op_rename(ns, who, r, name, name2, b, rep);
 	case SDFS_OP_NS_LINK: return op_link(ns, who, r, name2, b, rep);
 	case SDFS_OP_NS_SETXATTR: return op_setxattr(ns, who, r, name, data, b);
 	case SDFS_OP_NS_RMXATTR: return op_rmxattr(ns, who, r, name, b);

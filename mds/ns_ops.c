@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/oid.h"
+#include "common/proto.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
 #include "mds/perm.h"
@@ -104,6 +105,50 @@ int child_may(struct ns *ns, const struct ns_caller *who, const struct inode *di
 	return 0;
 }
 
+/* A change's own inode in its reply, with SDFS_NS_WANT_ATTRS: leased
+ * like the others (its lock is held until the commit). */
+static uint32_t want_lease(struct ns *ns, const struct sdfs_ns_req *r, uint64_t ino)
+{
+	return (r->flags & SDFS_NS_WANT_ATTRS) &&
+	       lease_grant_inode(ns->leases, r->client_id, ino) ? SDFS_ATTR_F_LEASED : 0;
+}
+
+int reply_more_attrs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep,
+		     const struct inode *const *ins, int n)
+{
+	uint64_t seen[SDFS_NS_ATTRS_MAX];
+	unsigned k = 0;
+	uint8_t *d;
+
+	if (!(r->flags & SDFS_NS_WANT_ATTRS))
+		return 0;
+	d = realloc(rep->data, rep->len + (size_t)n * SDFS_ATTR_SIZE);
+	if (!d)
+		return -ENOMEM;
+	rep->data = d;
+	for (int i = 0; i < n && k < SDFS_NS_ATTRS_MAX; i++) {
+		struct sdfs_attr a;
+		unsigned j;
+
+		if (!ins[i] || !ins[i]->a.ino)
+			continue;
+		for (j = 0; j < k && seen[j] != ins[i]->a.ino; j++)
+			;
+		if (j < k)
+			continue;
+		seen[k++] = ins[i]->a.ino;
+		space_attr(ns, ins[i], &a);
+		/* its lock is held until the commit: no other change reads
+		 * or writes it before the lease is there */
+		a.flags = ins[i]->a.nlink &&
+			  lease_grant_inode(ns->leases, r->client_id, a.ino) ?
+			  SDFS_ATTR_F_LEASED : 0;
+		proto_attr_encode(&a, rep->data + rep->len);
+		rep->len += SDFS_ATTR_SIZE;
+	}
+	return 0;
+}
+
 int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 	     const struct sdfs_ns_req *r, const char *name, const uint8_t *data,
 	     struct kvbatch *b, struct ns_reply *rep)
@@ -168,7 +213,9 @@ int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 		}
 	}
 	child_link(b, &dir, name, r->name_len, &in, now);
-	ret = reply_attr(rep, &in);
+	ret = reply_attr_f(rep, &in, want_lease(ns, r, in.a.ino));
+	if (!ret)
+		ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir }, 1);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
 out:
@@ -208,7 +255,8 @@ static int lock_dir_and_child(struct ns *ns, uint64_t dir, const char *name,
 }
 
 int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
-	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b)
+	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b,
+	      struct ns_reply *rep)
 {
 	struct inode dir, in;
 	struct lockset ls = { .n = 0 };
@@ -268,6 +316,7 @@ int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
 	if (S_ISDIR(in.a.mode)) {
 		dir.a.nlink--;
 		inode_drop(ns, b, &in);
+		in.a.nlink = 0;         /* as the reply shows it */
 	} else if (--in.a.nlink == 0) {
 		inode_drop(ns, b, &in);
 	} else {
@@ -275,7 +324,9 @@ int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
 		inode_put(b, &in);
 	}
 	inode_put(b, &dir);
-	ret = ns_commit_op(ns, r, b, NULL);
+	ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir, &in }, 2);
+	if (!ret)
+		ret = ns_commit_op(ns, r, b, rep->len ? rep : NULL);
 out:
 	ns_unlock(ns, &ls);
 	return ret;
@@ -334,7 +385,9 @@ int op_link(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req
 	dir.a.mtime_ns = dir.a.ctime_ns = now;
 	inode_put(b, &in);
 	inode_put(b, &dir);
-	ret = reply_attr_ns(ns, rep, &in, 0);
+	ret = reply_attr_ns(ns, rep, &in, want_lease(ns, r, in.a.ino));
+	if (!ret)
+		ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir }, 1);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
 out:

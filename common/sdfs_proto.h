@@ -649,6 +649,12 @@ struct sdfs_attr {
  * it (docs/consistency.md), so a change to it will be pushed to that
  * client (or wait for the lease to end) before it is acknowledged. */
 #define SDFS_ATTR_F_LEASED 0x1u
+/* 2.1, on a directory's attributes in a reply with SDFS_NS_WANT_ATTRS
+ * (the directory a change made or wrote): the mds also leased the
+ * client the directory's names, as a READDIRPLUS does, so a name another
+ * client adds or removes there is pushed to it first (mount.sdfs then
+ * answers lookups of names it knows are missing itself). */
+#define SDFS_ATTR_F_LISTING 0x2u
 
 /* READDIR entry: then name[name_len], zero padding to 8, then with
  * SDFS_NS_PLUS an sdfs_attr. */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/oid.h"
+#include "common/sdfs_proto.h"
 #include "fs/fs.h"
 
 #define TAB_SIZE 65536
@@ -18,7 +19,11 @@ int fnode_table_init(struct fs *fs)
 	pthread_mutex_init(&fs->lock, NULL);
 	fs->tab_size = TAB_SIZE;
 	fs->tab = calloc(fs->tab_size, sizeof(*fs->tab));
-	return fs->tab ? 0 : -ENOMEM;
+	if (!fs->tab)
+		return -ENOMEM;
+	/* the root's node, never looked up: for what changes there bring
+	 * (fnode_set_stat_newer) and its names (dnames.c) */
+	return fnode_get(fs, SDFS_ROOT_INO, 0) ? 0 : -ENOMEM;
 }
 
 static size_t slot(struct fs *fs, uint64_t ino)
@@ -89,6 +94,7 @@ static void maybe_free(struct fs *fs, struct fnode *n)
 	pthread_rwlock_destroy(&n->vol_rw);
 	free(n->dirty);
 	space_free(n);
+	dnames_free(n);
 	free(n);
 }
 
@@ -226,9 +232,18 @@ static void take_stat(struct fnode *n, const struct sdfs_stat *st)
 		n->pending_size = 0;
 }
 
+static _Thread_local uint64_t newer_calls;
+
+uint64_t fnode_newer_count(void)
+{
+	return newer_calls;
+}
+
 void fnode_set_stat_newer(struct fs *fs, const struct sdfs_stat *st)
 {
 	struct fnode *n;
+
+	newer_calls++;
 
 	pthread_mutex_lock(&fs->lock);
 	n = fnode_find_locked(fs, st->ino);
@@ -241,6 +256,8 @@ void fnode_set_stat_newer(struct fs *fs, const struct sdfs_stat *st)
 		pthread_mutex_unlock(&n->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);
+	if (st->flags & SDFS_STAT_LISTING)
+		dnames_renew(fs, st->ino);
 }
 
 int fnode_leased_dir(struct fnode *n, struct sdfs_stat *st, double *left_s)

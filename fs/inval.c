@@ -247,10 +247,15 @@ static void on_inval(void *arg, const struct sdfs_inval *iv, size_t n)
 	/* Now, not on the applier: answering says we no longer rely on what
 	 * they name (an open would take a leased size as current). */
 	for (size_t i = 0; i < n; i++)
-		if (iv[i].kind == SDFS_INVAL_ALL)
+		if (iv[i].kind == SDFS_INVAL_ALL) {
 			fnode_unlease_all(arg);
-		else if (iv[i].kind == SDFS_INVAL_INODE)
+			dnames_drop_all(arg);
+		} else if (iv[i].kind == SDFS_INVAL_INODE) {
 			fnode_unlease(arg, iv[i].ino);
+			dnames_drop(arg, iv[i].ino);
+		} else if (iv[i].kind == SDFS_INVAL_ENTRY) {
+			dnames_drop(arg, iv[i].ino);    /* a name there changed */
+		}
 	b = batch_new(iv, n);
 	pthread_mutex_lock(&q.mu);
 	if (q.stopping) {

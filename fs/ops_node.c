@@ -138,6 +138,17 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (!ret && st.nlink == 0)
 			ret = -ESTALE;
 	} else {
+		double left;
+
+		if (dnames_absent(the_fs, parent, name, &left)) {
+			/* every name of the directory is known here */
+			double t = inval_entry_timeout(inval_thread_mark());
+			struct fuse_entry_param e = { .ino = 0,
+				.entry_timeout = left < t ? left : t };
+
+			fuse_reply_entry(req, &e);
+			return;
+		}
 		ret = sdfs_ns_lookup(the_fs->s, parent, name, &st);
 		/* the kernel holds no reference by name here; a node it holds
 		 * for the inode (another name, an open file) keeps its newer
@@ -332,6 +343,18 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
+/* A change here in @dir: its name is now there (@added), or gone; a
+ * failed change may have been made: forget the directory's names. */
+static void names_changed(fuse_ino_t dir, const char *name, int ret, int added)
+{
+	if (ret)
+		dnames_drop(the_fs, dir);
+	else if (added)
+		dnames_add(the_fs, dir, name);
+	else
+		dnames_del(the_fs, dir, name);
+}
+
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, int dir)
 {
@@ -347,10 +370,15 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	else
 		ret = sdfs_ns_mknod(the_fs->s, parent, name, mode, (uint32_t)rdev,
 				    ctx->uid, ctx->gid, &st);
-	if (ret)
+	names_changed(parent, name, ret, 1);
+	if (ret) {
 		fs_reply_err(req, ret);
-	else
-		reply_entry(req, &st);
+		return;
+	}
+	reply_entry(req, &st);
+	/* made here, empty, its names leased to us */
+	if (dir && (st.flags & SDFS_STAT_LISTING))
+		dnames_start(the_fs, st.ino);
 }
 
 void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -376,7 +404,7 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
 	ret = sdfs_ns_unlink(the_fs->s, parent, name);
-
+	names_changed(parent, name, ret, 0);
 	if (ret)
 		fs_reply_err(req, ret);
 	else
@@ -390,7 +418,7 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
 	ret = sdfs_ns_rmdir(the_fs->s, parent, name);
-
+	names_changed(parent, name, ret, 0);
 	if (ret)
 		fs_reply_err(req, ret);
 	else
@@ -406,6 +434,7 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 
 	inval_begin();
 	ret = sdfs_ns_symlink(the_fs->s, parent, name, link, ctx->uid, ctx->gid, &st);
+	names_changed(parent, name, ret, 1);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -419,8 +448,19 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_caller(req);
 	int ret;
 
+	uint64_t seen = fnode_newer_count();
+
 	inval_begin();
 	ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
+	if (!ret && fnode_newer_count() == seen) {
+		/* no attributes back: an older mds, or two links of one
+		 * inode (nothing renamed): which names remain is not known */
+		names_changed(parent, name, -1, 0);
+		names_changed(newparent, newname, -1, 1);
+	} else if (!(flags & RENAME_EXCHANGE) || ret) { /* an exchange keeps both */
+		names_changed(parent, name, ret, 0);
+		names_changed(newparent, newname, ret, 1);
+	}
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -436,6 +476,7 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 
 	inval_begin();
 	ret = sdfs_ns_link(the_fs->s, ino, newparent, newname, &st);
+	names_changed(newparent, newname, ret, 1);
 
 	if (ret)
 		fs_reply_err(req, ret);

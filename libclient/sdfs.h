@@ -297,6 +297,11 @@ struct sdfs_stat {
  * call was made), every change to the inode that the mds acknowledges is
  * first notified to this client (SDFS_INVAL_INODE). */
 #define SDFS_STAT_LEASED 0x1u
+/* From sdfs_ns_on_attrs's attributes and sdfs_ns_mkdir: a directory
+ * whose names the mds leased this client too (SDFS_ATTR_F_LISTING): until
+ * the lease ends, a name another client adds or removes in it is first
+ * notified (SDFS_INVAL_ENTRY). */
+#define SDFS_STAT_LISTING 0x2u
 #define SDFS_LAYOUT_FILE 1
 #define SDFS_LAYOUT_VOLUME 2            /* a volume file: use sdfs_vol_* */
 

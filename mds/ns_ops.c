@@ -105,12 +105,22 @@ int child_may(struct ns *ns, const struct ns_caller *who, const struct inode *di
 	return 0;
 }
 
-/* A change's own inode in its reply, with SDFS_NS_WANT_ATTRS: leased
- * like the others (its lock is held until the commit). */
-static uint32_t want_lease(struct ns *ns, const struct sdfs_ns_req *r, uint64_t ino)
+/* With SDFS_NS_WANT_ATTRS: lease @in to the requester (its lock is held
+ * until the commit, so no other change reads or writes it before), a
+ * directory's names too; the attribute flags saying so. */
+static uint32_t lease_changed(struct ns *ns, const struct sdfs_ns_req *r,
+			      const struct inode *in)
 {
-	return (r->flags & SDFS_NS_WANT_ATTRS) &&
-	       lease_grant_inode(ns->leases, r->client_id, ino) ? SDFS_ATTR_F_LEASED : 0;
+	uint32_t f = 0;
+
+	if (!(r->flags & SDFS_NS_WANT_ATTRS) || in->a.nlink == 0)
+		return 0;
+	if (lease_grant_inode(ns->leases, r->client_id, in->a.ino))
+		f |= SDFS_ATTR_F_LEASED;
+	if (S_ISDIR(in->a.mode) &&
+	    lease_grant_listing(ns->leases, r->client_id, in->a.ino))
+		f |= SDFS_ATTR_F_LISTING;
+	return f;
 }
 
 int reply_more_attrs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep,
@@ -138,11 +148,7 @@ int reply_more_attrs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply
 			continue;
 		seen[k++] = ins[i]->a.ino;
 		space_attr(ns, ins[i], &a);
-		/* its lock is held until the commit: no other change reads
-		 * or writes it before the lease is there */
-		a.flags = ins[i]->a.nlink &&
-			  lease_grant_inode(ns->leases, r->client_id, a.ino) ?
-			  SDFS_ATTR_F_LEASED : 0;
+		a.flags = lease_changed(ns, r, ins[i]);
 		proto_attr_encode(&a, rep->data + rep->len);
 		rep->len += SDFS_ATTR_SIZE;
 	}
@@ -213,7 +219,7 @@ int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 		}
 	}
 	child_link(b, &dir, name, r->name_len, &in, now);
-	ret = reply_attr_f(rep, &in, want_lease(ns, r, in.a.ino));
+	ret = reply_attr_f(rep, &in, lease_changed(ns, r, &in));
 	if (!ret)
 		ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir }, 1);
 	if (!ret)
@@ -385,7 +391,7 @@ int op_link(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req
 	dir.a.mtime_ns = dir.a.ctime_ns = now;
 	inode_put(b, &in);
 	inode_put(b, &dir);
-	ret = reply_attr_ns(ns, rep, &in, want_lease(ns, r, in.a.ino));
+	ret = reply_attr_ns(ns, rep, &in, lease_changed(ns, r, &in));
 	if (!ret)
 		ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir }, 1);
 	if (!ret)

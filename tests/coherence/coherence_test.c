@@ -460,9 +460,11 @@ static struct sdfs_stat mds_stat(const char *path)
  * sends a LOOKUP of the new name, the change, and (default_permissions)
  * a GETATTR of the directory whose attributes the change dropped. The
  * change's reply brings the directory's new attributes with a lease
- * (SDFS_NS_WANT_ATTRS), so the GETATTR is answered by the mount: 2 mds
- * requests per create + stat (3 before), 1 per unlink (2 before), 2 per
- * rename (3 before). What the mount showed must be what the mds has.
+ * (SDFS_NS_WANT_ATTRS), so the GETATTR is answered by the mount, and
+ * the LOOKUP too in a directory the mount made (dnames.c; the test
+ * below): 1 mds request per create + stat, rename, unlink (3, 3, 2
+ * before; 2, 2, 1 when the mount does not know all of the directory's
+ * names). What the mount showed must be what the mds has.
  */
 Test(coherence, changes_ask_the_mds_no_getattr_of_the_directory)
 {
@@ -556,6 +558,73 @@ Test(coherence, a_directory_kept_from_own_changes_sees_others_at_once)
 		cr_assert_eq(stat(on(0, "kd"), &st), 0);
 		cr_assert_eq(st.st_mode & 07777, round % 2 ? 0755u : 0700u,
 			     "round %d: A shows B's chmod", round);
+	}
+}
+
+/*
+ * A directory B made and changes keeps all its names on B (dnames.c),
+ * so B answers lookups of missing names itself: B's create there asks
+ * the mds once (no LOOKUP), and a name B found missing that A then
+ * makes must show on B at once (the mds pushes B the name before it
+ * acknowledges A's create; B forgets the directory's names). Also when
+ * A removes one of B's names, and through a rename by A.
+ */
+Test(coherence, a_negative_entry_answered_by_the_mount_sees_others_create_at_once)
+{
+	enum { N = 20 };
+	char path[64], other[64], dir[32];
+	struct stat st;
+	uint64_t before, asked;
+
+	cr_assert_eq(mkdir(on(1, "nd"), 0755), 0);      /* made on B */
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "nd/b%d", i);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+	}
+	asked = mds_ops() - before;
+	cr_log_info("%d creates on B in a directory B made: %" PRIu64 " mds requests",
+		    N, asked);
+	/* 2 each before: the LOOKUP of the new name, and the MKNOD */
+	cr_assert_leq(asked, N + N / 2, "%" PRIu64 " mds requests for %d creates", asked, N);
+	for (int round = 0; round < 5; round++) {
+		snprintf(dir, sizeof(dir), "nd/r%d", round);
+		cr_assert_eq(mkdir(on(1, dir), 0755), 0);
+		snprintf(path, sizeof(path), "%s/b", dir);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		/* a miss B answers itself, cached by B's kernel */
+		snprintf(path, sizeof(path), "%s/a", dir);
+		before = mds_ops();
+		cr_assert_eq(stat(on(1, path), &st), -1);
+		cr_assert_eq(errno, ENOENT);
+		cr_log_info("round %d: B's lookup of a missing name: %" PRIu64
+			    " mds requests", round, mds_ops() - before - 1);
+		cr_assert_eq(mknod(on(0, path), S_IFREG | 0600, 0), 0);  /* on A */
+		cr_assert_eq(stat(on(1, path), &st), 0, "round %d: B does not see A's "
+			     "create of %s: %s", round, path, strerror(errno));
+		cr_assert_eq(st.st_mode & 0777, 0600u);
+
+		/* A removes a name B made */
+		snprintf(dir, sizeof(dir), "nd/s%d", round);
+		cr_assert_eq(mkdir(on(1, dir), 0755), 0);
+		snprintf(path, sizeof(path), "%s/b", dir);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		cr_assert_eq(unlink(on(0, path)), 0);
+		cr_assert_eq(stat(on(1, path), &st), -1, "round %d: B still sees %s", round,
+			     path);
+		cr_assert_eq(errno, ENOENT);
+		/* ...and renames one into a name B found missing */
+		snprintf(other, sizeof(other), "%s/m", dir);
+		snprintf(path, sizeof(path), "%s/c", dir);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		cr_assert_eq(stat(on(1, other), &st), -1);
+		cr_assert_eq(rename(on(0, path), on(0, other)), 0);
+		cr_assert_eq(stat(on(1, other), &st), 0, "round %d: B does not see A's rename "
+			     "to %s", round, other);
+		cr_assert_eq(stat(on(1, path), &st), -1);
+		/* B's own changes there still show on B */
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		cr_assert_eq(stat(on(1, path), &st), 0);
 	}
 }
 

@@ -78,6 +78,8 @@
  *        leased like a GETATTR's (mount.sdfs answers the kernel's
  *        GETATTR of the parent from them). An older mds ignores the flag
  *        (RENAME: EINVAL; the client then sends it again without).
+ *        SDFS_NS_HOLD on MKNOD: the new file is held open (NS_OPEN) from
+ *        the create on, SDFS_ATTR_F_HELD says so.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -326,6 +328,12 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  * them by its length (SDFS_ATTR_SIZE, + OBJCAP_WIRE_SIZE with a cap). */
 #define SDFS_NS_WANT_ATTRS 0x20000000u
 #define SDFS_NS_ATTRS_MAX  4u
+/* MKNOD of a regular file (2.1): arg is the client's lock identity, as
+ * NS_OPEN's: the mds holds the new file open for it from the create on
+ * (as an NS_OPEN would, before the reply) and says so with
+ * SDFS_ATTR_F_HELD in the reply's attr. One request instead of two per
+ * create; an older mds ignores the flag (no HELD: send NS_OPEN). */
+#define SDFS_NS_HOLD       0x10000000u
 #define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
 					   caller may have (at least read),
 					   not EACCES / EROFS for the rest */
@@ -655,6 +663,8 @@ struct sdfs_attr {
  * client adds or removes there is pushed to it first (mount.sdfs then
  * answers lookups of names it knows are missing itself). */
 #define SDFS_ATTR_F_LISTING 0x2u
+/* 2.1, on the attr of a MKNOD with SDFS_NS_HOLD: the file is held open. */
+#define SDFS_ATTR_F_HELD 0x4u
 
 /* READDIR entry: then name[name_len], zero padding to 8, then with
  * SDFS_NS_PLUS an sdfs_attr. */

@@ -35,7 +35,8 @@ void ns_stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
 	st->copies = a->copies;
 	st->layout = a->layout;
 	st->flags = (a->flags & SDFS_ATTR_F_LEASED ? SDFS_STAT_LEASED : 0) |
-		    (a->flags & SDFS_ATTR_F_LISTING ? SDFS_STAT_LISTING : 0);
+		    (a->flags & SDFS_ATTR_F_LISTING ? SDFS_STAT_LISTING : 0) |
+		    (a->flags & SDFS_ATTR_F_HELD ? SDFS_STAT_HELD : 0);
 }
 
 int ns_name_len(const char *name, uint16_t *len)
@@ -233,6 +234,17 @@ int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 
 	mode_umask(&r, mode);
 
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
+}
+
+int ns_mknod_held(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, uint64_t id, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = dir, .uid = uid, .gid = gid, .arg = id };
+	int ret = ns_name_len(name, &r.name_len);
+
+	mode_umask(&r, (mode & ~(uint32_t)S_IFMT) | S_IFREG);
+	r.flags |= SDFS_NS_HOLD;
 	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
 }
 

@@ -302,6 +302,8 @@ struct sdfs_stat {
  * the lease ends, a name another client adds or removes in it is first
  * notified (SDFS_INVAL_ENTRY). */
 #define SDFS_STAT_LISTING 0x2u
+/* From sdfs_ns_create: the mds holds the new file open for this handle. */
+#define SDFS_STAT_HELD 0x4u
 #define SDFS_LAYOUT_FILE 1
 #define SDFS_LAYOUT_VOLUME 2            /* a volume file: use sdfs_vol_* */
 
@@ -389,6 +391,13 @@ int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
  * answers 0 and keeps such files only for a grace of seconds. */
 int sdfs_ns_hold(struct sdfs *s, uint64_t ino);
 void sdfs_ns_release(struct sdfs *s, uint64_t ino);
+/* sdfs_ns_mknod of a regular file that the mds holds open for this
+ * handle from the create on, in one request (an mds before 2.1: two,
+ * or none held): the hold lingers as a released one does (then it is
+ * let go), so an sdfs_ns_hold of the new file right after asks the mds
+ * nothing. */
+int sdfs_ns_create(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		   uint32_t uid, uint32_t gid, struct sdfs_stat *st);
 int sdfs_ns_link(struct sdfs *s, uint64_t ino, uint64_t newdir, const char *newname,
 		 struct sdfs_stat *st);
 int sdfs_ns_symlink(struct sdfs *s, uint64_t dir, const char *name, const char *target,

@@ -17,6 +17,7 @@
 #include "common/proto.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
+#include "mds/opens.h"
 #include "mds/perm.h"
 #include "mds/vol.h"
 
@@ -219,11 +220,24 @@ int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 		}
 	}
 	child_link(b, &dir, name, r->name_len, &in, now);
-	ret = reply_attr_f(rep, &in, lease_changed(ns, r, &in));
+	uint32_t f = lease_changed(ns, r, &in);
+	/* SDFS_NS_HOLD: held open before anyone can find it (the reply
+	 * record says so, a resend gets the same answer) */
+	struct sdfs_ns_req hold = { .ino = in.a.ino, .arg = r->arg };
+	int held = op == SDFS_OP_NS_MKNOD && (r->flags & SDFS_NS_HOLD) && r->arg &&
+		   S_ISREG(mode) && opens_exec(ns, &hold, NULL) == 0;
+
+	if (held)
+		f |= SDFS_ATTR_F_HELD;
+	ret = reply_attr_f(rep, &in, f);
 	if (!ret)
 		ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir }, 1);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
+	if (ret && held) {
+		hold.flags = SDFS_NS_OPEN_CLOSE;
+		opens_exec(ns, &hold, NULL);
+	}
 out:
 	ns_unlock(ns, &ls);
 	return ret;

@@ -629,6 +629,47 @@ Test(coherence, a_negative_entry_answered_by_the_mount_sees_others_create_at_onc
 }
 
 /*
+ * open(O_CREAT) + close through a mount: the MKNOD itself holds the new
+ * file open at the mds (SDFS_NS_HOLD), and the releases that follow the
+ * closes 2 s later go in one request: 1 mds request per file (3 before:
+ * MKNOD, NS_OPEN hold, NS_OPEN release). And the hold is real: a file
+ * created on A and unlinked by B at once stays, with A's data, while A
+ * keeps it open, well past the mds's grace for strays (2 s).
+ */
+Test(coherence, a_create_holds_its_file_open_in_one_request)
+{
+	enum { N = 40 };
+	char path[64], buf[16];
+	uint64_t before, asked;
+	int fd;
+
+	cr_assert_eq(mkdir(on(0, "hd"), 0755), 0);
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "hd/c%d", i);
+		fd = open(on(0, path), O_WRONLY | O_CREAT | O_EXCL, 0644);
+		cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
+		cr_assert_eq(close(fd), 0);
+	}
+	usleep(3500 * 1000);    /* the releases: HOLD_LINGER_MS and a tick */
+	asked = mds_ops() - before;
+	cr_log_info("%d creates + closes on A, releases included: %" PRIu64
+		    " mds requests", N, asked);
+	cr_assert_leq(asked, N + N / 4, "%" PRIu64 " mds requests for %d creates",
+		      asked, N);
+
+	fd = open(on(0, "hd/kept"), O_RDWR | O_CREAT | O_EXCL, 0644);
+	cr_assert(fd >= 0);
+	cr_assert_eq(unlink(on(1, "hd/kept")), 0, "unlink on B: %s", strerror(errno));
+	cr_assert_eq(pwrite(fd, "still here", 10, 0), 10);
+	usleep(3500 * 1000);    /* past the stray grace: freed unless held */
+	memset(buf, 0, sizeof(buf));
+	cr_assert_eq(pread(fd, buf, 10, 0), 10, "read on A: %s", strerror(errno));
+	cr_assert_str_eq(buf, "still here");
+	cr_assert_eq(close(fd), 0);
+}
+
+/*
  * B holds the file open with its data in B's page cache; A overwrites,
  * appends, truncates and rewrites it; after each of A's closes a new
  * open on B reads exactly A's data, right away (well within the 1 s B

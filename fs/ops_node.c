@@ -375,10 +375,11 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fs_reply_err(req, ret);
 		return;
 	}
-	reply_entry(req, &st);
-	/* made here, empty, its names leased to us */
-	if (dir && (st.flags & SDFS_STAT_LISTING))
+	/* made here, empty, its names leased to us: known before the
+	 * kernel can make any name in it */
+	if (dir && (st.flags & SDFS_STAT_LISTING) && fnode_get(the_fs, st.ino, 0))
 		dnames_start(the_fs, st.ino);
+	reply_entry(req, &st);
 }
 
 void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,

@@ -137,6 +137,8 @@ int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		/* an mds before 2.1 refuses flags it does not know */
 		req->flags &= ~SDFS_NS_WANT_ATTRS;
 		want_attrs = 0;
+		free(rep);
+		rep = NULL;
 		ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len, 0);
 	}
 	if (ret)

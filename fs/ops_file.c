@@ -214,6 +214,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		return;
 	}
 	inval_begin();
+	/* the reply brings the directory's new attributes (fnode_set_stat_newer) */
+	fnode_unlease(the_fs, parent);
 	/* held open at the mds by the create itself (fnode_open's hold
 	 * then sends nothing) */
 	ret = sdfs_ns_create(the_fs->s, parent, name, (mode & ~S_IFMT) |

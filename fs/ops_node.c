@@ -343,6 +343,27 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
+/*
+ * Around a change made here in @dir (and @dir2; 0: none): until its
+ * reply brings their new attributes (fnode_set_stat_newer), their copies
+ * here are not what the mds would answer: unlease them first. A reply
+ * that brought none (an mds before 2.1) may also have left a removed,
+ * replaced or moved inode's copy stale: unlease every node then.
+ */
+static uint64_t change_begin(fuse_ino_t dir, fuse_ino_t dir2)
+{
+	fnode_unlease(the_fs, dir);
+	if (dir2 && dir2 != dir)
+		fnode_unlease(the_fs, dir2);
+	return fnode_newer_count();
+}
+
+static void change_end(int ret, uint64_t seen)
+{
+	if (!ret && fnode_newer_count() == seen)
+		fnode_unlease_all(the_fs);
+}
+
 /* A change here in @dir: its name is now there (@added), or gone; a
  * failed change may have been made: forget the directory's names. */
 static void names_changed(fuse_ino_t dir, const char *name, int ret, int added)
@@ -365,11 +386,14 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	inval_begin();
 	/* the umask: the mds applies it unless a default ACL rules */
 	mode |= SDFS_MODE_UMASK(ctx->umask);
+	uint64_t seen = change_begin(parent, 0);
+
 	if (dir)
 		ret = sdfs_ns_mkdir(the_fs->s, parent, name, mode, ctx->uid, ctx->gid, &st);
 	else
 		ret = sdfs_ns_mknod(the_fs->s, parent, name, mode, (uint32_t)rdev,
 				    ctx->uid, ctx->gid, &st);
+	change_end(ret, seen);
 	names_changed(parent, name, ret, 1);
 	if (ret) {
 		fs_reply_err(req, ret);
@@ -404,7 +428,10 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int ret;
 
 	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
+	uint64_t seen = change_begin(parent, 0);
+
 	ret = sdfs_ns_unlink(the_fs->s, parent, name);
+	change_end(ret, seen);
 	names_changed(parent, name, ret, 0);
 	if (ret)
 		fs_reply_err(req, ret);
@@ -418,7 +445,10 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	int ret;
 
 	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
+	uint64_t seen = change_begin(parent, 0);
+
 	ret = sdfs_ns_rmdir(the_fs->s, parent, name);
+	change_end(ret, seen);
 	names_changed(parent, name, ret, 0);
 	if (ret)
 		fs_reply_err(req, ret);
@@ -434,7 +464,10 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 	int ret;
 
 	inval_begin();
+	uint64_t seen = change_begin(parent, 0);
+
 	ret = sdfs_ns_symlink(the_fs->s, parent, name, link, ctx->uid, ctx->gid, &st);
+	change_end(ret, seen);
 	names_changed(parent, name, ret, 1);
 
 	if (ret)
@@ -449,10 +482,11 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fs_caller(req);
 	int ret;
 
-	uint64_t seen = fnode_newer_count();
-
 	inval_begin();
+	uint64_t seen = change_begin(parent, newparent);
+
 	ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
+	change_end(ret, seen);
 	if (!ret && fnode_newer_count() == seen) {
 		/* no attributes back: an older mds, or two links of one
 		 * inode (nothing renamed): which names remain is not known */
@@ -476,7 +510,10 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	int ret;
 
 	inval_begin();
+	uint64_t seen = change_begin(newparent, 0);
+
 	ret = sdfs_ns_link(the_fs->s, ino, newparent, newname, &st);
+	change_end(ret, seen);
 	names_changed(newparent, newname, ret, 1);
 
 	if (ret)

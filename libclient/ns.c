@@ -120,7 +120,9 @@ int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 {
 	int want_cap = atomic_load(&s->caps_needed) && (op == SDFS_OP_NS_LOOKUP ||
 		       op == SDFS_OP_NS_GETATTR || op == SDFS_OP_NS_MKNOD);
-	int want_attrs = s->attrs_fn && has_more_attrs(op);
+	unsigned gen = atomic_load(&s->mds_gen);
+	int want_attrs = s->attrs_fn && has_more_attrs(op) &&
+			 !(op == SDFS_OP_NS_RENAME && atomic_load(&s->attrs_refused) == gen + 1);
 	struct sdfs_hdr reply;
 	uint8_t *rep = NULL;
 	uint32_t len = 0, body;
@@ -140,6 +142,8 @@ int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		free(rep);
 		rep = NULL;
 		ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len, 0);
+		if (ret != -EINVAL)     /* it was the flag: not again with this active */
+			atomic_store(&s->attrs_refused, gen + 1);
 	}
 	if (ret)
 		return ret;

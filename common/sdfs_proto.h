@@ -71,6 +71,15 @@
  *        with a signed cap (OBJCAP_WIRE_SIZE bytes); block daemons refuse
  *        unprivileged keys' object ops without a valid one with
  *        SDFS_RES_CAP; NS_OBJCAP asks the mds for caps.
+ *   2.1  NS_SYNC (every acknowledged change durable). SDFS_NS_WANT_ATTRS
+ *        on MKNOD, MKDIR, SYMLINK, LINK, UNLINK, RMDIR, RENAME: the reply
+ *        ends with the new attributes of the other inodes the change
+ *        wrote (the directories, a removed, replaced or moved inode),
+ *        leased like a GETATTR's (mount.sdfs answers the kernel's
+ *        GETATTR of the parent from them). An older mds ignores the flag
+ *        (RENAME: EINVAL; the client then sends it again without).
+ *        SDFS_NS_HOLD on MKNOD: the new file is held open (NS_OPEN) from
+ *        the create on, SDFS_ATTR_F_HELD says so.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -307,6 +316,24 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  * it) after the sdfs_attr: SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE bytes. No
  * cap (caps off, no right to read): the attr alone. */
 #define SDFS_NS_WANT_CAP   0x80000000u
+/* MKNOD, MKDIR, SYMLINK, LINK, UNLINK, RMDIR, RENAME (2.1): after the
+ * reply's body as without the flag (the new inode's sdfs_attr, then its
+ * cap, for the creating ops and LINK; nothing for the others) come the
+ * attributes, after the change, of the other inodes it wrote: each
+ * directory it changed, then the inode a name went from or moved
+ * (UNLINK, RMDIR: the removed one, nlink 0 when it was the last; RENAME:
+ * the moved inode, and the replaced or exchanged one), as sdfs_attrs
+ * (SDFS_ATTR_F_LEASED when the mds leased them to the client before the
+ * change), at most SDFS_NS_ATTRS_MAX. The client tells the body from
+ * them by its length (SDFS_ATTR_SIZE, + OBJCAP_WIRE_SIZE with a cap). */
+#define SDFS_NS_WANT_ATTRS 0x20000000u
+#define SDFS_NS_ATTRS_MAX  4u
+/* MKNOD of a regular file (2.1): arg is the client's lock identity, as
+ * NS_OPEN's: the mds holds the new file open for it from the create on
+ * (as an NS_OPEN would, before the reply) and says so with
+ * SDFS_ATTR_F_HELD in the reply's attr. One request instead of two per
+ * create; an older mds ignores the flag (no HELD: send NS_OPEN). */
+#define SDFS_NS_HOLD       0x10000000u
 #define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
 					   caller may have (at least read),
 					   not EACCES / EROFS for the rest */
@@ -630,6 +657,14 @@ struct sdfs_attr {
  * it (docs/consistency.md), so a change to it will be pushed to that
  * client (or wait for the lease to end) before it is acknowledged. */
 #define SDFS_ATTR_F_LEASED 0x1u
+/* 2.1, on a directory's attributes in a reply with SDFS_NS_WANT_ATTRS
+ * (the directory a change made or wrote): the mds also leased the
+ * client the directory's names, as a READDIRPLUS does, so a name another
+ * client adds or removes there is pushed to it first (mount.sdfs then
+ * answers lookups of names it knows are missing itself). */
+#define SDFS_ATTR_F_LISTING 0x2u
+/* 2.1, on the attr of a MKNOD with SDFS_NS_HOLD: the file is held open. */
+#define SDFS_ATTR_F_HELD 0x4u
 
 /* READDIR entry: then name[name_len], zero padding to 8, then with
  * SDFS_NS_PLUS an sdfs_attr. */

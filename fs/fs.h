@@ -11,6 +11,7 @@
  *   ops_lock.c  getlk, setlk, flock (served by the mds), unlock at close
  *   lockown.c   which lock owners locked through which open file
  *   inval.c     invalidations pushed by the mds, applied to the kernel
+ *   dnames.c    all the names of directories leased to us: lookup misses
  *   space.c     the chunks written or punched here, told to the mds
  *
  * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
@@ -91,6 +92,7 @@ struct fnode {
 	pthread_rwlock_t vol_rw;        /* I/O shared; opening/closing exclusive */
 	struct sdfs_vol *vol_rd, *vol_wr;
 	int vol_opens, vol_writers;
+	struct dnames *names;           /* a directory's names, all (dnames.c) */
 	struct fnode *next;
 };
 
@@ -127,6 +129,19 @@ void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_sta
 void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 		      struct sdfs_stat *out);
 uint64_t fnode_ver(struct fnode *n);
+/* sdfs_ns_on_attrs (registered by inval_start): @st of another inode a
+ * change made here wrote, as it is after the change: taken (with its
+ * lease) if the kernel holds the inode and @st is not older than what
+ * the node has (ctime: replies of two changes may cross). */
+void fnode_set_stat_newer(struct fs *fs, const struct sdfs_stat *st);
+/* How many fnode_set_stat_newer calls this thread made (a change whose
+ * reply brought no attributes: an older mds, or nothing was changed). */
+uint64_t fnode_newer_count(void);
+/* A directory's n->st while a lease covers it: 1, *@left_s the lease's
+ * remaining seconds (fs_op_getattr answers the kernel from it: after a
+ * change in a directory the kernel drops its attributes and asks again,
+ * default_permissions needs them); else 0. */
+int fnode_leased_dir(struct fnode *n, struct sdfs_stat *st, double *left_s);
 /* n->st, if a lease still covers it (without SDFS_STAT_LEASED): 1;
  * else 0 and the caller asks the mds. */
 int fnode_leased_stat(struct fnode *n, struct sdfs_stat *st);
@@ -173,6 +188,27 @@ void fs_reply_err(fuse_req_t req, int neg_errno);
 void fs_caller(fuse_req_t req);
 /* Getattr from the mds, merged with what this client has pending. */
 int fs_getattr(struct fs *fs, uint64_t ino, struct sdfs_stat *st);
+
+/*
+ * dnames.c: every name of a directory, kept while the mds leases us its
+ * names (SDFS_STAT_LISTING: from mkdir here, renewed by each change made
+ * here in it), so that a lookup of a missing name is answered here.
+ * start: @dir was just made here (empty; the thread's mark dates the
+ * lease). renew: a change here in @dir brought SDFS_STAT_LISTING. add,
+ * del: a change made here added or removed @name (nothing unless the set
+ * is kept). drop: forget @dir's set (a failed change there, a pushed
+ * invalidation); drop_all: every set (resubscription). absent: 1 if
+ * @name is known missing from @dir, *@left_s the seconds that stays
+ * known. free: at the node's end (n->lock not needed). Any thread.
+ */
+void dnames_start(struct fs *fs, uint64_t dir);
+void dnames_renew(struct fs *fs, uint64_t dir);
+void dnames_add(struct fs *fs, uint64_t dir, const char *name);
+void dnames_del(struct fs *fs, uint64_t dir, const char *name);
+void dnames_drop(struct fs *fs, uint64_t dir);
+void dnames_drop_all(struct fs *fs);
+int dnames_absent(struct fs *fs, uint64_t dir, const char *name, double *left_s);
+void dnames_free(struct fnode *n);
 
 /* volfile.c: volume files (layout SDFS_LAYOUT_VOLUME). open/release
  * keep the node's volume handles (a write open takes the volume's

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/oid.h"
+#include "common/sdfs_proto.h"
 #include "fs/fs.h"
 
 #define TAB_SIZE 65536
@@ -18,7 +19,11 @@ int fnode_table_init(struct fs *fs)
 	pthread_mutex_init(&fs->lock, NULL);
 	fs->tab_size = TAB_SIZE;
 	fs->tab = calloc(fs->tab_size, sizeof(*fs->tab));
-	return fs->tab ? 0 : -ENOMEM;
+	if (!fs->tab)
+		return -ENOMEM;
+	/* the root's node, never looked up: for what changes there bring
+	 * (fnode_set_stat_newer) and its names (dnames.c) */
+	return fnode_get(fs, SDFS_ROOT_INO, 0) ? 0 : -ENOMEM;
 }
 
 static size_t slot(struct fs *fs, uint64_t ino)
@@ -89,6 +94,7 @@ static void maybe_free(struct fs *fs, struct fnode *n)
 	pthread_rwlock_destroy(&n->vol_rw);
 	free(n->dirty);
 	space_free(n);
+	dnames_free(n);
 	free(n);
 }
 
@@ -208,25 +214,74 @@ void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_sta
 	fnode_set_stat_v(n, st, UINT64_MAX, out);
 }
 
+/* With n->lock held: take @st as the mds's state (and its lease). */
+static void take_stat(struct fnode *n, const struct sdfs_stat *st)
+{
+	n->st = *st;
+	n->attr_ver++;
+	/* Under n->lock: an invalidation bumps the mark before it
+	 * unleases (fnode_unlease takes this lock), so either it
+	 * sees this lease or inval_lease_end sees it. */
+	if (st->flags & SDFS_STAT_LEASED) {
+		int64_t end = inval_lease_end();
+
+		if (end > n->leased_until)
+			n->leased_until = end;
+	}
+	if (n->pending_size && n->pending_size <= st->size)
+		n->pending_size = 0;
+}
+
+static _Thread_local uint64_t newer_calls;
+
+uint64_t fnode_newer_count(void)
+{
+	return newer_calls;
+}
+
+void fnode_set_stat_newer(struct fs *fs, const struct sdfs_stat *st)
+{
+	struct fnode *n;
+
+	newer_calls++;
+
+	pthread_mutex_lock(&fs->lock);
+	n = fnode_find_locked(fs, st->ino);
+	if (n) {
+		pthread_mutex_lock(&n->lock);
+		/* replies of two changes may come in either order; every
+		 * change these come from moves ctime */
+		if (st->ctime_ns >= n->st.ctime_ns)
+			take_stat(n, st);
+		pthread_mutex_unlock(&n->lock);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (st->flags & SDFS_STAT_LISTING)
+		dnames_renew(fs, st->ino);
+}
+
+int fnode_leased_dir(struct fnode *n, struct sdfs_stat *st, double *left_s)
+{
+	int64_t now = inval_now_ns();
+	int ok;
+
+	pthread_mutex_lock(&n->lock);
+	ok = n->leased_until > now && S_ISDIR(n->st.mode);
+	if (ok) {
+		*st = n->st;
+		st->flags &= ~SDFS_STAT_LEASED;
+		*left_s = (double)(n->leased_until - now) / 1e9;
+	}
+	pthread_mutex_unlock(&n->lock);
+	return ok;
+}
+
 void fnode_set_stat_v(struct fnode *n, const struct sdfs_stat *st, uint64_t ver,
 		      struct sdfs_stat *out)
 {
 	pthread_mutex_lock(&n->lock);
-	if (ver == UINT64_MAX || ver == n->attr_ver) {
-		n->st = *st;
-		n->attr_ver++;
-		/* Under n->lock: an invalidation bumps the mark before it
-		 * unleases (fnode_unlease takes this lock), so either it
-		 * sees this lease or inval_lease_end sees it. */
-		if (st->flags & SDFS_STAT_LEASED) {
-			int64_t end = inval_lease_end();
-
-			if (end > n->leased_until)
-				n->leased_until = end;
-		}
-		if (n->pending_size && n->pending_size <= st->size)
-			n->pending_size = 0;
-	}
+	if (ver == UINT64_MAX || ver == n->attr_ver)
+		take_stat(n, st);
 	*out = *st;
 	if (n->pending_size > out->size)
 		out->size = n->pending_size;

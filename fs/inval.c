@@ -242,10 +242,15 @@ static void on_inval(void *arg, const struct sdfs_inval *iv, size_t n)
 	/* Now, not on the applier: answering says we no longer rely on what
 	 * they name (an open would take a leased size as current). */
 	for (size_t i = 0; i < n; i++)
-		if (iv[i].kind == SDFS_INVAL_ALL)
+		if (iv[i].kind == SDFS_INVAL_ALL) {
 			fnode_unlease_all(arg);
-		else if (iv[i].kind == SDFS_INVAL_INODE)
+			dnames_drop_all(arg);
+		} else if (iv[i].kind == SDFS_INVAL_INODE) {
 			fnode_unlease(arg, iv[i].ino);
+			dnames_drop(arg, iv[i].ino);
+		} else if (iv[i].kind == SDFS_INVAL_ENTRY) {
+			dnames_drop(arg, iv[i].ino);    /* a name there changed */
+		}
 	b = batch_new(iv, n);
 	pthread_mutex_lock(&q.mu);
 	if (q.stopping) {
@@ -273,6 +278,11 @@ static void on_inval(void *arg, const struct sdfs_inval *iv, size_t n)
 	pthread_mutex_unlock(&q.mu);
 }
 
+static void on_attrs(void *arg, const struct sdfs_stat *st)
+{
+	fnode_set_stat_newer(arg, st);
+}
+
 int inval_start(struct fs *fs)
 {
 	double t = fs->o.attr_timeout > fs->o.entry_timeout ?
@@ -294,6 +304,8 @@ int inval_start(struct fs *fs)
 	if (ret)
 		return -ret;
 	q.started = 1;
+	/* the directories our own changes wrote, as they are after them */
+	sdfs_ns_on_attrs(fs->s, on_attrs, fs);
 	ret = sdfs_ns_subscribe(fs->s, cache_ms, on_inval, fs);
 	if (ret) {
 		inval_quiesce(fs);

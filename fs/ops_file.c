@@ -214,8 +214,16 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		return;
 	}
 	inval_begin();
-	ret = sdfs_ns_mknod(the_fs->s, parent, name, (mode & ~S_IFMT) | S_IFREG |
-			    SDFS_MODE_UMASK(ctx->umask), 0, ctx->uid, ctx->gid, &st);
+	/* the reply brings the directory's new attributes (fnode_set_stat_newer) */
+	fnode_unlease(the_fs, parent);
+	/* held open at the mds by the create itself (fnode_open's hold
+	 * then sends nothing) */
+	ret = sdfs_ns_create(the_fs->s, parent, name, (mode & ~S_IFMT) |
+			     SDFS_MODE_UMASK(ctx->umask), ctx->uid, ctx->gid, &st);
+	if (ret)
+		dnames_drop(the_fs, parent);    /* it may have been made */
+	else
+		dnames_add(the_fs, parent, name);
 	if (ret) {
 		free(of);
 		fs_reply_err(req, ret);

@@ -138,6 +138,17 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (!ret && st.nlink == 0)
 			ret = -ESTALE;
 	} else {
+		double left;
+
+		if (dnames_absent(the_fs, parent, name, &left)) {
+			/* every name of the directory is known here */
+			double t = inval_entry_timeout(inval_thread_mark());
+			struct fuse_entry_param e = { .ino = 0,
+				.entry_timeout = left < t ? left : t };
+
+			fuse_reply_entry(req, &e);
+			return;
+		}
 		ret = sdfs_ns_lookup(the_fs->s, parent, name, &st);
 		/* the kernel holds no reference by name here; a node it holds
 		 * for the inode (another name, an open file) keeps its newer
@@ -182,6 +193,18 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)fi;
 
 	inval_begin();
+	/* A directory leased to us (a lookup, or the reply of a change made
+	 * here in it): what the mds would answer, until the lease ends. */
+	struct fnode *n = fnode_find(the_fs, ino);
+	double left;
+
+	if (n && fnode_leased_dir(n, &st, &left)) {
+		double t = inval_attr_timeout(inval_thread_mark());
+
+		fs_stat_to_kernel(&st, &kst);
+		fuse_reply_attr(req, &kst, left < t ? left : t);
+		return;
+	}
 	ret = fs_getattr(the_fs, ino, &st);
 	if (ret) {
 		fs_reply_err(req, ret);
@@ -320,6 +343,39 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
+/*
+ * Around a change made here in @dir (and @dir2; 0: none): until its
+ * reply brings their new attributes (fnode_set_stat_newer), their copies
+ * here are not what the mds would answer: unlease them first. A reply
+ * that brought none (an mds before 2.1) may also have left a removed,
+ * replaced or moved inode's copy stale: unlease every node then.
+ */
+static uint64_t change_begin(fuse_ino_t dir, fuse_ino_t dir2)
+{
+	fnode_unlease(the_fs, dir);
+	if (dir2 && dir2 != dir)
+		fnode_unlease(the_fs, dir2);
+	return fnode_newer_count();
+}
+
+static void change_end(int ret, uint64_t seen)
+{
+	if (!ret && fnode_newer_count() == seen)
+		fnode_unlease_all(the_fs);
+}
+
+/* A change here in @dir: its name is now there (@added), or gone; a
+ * failed change may have been made: forget the directory's names. */
+static void names_changed(fuse_ino_t dir, const char *name, int ret, int added)
+{
+	if (ret)
+		dnames_drop(the_fs, dir);
+	else if (added)
+		dnames_add(the_fs, dir, name);
+	else
+		dnames_del(the_fs, dir, name);
+}
+
 static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, dev_t rdev, int dir)
 {
@@ -330,15 +386,24 @@ static void make_node(fuse_req_t req, fuse_ino_t parent, const char *name,
 	inval_begin();
 	/* the umask: the mds applies it unless a default ACL rules */
 	mode |= SDFS_MODE_UMASK(ctx->umask);
+	uint64_t seen = change_begin(parent, 0);
+
 	if (dir)
 		ret = sdfs_ns_mkdir(the_fs->s, parent, name, mode, ctx->uid, ctx->gid, &st);
 	else
 		ret = sdfs_ns_mknod(the_fs->s, parent, name, mode, (uint32_t)rdev,
 				    ctx->uid, ctx->gid, &st);
-	if (ret)
+	change_end(ret, seen);
+	names_changed(parent, name, ret, 1);
+	if (ret) {
 		fs_reply_err(req, ret);
-	else
-		reply_entry(req, &st);
+		return;
+	}
+	/* made here, empty, its names leased to us: known before the
+	 * kernel can make any name in it */
+	if (dir && (st.flags & SDFS_STAT_LISTING) && fnode_get(the_fs, st.ino, 0))
+		dnames_start(the_fs, st.ino);
+	reply_entry(req, &st);
 }
 
 void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -360,8 +425,14 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs_caller(req);
-	int ret = sdfs_ns_unlink(the_fs->s, parent, name);
+	int ret;
 
+	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
+	uint64_t seen = change_begin(parent, 0);
+
+	ret = sdfs_ns_unlink(the_fs->s, parent, name);
+	change_end(ret, seen);
+	names_changed(parent, name, ret, 0);
 	if (ret)
 		fs_reply_err(req, ret);
 	else
@@ -371,8 +442,14 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	fs_caller(req);
-	int ret = sdfs_ns_rmdir(the_fs->s, parent, name);
+	int ret;
 
+	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
+	uint64_t seen = change_begin(parent, 0);
+
+	ret = sdfs_ns_rmdir(the_fs->s, parent, name);
+	change_end(ret, seen);
+	names_changed(parent, name, ret, 0);
 	if (ret)
 		fs_reply_err(req, ret);
 	else
@@ -387,7 +464,11 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 	int ret;
 
 	inval_begin();
+	uint64_t seen = change_begin(parent, 0);
+
 	ret = sdfs_ns_symlink(the_fs->s, parent, name, link, ctx->uid, ctx->gid, &st);
+	change_end(ret, seen);
+	names_changed(parent, name, ret, 1);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -399,7 +480,22 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		  fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
 	fs_caller(req);
-	int ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
+	int ret;
+
+	inval_begin();
+	uint64_t seen = change_begin(parent, newparent);
+
+	ret = sdfs_ns_rename(the_fs->s, parent, name, newparent, newname, flags);
+	change_end(ret, seen);
+	if (!ret && fnode_newer_count() == seen) {
+		/* no attributes back: an older mds, or two links of one
+		 * inode (nothing renamed): which names remain is not known */
+		names_changed(parent, name, -1, 0);
+		names_changed(newparent, newname, -1, 1);
+	} else if (!(flags & RENAME_EXCHANGE) || ret) { /* an exchange keeps both */
+		names_changed(parent, name, ret, 0);
+		names_changed(newparent, newname, ret, 1);
+	}
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -414,7 +510,11 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	int ret;
 
 	inval_begin();
+	uint64_t seen = change_begin(newparent, 0);
+
 	ret = sdfs_ns_link(the_fs->s, ino, newparent, newname, &st);
+	change_end(ret, seen);
+	names_changed(newparent, newname, ret, 1);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -505,9 +605,9 @@ void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	if (acl && acl_kills_sgid(req, ino))
 		flags |= SDFS_XATTR_KILL_SGID;
 	ret = sdfs_ns_setxattr(the_fs->s, ino, name, value, size, flags);
-	/* the mds set the mode bits from the ACL */
-	if (acl)
-		fnode_unlease(the_fs, ino);
+	/* the mds moved ctime (and set the mode bits from an ACL): the
+	 * node's copy is no longer what it would answer */
+	fnode_unlease(the_fs, ino);
 
 	if (ret)
 		fs_reply_err(req, ret);
@@ -583,6 +683,7 @@ void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 	caps_forget(ino, name);
 	ret = sdfs_ns_removexattr(the_fs->s, ino, name);
+	fnode_unlease(the_fs, ino);     /* ctime moved */
 
 	if (ret)
 		fs_reply_err(req, ret);

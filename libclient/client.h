@@ -96,6 +96,11 @@ struct sdfs {
 	 * refused an op for want of one (SDFS_RES_CAP) */
 	atomic_int caps_needed;
 	_Atomic(struct capcache *) caps;        /* made at first use */
+	/* ns.c: sdfs_ns_on_attrs; the active refused SDFS_NS_WANT_ATTRS on
+	 * a RENAME (before 2.1) while mds_gen was attrs_refused - 1 (0: no) */
+	sdfs_attrs_fn attrs_fn;
+	void *attrs_arg;
+	atomic_uint attrs_refused;
 };
 
 /* The current map with a reference (drop with client_map_put), reading

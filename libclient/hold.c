@@ -22,12 +22,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "common/log.h"
 #include "common/net.h"
 #include "common/proto.h"
 #include "libclient/client.h"
+#include "libclient/ns_int.h"
 
 #define HOLD_BUCKETS 1024
 #define HOLD_LINGER_MS 2000     /* a last release waits this long */
@@ -349,6 +351,46 @@ int sdfs_ns_hold(struct sdfs *s, uint64_t ino)
 	return ret;
 }
 
+int sdfs_ns_create(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		   uint32_t uid, uint32_t gid, struct sdfs_stat *st)
+{
+	struct holds *h = holds_get(s);
+	uint64_t id;
+	int ret;
+
+	if (!h || lock_identity(s, &id))
+		return sdfs_ns_mknod(s, dir, name, (mode & ~(uint32_t)S_IFMT) | S_IFREG,
+				     0, uid, gid, st);
+	pthread_mutex_lock(&h->mu);
+	while (h->claiming)
+		pthread_cond_wait(&h->cond, &h->mu);
+	if (h->id && h->id != id) {
+		/* a new identity: the next sdfs_ns_hold claims the set again */
+		pthread_mutex_unlock(&h->mu);
+		return sdfs_ns_mknod(s, dir, name, (mode & ~(uint32_t)S_IFMT) | S_IFREG,
+				     0, uid, gid, st);
+	}
+	h->nbusy++;             /* a claim waits: it must see this hold */
+	pthread_mutex_unlock(&h->mu);
+	ret = ns_mknod_held(s, dir, name, mode, uid, gid, id, st);
+	pthread_mutex_lock(&h->mu);
+	if (!ret && (st->flags & SDFS_STAT_HELD)) {
+		struct hold_ent *e = ent_use(h, st->ino, 1);
+
+		if (e) {        /* held, no user yet: it lingers until one comes */
+			if (!h->id)
+				h->id = id;
+			e->sent = 1;
+			e->idle_ms = net_now_ms();
+			ent_done(h, e);
+		}               /* else the mds holds it until our node ends */
+	}
+	h->nbusy--;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->mu);
+	return ret;
+}
+
 void sdfs_ns_release(struct sdfs *s, uint64_t ino)
 {
 	struct holds *h = holds_get(s);
@@ -376,6 +418,61 @@ void sdfs_ns_release(struct sdfs *s, uint64_t ino)
 }
 
 /* Send the releases whose linger passed, every HOLD_TICK_MS. */
+#define HOLD_BATCH 256     /* releases in one NS_OPEN */
+
+/*
+ * h->mu held: send the releases that are due in one NS_OPEN (each was
+ * one request: a file created and closed cost three). 1 if it sent
+ * some, 0 if none were due or the identity changed (sync_ent then
+ * claims the set again, one entry at a time).
+ */
+static int release_batch(struct holds *h, int64_t now)
+{
+	struct hold_ent *es[HOLD_BATCH];
+	uint64_t inos[HOLD_BATCH], id;
+	size_t n = 0;
+	int ret;
+
+	if (h->claiming)
+		return 0;
+	for (size_t i = 0; i < HOLD_BUCKETS && n < HOLD_BATCH; i++)
+		for (struct hold_ent *e = h->b[i]; e && n < HOLD_BATCH; e = e->next)
+			if (!e->refs && e->sent && !e->busy &&
+			    now - e->idle_ms >= HOLD_LINGER_MS)
+				es[n++] = e;
+	if (n < 2)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		es[i]->users++;
+		es[i]->busy = 1;
+		inos[i] = es[i]->ino;
+	}
+	h->nbusy += n;
+	pthread_mutex_unlock(&h->mu);
+	ret = lock_identity(h->s, &id);
+	pthread_mutex_lock(&h->mu);
+	if (!ret && h->id == id) {
+		pthread_mutex_unlock(&h->mu);
+		ret = send_open(h->s, id, 0, SDFS_NS_OPEN_CLOSE, inos, n);
+		pthread_mutex_lock(&h->mu);
+	} else if (!ret) {
+		ret = -ESTALE;  /* not ours to release under this identity */
+	}
+	for (size_t i = 0; i < n; i++) {
+		es[i]->busy = 0;
+		if (!ret)       /* a hold made meanwhile is sent again */
+			es[i]->sent = 0;
+	}
+	h->nbusy -= n;
+	pthread_cond_broadcast(&h->cond);
+	for (size_t i = 0; i < n; i++)
+		ent_done(h, es[i]);
+	if (ret && ret != -ESTALE)
+		log_warn("cannot tell the mds that %zu files were closed here: %s "
+			 "(told one by one)", n, strerror(-ret));
+	return !ret;
+}
+
 static void *release_main(void *arg)
 {
 	struct holds *h = arg;
@@ -386,6 +483,8 @@ static void *release_main(void *arg)
 		uint64_t ino = 0;
 		struct timespec ts;
 
+		if (release_batch(h, now))
+			continue;
 		/* one due entry at a time (the table may change meanwhile) */
 		for (size_t i = 0; i < HOLD_BUCKETS && !ino; i++)
 			for (struct hold_ent *e = h->b[i]; e && !ino; e = e->next)

@@ -34,7 +34,9 @@ void ns_stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
 	st->obj_size = a->obj_size;
 	st->copies = a->copies;
 	st->layout = a->layout;
-	st->flags = a->flags & SDFS_ATTR_F_LEASED ? SDFS_STAT_LEASED : 0;
+	st->flags = (a->flags & SDFS_ATTR_F_LEASED ? SDFS_STAT_LEASED : 0) |
+		    (a->flags & SDFS_ATTR_F_LISTING ? SDFS_STAT_LISTING : 0) |
+		    (a->flags & SDFS_ATTR_F_HELD ? SDFS_STAT_HELD : 0);
 }
 
 int ns_name_len(const char *name, uint16_t *len)
@@ -75,28 +77,85 @@ static int dec_attr(const uint8_t *in, uint32_t len, void *out)
 	return ret;
 }
 
-/* With object caps on (capcache.c), a regular file's LOOKUP, GETATTR
- * and MKNOD bring its cap along: kept for its first data op. */
+void sdfs_ns_on_attrs(struct sdfs *s, sdfs_attrs_fn fn, void *arg)
+{
+	s->attrs_arg = arg;
+	s->attrs_fn = fn;
+}
+
+/* The changes whose replies can carry other inodes' attributes. */
+static int has_more_attrs(unsigned op)
+{
+	switch (op) {
+	case SDFS_OP_NS_MKNOD: case SDFS_OP_NS_MKDIR: case SDFS_OP_NS_SYMLINK:
+	case SDFS_OP_NS_LINK: case SDFS_OP_NS_UNLINK: case SDFS_OP_NS_RMDIR:
+	case SDFS_OP_NS_RENAME:
+		return 1;
+	}
+	return 0;
+}
+
+/* SDFS_NS_WANT_ATTRS: the attributes after the body, to sdfs_ns_on_attrs's
+ * fn (a short one is dropped: the change itself was made). */
+static void more_attrs(struct sdfs *s, const uint8_t *p, uint32_t len)
+{
+	for (uint32_t off = 0; len - off >= SDFS_ATTR_SIZE; off += SDFS_ATTR_SIZE) {
+		struct sdfs_stat st;
+
+		if (dec_attr(p + off, SDFS_ATTR_SIZE, &st) == 0)
+			s->attrs_fn(s->attrs_arg, &st);
+	}
+}
+
+/*
+ * With object caps on (capcache.c), a regular file's LOOKUP, GETATTR
+ * and MKNOD bring its cap along: kept for its first data op. With
+ * sdfs_ns_on_attrs, a change's reply brings the other inodes it changed
+ * (SDFS_NS_WANT_ATTRS). Replies: [attr [cap]] [attrs...], the body
+ * (an attr) only when @st wants one.
+ */
 int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		 const char *name, const char *name2, const void *data,
 		 struct sdfs_stat *st)
 {
+	int want_cap = atomic_load(&s->caps_needed) && (op == SDFS_OP_NS_LOOKUP ||
+		       op == SDFS_OP_NS_GETATTR || op == SDFS_OP_NS_MKNOD);
+	unsigned gen = atomic_load(&s->mds_gen);
+	int want_attrs = s->attrs_fn && has_more_attrs(op) &&
+			 !(op == SDFS_OP_NS_RENAME && atomic_load(&s->attrs_refused) == gen + 1);
 	struct sdfs_hdr reply;
 	uint8_t *rep = NULL;
-	uint32_t len = 0;
+	uint32_t len = 0, body;
 	int ret;
 
-	if (!atomic_load(&s->caps_needed) || (op != SDFS_OP_NS_LOOKUP &&
-	    op != SDFS_OP_NS_GETATTR && op != SDFS_OP_NS_MKNOD))
+	if (!want_cap && !want_attrs)
 		return ns_call_one(s, op, req, name, name2, data, dec_attr, st);
-	req->flags |= SDFS_NS_WANT_CAP;
+	if (want_cap)
+		req->flags |= SDFS_NS_WANT_CAP;
+	if (want_attrs)
+		req->flags |= SDFS_NS_WANT_ATTRS;
 	ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len, 0);
+	if (ret == -EINVAL && want_attrs && op == SDFS_OP_NS_RENAME) {
+		/* an mds before 2.1 refuses flags it does not know */
+		req->flags &= ~SDFS_NS_WANT_ATTRS;
+		want_attrs = 0;
+		free(rep);
+		rep = NULL;
+		ret = nsclient_call(s, op, req, name, name2, data, &reply, &rep, &len, 0);
+		if (ret != -EINVAL)     /* it was the flag: not again with this active */
+			atomic_store(&s->attrs_refused, gen + 1);
+	}
 	if (ret)
 		return ret;
-	if (len == SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE)
+	body = st ? SDFS_ATTR_SIZE : 0;
+	if (st && len >= body && (len - body) % SDFS_ATTR_SIZE == OBJCAP_WIRE_SIZE) {
 		capcache_put(s, rep + SDFS_ATTR_SIZE);
-	if (!rep || dec_attr(rep, len, st))
+		body += OBJCAP_WIRE_SIZE;
+	}
+	if (st && (!rep || len < body || dec_attr(rep, len, st)))
 		ret = -EPROTO;
+	else if (want_attrs && len > body)
+		more_attrs(s, rep + body, len - body);
 	free(rep);
 	return ret;
 }
@@ -181,6 +240,17 @@ int sdfs_ns_mknod(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
 
 	mode_umask(&r, mode);
 
+	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
+}
+
+int ns_mknod_held(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, uint64_t id, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = dir, .uid = uid, .gid = gid, .arg = id };
+	int ret = ns_name_len(name, &r.name_len);
+
+	mode_umask(&r, (mode & ~(uint32_t)S_IFMT) | S_IFREG);
+	r.flags |= SDFS_NS_HOLD;
 	return ret ? ret : ns_call_attr(s, SDFS_OP_NS_MKNOD, &r, name, NULL, NULL, st);
 }
 

@@ -23,4 +23,8 @@ int ns_call_one(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 int ns_call_attr(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		 const char *name, const char *name2, const void *data,
 		 struct sdfs_stat *st);
+/* MKNOD of a regular file with SDFS_NS_HOLD for lock identity @id
+ * (hold.c's sdfs_ns_create): SDFS_STAT_HELD in @st if the mds held it. */
+int ns_mknod_held(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		  uint32_t uid, uint32_t gid, uint64_t id, struct sdfs_stat *st);
 #endif

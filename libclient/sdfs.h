@@ -312,6 +312,13 @@ struct sdfs_stat {
  * call was made), every change to the inode that the mds acknowledges is
  * first notified to this client (SDFS_INVAL_INODE). */
 #define SDFS_STAT_LEASED 0x1u
+/* From sdfs_ns_on_attrs's attributes and sdfs_ns_mkdir: a directory
+ * whose names the mds leased this client too (SDFS_ATTR_F_LISTING): until
+ * the lease ends, a name another client adds or removes in it is first
+ * notified (SDFS_INVAL_ENTRY). */
+#define SDFS_STAT_LISTING 0x2u
+/* From sdfs_ns_create: the mds holds the new file open for this handle. */
+#define SDFS_STAT_HELD 0x4u
 #define SDFS_LAYOUT_FILE 1
 #define SDFS_LAYOUT_VOLUME 2            /* a volume file: use sdfs_vol_* */
 
@@ -399,6 +406,13 @@ int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
  * answers 0 and keeps such files only for a grace of seconds. */
 int sdfs_ns_hold(struct sdfs *s, uint64_t ino);
 void sdfs_ns_release(struct sdfs *s, uint64_t ino);
+/* sdfs_ns_mknod of a regular file that the mds holds open for this
+ * handle from the create on, in one request (an mds before 2.1: two,
+ * or none held): the hold lingers as a released one does (then it is
+ * let go), so an sdfs_ns_hold of the new file right after asks the mds
+ * nothing. */
+int sdfs_ns_create(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode,
+		   uint32_t uid, uint32_t gid, struct sdfs_stat *st);
 int sdfs_ns_link(struct sdfs *s, uint64_t ino, uint64_t newdir, const char *newname,
 		 struct sdfs_stat *st);
 int sdfs_ns_symlink(struct sdfs *s, uint64_t dir, const char *name, const char *target,
@@ -486,6 +500,19 @@ typedef void (*sdfs_inval_fn)(void *arg, const struct sdfs_inval *iv, size_t n);
  * be dropped. Never on the wire. */
 #define SDFS_INVAL_ALL 0x80
 int sdfs_ns_subscribe(struct sdfs *s, uint32_t cache_ms, sdfs_inval_fn fn, void *arg);
+
+/*
+ * After each change this handle makes (mknod, mkdir, symlink, link,
+ * unlink, rmdir, rename), @fn gets the attributes, as they are after it,
+ * of the other inodes it changed: the directories, and the inode a name
+ * went from or moved (nlink 0 when that was its last), each with
+ * SDFS_STAT_LEASED when the mds leased it as for sdfs_ns_getattr. One
+ * call per inode, on the calling thread, before the change's call
+ * returns; none from an mds older than 2.1. NULL: the mds is not asked
+ * for them. Set it before the handle is used from other threads.
+ */
+typedef void (*sdfs_attrs_fn)(void *arg, const struct sdfs_stat *st);
+void sdfs_ns_on_attrs(struct sdfs *s, sdfs_attrs_fn fn, void *arg);
 
 /* A regular file's data (layout 1): read and write through its objects.
  * Reads past @st->size return 0 bytes, holes read as zeros. A write does

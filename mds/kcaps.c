@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/objcap.h"
 #include "common/proto.h"
 #include "mds/caller.h"
 #include "mds/kcaps.h"
@@ -404,6 +405,26 @@ static void readdir_out(const struct kcaps_req *kr, struct ns_reply *rep)
 	}
 }
 
+/* SDFS_NS_WANT_ATTRS: the attributes after the reply's body. */
+static void more_attrs_out(const struct kcaps_req *kr, unsigned op, struct ns_reply *rep)
+{
+	size_t off = 0;
+
+	if (classify(op) & K_ATTR) {
+		off = SDFS_ATTR_SIZE;
+		if (rep->len >= off && (rep->len - off) % SDFS_ATTR_SIZE != 0)
+			off += OBJCAP_WIRE_SIZE;        /* a cap (ns_objcap.c) */
+	}
+	for (; off + SDFS_ATTR_SIZE <= rep->len; off += SDFS_ATTR_SIZE) {
+		struct sdfs_attr a;
+
+		if (proto_attr_decode(rep->data + off, SDFS_ATTR_SIZE, &a))
+			return;
+		attr_out(kr, &a);
+		proto_attr_encode(&a, rep->data + off);
+	}
+}
+
 int kcaps_leave(const struct kcaps_req *kr, unsigned op, int ret,
 		struct ns_reply *rep)
 {
@@ -411,6 +432,8 @@ int kcaps_leave(const struct kcaps_req *kr, unsigned op, int ret,
 
 	if (ret || !kr->caps || !rep->data)
 		return ret;
+	if (kr->req->flags & SDFS_NS_WANT_ATTRS)
+		more_attrs_out(kr, op, rep);
 	if (classify(op) & K_ATTR) {
 		if (proto_attr_decode(rep->data, rep->len, &a) == 0) {
 			attr_out(kr, &a);

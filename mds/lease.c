@@ -294,9 +294,9 @@ void lease_grant_entry(struct leases *l, uint64_t client, uint64_t parent,
 		grant(l, client, parent, name_h(name, nlen));
 }
 
-void lease_grant_listing(struct leases *l, uint64_t client, uint64_t dir)
+int lease_grant_listing(struct leases *l, uint64_t client, uint64_t dir)
 {
-	grant(l, client, dir, H_LISTING);
+	return grant(l, client, dir, H_LISTING);
 }
 
 /* ---- changes ---- */

@@ -68,7 +68,8 @@ void lease_unsubscribe(struct lease_sub *sub, int fd);
 int lease_grant_inode(struct leases *l, uint64_t client, uint64_t ino);
 void lease_grant_entry(struct leases *l, uint64_t client, uint64_t parent,
 		       const char *name, size_t nlen);
-void lease_grant_listing(struct leases *l, uint64_t client, uint64_t dir);
+/* 1 if @client now holds a lease on @dir's names. */
+int lease_grant_listing(struct leases *l, uint64_t client, uint64_t dir);
 
 /* The changes of one operation on this thread. */
 void lease_collect_begin(void);

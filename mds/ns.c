@@ -287,12 +287,12 @@ static int call_mknod(const struct ns_call *c)     /* MKNOD, MKDIR, SYMLINK */
 
 static int call_remove(const struct ns_call *c)    /* UNLINK, RMDIR */
 {
-	return op_remove(c->ns, c->who, c->op, c->req, c->name, c->b);
+	return op_remove(c->ns, c->who, c->op, c->req, c->name, c->b, c->rep);
 }
 
 static int call_rename(const struct ns_call *c)
 {
-	return op_rename(c->ns, c->who, c->req, c->name, c->name2, c->b);
+	return op_rename(c->ns, c->who, c->req, c->name, c->name2, c->b, c->rep);
 }
 
 static int call_link(const struct ns_call *c)

@@ -138,11 +138,18 @@ int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 	     const struct sdfs_ns_req *r, const char *name, const uint8_t *data,
 	     struct kvbatch *b, struct ns_reply *rep);
 int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
-	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b);
+	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b,
+	      struct ns_reply *rep);
 int op_link(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
 	    const char *name2, struct kvbatch *b, struct ns_reply *rep);
 int op_rename(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
-	      const char *name, const char *name2, struct kvbatch *b);
+	      const char *name, const char *name2, struct kvbatch *b, struct ns_reply *rep);
+/* SDFS_NS_WANT_ATTRS (sdfs_proto.h): append the attributes of @ins[0..n)
+ * (NULL entries and repeats skipped) as they are after the change, each
+ * leased to the requester unless nlink is 0 (a directory's names too:
+ * SDFS_ATTR_F_LISTING), to @rep; nothing without the flag. The caller holds their locks until it committed. 0, -ENOMEM. */
+int reply_more_attrs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep,
+		     const struct inode *const *ins, int n);
 int op_readdir(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
 	       struct ns_reply *rep);
 int op_readlink(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep);

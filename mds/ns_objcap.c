@@ -185,17 +185,21 @@ void ns_objcap_attach(struct ns *ns, const struct ns_caller *who, unsigned op,
 	struct inode in = { 0 };
 	uint8_t *nd;
 
+	/* MKNOD's reply may go on with other inodes' attributes
+	 * (SDFS_NS_WANT_ATTRS): the cap goes right after the file's */
 	if ((op != SDFS_OP_NS_LOOKUP && op != SDFS_OP_NS_GETATTR &&
 	     op != SDFS_OP_NS_MKNOD) || !atomic_load(&ns->objcap_on) ||
-	    rep->len != SDFS_ATTR_SIZE ||
+	    rep->len < SDFS_ATTR_SIZE || (rep->len - SDFS_ATTR_SIZE) % SDFS_ATTR_SIZE ||
 	    proto_attr_decode(rep->data, rep->len, &in.a) ||
 	    !S_ISREG(in.a.mode) || in.a.layout != SDFS_LAYOUT_OBJECTS ||
 	    may_best(ns, who, &in, &want, 1))
 		return;
-	nd = realloc(rep->data, SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE);
+	nd = realloc(rep->data, rep->len + OBJCAP_WIRE_SIZE);
 	if (!nd)
 		return;         /* the client asks NS_OBJCAP later */
 	rep->data = nd;
+	memmove(nd + SDFS_ATTR_SIZE + OBJCAP_WIRE_SIZE, nd + SDFS_ATTR_SIZE,
+		rep->len - SDFS_ATTR_SIZE);
 	sign_one(ns, who, OBJCAP_FILE, in.a.ino, want,
 		 objcap_now_ms() + ns->objcap_lifetime_ms, nd + SDFS_ATTR_SIZE);
 	rep->len += OBJCAP_WIRE_SIZE;

@@ -14,8 +14,10 @@
 
 #include "common/log.h"
 #include "common/oid.h"
+#include "common/proto.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
+#include "mds/opens.h"
 #include "mds/perm.h"
 #include "mds/vol.h"
 
@@ -104,6 +106,56 @@ int child_may(struct ns *ns, const struct ns_caller *who, const struct inode *di
 	return 0;
 }
 
+/* With SDFS_NS_WANT_ATTRS: lease @in to the requester (its lock is held
+ * until the commit, so no other change reads or writes it before), a
+ * directory's names too; the attribute flags saying so. */
+static uint32_t lease_changed(struct ns *ns, const struct sdfs_ns_req *r,
+			      const struct inode *in)
+{
+	uint32_t f = 0;
+
+	if (!(r->flags & SDFS_NS_WANT_ATTRS) || in->a.nlink == 0)
+		return 0;
+	if (lease_grant_inode(ns->leases, r->client_id, in->a.ino))
+		f |= SDFS_ATTR_F_LEASED;
+	if (S_ISDIR(in->a.mode) &&
+	    lease_grant_listing(ns->leases, r->client_id, in->a.ino))
+		f |= SDFS_ATTR_F_LISTING;
+	return f;
+}
+
+int reply_more_attrs(struct ns *ns, const struct sdfs_ns_req *r, struct ns_reply *rep,
+		     const struct inode *const *ins, int n)
+{
+	uint64_t seen[SDFS_NS_ATTRS_MAX];
+	unsigned k = 0;
+	uint8_t *d;
+
+	if (!(r->flags & SDFS_NS_WANT_ATTRS))
+		return 0;
+	d = realloc(rep->data, rep->len + (size_t)n * SDFS_ATTR_SIZE);
+	if (!d)
+		return -ENOMEM;
+	rep->data = d;
+	for (int i = 0; i < n && k < SDFS_NS_ATTRS_MAX; i++) {
+		struct sdfs_attr a;
+		unsigned j;
+
+		if (!ins[i] || !ins[i]->a.ino)
+			continue;
+		for (j = 0; j < k && seen[j] != ins[i]->a.ino; j++)
+			;
+		if (j < k)
+			continue;
+		seen[k++] = ins[i]->a.ino;
+		space_attr(ns, ins[i], &a);
+		a.flags = lease_changed(ns, r, ins[i]);
+		proto_attr_encode(&a, rep->data + rep->len);
+		rep->len += SDFS_ATTR_SIZE;
+	}
+	return 0;
+}
+
 int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 	     const struct sdfs_ns_req *r, const char *name, const uint8_t *data,
 	     struct kvbatch *b, struct ns_reply *rep)
@@ -168,9 +220,24 @@ int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 		}
 	}
 	child_link(b, &dir, name, r->name_len, &in, now);
-	ret = reply_attr(rep, &in);
+	uint32_t f = lease_changed(ns, r, &in);
+	/* SDFS_NS_HOLD: held open before anyone can find it (the reply
+	 * record says so, a resend gets the same answer) */
+	struct sdfs_ns_req hold = { .ino = in.a.ino, .arg = r->arg };
+	int held = op == SDFS_OP_NS_MKNOD && (r->flags & SDFS_NS_HOLD) && r->arg &&
+		   S_ISREG(mode) && opens_exec(ns, &hold, NULL) == 0;
+
+	if (held)
+		f |= SDFS_ATTR_F_HELD;
+	ret = reply_attr_f(rep, &in, f);
+	if (!ret)
+		ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir }, 1);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
+	if (ret && held) {
+		hold.flags = SDFS_NS_OPEN_CLOSE;
+		opens_exec(ns, &hold, NULL);
+	}
 out:
 	ns_unlock(ns, &ls);
 	return ret;
@@ -208,7 +275,8 @@ static int lock_dir_and_child(struct ns *ns, uint64_t dir, const char *name,
 }
 
 int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
-	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b)
+	      const struct sdfs_ns_req *r, const char *name, struct kvbatch *b,
+	      struct ns_reply *rep)
 {
 	struct inode dir, in;
 	struct lockset ls = { .n = 0 };
@@ -268,6 +336,7 @@ int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
 	if (S_ISDIR(in.a.mode)) {
 		dir.a.nlink--;
 		inode_drop(ns, b, &in);
+		in.a.nlink = 0;         /* as the reply shows it */
 	} else if (--in.a.nlink == 0) {
 		inode_drop(ns, b, &in);
 	} else {
@@ -275,7 +344,9 @@ int op_remove(struct ns *ns, const struct ns_caller *who, unsigned op,
 		inode_put(b, &in);
 	}
 	inode_put(b, &dir);
-	ret = ns_commit_op(ns, r, b, NULL);
+	ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir, &in }, 2);
+	if (!ret)
+		ret = ns_commit_op(ns, r, b, rep->len ? rep : NULL);
 out:
 	ns_unlock(ns, &ls);
 	return ret;
@@ -334,7 +405,9 @@ int op_link(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req
 	dir.a.mtime_ns = dir.a.ctime_ns = now;
 	inode_put(b, &in);
 	inode_put(b, &dir);
-	ret = reply_attr_ns(ns, rep, &in, 0);
+	ret = reply_attr_ns(ns, rep, &in, lease_changed(ns, r, &in));
+	if (!ret)
+		ret = reply_more_attrs(ns, r, rep, (const struct inode *[]){ &dir }, 1);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);
 out:

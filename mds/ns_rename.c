@@ -86,9 +86,9 @@ static int rename_may(struct ns *ns, const struct ns_caller *who, struct inode *
 }
 
 int op_rename(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
-	      const char *name, const char *name2, struct kvbatch *b)
+	      const char *name, const char *name2, struct kvbatch *b, struct ns_reply *rep)
 {
-	unsigned flags = r->flags;
+	unsigned flags = r->flags & ~SDFS_NS_WANT_ATTRS;
 	int cross = r->ino != r->ino2;
 	struct lockset ls = { .n = 0 };
 	struct dent sd, dd;
@@ -248,6 +248,7 @@ int op_rename(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_r
 		if (S_ISDIR(dst->a.mode)) {
 			ndir->a.nlink--;
 			inode_drop(ns, b, dst);
+			dst->a.nlink = 0;       /* as the reply shows it */
 		} else if (--dst->a.nlink == 0) {
 			inode_drop(ns, b, dst);
 		} else {
@@ -269,7 +270,10 @@ int op_rename(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_r
 	for (int i = 0; i < t.n; i++)   /* a dropped dst is not dirty */
 		if (t.dirty[i])
 			inode_put(b, &t.in[i]);
-	ret = ns_commit_op(ns, r, b, NULL);
+	ret = reply_more_attrs(ns, r, rep,
+			       (const struct inode *[]){ odir, ndir, src, dst }, 4);
+	if (!ret)
+		ret = ns_commit_op(ns, r, b, rep->len ? rep : NULL);
 out:
 	ns_unlock(ns, &ls);
 	if (cross)

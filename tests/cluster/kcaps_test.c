@@ -408,6 +408,16 @@ Test(kcaps, a_path_keys_mount_shows_only_its_subtree)
 	struct sdfs_stat ss;
 	cr_assert_eq(sdfs_ns_lookup(adm, a, "w", &ss), 0);
 	cr_assert_eq(sdfs_ns_lookup(adm, ROOT, "w", &ss), -ENOENT);
+	/* the create's reply brought /a's new attributes as the key sees
+	 * them (its root, ino 1): the mount shows the mds's mtime */
+	snprintf(path, sizeof(path), "%s/d2", mnt);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	cr_assert_eq(stat(mnt, &st), 0);
+	cr_assert_eq(sdfs_ns_getattr(adm, a, &ss), 0);
+	cr_assert_eq(st.st_ino, 1u);
+	cr_assert_eq(st.st_nlink, ss.nlink);
+	cr_assert_eq((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+		     ss.mtime_ns, "the mount's root shows /a's mtime");
 }
 
 /* ---- what the mount learns of its key ---- */

@@ -446,6 +446,229 @@ Test(coherence, opens_under_a_lease_ask_the_mds_nothing)
 		     asked, OPENS);
 }
 
+/* The mds's view of @path (libsdfs, no mount in between). */
+static struct sdfs_stat mds_stat(const char *path)
+{
+	struct sdfs_stat st;
+
+	cr_assert_eq(sdfs_ns_resolve(tcluster_client(tc), path, 0, &st), 0, "%s", path);
+	return st;
+}
+
+/*
+ * Creating, stat-ing and removing names through one mount: the kernel
+ * sends a LOOKUP of the new name, the change, and (default_permissions)
+ * a GETATTR of the directory whose attributes the change dropped. The
+ * change's reply brings the directory's new attributes with a lease
+ * (SDFS_NS_WANT_ATTRS), so the GETATTR is answered by the mount, and
+ * the LOOKUP too in a directory the mount made (dnames.c; the test
+ * below): 1 mds request per create + stat, rename, unlink (3, 3, 2
+ * before; 2, 2, 1 when the mount does not know all of the directory's
+ * names). What the mount showed must be what the mds has.
+ */
+Test(coherence, changes_ask_the_mds_no_getattr_of_the_directory)
+{
+	enum { N = 40 };
+	char path[64];
+	struct stat st, dst;
+	uint64_t before, created, renamed, unlinked;
+
+	cr_assert_eq(mkdir(on(0, "cd"), 0755), 0);
+	cr_assert_eq(stat(on(0, "cd"), &dst), 0);
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "cd/f%d", i);
+		cr_assert_eq(mknod(on(0, path), S_IFREG | 0644, 0), 0, "mknod %s: %s", path,
+			     strerror(errno));
+		cr_assert_eq(stat(on(0, path), &st), 0);
+		cr_assert(S_ISREG(st.st_mode) && st.st_size == 0);
+		cr_assert_eq(stat(on(0, "cd"), &dst), 0);
+	}
+	created = mds_ops() - before;
+	struct sdfs_stat m = mds_stat("/cd");
+	cr_assert_eq(dst.st_nlink, m.nlink);
+	cr_assert_eq((int64_t)dst.st_mtim.tv_sec * 1000000000 + dst.st_mtim.tv_nsec,
+		     m.mtime_ns, "the mount shows the directory's mtime the mds has");
+	cr_assert_eq((int64_t)dst.st_ctim.tv_sec * 1000000000 + dst.st_ctim.tv_nsec,
+		     m.ctime_ns);
+
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		char to[64];
+
+		snprintf(path, sizeof(path), "cd/f%d", i);
+		snprintf(to, sizeof(to), "cd/r%d", i);
+		cr_assert_eq(rename(on(0, path), on(0, to)), 0, "rename: %s", strerror(errno));
+		cr_assert_eq(stat(on(0, "cd"), &dst), 0);
+	}
+	renamed = mds_ops() - before;
+	/* every name fresh in the kernel, so that no LOOKUP revalidates one */
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "cd/r%d", i);
+		cr_assert_eq(stat(on(0, path), &st), 0);
+	}
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "cd/r%d", i);
+		cr_assert_eq(unlink(on(0, path)), 0, "unlink %s: %s", path, strerror(errno));
+		cr_assert_eq(stat(on(0, "cd"), &dst), 0);
+	}
+	unlinked = mds_ops() - before;
+	m = mds_stat("/cd");
+	cr_assert_eq(dst.st_nlink, m.nlink);
+	cr_assert_eq((int64_t)dst.st_mtim.tv_sec * 1000000000 + dst.st_mtim.tv_nsec,
+		     m.mtime_ns);
+	cr_log_info("mds requests for %d files: %" PRIu64 " for mknod + stat + stat of the "
+		    "directory, %" PRIu64 " for rename + stat of the directory, %" PRIu64
+		    " for unlink + stat of the directory", N, created, renamed, unlinked);
+	/* +2: the status calls themselves; a name whose entry ran out is
+	 * looked up again now and then on a slow machine */
+	cr_assert_leq(created, 2 * N + N / 2, "%" PRIu64 " for %d creates", created, N);
+	cr_assert_leq(renamed, 2 * N + N / 2, "%" PRIu64 " for %d renames", renamed, N);
+	cr_assert_leq(unlinked, N + N / 2, "%" PRIu64 " for %d unlinks", unlinked, N);
+}
+
+/*
+ * A's changes in a directory leave A holding its attributes under a
+ * lease, answered by A's mount; B's change there must still show on A
+ * at once (the mds pushes A an invalidation before it acknowledges B).
+ */
+Test(coherence, a_directory_kept_from_own_changes_sees_others_at_once)
+{
+	struct stat st;
+
+	cr_assert_eq(mkdir(on(0, "kd"), 0755), 0);
+	for (int round = 0; round < 5; round++) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "kd/a%d", round);
+		put_file(on(0, path), "", 0, O_EXCL);
+		cr_assert_eq(stat(on(0, "kd"), &st), 0);
+		cr_assert_eq(st.st_nlink, 2u + (unsigned)round);
+		snprintf(path, sizeof(path), "kd/sub%d", round);
+		cr_assert_eq(mkdir(on(1, path), 0755), 0);       /* on B */
+		cr_assert_eq(stat(on(0, "kd"), &st), 0);
+		cr_assert_eq(st.st_nlink, 3u + (unsigned)round,
+			     "round %d: A shows nlink %ju after B's mkdir", round,
+			     (uintmax_t)st.st_nlink);
+		struct sdfs_stat m = mds_stat("/kd");
+		cr_assert_eq((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+			     m.mtime_ns, "round %d: A shows the mtime of B's mkdir", round);
+		cr_assert_eq(chmod(on(1, "kd"), round % 2 ? 0755 : 0700), 0);
+		cr_assert_eq(stat(on(0, "kd"), &st), 0);
+		cr_assert_eq(st.st_mode & 07777, round % 2 ? 0755u : 0700u,
+			     "round %d: A shows B's chmod", round);
+	}
+}
+
+/*
+ * A directory B made and changes keeps all its names on B (dnames.c),
+ * so B answers lookups of missing names itself: B's create there asks
+ * the mds once (no LOOKUP), and a name B found missing that A then
+ * makes must show on B at once (the mds pushes B the name before it
+ * acknowledges A's create; B forgets the directory's names). Also when
+ * A removes one of B's names, and through a rename by A.
+ */
+Test(coherence, a_negative_entry_answered_by_the_mount_sees_others_create_at_once)
+{
+	enum { N = 20 };
+	char path[64], other[64], dir[32];
+	struct stat st;
+	uint64_t before, asked;
+
+	cr_assert_eq(mkdir(on(1, "nd"), 0755), 0);      /* made on B */
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "nd/b%d", i);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+	}
+	asked = mds_ops() - before;
+	cr_log_info("%d creates on B in a directory B made: %" PRIu64 " mds requests",
+		    N, asked);
+	/* 2 each before: the LOOKUP of the new name, and the MKNOD */
+	cr_assert_leq(asked, N + N / 2, "%" PRIu64 " mds requests for %d creates", asked, N);
+	for (int round = 0; round < 5; round++) {
+		snprintf(dir, sizeof(dir), "nd/r%d", round);
+		cr_assert_eq(mkdir(on(1, dir), 0755), 0);
+		snprintf(path, sizeof(path), "%s/b", dir);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		/* a miss B answers itself, cached by B's kernel */
+		snprintf(path, sizeof(path), "%s/a", dir);
+		before = mds_ops();
+		cr_assert_eq(stat(on(1, path), &st), -1);
+		cr_assert_eq(errno, ENOENT);
+		cr_log_info("round %d: B's lookup of a missing name: %" PRIu64
+			    " mds requests", round, mds_ops() - before - 1);
+		cr_assert_eq(mknod(on(0, path), S_IFREG | 0600, 0), 0);  /* on A */
+		cr_assert_eq(stat(on(1, path), &st), 0, "round %d: B does not see A's "
+			     "create of %s: %s", round, path, strerror(errno));
+		cr_assert_eq(st.st_mode & 0777, 0600u);
+
+		/* A removes a name B made */
+		snprintf(dir, sizeof(dir), "nd/s%d", round);
+		cr_assert_eq(mkdir(on(1, dir), 0755), 0);
+		snprintf(path, sizeof(path), "%s/b", dir);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		cr_assert_eq(unlink(on(0, path)), 0);
+		cr_assert_eq(stat(on(1, path), &st), -1, "round %d: B still sees %s", round,
+			     path);
+		cr_assert_eq(errno, ENOENT);
+		/* ...and renames one into a name B found missing */
+		snprintf(other, sizeof(other), "%s/m", dir);
+		snprintf(path, sizeof(path), "%s/c", dir);
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		cr_assert_eq(stat(on(1, other), &st), -1);
+		cr_assert_eq(rename(on(0, path), on(0, other)), 0);
+		cr_assert_eq(stat(on(1, other), &st), 0, "round %d: B does not see A's rename "
+			     "to %s", round, other);
+		cr_assert_eq(stat(on(1, path), &st), -1);
+		/* B's own changes there still show on B */
+		cr_assert_eq(mknod(on(1, path), S_IFREG | 0644, 0), 0);
+		cr_assert_eq(stat(on(1, path), &st), 0);
+	}
+}
+
+/*
+ * open(O_CREAT) + close through a mount: the MKNOD itself holds the new
+ * file open at the mds (SDFS_NS_HOLD), and the releases that follow the
+ * closes 2 s later go in one request: 1 mds request per file (3 before:
+ * MKNOD, NS_OPEN hold, NS_OPEN release). And the hold is real: a file
+ * created on A and unlinked by B at once stays, with A's data, while A
+ * keeps it open, well past the mds's grace for strays (2 s).
+ */
+Test(coherence, a_create_holds_its_file_open_in_one_request)
+{
+	enum { N = 40 };
+	char path[64], buf[16];
+	uint64_t before, asked;
+	int fd;
+
+	cr_assert_eq(mkdir(on(0, "hd"), 0755), 0);
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		snprintf(path, sizeof(path), "hd/c%d", i);
+		fd = open(on(0, path), O_WRONLY | O_CREAT | O_EXCL, 0644);
+		cr_assert(fd >= 0, "create %s: %s", path, strerror(errno));
+		cr_assert_eq(close(fd), 0);
+	}
+	usleep(3500 * 1000);    /* the releases: HOLD_LINGER_MS and a tick */
+	asked = mds_ops() - before;
+	cr_log_info("%d creates + closes on A, releases included: %" PRIu64
+		    " mds requests", N, asked);
+	cr_assert_leq(asked, N + N / 4, "%" PRIu64 " mds requests for %d creates",
+		      asked, N);
+
+	fd = open(on(0, "hd/kept"), O_RDWR | O_CREAT | O_EXCL, 0644);
+	cr_assert(fd >= 0);
+	cr_assert_eq(unlink(on(1, "hd/kept")), 0, "unlink on B: %s", strerror(errno));
+	cr_assert_eq(pwrite(fd, "still here", 10, 0), 10);
+	usleep(3500 * 1000);    /* past the stray grace: freed unless held */
+	memset(buf, 0, sizeof(buf));
+	cr_assert_eq(pread(fd, buf, 10, 0), 10, "read on A: %s", strerror(errno));
+	cr_assert_str_eq(buf, "still here");
+	cr_assert_eq(close(fd), 0);
+}
+
 /*
  * B holds the file open with its data in B's page cache; A overwrites,
  * appends, truncates and rewrites it; after each of A's closes a new

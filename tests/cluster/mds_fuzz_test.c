@@ -489,7 +489,7 @@ Test(mds_fuzz, unknown_ops_get_unknown_op)
 {
 	static const unsigned ops[] = { 0x40, 0x7f, SDFS_OP_OBJ_READ, SDFS_OP_OBJ_WRITE,
 					SDFS_OP_NODE_INFO, SDFS_OP_MDS_FENCE, 0x00,
-					SDFS_OP_NS_OBJCAP + 1, 0x80, 0xff };
+					SDFS_OP_NS_SYNC + 1, 0x80, 0xff };
 	struct frame *f = malloc(sizeof(*f));
 	struct ns_view before;
 	struct sdfs_hdr r;
@@ -551,11 +551,12 @@ static void framed(struct frame *f, unsigned op, const uint8_t *payload, size_t 
 
 /* NS_SUBSCRIBE too: random frames never pick it (a subscription turns
  * the connection into a channel; its own test is below). NS_OPEN (1.8)
- * and NS_OBJCAP (2.0) are known too: a random op is never one. */
+ * NS_OBJCAP (2.0) and NS_SYNC (2.1) are known too: a random op is never
+ * one. */
 static int is_ns_op(unsigned op)
 {
 	return (op >= SDFS_OP_NS_LOOKUP && op <= SDFS_OP_NS_SUBSCRIBE) ||
-	       op == SDFS_OP_NS_OPEN || op == SDFS_OP_NS_OBJCAP;
+	       op == SDFS_OP_NS_OPEN || op == SDFS_OP_NS_OBJCAP || op == SDFS_OP_NS_SYNC;
 }
 
 static int is_mutation(unsigned op)

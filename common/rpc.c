@@ -30,7 +30,7 @@
 #define POOL_IDLE_PER_NODE 64     /* >= a mount's request threads */
 
 enum { ST_INIT, ST_CONNECTING, ST_AUTH, ST_SENDING, ST_RECV_HDR, ST_RECV_PAYLOAD,
-       ST_RECV_TAG, ST_DONE };
+       ST_DONE };
 
 struct pooled {
 	int fd;
@@ -481,8 +481,22 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 		c->state = ST_RECV_PAYLOAD;
 	}
 	if (c->state == ST_RECV_PAYLOAD) {
-		if (c->done < c->reply.payload_len) {
-			n = recv(c->fd, c->rdst + c->done, c->reply.payload_len - c->done, 0);
+		/* the payload and its tag in one read where they are there */
+		size_t plen = c->reply.payload_len;
+		size_t tlen = c->sess.on ? AUTH_TAG_BYTES : 0;
+
+		if (c->done < plen + tlen) {
+			struct iovec iov[2];
+			int cnt = 0;
+
+			if (c->done < plen)
+				iov[cnt++] = (struct iovec){ c->rdst + c->done, plen - c->done };
+			if (tlen) {
+				size_t t = c->done > plen ? c->done - plen : 0;
+
+				iov[cnt++] = (struct iovec){ c->rtag + t, tlen - t };
+			}
+			n = readv(c->fd, iov, cnt);
 			if (n <= 0) {
 				if (n < 0 && (errno == EAGAIN || errno == EINTR))
 					return;
@@ -490,23 +504,11 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 				return;
 			}
 			c->done += n;
-			if (c->done < c->reply.payload_len)
+			if (c->done < plen + tlen)
 				return;
 		}
-		c->state = ST_RECV_TAG;
-		c->done = 0;
 	}
-	if (c->state == ST_RECV_TAG && c->sess.on) {
-		n = recv(c->fd, c->rtag + c->done, AUTH_TAG_BYTES - c->done, 0);
-		if (n <= 0) {
-			if (n < 0 && (errno == EAGAIN || errno == EINTR))
-				return;
-			call_fail(c, n == 0 ? -ECONNRESET : -errno);
-			return;
-		}
-		c->done += n;
-		if (c->done < AUTH_TAG_BYTES)
-			return;
+	if (c->sess.on) {
 		if (auth_check(&c->sess, c->hbuf, c->rdst, c->reply.payload_len, c->rtag)) {
 			log_every(LOG_EVERY_MS, LOG_WARNING, "node %s:%u: a reply failed "
 				  "its MAC; dropping the connection", c->node->host,

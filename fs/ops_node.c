@@ -422,7 +422,9 @@ void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mod
 /* A file open on any mount (this one too) outlives its last name: the
  * mds keeps it as a stray until its last close (fnode_open/close hold it
  * there; docs/mds.md "Strays"), so unlink and rename just remove names. */
-void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+/* unlink and rmdir: one name goes, nothing else changes here. */
+static void remove_name(fuse_req_t req, fuse_ino_t parent, const char *name,
+			int (*rm)(struct sdfs *, uint64_t, const char *))
 {
 	fs_caller(req);
 	int ret;
@@ -430,7 +432,7 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
 	uint64_t seen = change_begin(parent, 0);
 
-	ret = sdfs_ns_unlink(the_fs->s, parent, name);
+	ret = rm(the_fs->s, parent, name);
 	change_end(ret, seen);
 	names_changed(parent, name, ret, 0);
 	if (ret)
@@ -439,21 +441,14 @@ void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		fuse_reply_err(req, 0);
 }
 
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_name(req, parent, name, sdfs_ns_unlink);
+}
+
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fs_caller(req);
-	int ret;
-
-	inval_begin();        /* the leases the reply brings (fnode_set_stat_newer) */
-	uint64_t seen = change_begin(parent, 0);
-
-	ret = sdfs_ns_rmdir(the_fs->s, parent, name);
-	change_end(ret, seen);
-	names_changed(parent, name, ret, 0);
-	if (ret)
-		fs_reply_err(req, ret);
-	else
-		fuse_reply_err(req, 0);
+	remove_name(req, parent, name, sdfs_ns_rmdir);
 }
 
 void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)

@@ -79,7 +79,8 @@
  *        GETATTR of the parent from them). An older mds ignores the flag
  *        (RENAME: EINVAL; the client then sends it again without).
  *        SDFS_NS_HOLD on MKNOD: the new file is held open (NS_OPEN) from
- *        the create on, SDFS_ATTR_F_HELD says so.
+ *        the create on, SDFS_ATTR_F_HELD says so. SDFS_NS_DURABLE on
+ *        SETATTR: the reply waits for an NS_SYNC's durability.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -334,6 +335,12 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  * SDFS_ATTR_F_HELD in the reply's attr. One request instead of two per
  * create; an older mds ignores the flag (no HELD: send NS_OPEN). */
 #define SDFS_NS_HOLD       0x10000000u
+/* SETATTR (2.1): reply only once this change, and every change
+ * acknowledged before it, is durable, as after an NS_SYNC: fsync's
+ * push of a file's size and mtime, one request instead of two. A
+ * sync that fails answers EIO; the change itself stands (NS_SYNC
+ * again). Not one of the setattr mask bits. */
+#define SDFS_NS_DURABLE    0x08000000u
 #define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
 					   caller may have (at least read),
 					   not EACCES / EROFS for the rest */

@@ -13,6 +13,7 @@
  *   inval.c     invalidations pushed by the mds, applied to the kernel
  *   dnames.c    all the names of directories leased to us: lookup misses
  *   space.c     the chunks written or punched here, told to the mds
+ *   side.c      a call run on another thread beside the caller's
  *
  * FUSE node ids are the persistent sdfs inode numbers (the root is 1 on
  * both sides), generations the low 32 bits of the inode's gen. The mds
@@ -49,6 +50,7 @@ struct fs {
 	size_t open_nodes;              /* fnodes with opens > 0 (under lock) */
 };
 
+struct space_known;
 /* Chunk indices, SDFS_CHUNK_GONE set for a removed one (space.c). */
 struct space_list {
 	uint64_t *e;
@@ -72,6 +74,7 @@ struct fnode {
 	int sync_lost;                  /* a dirty chunk was not recorded (ENOMEM) */
 	struct space_list made;         /* chunks made or punched here since
 					   the last push (space.c) */
+	struct space_known *known;      /* chunks the mds was told of (space.c) */
 	int64_t nocaps_until;           /* monotonic ns: "no security.capability"
 					   known until then (the kernel asks on
 					   every write) */
@@ -157,9 +160,12 @@ void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len);
 /* Push a pending size and mtime to the mds (flush, fsync, before a
  * truncate). 0 or -errno. */
 int fnode_push(struct fs *fs, struct fnode *n);
-int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime);
-/* fsync: flush the dirty chunks on every replica, then push (the size
- * only, with @datasync). */
+/* ... without the mtime unless @with_mtime; @durable: the push returns
+ * once it and every earlier change of this mount is durable
+ * (SDFS_SETATTR_DURABLE); nothing to push makes nothing durable. */
+int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime, int durable);
+/* fsync: flush the dirty chunks on every replica, then push durably
+ * (the size only, with @datasync). */
 int fnode_sync(struct fs *fs, struct fnode *n, int datasync);
 
 /*
@@ -169,12 +175,34 @@ int fnode_sync(struct fs *fs, struct fnode *n, int datasync);
  * held. push: setattr @sa with what is noted (in order; kept for the
  * next push on failure), the mds's answer in @st; 1 if there was
  * nothing to send, else 0 or -errno. free: at the node's end.
+ * A chunk the mds was told of is not noted again when rewritten, until
+ * anything may have removed it: a punch or truncate here
+ * (space_note(gone)), a smaller size or any other client's change of
+ * the file (space_forget, n->lock held), so that a rewrite within a
+ * file (fdatasync, O_DSYNC) asks the mds nothing.
  */
 void space_note(struct fnode *n, uint64_t chunk, int gone);
+void space_forget(struct fnode *n);
 void space_overlay(struct fnode *n, struct sdfs_stat *out);
 int space_push(struct fs *fs, struct fnode *n, const struct sdfs_setattr *sa,
 	       struct sdfs_stat *st);
 void space_free(struct fnode *n);
+
+/*
+ * side.c: run @fn(@arg) on a pooled thread while the caller goes on;
+ * side_wait returns its result. When no thread is idle the call runs
+ * inside side_start. The job lives in the caller's frame until
+ * side_wait returned.
+ */
+struct side_job {
+	int (*fn)(void *);
+	void *arg;
+	int ret;
+	int state;                      /* 1 queued or running, 2 done */
+	struct side_job *next;
+};
+void side_start(struct side_job *j, int (*fn)(void *), void *arg);
+int side_wait(struct side_job *j);
 
 /* Attributes for the kernel. fs_entry's timeouts are judged against
  * the thread's mark (inval_begin). */

@@ -192,6 +192,7 @@ void fnode_unlease(struct fs *fs, uint64_t ino)
 	if (n) {
 		pthread_mutex_lock(&n->lock);
 		n->leased_until = 0;
+		space_forget(n);        /* another client's change: maybe a truncate */
 		pthread_mutex_unlock(&n->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);
@@ -217,6 +218,8 @@ void fnode_set_stat(struct fnode *n, const struct sdfs_stat *st, struct sdfs_sta
 /* With n->lock held: take @st as the mds's state (and its lease). */
 static void take_stat(struct fnode *n, const struct sdfs_stat *st)
 {
+	if (st->size < n->st.size)
+		space_forget(n);        /* truncated: chunks may be gone */
 	n->st = *st;
 	n->attr_ver++;
 	/* Under n->lock: an invalidation bumps the mark before it
@@ -344,10 +347,10 @@ void fnode_wrote(struct fnode *n, uint64_t off, uint64_t len)
 
 int fnode_push(struct fs *fs, struct fnode *n)
 {
-	return fnode_push_ex(fs, n, 1);
+	return fnode_push_ex(fs, n, 1, 0);
 }
 
-int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
+int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime, int durable)
 {
 	struct sdfs_setattr sa = { 0 };
 	struct sdfs_stat st;
@@ -367,6 +370,8 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
 		n->mtime_dirty = 0;
 	}
 	pthread_mutex_unlock(&n->lock);
+	if (durable)
+		sa.mask |= SDFS_SETATTR_DURABLE;
 	/* with the chunks written or punched here since the last push */
 	ret = space_push(fs, n, &sa, &st);
 	if (ret > 0)
@@ -385,29 +390,61 @@ int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime)
 	return ret;
 }
 
+struct flush_job {
+	struct fs *fs;
+	struct fnode *n;
+	const uint64_t *chunks;
+	size_t cnt;
+};
+
+/* Flush the chunks on every replica (absent objects: truncated or
+ * punched meanwhile). */
+static int flush_chunks(void *arg)
+{
+	const struct flush_job *j = arg;
+	uint64_t *oids;
+	int ret;
+
+	if (!j->cnt)
+		return 0;
+	oids = malloc(j->cnt * sizeof(*oids));
+	if (!oids)
+		return -ENOMEM;
+	for (size_t i = 0; i < j->cnt; i++)
+		oids[i] = oid_make(OID_KIND_FILE, j->n->ino, j->chunks[i]);
+	ret = sdfs_obj_flush_many(j->fs->s, oids, j->cnt);
+	free(oids);
+	return ret;
+}
+
 int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 {
+	struct flush_job fj = { .fs = fs, .n = n };
+	struct side_job side;
 	uint64_t *chunks;
-	size_t cnt;
-	int ret = 0;
+	int ret, pushed = 0, pret = 0, beside;
 
 	pthread_mutex_lock(&n->lock);
 	chunks = n->dirty;
-	cnt = n->ndirty;
+	fj.chunks = chunks;
+	fj.cnt = n->ndirty;
 	n->dirty = NULL;
 	n->ndirty = n->cap_dirty = 0;
+	/* data to flush and something to push: both at once */
+	beside = fj.cnt && (n->pending_size > n->st.size || n->made.n ||
+			    (n->mtime_dirty && !datasync));
 	pthread_mutex_unlock(&n->lock);
-	if (cnt) {      /* absent objects: truncated or punched meanwhile */
-		uint64_t *oids = malloc(cnt * sizeof(*oids));
-
-		for (size_t i = 0; oids && i < cnt; i++)
-			oids[i] = oid_make(OID_KIND_FILE, n->ino, chunks[i]);
-		ret = oids ? sdfs_obj_flush_many(fs->s, oids, cnt) : -ENOMEM;
-		free(oids);
+	if (beside) {
+		side_start(&side, flush_chunks, &fj);
+		pret = fnode_push_ex(fs, n, !datasync, 1);
+		pushed = 1;
+		ret = side_wait(&side);
+	} else {
+		ret = flush_chunks(&fj);
 	}
 	pthread_mutex_lock(&n->lock);
 	if (ret) {      /* keep them dirty for the next fsync */
-		for (size_t i = 0; i < cnt; i++)
+		for (size_t i = 0; i < fj.cnt; i++)
 			if (mark_dirty(n, chunks[i]))
 				n->sync_lost = 1;
 	} else if (n->sync_lost) {
@@ -416,9 +453,15 @@ int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 	}
 	pthread_mutex_unlock(&n->lock);
 	free(chunks);
+	if (ret)
+		return ret;
 	/* fdatasync: the size is needed to read the data back, the mtime
-	 * is not */
-	return ret ? ret : fnode_push_ex(fs, n, !datasync);
+	 * is not; made durable by the push itself (one mds request, no
+	 * sdfs_ns_sync after it unless other changes wait). Pushed beside
+	 * the flush: a crash before both ended may leave the new size or
+	 * mtime durable and some data not, as fsync promises nothing
+	 * until it returns. */
+	return pushed ? pret : fnode_push_ex(fs, n, !datasync, 1);
 }
 
 /* fuse_req_getgroups reads /proc/PID/task/TID/status: kept per process

@@ -315,8 +315,8 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 			       sync ? SDFS_WRITE_SYNC : 0);
 	if (!ret) {
 		fnode_wrote(n, (uint64_t)off, size);
-		if (sync)
-			ret = fnode_push(the_fs, n);
+		if (sync)       /* O_SYNC / O_DSYNC: the size durable too */
+			ret = fnode_push_ex(the_fs, n, (fi->flags & O_SYNC) == O_SYNC, 1);
 	}
 	if (ret)
 		io_err(req, ret);

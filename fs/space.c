@@ -11,6 +11,67 @@
 
 #include "fs/fs.h"
 
+#define KNOWN_MAX (1u << 16)    /* chunks remembered per file; more: told again */
+
+/* Chunks told to the mds as made: an open-addressed set of chunk + 1. */
+struct space_known {
+	size_t n, nb;
+	uint64_t s[];
+};
+
+static size_t known_slot(const struct space_known *k, uint64_t chunk)
+{
+	size_t i = (size_t)((chunk * 0x9e3779b97f4a7c15ull) >> 20) & (k->nb - 1);
+
+	while (k->s[i] && k->s[i] != chunk + 1)
+		i = (i + 1) & (k->nb - 1);
+	return i;
+}
+
+static int known_has(const struct fnode *n, uint64_t chunk)
+{
+	const struct space_known *k = n->known;
+
+	return k && k->s[known_slot(k, chunk)] == chunk + 1;
+}
+
+/* With n->lock held; ENOMEM or full: the chunk is simply told again. */
+static void known_add(struct fnode *n, uint64_t chunk)
+{
+	struct space_known *k = n->known;
+
+	if (!k || 2 * (k->n + 1) > k->nb) {
+		size_t nb = k ? 2 * k->nb : 64;
+		struct space_known *g;
+
+		if (nb > 2 * KNOWN_MAX)
+			return;
+		g = calloc(1, sizeof(*g) + nb * sizeof(g->s[0]));
+		if (!g)
+			return;
+		g->nb = nb;
+		for (size_t i = 0; k && i < k->nb; i++)
+			if (k->s[i]) {
+				g->s[known_slot(g, k->s[i] - 1)] = k->s[i];
+				g->n++;
+			}
+		free(k);
+		n->known = k = g;
+	}
+	size_t i = known_slot(k, chunk);
+
+	if (!k->s[i]) {
+		k->s[i] = chunk + 1;
+		k->n++;
+	}
+}
+
+void space_forget(struct fnode *n)
+{
+	free(n->known);
+	n->known = NULL;
+}
+
 /* With n->lock held. */
 static int list_add(struct space_list *l, uint64_t e)
 {
@@ -32,6 +93,10 @@ void space_note(struct fnode *n, uint64_t chunk, int gone)
 	uint64_t e = chunk | (gone ? SDFS_CHUNK_GONE : 0);
 	struct space_list *l = &n->made;
 
+	if (gone)
+		space_forget(n);
+	else if (known_has(n, chunk))
+		return;
 	/* writes come in runs: the same chunk again is the common case */
 	for (size_t i = l->n, k = 0; i > 0 && k < 4; i--, k++)
 		if (l->e[i - 1] == e)
@@ -72,19 +137,29 @@ int space_push(struct fs *fs, struct fnode *n, const struct sdfs_setattr *sa,
 	l = n->made;
 	memset(&n->made, 0, sizeof(n->made));
 	pthread_mutex_unlock(&n->lock);
-	if (!sa->mask && !l.n)
+	if (!(sa->mask & ~SDFS_SETATTR_DURABLE) && !l.n)
 		return 1;
 	/* The first report goes with the size and mtime; a longer list
-	 * follows in reports that change nothing else. */
+	 * follows in reports that change nothing else; the last one is
+	 * the durable one, if any. */
 	do {
 		size_t cnt = l.n - done < SDFS_CHUNKS_MAX ? l.n - done : SDFS_CHUNKS_MAX;
+		struct sdfs_setattr one = done ? none : *sa;
 
-		ret = sdfs_ns_setattr_chunks(fs->s, n->ino, done ? &none : sa,
-					     l.e + done, cnt, st);
+		one.mask &= ~SDFS_SETATTR_DURABLE;
+		if (done + cnt >= l.n)
+			one.mask |= sa->mask & SDFS_SETATTR_DURABLE;
+		ret = sdfs_ns_setattr_chunks(fs->s, n->ino, &one, l.e + done, cnt, st);
 		if (!ret)
 			done += cnt;
 	} while (!ret && done < l.n);
 	pthread_mutex_lock(&n->lock);
+	/* told: not again while nothing may have removed them */
+	for (size_t i = 0; i < done; i++)
+		if (l.e[i] & SDFS_CHUNK_GONE)
+			space_forget(n);
+		else
+			known_add(n, l.e[i]);
 	if (ret && done < l.n) {
 		/* Not told: before anything noted since, in that order. */
 		struct space_list keep = n->made;
@@ -106,4 +181,5 @@ void space_free(struct fnode *n)
 {
 	free(n->made.e);
 	memset(&n->made, 0, sizeof(n->made));
+	space_forget(n);
 }

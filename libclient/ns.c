@@ -184,6 +184,24 @@ int sdfs_ns_access(struct sdfs *s, uint64_t ino, int mask, struct sdfs_stat *st)
 	return ns_call_attr(s, SDFS_OP_NS_GETATTR, &r, NULL, NULL, NULL, st);
 }
 
+static_assert(SDFS_SETATTR_DURABLE == SDFS_NS_DURABLE, "durable flag");
+
+/* A SETATTR; SDFS_NS_DURABLE syncs what this handle changed before it
+ * too (sdfs_ns_sync's flag, cleared first as there; nsclient.c leaves
+ * it clear after the answer). */
+static int setattr_call(struct sdfs *s, struct sdfs_ns_req *r, const void *data,
+			struct sdfs_stat *st)
+{
+	int durable = (r->flags & SDFS_NS_DURABLE) != 0, ret;
+
+	if (durable)
+		atomic_store(&s->ns_changed, 0);
+	ret = ns_call_attr(s, SDFS_OP_NS_SETATTR, r, NULL, NULL, data, st);
+	if (ret && durable)
+		atomic_store(&s->ns_changed, 1);
+	return ret;
+}
+
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		    struct sdfs_stat *st)
 {
@@ -193,7 +211,7 @@ int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		.mtime_ns = sa->mtime_ns,
 	};
 
-	return ns_call_attr(s, SDFS_OP_NS_SETATTR, &r, NULL, NULL, NULL, st);
+	return setattr_call(s, &r, NULL, st);
 }
 
 static_assert(SDFS_XATTR_KILL_SGID == SDFS_NS_XATTR_KILL_SGID, "same flag");
@@ -227,7 +245,7 @@ int sdfs_ns_setattr_chunks(struct sdfs *s, uint64_t ino, const struct sdfs_setat
 		return -ENOMEM;
 	proto_ns_chunks_encode(chunks, (uint32_t)n, d);
 	r.data_len = (uint32_t)(SDFS_NS_CHUNKS_HDR + 8 * n);
-	ret = ns_call_attr(s, SDFS_OP_NS_SETATTR, &r, NULL, NULL, d, st);
+	ret = setattr_call(s, &r, d, st);
 	free(d);
 	return ret;
 }

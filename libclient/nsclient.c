@@ -535,8 +535,10 @@ int nsclient_call(struct sdfs *s, unsigned op, struct sdfs_ns_req *req,
 		}
 		*rep_len = reply->payload_len;
 		free(msg);
-		/* after the answer: a sync that sees 0 came before it */
-		if (!changes_nothing(op))
+		/* after the answer: a sync that sees 0 came before it (a
+		 * durable SETATTR was that sync) */
+		if (!changes_nothing(op) &&
+		    !(op == SDFS_OP_NS_SETATTR && (req->flags & SDFS_NS_DURABLE)))
 			atomic_store(&s->ns_changed, 1);
 		if (tries > 1)
 			log_debug("%s: answered at try %d after %lld ms", proto_op_name(op),

@@ -338,6 +338,11 @@ struct sdfs_stat {
 					   caller opened for writing
 					   (ftruncate): the mds does not
 					   check write permission again */
+#define SDFS_SETATTR_DURABLE   0x08000000u /* return once this change
+					   and every one this handle saw
+					   acknowledged before it is
+					   durable (sdfs_ns_sync), in one
+					   request: fsync's push */
 struct sdfs_setattr {
 	unsigned mask;                  /* SDFS_SETATTR_* */
 	uint32_t mode, uid, gid;

@@ -513,7 +513,13 @@ int ns_exec(struct ns *ns, const struct ns_caller *who, unsigned op,
 	ret = kcaps_leave(&kr, op, ret, rep);
 	/* Nothing leaves before what it could show is in every replica
 	 * (commit.c); a mutation settles here, after its locks went. */
-	if (ns_settle(ns) && !ret) {
+	int durable = !ret && op == SDFS_OP_NS_SETATTR && (req->flags & SDFS_NS_DURABLE);
+	/* SDFS_NS_DURABLE: durable, not only settled (a replay too: the
+	 * first try's sync may not have happened), by one synced write
+	 * of the log's tail where a settle and a flush would be two */
+	int lost = (durable ? ns_sync(ns) : ns_settle(ns)) != 0;
+
+	if (lost && !ret) {
 		free(rep->data);
 		memset(rep, 0, sizeof(*rep));
 		ret = -EIO;

@@ -420,7 +420,7 @@ int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_
 {
 	struct inode in;
 	struct lockset ls;
-	uint32_t m = r->flags, mode = r->mode;
+	uint32_t m = r->flags & ~SDFS_NS_DURABLE, mode = r->mode;
 	int64_t now = ns_now();
 	int may_read = -EACCES, may_write, ret;
 

@@ -319,7 +319,7 @@ public:
 	/* The commit pipeline (objenv.h): log tails, settle, sync. */
 	tail_ptr open_log(const meta_ptr &meta, const std::string &name);
 	void log_append(const tail_ptr &t, const Slice &data);
-	Status settle_logs();
+	Status settle_logs(bool durable = false);
 	Status sync_logs();
 	Status close_log(const tail_ptr &t, bool persist);
 	Status log_status();
@@ -1292,8 +1292,14 @@ Status obj_env::log_status()
  * Write every log's unwritten tail, oldest log first. One thread writes
  * at a time; those waiting meanwhile usually find their bytes written by
  * it (group commit). Bytes appended after the call may go out too.
+ * @durable (sync_logs): the tails go as synced writes, which make every
+ * earlier byte of their objects durable too (each replica fdatasyncs the
+ * object's file), so they need no flush after: one replicated write per
+ * sync instead of a write and a flush. Objects written to memory before
+ * stay in dirty_ and are flushed as ever (a synced write proves nothing
+ * about a copy that recovery brought meanwhile).
  */
-Status obj_env::settle_logs()
+Status obj_env::settle_logs(bool durable)
 {
 	uint64_t target = appended_.load();
 
@@ -1321,7 +1327,8 @@ Status obj_env::settle_logs()
 		}
 		if (out.empty())
 			continue;
-		Status s = write_at(t->meta->id, off, out.data(), out.size(), t->name, true);
+		Status s = write_at(t->meta->id, off, out.data(), out.size(), t->name,
+				    !durable);
 
 		log_writes_++;
 		if (!s.ok()) {
@@ -1341,7 +1348,7 @@ Status obj_env::settle_logs()
  * that holds its objects is still running. */
 Status obj_env::sync_logs()
 {
-	Status s = settle_logs();
+	Status s = settle_logs(true);
 
 	if (!s.ok() || !st_.flush)
 		return s;

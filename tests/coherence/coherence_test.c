@@ -456,6 +456,54 @@ static struct sdfs_stat mds_stat(const char *path)
 }
 
 /*
+ * fsync and fdatasync of a rewrite inside a file (the size unchanged):
+ * fdatasync asks the mds nothing (the chunk was told of once, the size
+ * did not move, the mtime is not its business); fsync asks once, the
+ * mtime pushed and made durable in the same request (SDFS_NS_DURABLE,
+ * no NS_SYNC after it), and the mds then has the mtime the writer saw.
+ * 2 and 2 requests per call before.
+ */
+Test(coherence, fsync_asks_the_mds_once_and_fdatasync_of_a_rewrite_not_at_all)
+{
+	enum { N = 20, BS = 4096 };
+	char buf[BS];
+	uint64_t before, dsync, fsyncs;
+	struct stat st;
+	int fd;
+
+	memset(buf, 'r', sizeof(buf));
+	fd = open(on(0, "rewritten"), O_CREAT | O_EXCL | O_RDWR, 0644);
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(pwrite(fd, buf, BS, (off_t)i * BS), BS);
+	cr_assert_eq(fsync(fd), 0);
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(pwrite(fd, buf, BS, (off_t)((i * 7) % N) * BS), BS);
+		cr_assert_eq(fdatasync(fd), 0, "fdatasync: %s", strerror(errno));
+	}
+	dsync = mds_ops() - before;     /* may count the status call itself */
+	before = mds_ops();
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(pwrite(fd, buf, BS, (off_t)((i * 3) % N) * BS), BS);
+		cr_assert_eq(fsync(fd), 0, "fsync: %s", strerror(errno));
+	}
+	fsyncs = mds_ops() - before;
+	cr_log_info("%d rewrites: with fdatasync %" PRIu64 " mds requests, with fsync %"
+		    PRIu64, N, dsync, fsyncs);
+	cr_assert_lt(dsync, 3, "fdatasync of rewrites asked the mds %" PRIu64 " times",
+		     dsync);
+	cr_assert_leq(fsyncs, N + 2, "fsync asked the mds %" PRIu64 " times for %d", fsyncs, N);
+	cr_assert_geq(fsyncs, N, "fsync did not push the mtime (%" PRIu64 " requests)", fsyncs);
+	cr_assert_eq(fstat(fd, &st), 0);
+	struct sdfs_stat m = mds_stat("/rewritten");
+	cr_assert_eq((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, m.mtime_ns,
+		     "the mds has the mtime the writer saw after its fsync");
+	cr_assert_eq((uint64_t)st.st_size, m.size);
+	cr_assert_eq(close(fd), 0);
+}
+
+/*
  * Creating, stat-ing and removing names through one mount: the kernel
  * sends a LOOKUP of the new name, the change, and (default_permissions)
  * a GETATTR of the directory whose attributes the change dropped. The

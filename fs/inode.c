@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/oid.h"
 #include "common/sdfs_proto.h"
 #include "fs/fs.h"
 
@@ -397,24 +396,11 @@ struct flush_job {
 	size_t cnt;
 };
 
-/* Flush the chunks on every replica (absent objects: truncated or
- * punched meanwhile). */
 static int flush_chunks(void *arg)
 {
 	const struct flush_job *j = arg;
-	uint64_t *oids;
-	int ret;
 
-	if (!j->cnt)
-		return 0;
-	oids = malloc(j->cnt * sizeof(*oids));
-	if (!oids)
-		return -ENOMEM;
-	for (size_t i = 0; i < j->cnt; i++)
-		oids[i] = oid_make(OID_KIND_FILE, j->n->ino, j->chunks[i]);
-	ret = sdfs_obj_flush_many(j->fs->s, oids, j->cnt);
-	free(oids);
-	return ret;
+	return sdfs_file_flush(j->fs->s, j->n->ino, j->chunks, j->cnt);
 }
 
 int fnode_sync(struct fs *fs, struct fnode *n, int datasync)

@@ -17,7 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/oid.h"
 #include "fs/fs.h"
 
 #define COPY_CHUNK (1u << 20)
@@ -379,46 +378,22 @@ void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 		fuse_reply_err(req, 0);
 }
 
+static void punched(void *arg, uint64_t chunk)
+{
+	struct fnode *n = arg;
+
+	pthread_mutex_lock(&n->lock);
+	space_note(n, chunk, 1);        /* told to the mds at the push */
+	pthread_mutex_unlock(&n->lock);
+}
+
 /* Zero [off, off+len) of the file: whole objects go, parts are zeroed. */
 static int punch(struct fnode *n, const struct sdfs_stat *st, uint64_t off, uint64_t len)
 {
-	uint32_t osz = st->obj_size;
-	uint64_t end = off + len;
+	int ret = len ? sdfs_file_punch(the_fs->s, st, off, len, punched, n) : 0;
 
-	if (len == 0)
-		return 0;
-	for (uint64_t c = off / osz; c <= (end - 1) / osz; c++) {
-		uint64_t cs = c * osz;
-		uint64_t a = off > cs ? off - cs : 0;
-		uint64_t b = end < cs + osz ? end - cs : osz;
-		uint64_t oid = oid_make(OID_KIND_FILE, st->ino, c);
-		struct sdfs_obj_info info;
-		int ret;
-
-		if (a == 0 && b == osz) {
-			ret = sdfs_obj_remove(the_fs->s, oid);
-			if (ret && ret != -ENOENT)
-				return ret;
-			pthread_mutex_lock(&n->lock);
-			space_note(n, c, 1);    /* told to the mds at the push */
-			pthread_mutex_unlock(&n->lock);
-			continue;
-		}
-		ret = sdfs_obj_stat(the_fs->s, oid, &info);
-		if (ret == -ENOENT || (ret == 0 && info.size <= a))
-			continue;
-		if (ret)
-			return ret;
-		if (b > info.size)
-			b = info.size;
-		void *zero = calloc(1, (size_t)(b - a));
-		if (!zero)
-			return -ENOMEM;
-		ret = sdfs_obj_write(the_fs->s, oid, zero, (size_t)(b - a), a);
-		free(zero);
-		if (ret)
-			return ret;
-	}
+	if (ret || !len)
+		return ret;
 	pthread_mutex_lock(&n->lock);
 	n->mtime_dirty = 1;
 	pthread_mutex_unlock(&n->lock);
@@ -449,7 +424,7 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 	if (mode == 0 || mode == FALLOC_FL_KEEP_SIZE) {
 		/* Thin: nothing to reserve; only the size may grow. */
 		if (mode == 0 && (uint64_t)(off + len) > st.size) {
-			if ((uint64_t)(off + len) > OID_FILE_MAX_SIZE(st.obj_size)) {
+			if ((uint64_t)(off + len) > sdfs_file_max_size(st.obj_size)) {
 				fuse_reply_err(req, EFBIG);
 				return;
 			}
@@ -465,7 +440,7 @@ void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t 
 		 * may also grow the file (unless KEEP_SIZE). */
 		uint64_t end = (uint64_t)off + (uint64_t)len;
 
-		if (end > OID_FILE_MAX_SIZE(st.obj_size) && !(mode & FALLOC_FL_KEEP_SIZE)) {
+		if (end > sdfs_file_max_size(st.obj_size) && !(mode & FALLOC_FL_KEEP_SIZE)) {
 			fuse_reply_err(req, EFBIG);
 			return;
 		}
@@ -498,7 +473,8 @@ void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	fs_caller(req);
 	struct fnode *n = node_of(ino, fi);
 	struct sdfs_stat st;
-	uint64_t pos = (uint64_t)off, osz;
+	uint64_t pos = (uint64_t)off;
+	int ret;
 
 	if (!n || (whence != SEEK_DATA && whence != SEEK_HOLE)) {
 		fuse_reply_err(req, n ? EINVAL : ENOMEM);
@@ -509,42 +485,17 @@ void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		volf_lseek(req, n, off, whence);
 		return;
 	}
-	osz = st.obj_size ? st.obj_size : 1;
-	if (off < 0 || pos >= st.size) {
+	if (off < 0) {
 		fuse_reply_err(req, ENXIO);
 		return;
 	}
-	while (pos < st.size) {
-		uint64_t c = pos / osz, cs = c * osz;
-		struct sdfs_obj_info info;
-		int ret = sdfs_obj_stat(the_fs->s, oid_make(OID_KIND_FILE, st.ino, c), &info);
-		uint64_t data_end;
-
-		if (ret && ret != -ENOENT) {
-			io_err(req, ret);
-			return;
-		}
-		data_end = ret ? cs : cs + info.size;
-		if (pos < data_end) {           /* in data */
-			if (whence == SEEK_DATA) {
-				fuse_reply_lseek(req, (off_t)pos);
-				return;
-			}
-			if (data_end < cs + osz) {      /* a hole after it */
-				fuse_reply_lseek(req, (off_t)(data_end < st.size ?
-							      data_end : st.size));
-				return;
-			}
-		} else if (whence == SEEK_HOLE) {       /* in a hole */
-			fuse_reply_lseek(req, (off_t)pos);
-			return;
-		}
-		pos = cs + osz;
-	}
-	if (whence == SEEK_DATA)
-		fuse_reply_err(req, ENXIO);
+	ret = sdfs_file_seek(the_fs->s, &st, pos, whence, &pos);
+	if (ret == -ENXIO || ret == -EINVAL)
+		fuse_reply_err(req, -ret);
+	else if (ret)
+		io_err(req, ret);
 	else
-		fuse_reply_lseek(req, (off_t)st.size);
+		fuse_reply_lseek(req, (off_t)pos);
 }
 
 /* Through this client: read a piece, write it (objects are not copied

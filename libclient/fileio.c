@@ -1,10 +1,14 @@
 /*
  * fileio.c - a regular file's data (layout SDFS_LAYOUT_OBJECTS): byte
  * ranges split onto chunk objects oid_make(OID_KIND_FILE, ino, i).
- * A missing chunk is a hole and reads as zeros.
+ * A missing chunk is a hole and reads as zeros. Also the calls that act
+ * on a file's chunks for fsync, a punched hole and SEEK_DATA, so that
+ * mount.sdfs never names an object.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/oid.h"
 #include "libclient/client.h"
@@ -58,5 +62,116 @@ int sdfs_file_pwrite(struct sdfs *s, const struct sdfs_stat *st, const void *buf
 			return ret;
 		done += n;
 	}
+	return 0;
+}
+
+uint64_t sdfs_file_max_size(uint32_t obj_size)
+{
+	return OID_FILE_MAX_SIZE(obj_size);
+}
+
+int sdfs_file_flush(struct sdfs *s, uint64_t ino, const uint64_t *chunks, size_t n)
+{
+	uint64_t *oids;
+	int ret;
+
+	if (!n)
+		return 0;
+	oids = malloc(n * sizeof(*oids));
+	if (!oids)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		oids[i] = oid_make(OID_KIND_FILE, ino, chunks[i]);
+	ret = sdfs_obj_flush_many(s, oids, n);
+	free(oids);
+	return ret;
+}
+
+/* Zero [a, b) of chunk @oid where it has data (its end may come first). */
+static int zero_part(struct sdfs *s, uint64_t oid, uint64_t a, uint64_t b)
+{
+	struct sdfs_obj_info info;
+	void *zero;
+	int ret = sdfs_obj_stat(s, oid, &info);
+
+	if (ret == -ENOENT || (ret == 0 && info.size <= a))
+		return 0;
+	if (ret)
+		return ret;
+	if (b > info.size)
+		b = info.size;
+	zero = calloc(1, (size_t)(b - a));
+	if (!zero)
+		return -ENOMEM;
+	ret = sdfs_obj_write(s, oid, zero, (size_t)(b - a), a);
+	free(zero);
+	return ret;
+}
+
+int sdfs_file_punch(struct sdfs *s, const struct sdfs_stat *st, uint64_t off,
+		    uint64_t len, void (*gone)(void *arg, uint64_t chunk), void *arg)
+{
+	uint32_t osz = st->obj_size;
+	uint64_t end = off + len;
+
+	if (st->layout != SDFS_LAYOUT_OBJECTS || osz == 0 || end < off)
+		return -EINVAL;
+	for (uint64_t c = off / osz; len && c <= (end - 1) / osz; c++) {
+		uint64_t cs = c * osz;
+		uint64_t a = off > cs ? off - cs : 0;
+		uint64_t b = end < cs + osz ? end - cs : osz;
+		uint64_t oid = oid_make(OID_KIND_FILE, st->ino, c);
+		int ret;
+
+		if (a == 0 && b == osz) {
+			ret = sdfs_obj_remove(s, oid);
+			if (ret && ret != -ENOENT)
+				return ret;
+			if (gone)
+				gone(arg, c);
+			continue;
+		}
+		ret = zero_part(s, oid, a, b);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int sdfs_file_seek(struct sdfs *s, const struct sdfs_stat *st, uint64_t off, int whence,
+		   uint64_t *out)
+{
+	uint64_t osz = st->obj_size ? st->obj_size : 1, pos = off;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (pos >= st->size)
+		return -ENXIO;
+	while (pos < st->size) {
+		uint64_t c = pos / osz, cs = c * osz, data_end;
+		struct sdfs_obj_info info;
+		int ret = sdfs_obj_stat(s, oid_make(OID_KIND_FILE, st->ino, c), &info);
+
+		if (ret && ret != -ENOENT)
+			return ret;
+		data_end = ret ? cs : cs + info.size;
+		if (pos < data_end) {           /* in data */
+			if (whence == SEEK_DATA) {
+				*out = pos;
+				return 0;
+			}
+			if (data_end < cs + osz) {      /* a hole after it */
+				*out = data_end < st->size ? data_end : st->size;
+				return 0;
+			}
+		} else if (whence == SEEK_HOLE) {       /* in a hole */
+			*out = pos;
+			return 0;
+		}
+		pos = cs + osz;
+	}
+	if (whence == SEEK_DATA)
+		return -ENXIO;
+	*out = st->size;
 	return 0;
 }

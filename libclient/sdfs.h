@@ -527,6 +527,26 @@ ssize_t sdfs_file_pread(struct sdfs *s, const struct sdfs_stat *st, void *buf,
 			size_t len, uint64_t off);
 int sdfs_file_pwrite(struct sdfs *s, const struct sdfs_stat *st, const void *buf,
 		     size_t len, uint64_t off, unsigned flags);
+/* The largest size a file of chunks of @obj_size bytes can have (its
+ * chunk numbers run out): writes and sizes past it are EFBIG. */
+uint64_t sdfs_file_max_size(uint32_t obj_size);
+/* fsync's data half: chunks @chunks[0..n) of regular file @ino (chunk
+ * i holds bytes [i * obj_size, (i + 1) * obj_size)) made durable on
+ * every replica, all at once; a chunk that is gone (truncated or
+ * punched meanwhile) is fine. 0 or -errno. */
+int sdfs_file_flush(struct sdfs *s, uint64_t ino, const uint64_t *chunks, size_t n);
+/* Zero [@off, @off + @len) of the file: a chunk it covers whole is
+ * removed (@gone(@arg, chunk) is called for each, if set; the caller
+ * tells the mds, sdfs_ns_setattr_chunks), the part of another that
+ * has data is overwritten with zeros. The size does not change. */
+int sdfs_file_punch(struct sdfs *s, const struct sdfs_stat *st, uint64_t off,
+		    uint64_t len, void (*gone)(void *arg, uint64_t chunk), void *arg);
+/* lseek's SEEK_DATA / SEEK_HOLE from @off (< @st->size) over the file's
+ * chunks (a missing chunk, or the part past a chunk's end, is a hole;
+ * the size ends the last one): the offset in *@out. -ENXIO: no data at
+ * or after @off (SEEK_DATA); -EINVAL: another @whence. */
+int sdfs_file_seek(struct sdfs *s, const struct sdfs_stat *st, uint64_t off, int whence,
+		   uint64_t *out);
 
 /* ---- objects with an explicit fencing token (volumes) ----
  * As sdfs_obj_write_ex / _put / _remove, but carrying @token instead of

@@ -10,7 +10,7 @@
  * What a peer can make us hold is bounded (conf.h): a request's buffer
  * grows as its bytes arrive; a frame whose first byte came must be
  * whole within frame_timeout_ms, and a reply must be taken within as
- * long (SO_SNDTIMEO); a connection that sends no request for
+ * long (a deadline on each send); a connection that sends no request for
  * idle_timeout_ms is closed (libclient opens another, nsclient.c), an
  * invalidation channel excepted; beyond max_conns, new connections are
  * closed as soon as accepted.
@@ -85,28 +85,6 @@ static int wait_readable(int fd, int64_t deadline)
 	}
 }
 
-/* Read @len bytes, all by @deadline (0: none). */
-static int read_full(int fd, void *buf, size_t len, int64_t deadline)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		int ret = wait_readable(fd, deadline);
-
-		if (ret)
-			return ret;
-		ssize_t n = recv(fd, (char *)buf + done, len - done, 0);
-
-		if (n > 0)
-			done += (size_t)n;
-		else if (n == 0)
-			return -ECONNRESET;
-		else if (errno != EINTR && errno != EAGAIN)
-			return -errno;
-	}
-	return 0;
-}
-
 /*
  * A frame's header: the first byte may take @idle_ms (0: for ever; then
  * -ETIME when it did not come), the rest, and then the payload, are due
@@ -119,7 +97,7 @@ static int read_hdr(struct conn *c, uint8_t *hb, int idle_ms, int64_t *deadline)
 	if (ret)
 		return ret == -ETIMEDOUT ? -ETIME : ret;
 	*deadline = net_now_ms() + c->m->conf.frame_timeout_ms;
-	return read_full(c->fd, hb, SDFS_HDR_SIZE, *deadline);
+	return net_read_full(c->fd, hb, SDFS_HDR_SIZE, *deadline);
 }
 
 /* The payload into c->buf, grown as bytes arrive (never to what the
@@ -139,7 +117,7 @@ static int read_payload(struct conn *c, size_t len, int64_t deadline)
 			c->cap = cap;
 		}
 		size_t end = c->cap < len ? c->cap : len;
-		int ret = read_full(c->fd, c->buf + done, end - done, deadline);
+		int ret = net_read_full(c->fd, c->buf + done, end - done, deadline);
 
 		if (ret)
 			return ret;
@@ -157,7 +135,7 @@ static int read_tag(struct conn *c, const uint8_t *hb, const uint8_t *payload,
 
 	if (!c->sess.on)
 		return 0;
-	ret = read_full(c->fd, tag, sizeof(tag), deadline);
+	ret = net_read_full(c->fd, tag, sizeof(tag), deadline);
 	if (ret)
 		return ret;
 	if (auth_check(&c->sess, hb, payload, len, tag)) {
@@ -176,21 +154,6 @@ static int frame_late(struct conn *c, int ret)
 		log_every(LOG_EVERY_MS, LOG_WARNING, "connection: frame not whole "
 			  "within %d ms; closing it", c->m->conf.frame_timeout_ms);
 	return ret;
-}
-
-static int write_full(int fd, const void *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = send(fd, (const char *)buf + done, len - done, MSG_NOSIGNAL);
-
-		if (n > 0)
-			done += (size_t)n;
-		else if (n < 0 && errno != EINTR)
-			return -errno;
-	}
-	return 0;
 }
 
 static int is_ns_op(unsigned op)
@@ -227,22 +190,15 @@ static int send_reply(struct conn *c, const struct sdfs_hdr *req, int err,
 	/* The last check before acknowledging: a deposed mds says nothing. */
 	if (res != SDFS_RES_SHUTDOWN && !mds_may_reply(c->m))
 		return -ESHUTDOWN;
+	int64_t deadline = net_now_ms() + c->m->conf.frame_timeout_ms;
+
 	if (c->sess.on)
 		return auth_send_raw(c->fd, &c->sess, hb, h.payload_len ? rep->data : NULL,
-				     h.payload_len, net_now_ms() + c->m->conf.frame_timeout_ms);
-	if (!h.payload_len)
-		return write_full(c->fd, hb, sizeof(hb));
+				     h.payload_len, deadline);
 	/* one send for header and payload (small replies are one packet) */
-	struct iovec iov[2] = { { hb, sizeof(hb) }, { rep->data, h.payload_len } };
-	ssize_t n = writev(c->fd, iov, 2);
-	if (n < 0)
-		return -errno;
-	if ((size_t)n < sizeof(hb)) {
-		int ret = write_full(c->fd, hb + n, sizeof(hb) - (size_t)n);
-		return ret ? ret : write_full(c->fd, rep->data, h.payload_len);
-	}
-	n -= (ssize_t)sizeof(hb);
-	return write_full(c->fd, rep->data + n, h.payload_len - (size_t)n);
+	struct iovec iov[2] = { { hb, sizeof(hb) }, { h.payload_len ? rep->data : NULL,
+						      h.payload_len } };
+	return net_writev_full(c->fd, iov, h.payload_len ? 2 : 1, deadline);
 }
 
 /*
@@ -321,7 +277,7 @@ static int serve_one(struct conn *c)
 
 		proto_reply_init(&r, &h, SDFS_RES_BAD_VERSION);
 		proto_hdr_encode(&r, NULL, hb);
-		write_full(c->fd, hb, sizeof(hb));
+		net_write_full(c->fd, hb, sizeof(hb), net_now_ms() + m->conf.frame_timeout_ms);
 		return -EPROTO;
 	}
 	if (ret) {

@@ -217,12 +217,13 @@ static int map_moved(struct sdfs *s, uint64_t epoch)
 /*
  * The nodes @ids did not answer a try in @epoch within its bound, for
  * an object of @copies copies. Unless the map has moved on already (a
- * stopped node's session expired: retry at once), report them (as far
- * as the limit lets: coord_suspect_report) and poll the map until it
- * moves (the reconcilers mark them down), SUSPECT_WAIT_MS or @deadline.
+ * stopped node's session expired: retry at once), report the first
+ * @nreport of them (as far as the limit lets: coord_suspect_report) and
+ * poll the map until it moves (the reconcilers mark them down, or a
+ * dead replica's session expires), SUSPECT_WAIT_MS or @deadline.
  */
 static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
-			   size_t n, unsigned copies, int64_t deadline)
+			   size_t n, size_t nreport, unsigned copies, int64_t deadline)
 {
 	int64_t until = net_now_ms() + SUSPECT_WAIT_MS;
 	char who[96], host[64] = "?";
@@ -233,6 +234,13 @@ static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
 	host[sizeof(host) - 1] = '\0';
 	snprintf(who, sizeof(who), "client:%s:%ld", host, (long)getpid());
 	for (size_t i = 0; i < n; i++) {
+		if (i >= nreport) {
+			log_every(LOG_EVERY_MS, LOG_WARNING, "node=%" PRIu32 " epoch=%"
+				  PRIu64 ": no answer; not reported, as the try's "
+				  "other replicas are gone (refused, not serving) or "
+				  "silent too: waiting for the map", ids[i], epoch);
+			continue;
+		}
 		int r = coord_suspect_report(s->coord, ids[i], epoch, who, copies);
 
 		if (r == 0)
@@ -306,7 +314,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			next_req_id, s);
 
 		int ok = 0, noent = 0, retry = 0, fatal = 0, fenced = 0, nperm = 0;
-		size_t rofs[RING_MAX_COPIES], nrofs = 0, nsus = 0;
+		size_t rofs[RING_MAX_COPIES], nrofs = 0, nsus = 0, nheard = 0, ngone = 0;
 		uint32_t sus[RING_MAX_COPIES];
 		uint64_t epoch = p.m->map->epoch;
 		/* The limit counts in the cluster's copies at most: what
@@ -317,8 +325,14 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		for (size_t i = 0; i < ncalls; i++) {
 			int r = rpc_result(&calls[i]);
 
+			/* Silent past the bound: a suspect. Refused, reset (a
+			 * dead process: the map drops it within a session
+			 * timeout) or "not serving": gone for this try. */
 			if (calls[i].ret == -ETIMEDOUT)
 				sus[nsus++] = p.up[i]->node_id;
+			else if (calls[i].ret || r == -ESHUTDOWN)
+				ngone++;
+			nheard += calls[i].ret == 0;
 
 			/* The primary's try applied it somewhere: a retried
 			 * removal that then finds nothing still removed it. */
@@ -372,7 +386,22 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			continue;
 		}
 		if (nsus) {
-			suspects_await(s, epoch, sus, nsus, copies, deadline);
+			/*
+			 * The report limit (coord_suspect.h) counts the nodes
+			 * the map has down or that are marked; one that just
+			 * died is neither until its session expires. So the
+			 * replicas gone from this try count against it here:
+			 * report at most copies - 1 - gone, and none at all
+			 * if no replica answered (some refused, the rest
+			 * silent: as above, we may be the slow one). Else a
+			 * replica killed under a loaded machine gets its two
+			 * slow survivors marked too, and every holder of the
+			 * object stops serving (survive_test.c, survive_slow).
+			 */
+			size_t room = copies > ngone + 1 ? copies - 1 - ngone : 0;
+
+			suspects_await(s, epoch, sus, nsus, nheard ? room : 0, copies,
+				       deadline);
 			continue;
 		}
 		client_map_refresh(s);

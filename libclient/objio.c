@@ -402,16 +402,17 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			 * died is neither until its session expires. So the
 			 * replicas gone from this try count against it here:
 			 * report at most copies - 1 - gone, and none at all
-			 * if no replica answered (some refused, the rest
-			 * silent: as above, we may be the slow one). Else a
+			 * if no replica of several answered (some refused,
+			 * the rest silent: as above, we may be the slow one;
+			 * a primary alone, silent, is reported). Else a
 			 * replica killed under a loaded machine gets its two
 			 * slow survivors marked too, and every holder of the
 			 * object stops serving (survive_test.c, survive_slow).
 			 */
 			size_t room = copies > ngone + 1 ? copies - 1 - ngone : 0;
 
-			suspects_await(s, epoch, sus, nsus, nheard ? room : 0, copies,
-				       deadline);
+			suspects_await(s, epoch, sus, nsus, nheard || ncalls == 1 ? room : 0,
+				       copies, deadline);
 			continue;
 		}
 		client_map_refresh(s);

@@ -21,8 +21,8 @@
  * write for about the bound plus a lease, never the handle's timeout
  * (docs/recovery.md, "Unresponsive nodes"). Replicas gone from the try
  * (refused, reset, not serving) count against the report limit, which
- * sees a dead node only once the map has it down; a try that no replica
- * answered reports nobody.
+ * sees a dead node only once the map has it down; a try of several
+ * replicas that none answered reports nobody.
  *
  * Every mutation carries the handle's fencing token (the *_tok calls: the
  * caller's, a volume writer's). A replica that answers FENCED (-EPERM)

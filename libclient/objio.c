@@ -19,7 +19,10 @@
  * past the try's epoch (the node is then down, or answered OLD_EPOCH) or
  * a few seconds passed, and tries again. So a hung block daemon stalls a
  * write for about the bound plus a lease, never the handle's timeout
- * (docs/recovery.md, "Unresponsive nodes").
+ * (docs/recovery.md, "Unresponsive nodes"). Replicas gone from the try
+ * (refused, reset, not serving) count against the report limit, which
+ * sees a dead node only once the map has it down; a try of several
+ * replicas that none answered reports nobody.
  *
  * Every mutation carries the handle's fencing token (the *_tok calls: the
  * caller's, a volume writer's). A replica that answers FENCED (-EPERM)
@@ -123,11 +126,18 @@ static void placement_done(struct placement *p)
 	p->m = NULL;
 }
 
-static void backoff(int attempt)
+/* Sleep before try @attempt + 1: 20 ms doubling up to 500, never past
+ * @deadline (the call then returns at it, not up to 500 ms after). */
+static void backoff(int attempt, int64_t deadline)
 {
-	int ms = 20 << (attempt < 5 ? attempt : 5);
+	int64_t ms = 20 << (attempt < 5 ? attempt : 5), left = deadline - net_now_ms();
 
-	usleep((ms > 500 ? 500 : ms) * 1000);
+	if (ms > 500)
+		ms = 500;
+	if (ms > left)
+		ms = left;
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000);
 }
 
 static int is_epoch_miss(int err)
@@ -217,12 +227,13 @@ static int map_moved(struct sdfs *s, uint64_t epoch)
 /*
  * The nodes @ids did not answer a try in @epoch within its bound, for
  * an object of @copies copies. Unless the map has moved on already (a
- * stopped node's session expired: retry at once), report them (as far
- * as the limit lets: coord_suspect_report) and poll the map until it
- * moves (the reconcilers mark them down), SUSPECT_WAIT_MS or @deadline.
+ * stopped node's session expired: retry at once), report the first
+ * @nreport of them (as far as the limit lets: coord_suspect_report) and
+ * poll the map until it moves (the reconcilers mark them down, or a
+ * dead replica's session expires), SUSPECT_WAIT_MS or @deadline.
  */
 static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
-			   size_t n, unsigned copies, int64_t deadline)
+			   size_t n, size_t nreport, unsigned copies, int64_t deadline)
 {
 	int64_t until = net_now_ms() + SUSPECT_WAIT_MS;
 	char who[96], host[64] = "?";
@@ -233,6 +244,13 @@ static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
 	host[sizeof(host) - 1] = '\0';
 	snprintf(who, sizeof(who), "client:%s:%ld", host, (long)getpid());
 	for (size_t i = 0; i < n; i++) {
+		if (i >= nreport) {
+			log_every(LOG_EVERY_MS, LOG_WARNING, "node=%" PRIu32 " epoch=%"
+				  PRIu64 ": no answer; not reported, as the try's "
+				  "other replicas are gone (refused, not serving) or "
+				  "silent too: waiting for the map", ids[i], epoch);
+			continue;
+		}
 		int r = coord_suspect_report(s->coord, ids[i], epoch, who, copies);
 
 		if (r == 0)
@@ -282,7 +300,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			last = p.n ? -EIO : -ENOSPC;   /* all replicas down / no nodes */
 			placement_done(&p);
 			client_map_refresh(s);
-			backoff(attempt);
+			backoff(attempt, deadline);
 			continue;
 		}
 		/* A shared object's primary sends a mutation on to every
@@ -306,7 +324,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			next_req_id, s);
 
 		int ok = 0, noent = 0, retry = 0, fatal = 0, fenced = 0, nperm = 0;
-		size_t rofs[RING_MAX_COPIES], nrofs = 0, nsus = 0;
+		size_t rofs[RING_MAX_COPIES], nrofs = 0, nsus = 0, nheard = 0, ngone = 0;
 		uint32_t sus[RING_MAX_COPIES];
 		uint64_t epoch = p.m->map->epoch;
 		/* The limit counts in the cluster's copies at most: what
@@ -317,8 +335,14 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		for (size_t i = 0; i < ncalls; i++) {
 			int r = rpc_result(&calls[i]);
 
+			/* Silent past the bound: a suspect. Refused, reset (a
+			 * dead process: the map drops it within a session
+			 * timeout) or "not serving": gone for this try. */
 			if (calls[i].ret == -ETIMEDOUT)
 				sus[nsus++] = p.up[i]->node_id;
+			else if (calls[i].ret || r == -ESHUTDOWN)
+				ngone++;
+			nheard += calls[i].ret == 0;
 
 			/* The primary's try applied it somewhere: a retried
 			 * removal that then finds nothing still removed it. */
@@ -368,15 +392,31 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 				  "reporting none (the fault is likely ours)", oid, epoch,
 				  ncalls, atomic_load(&s->replica_timeout_ms));
 			client_map_refresh(s);
-			backoff(attempt);
+			backoff(attempt, deadline);
 			continue;
 		}
 		if (nsus) {
-			suspects_await(s, epoch, sus, nsus, copies, deadline);
+			/*
+			 * The report limit (coord_suspect.h) counts the nodes
+			 * the map has down or that are marked; one that just
+			 * died is neither until its session expires. So the
+			 * replicas gone from this try count against it here:
+			 * report at most copies - 1 - gone, and none at all
+			 * if no replica of several answered (some refused,
+			 * the rest silent: as above, we may be the slow one;
+			 * a primary alone, silent, is reported). Else a
+			 * replica killed under a loaded machine gets its two
+			 * slow survivors marked too, and every holder of the
+			 * object stops serving (survive_test.c, survive_slow).
+			 */
+			size_t room = copies > ngone + 1 ? copies - 1 - ngone : 0;
+
+			suspects_await(s, epoch, sus, nsus, nheard || ncalls == 1 ? room : 0,
+				       copies, deadline);
 			continue;
 		}
 		client_map_refresh(s);
-		backoff(attempt);
+		backoff(attempt, deadline);
 	}
 }
 
@@ -933,7 +973,7 @@ static ssize_t read_try(struct sdfs *s, const struct sdfs_hdr *tmpl,
 		if (deadline - net_now_ms() <= 0)
 			return last;
 		client_map_refresh(s);
-		backoff(attempt);
+		backoff(attempt, deadline);
 	}
 }
 

@@ -5,6 +5,13 @@
  * still read right once the node is back; sdfs_obj_flush_many makes
  * them all durable, with the node up and just after it died.
  *
+ * survive_slow: the window between a replica's death and the map that
+ * says so, with the other two replicas too slow to answer within the
+ * client's bound (a loaded machine; here SIGSTOPped for STALL_MS with
+ * the bound cut to BOUND_MS): the flush waits for the map and succeeds,
+ * and neither slow survivor is reported unresponsive (that would stop
+ * every holder of the objects: one dead, two marked).
+ *
  * Object contents and sizes derive from one seed (logged): rerun with
  * SDFS_TEST_SEED=... to get the same objects and the same victim.
  */
@@ -12,6 +19,8 @@
 #include <criterion/logging.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +59,7 @@ static void down(void)
 
 TestSuite(survive3, .init = up3, .fini = down, .timeout = 180);
 TestSuite(survive2, .init = up2, .fini = down, .timeout = 180);
+TestSuite(survive_slow, .init = up3, .fini = down, .timeout = 180);
 
 /* Object @i of the run: its id, size and bytes (into in[]). Mostly
  * small, a quarter up to 256 KiB, some up to and at the object size. */
@@ -189,4 +199,102 @@ Test(survive3, copies3_every_object_survives_a_dead_blockd)
 Test(survive2, copies2_every_object_survives_a_dead_blockd)
 {
 	survives_dead_blockd();
+}
+
+/* ---- survive_slow: slow survivors of a replica just killed ---- */
+
+#define NSLOW 8
+#define BOUND_MS 300    /* the client's replica bound for this test */
+#define STALL_MS 1000   /* survivors stopped: past the bound, within a session */
+
+struct slow_flush {
+	struct sdfs *s;
+	uint64_t oids[NSLOW];
+	int ret;
+	int64_t ms;
+};
+
+static void *slow_flusher(void *arg)
+{
+	struct slow_flush *f = arg;
+	int64_t t0 = tnow_ms();
+
+	f->ret = sdfs_obj_flush_many(f->s, f->oids, NSLOW);
+	f->ms = tnow_ms() - t0;
+	return NULL;
+}
+
+/* The first line of the client's log containing @needle (malloc'd), or NULL. */
+static char *client_log_line(const char *needle)
+{
+	char path[4096], line[1024];
+	char *found = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/client.log", tcluster_dir(tc));
+	f = fopen(path, "r");
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	while (!found && fgets(line, sizeof(line), f))
+		if (strstr(line, needle)) {
+			line[strcspn(line, "\n")] = '\0';
+			found = strdup(line);
+		}
+	fclose(f);
+	return found;
+}
+
+Test(survive_slow, copies3_slow_survivors_of_a_dead_blockd_are_not_reported)
+{
+	struct slow_flush f = { .s = tcluster_client(tc) };
+	uint64_t seed = tseed("objects"), epoch;
+	const char *victim = "blockd.0", *other[2] = { "blockd.1", "blockd.2" };
+	char needle[64], *line;
+	unsigned nmarked = 0;
+	pthread_t t;
+	size_t size;
+
+	for (unsigned i = 0; i < NSLOW; i++) {
+		write_object(f.s, seed, i);
+		f.oids[i] = object(seed, i, &size);
+	}
+	sdfs_set_replica_timeout(f.s, BOUND_MS);
+	epoch = tcluster_epoch(tc);
+	/* Every object has a copy on each node (3 of 3): the victim's
+	 * connections are refused from now on, while the map still has it
+	 * up for a session timeout; the two others hear nothing meanwhile. */
+	cr_assert_eq(tcluster_kill(tc, victim), 0);
+	for (int k = 0; k < 2; k++)
+		cr_assert_eq(tcluster_signal(tc, other[k], SIGSTOP), 0);
+	cr_assert_eq(pthread_create(&t, NULL, slow_flusher, &f), 0);
+	tsleep_ms(STALL_MS);
+	for (int k = 0; k < 2; k++)
+		cr_assert_eq(tcluster_signal(tc, other[k], SIGCONT), 0);
+	/* Tries from now on wait the usual bound: once the map has the
+	 * victim down, a survivor slower than that on a loaded machine may
+	 * rightly be reported (the limit then lets one be). */
+	sdfs_set_replica_timeout(f.s, 1500);
+	pthread_join(t, NULL);
+	cr_log_info("flush of %d objects with %s dead and the others stopped for %d ms: "
+		    "%s in %" PRId64 " ms", NSLOW, victim, STALL_MS,
+		    f.ret ? strerror(-f.ret) : "ok", f.ms);
+
+	/* Nobody reported in the victim's last epoch (the map had it up,
+	 * so the limit counted nothing)... */
+	snprintf(needle, sizeof(needle), " epoch=%" PRIu64 ": no answer within", epoch);
+	line = client_log_line(needle);
+	cr_expect_null(line, "reported while the map still had %s up: %s", victim, line);
+	free(line);
+	/* ...and never both survivors: every holder would stop serving.
+	 * (A marker is seen within a lease check, lease_ms / 4.) */
+	for (int k = 0; k < 2; k++) {
+		line = tcluster_log_line(tc, other[k], "reported unresponsive", 1000);
+		if (line)
+			cr_log_info("%s reported: %s", other[k], line);
+		nmarked += line != NULL;
+		free(line);
+	}
+	cr_expect_lt(nmarked, 2, "both survivors of %s were reported unresponsive", victim);
+	cr_assert_eq(f.ret, 0, "flushing %d objects: %s", NSLOW, strerror(-f.ret));
+	for (unsigned i = 0; i < NSLOW; i++)
+		check_object(f.s, seed, i, "after the stall");
 }

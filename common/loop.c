@@ -134,12 +134,18 @@ void loop_post(struct loop *l, struct loop_call *c)
 {
 	uint64_t one = 1;
 
+	int first;
+
 	c->next = NULL;
 	pthread_mutex_lock(&l->lock);
+	first = !l->posted;
 	*l->posted_tail = c;
 	l->posted_tail = &c->next;
 	pthread_mutex_unlock(&l->lock);
-	if (write(l->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	/* Only the first of a batch wakes the loop: the others are taken
+	 * with it (run_posted reads the eventfd before it takes the list,
+	 * so a call posted after the take finds the list empty). */
+	if (first && write(l->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		log_err("eventfd write: %s", strerror(errno));
 }
 

@@ -110,8 +110,10 @@ void workq_push(struct workq *q, struct work *w)
 	pthread_mutex_lock(&q->lock);
 	*q->tail = w;
 	q->tail = &w->next;
-	pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
+	/* after the unlock: the woken worker does not wake into a held
+	 * lock (it re-checks the queue under it, so no wake-up is lost) */
+	pthread_cond_signal(&q->cond);
 }
 
 unsigned workq_depth(const struct workq *q)

@@ -339,7 +339,8 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
  * acknowledged before it, is durable, as after an NS_SYNC: fsync's
  * push of a file's size and mtime, one request instead of two. A
  * sync that fails answers EIO; the change itself stands (NS_SYNC
- * again). Not one of the setattr mask bits. */
+ * again). Not one of the setattr mask bits; an mds from before it
+ * answers EINVAL (libsdfs then sends SETATTR and NS_SYNC). */
 #define SDFS_NS_DURABLE    0x08000000u
 #define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
 					   caller may have (at least read),

@@ -188,7 +188,9 @@ static_assert(SDFS_SETATTR_DURABLE == SDFS_NS_DURABLE, "durable flag");
 
 /* A SETATTR; SDFS_NS_DURABLE syncs what this handle changed before it
  * too (sdfs_ns_sync's flag, cleared first as there; nsclient.c leaves
- * it clear after the answer). */
+ * it clear after the answer). An mds from before the flag refuses it
+ * (EINVAL, an unknown mask bit): then the SETATTR again without it, and
+ * an NS_SYNC. */
 static int setattr_call(struct sdfs *s, struct sdfs_ns_req *r, const void *data,
 			struct sdfs_stat *st)
 {
@@ -199,6 +201,12 @@ static int setattr_call(struct sdfs *s, struct sdfs_ns_req *r, const void *data,
 	ret = ns_call_attr(s, SDFS_OP_NS_SETATTR, r, NULL, NULL, data, st);
 	if (ret && durable)
 		atomic_store(&s->ns_changed, 1);
+	if (ret == -EINVAL && durable) {
+		r->flags &= ~SDFS_NS_DURABLE;
+		ret = ns_call_attr(s, SDFS_OP_NS_SETATTR, r, NULL, NULL, data, st);
+		if (!ret)
+			ret = sdfs_ns_sync(s);
+	}
 	return ret;
 }
 

@@ -668,6 +668,7 @@ int recover_new(struct blockd *bd, const struct recover_opts *o, struct recover 
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->tb_lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	pthread_cond_init(&r->quiet, NULL);
 	ret = history_new(bd->coord, &r->hist);
 	if (!ret)
 		ret = pool_new(&r->pool);
@@ -708,6 +709,7 @@ void recover_map_changed(struct recover *r, const struct cmap *m)
 	if (m->epoch > r->cur_epoch)
 		r->cur_epoch = m->epoch;
 	pthread_cond_broadcast(&r->cond);
+	pthread_cond_broadcast(&r->quiet);
 	pthread_mutex_unlock(&r->lock);
 }
 

@@ -63,6 +63,21 @@ int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int se
 void recover_mutate_end(struct recover *r, uint64_t oid, uint64_t epoch, int current);
 
 /*
+ * Before answering a peer's raw request (a recovery pass's listing, a
+ * settle's stat, a fetch) made in @epoch: wait until map @epoch is
+ * installed here and every mutation of an older epoch that passed its
+ * epoch check has ended, so that the answer shows every change tagged
+ * older that this node will ever apply. A peer that becomes a holder in
+ * @epoch learns from such answers what it must fetch: without the wait,
+ * a change that passed its check just before the map moved, and landed
+ * just after the answer, was on no list the new holder ever read
+ * (docs/recovery.md "The recovery pass"). Mutations counted here only do
+ * local disk work, so the wait is short; -EAGAIN (the peer asks again,
+ * as of a node between epochs) if it is not over within @timeout_ms.
+ */
+int recover_quiesce(struct recover *r, uint64_t epoch, int timeout_ms);
+
+/*
  * The recovery fields of NODE_INFO. The clean epoch: the last whose pass
  * settled every listed object this node holds (its copies are current as
  * of it). The full epoch: the last clean one in which every node of the

@@ -5,8 +5,9 @@
  * One thread runs passes; a pass fetches with opts.threads helper
  * threads. A pass at epoch E:
  *   1. lists every up node's objects with their tags (a peer still on an
- *      older epoch makes it wait: no write tagged older than E may land
- *      after the listing);
+ *      older epoch makes it wait, and a peer answers only once its older
+ *      mutations in flight have ended, recover_quiesce: no write tagged
+ *      older than E may land after the listing);
  *   2. for each object this node holds in E, applies the rule of
  *      recover.h to the listed copies and fetches the newest if needed;
  *   3. removes local copies of objects it no longer holds once every

@@ -253,31 +253,41 @@ static int space_refuses(struct req *r)
 }
 
 /*
- * Test hook: SDFS_BLOCKD_FAULT=stall_mutation:OID:MS (OID in hex) makes
- * every client mutation of OID wait MS ms after its epoch and fence
- * checks, before it touches the store: the window in which the map may
- * move on (tests/cluster/recovery_test.c). Read once.
+ * Test hook: SDFS_BLOCKD_FAULT=stall_mutation:OID:PATH (OID in hex)
+ * makes every client mutation of OID wait, after its epoch and fence
+ * checks and before it touches the store, while the file PATH exists (at
+ * most 30 s): the window in which the map may move on
+ * (tests/cluster/recovery_test.c). Read once.
  */
+#define FAULT_STALL_MAX_MS 30000
+
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
 static uint64_t fault_oid;
-static unsigned fault_ms;
+static char fault_path[256];
 
 static void fault_parse(void)
 {
 	const char *f = getenv("SDFS_BLOCKD_FAULT");
 
-	if (f && sscanf(f, "stall_mutation:%" SCNx64 ":%u", &fault_oid, &fault_ms) != 2)
-		fault_ms = 0;
+	if (f && sscanf(f, "stall_mutation:%" SCNx64 ":%255s", &fault_oid,
+			fault_path) != 2)
+		fault_path[0] = '\0';
 }
 
 static void fault_stall(uint64_t oid)
 {
+	int64_t t0;
+
 	pthread_once(&fault_once, fault_parse);
-	if (fault_ms && oid == fault_oid) {
-		log_warn("fault injection: oid=%016" PRIx64 ": mutation stalled %u ms",
-			 oid, fault_ms);
-		usleep(fault_ms * 1000);
-	}
+	if (!fault_path[0] || oid != fault_oid)
+		return;
+	log_warn("fault injection: oid=%016" PRIx64 ": mutation stalled while %s "
+		 "exists", oid, fault_path);
+	t0 = net_now_ms();
+	while (access(fault_path, F_OK) == 0 && net_now_ms() - t0 < FAULT_STALL_MAX_MS)
+		usleep(10 * 1000);
+	log_info("fault injection: oid=%016" PRIx64 ": going on after %" PRId64 " ms",
+		 oid, net_now_ms() - t0);
 }
 
 /*

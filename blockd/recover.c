@@ -67,6 +67,7 @@ struct pass {
 	atomic_int failed;
 	atomic_size_t fetched;
 	int aborted;
+	size_t left_out;                /* up peers whose list did not come */
 };
 
 static uint64_t next_req_id(void *arg)
@@ -232,6 +233,7 @@ static int list_all(struct pass *p)
 			return ret;     /* we are behind: a newer pass comes */
 		if (ret) {
 			p->n = mark;    /* a partial list would read as "no copy" */
+			p->left_out++;
 			log_info("epoch=%" PRIu64 ": node %" PRIu32 " did not list its "
 				 "objects (%s); continuing without it", p->m->epoch,
 				 nd->node_id, strerror(-ret));
@@ -502,11 +504,18 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		goto out;
 
 	atomic_store(&r->pass_end_ms, rec_now_ms());
-	if (atomic_load(&r->unavail) || atomic_load(&p.failed)) {
+	/*
+	 * A peer left out may hold objects no listed node has (a change
+	 * that reached only the holders of its epoch): nothing here knows
+	 * to fetch them, so the pass is not done (no clean epoch) and runs
+	 * again, as for objects left unavailable.
+	 */
+	if (atomic_load(&r->unavail) || atomic_load(&p.failed) || p.left_out) {
 		log_every(LOG_EVERY_MS, LOG_WARNING, "epoch=%" PRIu64 ": recovery "
-			  "left %" PRIu64 " objects unavailable, %d failed; retrying",
-			  m->epoch, (uint64_t)atomic_load(&r->unavail),
-			  atomic_load(&p.failed));
+			  "left %" PRIu64 " objects unavailable, %d failed, %zu nodes "
+			  "unlisted; retrying", m->epoch,
+			  (uint64_t)atomic_load(&r->unavail), atomic_load(&p.failed),
+			  p.left_out);
 		goto out_backoff;
 	}
 	if (atomic_load(&r->clean_epoch) < m->epoch) {

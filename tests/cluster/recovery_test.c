@@ -20,12 +20,15 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tests/cluster/fixture.h"
 #include "common/oid.h"
@@ -299,23 +302,37 @@ Test(drain, removed_node_also_sheds_the_tombstones_of_removed_objects)
 /* An MDS-database object, written to every replica directly as the mds
  * writes its log (the case CI saw); no mds runs, so token 0 passes. */
 #define INFLIGHT_OID oid_make(OID_KIND_MDS, 0x7e57, 0)
-#define INFLIGHT_STALL_MS 3000
 #define INFLIGHT_LEN (20 * 1024)
+
+static char stall_file[PATH_MAX];
 
 static void up_stalling(void)
 {
-	char f[96];
+	char f[PATH_MAX + 64];
+	char tmpl[] = "/tmp/sdfs-stall.XXXXXX";
+	int fd = mkstemp(tmpl);
 
-	/* Every node holds each mutation of the object this long after its
-	 * epoch check (blockd/ops.c fault_stall); a restarted one does not. */
-	snprintf(f, sizeof(f), "stall_mutation:%" PRIx64 ":%d", INFLIGHT_OID,
-		 INFLIGHT_STALL_MS);
+	cr_assert(fd >= 0, "mkstemp: %s", strerror(errno));
+	close(fd);
+	unlink(tmpl);           /* made again when a write must stall */
+	snprintf(stall_file, sizeof(stall_file), "%s", tmpl);
+	/* Every node holds each mutation of the object after its epoch
+	 * check while the file exists (blockd/ops.c fault_stall); a node
+	 * restarted later has no such hook. */
+	snprintf(f, sizeof(f), "stall_mutation:%" PRIx64 ":%s", INFLIGHT_OID,
+		 stall_file);
 	setenv("SDFS_BLOCKD_FAULT", f, 1);
 	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .copies = 3 });
 	unsetenv("SDFS_BLOCKD_FAULT");
 }
 
-TestSuite(inflight, .init = up_stalling, .fini = down, .timeout = 120);
+static void down_stalling(void)
+{
+	unlink(stall_file);
+	tcluster_stop(tc);
+}
+
+TestSuite(inflight, .init = up_stalling, .fini = down_stalling, .timeout = 120);
 
 struct inflight_write {
 	struct sdfs *s;
@@ -334,36 +351,58 @@ static void *inflight_main(void *arg)
 	return NULL;
 }
 
-Test(inflight, a_write_in_flight_when_a_node_comes_back_reaches_it)
+/*
+ * blockd.2 is down while a write of the object goes to blockd.0 and .1
+ * (the up holders in epoch e0) and stalls there past its epoch check;
+ * blockd.2 comes back (e0 + 1) and its recovery pass lists the other
+ * two. @release_after_pass: the write lands only once that pass has
+ * given up on them (each answers "ask again" while an older mutation is
+ * in flight there), else 2 s after the restart. Either way blockd.2
+ * must end up with the object: every copy of it, and the bytes.
+ */
+static void inflight_case(int release_after_pass)
 {
 	static uint8_t buf[INFLIGHT_LEN], back[INFLIGHT_LEN];
 	struct inflight_write w = { .s = tcluster_client(tc), .buf = buf };
 	struct sdfs_node_status st;
+	char pass[64], *line;
 	uint64_t e0;
 	pthread_t th;
+	int fd;
 
 	tfill_random(buf, sizeof(buf), 0x7e57);
 	cr_assert_eq(tcluster_kill(tc, "blockd.2"), 0);
 	cr_assert_eq(tcluster_wait_state(tc, "blockd.2", "down", 15000), 0);
 	e0 = tcluster_epoch(tc);
-	/* The write goes to blockd.0 and .1, the up holders in e0, and waits
-	 * for them; it must not give up on them (a retry in the next epoch
-	 * would go to blockd.2 too, hiding the hole). */
-	sdfs_set_replica_timeout(w.s, 4 * INFLIGHT_STALL_MS);
+	fd = open(stall_file, O_CREAT | O_WRONLY, 0600);
+	cr_assert(fd >= 0, "%s: %s", stall_file, strerror(errno));
+	close(fd);
+	/* The write waits for the stalled holders: it must not give up on
+	 * them (a retry in the next epoch would go to blockd.2 too, hiding
+	 * the hole). */
+	sdfs_set_replica_timeout(w.s, 60000);
 	cr_assert_eq(pthread_create(&th, NULL, inflight_main, &w), 0);
-	/* past its epoch check on both, not yet stored */
 	for (int i = 0; i < 2; i++) {
-		char who[16], *line;
+		char who[16];
 
 		snprintf(who, sizeof(who), "blockd.%d", i);
 		line = tcluster_log_line(tc, who, "mutation stalled", 10000);
 		cr_assert(line, "%s never stalled the write", who);
 		free(line);
 	}
-	/* blockd.2 comes back in e0 + 1; its recovery pass lists the other
-	 * two while the write is in flight there */
 	cr_assert_eq(tcluster_restart(tc, "blockd.2"), 0);
 	cr_assert_gt(tcluster_epoch(tc), e0);
+	if (release_after_pass) {
+		snprintf(pass, sizeof(pass), "epoch=%" PRIu64 ": recovery pass:",
+			 tcluster_epoch(tc));
+		line = tcluster_log_line(tc, "blockd.2", pass, 20000);
+		cr_assert(line, "blockd.2 logged no '%s'", pass);
+		cr_log_info("blockd.2: %s", line);
+		free(line);
+	} else {
+		tsleep_ms(2000);
+	}
+	unlink(stall_file);
 	pthread_join(th, NULL);
 	cr_assert_eq(w.ret, 0, "the write: %s", strerror(-w.ret));
 	cr_log_info("the write (epoch %" PRIu64 ") was acknowledged after %" PRId64
@@ -384,4 +423,17 @@ Test(inflight, a_write_in_flight_when_a_node_comes_back_reaches_it)
 	cr_assert_eq(sdfs_obj_read(w.s, INFLIGHT_OID, back, sizeof(back), 0),
 		     (ssize_t)sizeof(back));
 	cr_assert_arr_eq(buf, back, sizeof(buf));
+}
+
+/* The listing waits for the write, which lands within its bound. */
+Test(inflight, a_write_in_flight_when_a_node_comes_back_reaches_it)
+{
+	inflight_case(0);
+}
+
+/* The write outlasts the listing's bound: the pass leaves both peers
+ * out, and must run again (it used to record its epoch clean). */
+Test(inflight, a_pass_that_could_not_list_a_peer_runs_again)
+{
+	inflight_case(1);
 }

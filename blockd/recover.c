@@ -199,10 +199,12 @@ static int list_self(struct pass *p)
 }
 
 /*
- * Every up node's list. A peer still on an older epoch is asked again
- * for up to opts.peer_timeout_ms, then left out like one that does not
- * answer: the pass goes on with the others (what only that peer could
- * vouch for stays unavailable) and runs again later.
+ * Every up node's list. A peer still on an older epoch, or not serving
+ * yet (SHUTDOWN: its lease not valid yet after a start, its ZooKeeper
+ * connection back a moment ago), is asked again for up to
+ * opts.peer_timeout_ms, then left out like one that does not answer:
+ * the pass goes on with the others (what only that peer could vouch for
+ * stays unavailable) and runs again later (p->left_out).
  */
 static int list_all(struct pass *p)
 {
@@ -220,7 +222,7 @@ static int list_all(struct pass *p)
 
 		for (;;) {
 			ret = list_peer(p, nd);
-			if (ret != -EAGAIN)
+			if (ret != -EAGAIN && ret != -ESHUTDOWN)
 				break;
 			p->n = mark;    /* drop a partial list, ask again */
 			if (superseded(p->r, p->m->epoch))

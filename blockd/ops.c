@@ -373,6 +373,8 @@ static void op_remove(struct work *w)
 	 * bring its old copy back (recover.h). */
 	r->ret = objstore_remove_at(r->bd->store, r->h.oid, r->h.epoch);
 	mutate_end(r);
+	if (r->ret == 0)
+		recover_note_tombstone(r->bd->recover);
 }
 
 static void op_replace(struct work *w)

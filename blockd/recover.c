@@ -42,6 +42,7 @@
 #define PASS_RETRY_MS 3000
 #define PASS_RETRY_MAX_MS 5000
 #define PASS_TOMB_RETRY_MS 10000
+#define PASS_TOMB_FRESH_MS 3000 /* a pass after a removal made a tombstone */
 #define LIST_PAGE 8192
 #define PAGE_TRIES 3            /* waiting peer_timeout_ms, twice, 4 times */
 
@@ -722,6 +723,14 @@ void recover_map_changed(struct recover *r, const struct cmap *m)
 		r->cur_epoch = m->epoch;
 	pthread_cond_broadcast(&r->cond);
 	pthread_cond_broadcast(&r->quiet);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void recover_note_tombstone(struct recover *r)
+{
+	pthread_mutex_lock(&r->lock);
+	if (!r->retry_at_ms)
+		r->retry_at_ms = rec_now_ms() + PASS_TOMB_FRESH_MS;
 	pthread_mutex_unlock(&r->lock);
 }
 

@@ -51,6 +51,13 @@ void recover_map_changed(struct recover *r, const struct cmap *m);
 int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
 /* A client wrote, replaced or removed @oid in @epoch: now current. */
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
+/*
+ * A removal left a tombstone here: a pass runs within a few seconds to
+ * collect it (once every copy anywhere is a tombstone), else it would
+ * wait for the next epoch's pass, and its peers' passes may have
+ * dropped theirs meanwhile. Any thread.
+ */
+void recover_note_tombstone(struct recover *r);
 
 /*
  * Around a client mutation of @oid in @epoch: begin takes the object's

@@ -12,7 +12,10 @@
  *  - a write that passed its epoch check on the up holders just before
  *    a node came back, and landed there just after that node listed
  *    them, still reaches it (it used to be on no list the node read:
- *    two copies of three, and nothing to repair them).
+ *    two copies of three, and nothing to repair them);
+ *  - a removal's tombstones go from every node within seconds, not at
+ *    the next epoch (they used to stay on the nodes whose recovery pass
+ *    did not happen to run again: object counts differed for good).
  *
  * Objects come from a logged seed (SDFS_TEST_SEED=... reruns the same
  * objects, changes and victim).
@@ -436,4 +439,46 @@ Test(inflight, a_write_in_flight_when_a_node_comes_back_reaches_it)
 Test(inflight, a_pass_that_could_not_list_a_peer_runs_again)
 {
 	inflight_case(1);
+}
+
+/* ---- tombstones ---- */
+
+static void up3(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .copies = 3 });
+}
+
+TestSuite(tombstones, .init = up3, .fini = down, .timeout = 90);
+
+Test(tombstones, a_removal_leaves_no_tombstone_behind_on_any_node)
+{
+	struct sdfs *s = tcluster_client(tc);
+	const uint64_t oids[] = { 0x70b0001, oid_make(OID_KIND_MDS, 0x70b, 0) };
+	uint8_t buf[4096];
+	int64_t t0;
+
+	cr_assert_eq(tcluster_wait_healthy(tc, 30), 0);
+	tsleep_ms(3500);        /* a pass run again after the start is over */
+	tfill_random(buf, sizeof(buf), 0x70b);
+	/* a shared object (through its primary) and an mds one (direct) */
+	for (size_t i = 0; i < 2; i++) {
+		cr_assert_eq(sdfs_obj_write(s, oids[i], buf, sizeof(buf), 0), 0);
+		cr_assert_eq(sdfs_obj_remove(s, oids[i]), 0);
+	}
+	t0 = tnow_ms();
+	/* Before: three tombstones each, for good (no pass ran after). */
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		struct sdfs_node_status st;
+		int ret;
+
+		snprintf(name, sizeof(name), "blockd.%d", i);
+		ret = tcluster_wait_objects(tc, name, 0, 20000);
+		cr_assert_eq(tcluster_node_status(tc, name, &st), 0);
+		cr_assert_eq(ret, 0, "%s still holds %" PRIu64 " objects (tombstones) %"
+			     PRId64 " ms after the removals", name, st.objects,
+			     tnow_ms() - t0);
+	}
+	cr_log_info("tombstones gone from every node %" PRId64 " ms after the removals",
+		    tnow_ms() - t0);
 }

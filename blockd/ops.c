@@ -28,8 +28,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "blockd/blockd.h"
 #include "blockd/fence.h"
@@ -55,11 +58,19 @@ struct req {
 	int ret;                /* 0 or -errno */
 };
 
-/* Client access (not SDFS_F_RAW): the local copy must be current first. */
+/* How long a peer's raw request waits for older mutations in flight
+ * here (recover_quiesce) before it is told to ask again. */
+#define QUIESCE_MS 1000
+
+/*
+ * Client access (not SDFS_F_RAW): the local copy must be current first.
+ * A peer's (SDFS_F_RAW: a listing, a stat, a fetch of recovery) must see
+ * every change of an older epoch this node will apply (recover.h).
+ */
 static int ensure(struct req *r)
 {
 	if (r->h.flags & SDFS_F_RAW)
-		return 0;
+		return recover_quiesce(r->bd->recover, r->epoch, QUIESCE_MS);
 	return recover_ensure(r->bd->recover, r->h.oid, r->epoch);
 }
 
@@ -242,6 +253,44 @@ static int space_refuses(struct req *r)
 }
 
 /*
+ * Test hook: SDFS_BLOCKD_FAULT=stall_mutation:OID:PATH (OID in hex)
+ * makes every client mutation of OID wait, after its epoch and fence
+ * checks and before it touches the store, while the file PATH exists (at
+ * most 30 s): the window in which the map may move on
+ * (tests/cluster/recovery_test.c). Read once.
+ */
+#define FAULT_STALL_MAX_MS 30000
+
+static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+static uint64_t fault_oid;
+static char fault_path[256];
+
+static void fault_parse(void)
+{
+	const char *f = getenv("SDFS_BLOCKD_FAULT");
+
+	if (f && sscanf(f, "stall_mutation:%" SCNx64 ":%255s", &fault_oid,
+			fault_path) != 2)
+		fault_path[0] = '\0';
+}
+
+static void fault_stall(uint64_t oid)
+{
+	int64_t t0;
+
+	pthread_once(&fault_once, fault_parse);
+	if (!fault_path[0] || oid != fault_oid)
+		return;
+	log_warn("fault injection: oid=%016" PRIx64 ": mutation stalled while %s "
+		 "exists", oid, fault_path);
+	t0 = net_now_ms();
+	while (access(fault_path, F_OK) == 0 && net_now_ms() - t0 < FAULT_STALL_MAX_MS)
+		usleep(10 * 1000);
+	log_info("fault injection: oid=%016" PRIx64 ": going on after %" PRId64 " ms",
+		 oid, net_now_ms() - t0);
+}
+
+/*
  * Begin/end a mutation: under the object's recovery lock (recover.h),
  * then, for MDS and volume objects, past their fence, holding it shared
  * until the change is made. The fence is taken last and held only
@@ -259,6 +308,8 @@ static int mutate_begin(struct req *r, int settle)
 	ret = fences_begin(r);
 	if (ret)
 		recover_mutate_end(r->bd->recover, r->h.oid, r->epoch, 0);
+	else
+		fault_stall(r->h.oid);
 	return ret;
 }
 
@@ -322,6 +373,8 @@ static void op_remove(struct work *w)
 	 * bring its old copy back (recover.h). */
 	r->ret = objstore_remove_at(r->bd->store, r->h.oid, r->h.epoch);
 	mutate_end(r);
+	if (r->ret == 0)
+		recover_note_tombstone(r->bd->recover);
 }
 
 static void op_replace(struct work *w)
@@ -393,6 +446,11 @@ static void op_list(struct work *w)
 
 	if (max == 0 || max > SDFS_MAX_LIST)
 		max = SDFS_MAX_LIST;
+	if (r->h.flags & SDFS_F_RAW) {
+		r->ret = ensure(r);     /* a recovery pass's listing */
+		if (r->ret)
+			return;
+	}
 	ents = malloc((max + 1) * sizeof(*ents));
 	r->out = malloc(max * esz);
 	if (!ents || !r->out) {
@@ -444,6 +502,9 @@ static void op_stat(struct work *w)
 		/* Peers want the tag, fast: the header only. */
 		int deleted = 0;
 
+		r->ret = ensure(r);
+		if (r->ret)
+			return;
 		r->ret = objstore_head(r->bd->store, r->h.oid, &st.size, &st.version,
 				       &deleted);
 		if (deleted)

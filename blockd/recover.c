@@ -5,8 +5,9 @@
  * One thread runs passes; a pass fetches with opts.threads helper
  * threads. A pass at epoch E:
  *   1. lists every up node's objects with their tags (a peer still on an
- *      older epoch makes it wait: no write tagged older than E may land
- *      after the listing);
+ *      older epoch makes it wait, and a peer answers only once its older
+ *      mutations in flight have ended, recover_quiesce: no write tagged
+ *      older than E may land after the listing);
  *   2. for each object this node holds in E, applies the rule of
  *      recover.h to the listed copies and fetches the newest if needed;
  *   3. removes local copies of objects it no longer holds once every
@@ -41,6 +42,7 @@
 #define PASS_RETRY_MS 3000
 #define PASS_RETRY_MAX_MS 5000
 #define PASS_TOMB_RETRY_MS 10000
+#define PASS_TOMB_FRESH_MS 3000 /* a pass after a removal made a tombstone */
 #define LIST_PAGE 8192
 #define PAGE_TRIES 3            /* waiting peer_timeout_ms, twice, 4 times */
 
@@ -66,6 +68,7 @@ struct pass {
 	atomic_int failed;
 	atomic_size_t fetched;
 	int aborted;
+	size_t left_out;                /* up peers whose list did not come */
 };
 
 static uint64_t next_req_id(void *arg)
@@ -197,10 +200,12 @@ static int list_self(struct pass *p)
 }
 
 /*
- * Every up node's list. A peer still on an older epoch is asked again
- * for up to opts.peer_timeout_ms, then left out like one that does not
- * answer: the pass goes on with the others (what only that peer could
- * vouch for stays unavailable) and runs again later.
+ * Every up node's list. A peer still on an older epoch, or not serving
+ * yet (SHUTDOWN: its lease not valid yet after a start, its ZooKeeper
+ * connection back a moment ago), is asked again for up to
+ * opts.peer_timeout_ms, then left out like one that does not answer:
+ * the pass goes on with the others (what only that peer could vouch for
+ * stays unavailable) and runs again later (p->left_out).
  */
 static int list_all(struct pass *p)
 {
@@ -218,7 +223,7 @@ static int list_all(struct pass *p)
 
 		for (;;) {
 			ret = list_peer(p, nd);
-			if (ret != -EAGAIN)
+			if (ret != -EAGAIN && ret != -ESHUTDOWN)
 				break;
 			p->n = mark;    /* drop a partial list, ask again */
 			if (superseded(p->r, p->m->epoch))
@@ -231,6 +236,7 @@ static int list_all(struct pass *p)
 			return ret;     /* we are behind: a newer pass comes */
 		if (ret) {
 			p->n = mark;    /* a partial list would read as "no copy" */
+			p->left_out++;
 			log_info("epoch=%" PRIu64 ": node %" PRIu32 " did not list its "
 				 "objects (%s); continuing without it", p->m->epoch,
 				 nd->node_id, strerror(-ret));
@@ -501,11 +507,18 @@ static void run_pass(struct recover *r, const struct cmap *m)
 		goto out;
 
 	atomic_store(&r->pass_end_ms, rec_now_ms());
-	if (atomic_load(&r->unavail) || atomic_load(&p.failed)) {
+	/*
+	 * A peer left out may hold objects no listed node has (a change
+	 * that reached only the holders of its epoch): nothing here knows
+	 * to fetch them, so the pass is not done (no clean epoch) and runs
+	 * again, as for objects left unavailable.
+	 */
+	if (atomic_load(&r->unavail) || atomic_load(&p.failed) || p.left_out) {
 		log_every(LOG_EVERY_MS, LOG_WARNING, "epoch=%" PRIu64 ": recovery "
-			  "left %" PRIu64 " objects unavailable, %d failed; retrying",
-			  m->epoch, (uint64_t)atomic_load(&r->unavail),
-			  atomic_load(&p.failed));
+			  "left %" PRIu64 " objects unavailable, %d failed, %zu nodes "
+			  "unlisted; retrying", m->epoch,
+			  (uint64_t)atomic_load(&r->unavail), atomic_load(&p.failed),
+			  p.left_out);
 		goto out_backoff;
 	}
 	if (atomic_load(&r->clean_epoch) < m->epoch) {
@@ -668,6 +681,7 @@ int recover_new(struct blockd *bd, const struct recover_opts *o, struct recover 
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->tb_lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
+	pthread_cond_init(&r->quiet, NULL);
 	ret = history_new(bd->coord, &r->hist);
 	if (!ret)
 		ret = pool_new(&r->pool);
@@ -708,6 +722,15 @@ void recover_map_changed(struct recover *r, const struct cmap *m)
 	if (m->epoch > r->cur_epoch)
 		r->cur_epoch = m->epoch;
 	pthread_cond_broadcast(&r->cond);
+	pthread_cond_broadcast(&r->quiet);
+	pthread_mutex_unlock(&r->lock);
+}
+
+void recover_note_tombstone(struct recover *r)
+{
+	pthread_mutex_lock(&r->lock);
+	if (!r->retry_at_ms)
+		r->retry_at_ms = rec_now_ms() + PASS_TOMB_FRESH_MS;
 	pthread_mutex_unlock(&r->lock);
 }
 

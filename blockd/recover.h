@@ -51,6 +51,13 @@ void recover_map_changed(struct recover *r, const struct cmap *m);
 int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
 /* A client wrote, replaced or removed @oid in @epoch: now current. */
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
+/*
+ * A removal left a tombstone here: a pass runs within a few seconds to
+ * collect it (once every copy anywhere is a tombstone), else it would
+ * wait for the next epoch's pass, and its peers' passes may have
+ * dropped theirs meanwhile. Any thread.
+ */
+void recover_note_tombstone(struct recover *r);
 
 /*
  * Around a client mutation of @oid in @epoch: begin takes the object's
@@ -61,6 +68,21 @@ void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
  */
 int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int settle);
 void recover_mutate_end(struct recover *r, uint64_t oid, uint64_t epoch, int current);
+
+/*
+ * Before answering a peer's raw request (a recovery pass's listing, a
+ * settle's stat, a fetch) made in @epoch: wait until map @epoch is
+ * installed here and every mutation of an older epoch that passed its
+ * epoch check has ended, so that the answer shows every change tagged
+ * older that this node will ever apply. A peer that becomes a holder in
+ * @epoch learns from such answers what it must fetch: without the wait,
+ * a change that passed its check just before the map moved, and landed
+ * just after the answer, was on no list the new holder ever read
+ * (docs/recovery.md "The recovery pass"). Mutations counted here only do
+ * local disk work, so the wait is short; -EAGAIN (the peer asks again,
+ * as of a node between epochs) if it is not over within @timeout_ms.
+ */
+int recover_quiesce(struct recover *r, uint64_t epoch, int timeout_ms);
 
 /*
  * The recovery fields of NODE_INFO. The clean epoch: the last whose pass

@@ -17,6 +17,7 @@
 #define REC_STRIPES 256
 #define REC_BUCKETS (1u << 16)
 #define REC_MAX_PEERS 64        /* peers asked about one object */
+#define REC_INFLIGHT 8          /* epochs with mutations in flight at once */
 
 /* One node's copy of an object, as a peer (or this node) reported it. */
 struct rec_copy {
@@ -64,6 +65,14 @@ struct recover {
 	int64_t retry_at_ms;                    /* re-run the pass then (0: no) */
 	uint64_t backoff_epoch;                 /* failed passes of this epoch */
 	int64_t backoff_ms;                     /* wait before the next one */
+	/* Mutations past their last epoch check, not ended yet, counted
+	 * by their epoch (recover_quiesce); quiet is signalled when a
+	 * count drops to 0 or a map is installed. */
+	struct {
+		uint64_t epoch;
+		unsigned n;
+	} inflight[REC_INFLIGHT];
+	pthread_cond_t quiet;
 	int stop;
 	pthread_t thread;
 

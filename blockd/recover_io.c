@@ -13,6 +13,7 @@
 #include "blockd/datadir.h"
 #include "blockd/recover_int.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/proto.h"
 
 int64_t rec_now_ms(void)
@@ -431,6 +432,49 @@ int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
 	return ret;
 }
 
+/* Count a mutation of @epoch as in flight: -EAGAIN without a free slot
+ * (never seen: epochs in flight at once are the installed one and the
+ * few before it). With r->lock held. */
+static int inflight_add(struct recover *r, uint64_t epoch)
+{
+	size_t fr = REC_INFLIGHT;
+
+	for (size_t i = 0; i < REC_INFLIGHT; i++) {
+		if (r->inflight[i].n && r->inflight[i].epoch == epoch) {
+			r->inflight[i].n++;
+			return 0;
+		}
+		if (!r->inflight[i].n && fr == REC_INFLIGHT)
+			fr = i;
+	}
+	if (fr == REC_INFLIGHT)
+		return -EAGAIN;
+	r->inflight[fr].epoch = epoch;
+	r->inflight[fr].n = 1;
+	return 0;
+}
+
+static void inflight_drop(struct recover *r, uint64_t epoch)
+{
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < REC_INFLIGHT; i++)
+		if (r->inflight[i].n && r->inflight[i].epoch == epoch) {
+			if (--r->inflight[i].n == 0)
+				pthread_cond_broadcast(&r->quiet);
+			break;
+		}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* Is a mutation of an epoch before @epoch in flight? With r->lock held. */
+static int inflight_before(const struct recover *r, uint64_t epoch)
+{
+	for (size_t i = 0; i < REC_INFLIGHT; i++)
+		if (r->inflight[i].n && r->inflight[i].epoch < epoch)
+			return 1;
+	return 0;
+}
+
 int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int settle)
 {
 	uint64_t cur;
@@ -446,6 +490,17 @@ int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int se
 		ret = -ESTALE;
 	else if (settle)
 		ret = ensure_locked(r, oid, epoch);
+	/*
+	 * And once more after the settle (which talks to peers and may take
+	 * a while), counting the mutation as in flight from this check to
+	 * its end: a peer's listing for a newer epoch waits for it
+	 * (recover_quiesce), so the change is on that list or refused here.
+	 */
+	if (ret == 0) {
+		pthread_mutex_lock(&r->lock);
+		ret = r->cur_epoch > epoch ? -ESTALE : inflight_add(r, epoch);
+		pthread_mutex_unlock(&r->lock);
+	}
 	if (ret)
 		pthread_mutex_unlock(rec_stripe(r, oid));
 	return ret;
@@ -455,7 +510,28 @@ void recover_mutate_end(struct recover *r, uint64_t oid, uint64_t epoch, int cur
 {
 	if (current)
 		rec_verified_set(r, oid, epoch);
+	inflight_drop(r, epoch);
 	pthread_mutex_unlock(rec_stripe(r, oid));
+}
+
+int recover_quiesce(struct recover *r, uint64_t epoch, int timeout_ms)
+{
+	int64_t end = rec_now_ms() + timeout_ms;
+	int ret = 0;
+
+	pthread_mutex_lock(&r->lock);
+	while (r->cur_epoch < epoch || inflight_before(r, epoch)) {
+		struct timespec ts;
+
+		if (r->stop || rec_now_ms() >= end) {
+			ret = -EAGAIN;
+			break;
+		}
+		net_time_in(CLOCK_REALTIME, 50, &ts);
+		pthread_cond_timedwait(&r->quiet, &r->lock, &ts);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
 }
 
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch)

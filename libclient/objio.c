@@ -274,11 +274,53 @@ static void suspects_await(struct sdfs *s, uint64_t epoch, const uint32_t *ids,
 	}
 }
 
+/*
+ * What a mutation's tries met, for the one line it logs when it gives
+ * up: a retry loop's own lines are held back (LOG_EVERY_MS), so without
+ * it a call that fails after its whole deadline says nothing of why.
+ */
+struct try_trace {
+	int64_t start;
+	int tries;
+	uint64_t epoch0, epoch;
+	char last[200];                 /* the last retried try, per node */
+};
+
+static void trace_try(struct try_trace *t, uint64_t epoch, const struct rpc_call *calls,
+		      size_t n)
+{
+	size_t o = 0;
+
+	if (!t->tries++)
+		t->epoch0 = epoch;
+	t->epoch = epoch;
+	t->last[0] = '\0';
+	for (size_t i = 0; i < n && o < sizeof(t->last); i++) {
+		int r = rpc_result(&calls[i]);
+		int w = snprintf(t->last + o, sizeof(t->last) - o, "%snode=%" PRIu32 ": %s",
+				 i ? ", " : "", calls[i].node->node_id,
+				 r ? strerror(-r) : "ok");
+
+		o += w > 0 ? (size_t)w : 0;
+	}
+}
+
+static int trace_give_up(const struct try_trace *t, const struct sdfs_hdr *tmpl,
+			 uint64_t oid, int ret)
+{
+	log_warn("oid=%016" PRIx64 " op=%s: failed after %d tries in %" PRId64 " ms "
+		 "(epoch %" PRIu64 "..%" PRIu64 "): %s; last retried try: %s", oid,
+		 proto_op_name(tmpl->opcode), t->tries, net_now_ms() - t->start, t->epoch0,
+		 t->epoch, strerror(-ret), t->last[0] ? t->last : "no replica up");
+	return ret;
+}
+
 static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *tmpl,
 			  const void *payload, enum mut_kind kind, uint32_t token)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	int last = -ETIMEDOUT, done_before = 0;
+	struct try_trace tt = { .start = net_now_ms() };
 
 	for (int attempt = 0;; attempt++) {
 		struct rpc_call calls[RING_MAX_COPIES];
@@ -294,7 +336,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		}
 		if (left <= 0) {
 			placement_done(&p);
-			return last;
+			return trace_give_up(&tt, tmpl, oid, last);
 		}
 		if (p.nup == 0) {
 			last = p.n ? -EIO : -ENOSPC;   /* all replicas down / no nodes */
@@ -371,6 +413,8 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		}
 		if (nrofs && !nperm && ok + noent > 0)
 			complete_split(s, calls, rofs, nrofs, oid, try_bound(s, 0, left));
+		if (retry)
+			trace_try(&tt, epoch, calls, ncalls);
 		rpc_calls_free(calls, ncalls);
 		placement_done(&p);
 		if (fenced == -EPERM)

@@ -132,7 +132,11 @@ static void flush_all(struct sdfs *s, uint64_t seed, unsigned n, unsigned copies
 	for (unsigned i = 0; i < n; i++)
 		oids[i] = object(seed, i, &size);
 	for (unsigned i = 0; i < 5; i++)
-		oids[n + i] = (seed ^ 0x7777) + i;      /* raw kind: never written */
+		/* never written, and raw (top byte 0, as object() makes
+		 * them): a seed's top byte could name a volume kind of 1
+		 * copy, placed on the victim alone, whose flush then fails
+		 * rightly with -EIO (a CI failure at seed 2403329299527861563) */
+		oids[n + i] = ((seed ^ 0x7777) >> 8) + i;
 	ret = sdfs_obj_flush_many(s, oids, n + 5);
 	cr_assert_eq(ret, 0, "%s: flushing %u objects: %s", when, n, strerror(-ret));
 	if (copies) {

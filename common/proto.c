@@ -609,7 +609,7 @@ int proto_ns_reclaim_decode(const uint8_t *in, size_t len, struct sdfs_ns_reclai
 
 /* ---- locks (1.4) ---- */
 
-size_t proto_inval_encode(const struct sdfs_inval *iv, uint8_t *out)
+size_t proto_note_encode(const struct sdfs_note *iv, uint8_t *out)
 {
 	out[0] = iv->kind;
 	out[1] = 0;
@@ -618,25 +618,25 @@ size_t proto_inval_encode(const struct sdfs_inval *iv, uint8_t *out)
 	put32(out + 4, 0);
 	put64(out + 8, iv->ino);
 	if (iv->name_len)
-		memcpy(out + SDFS_INVAL_HDR_SIZE, iv->name, iv->name_len);
-	return SDFS_INVAL_HDR_SIZE + iv->name_len;
+		memcpy(out + SDFS_NOTE_HDR_SIZE, iv->name, iv->name_len);
+	return SDFS_NOTE_HDR_SIZE + iv->name_len;
 }
 
-ssize_t proto_inval_decode(const uint8_t *in, size_t len, struct sdfs_inval *iv)
+ssize_t proto_note_decode(const uint8_t *in, size_t len, struct sdfs_note *iv)
 {
-	if (len < SDFS_INVAL_HDR_SIZE)
+	if (len < SDFS_NOTE_HDR_SIZE)
 		return -EPROTO;
 	iv->kind = in[0];
 	iv->name_len = (uint16_t)(in[2] | in[3] << 8);
 	iv->ino = get64(in + 8);
-	iv->name = (const char *)in + SDFS_INVAL_HDR_SIZE;
-	if (iv->kind == SDFS_INVAL_INODE || iv->kind == SDFS_INVAL_LOCK ? iv->name_len != 0
-	    : iv->kind != SDFS_INVAL_ENTRY || iv->name_len == 0 ||
+	iv->name = (const char *)in + SDFS_NOTE_HDR_SIZE;
+	if (iv->kind == SDFS_NOTE_INODE || iv->kind == SDFS_NOTE_LOCK ? iv->name_len != 0
+	    : iv->kind != SDFS_NOTE_ENTRY || iv->name_len == 0 ||
 	      iv->name_len > SDFS_NAME_MAX)
 		return -EPROTO;
-	if (len - SDFS_INVAL_HDR_SIZE < iv->name_len)
+	if (len - SDFS_NOTE_HDR_SIZE < iv->name_len)
 		return -EPROTO;
-	return (ssize_t)(SDFS_INVAL_HDR_SIZE + iv->name_len);
+	return (ssize_t)(SDFS_NOTE_HDR_SIZE + iv->name_len);
 }
 
 void proto_ns_lock_encode(const struct sdfs_ns_lock *l, uint8_t *out)

@@ -86,12 +86,12 @@ size_t proto_dirent_encode(const struct sdfs_dirent *d, const char *name,
 ssize_t proto_dirent_decode(const uint8_t *in, size_t len, int plus,
 			    struct sdfs_dirent *d, const char **name,
 			    struct sdfs_attr *attr);
-/* sdfs_inval records: encode returns the bytes written (16 +
+/* sdfs_note records: encode returns the bytes written (16 +
  * name_len); decode the bytes used, or -EPROTO (unknown kind, an entry
  * without a name or longer than SDFS_NAME_MAX, an inode or lock record
  * with one, bytes missing); *@iv's name points into @in. */
-size_t proto_inval_encode(const struct sdfs_inval *iv, uint8_t *out);
-ssize_t proto_inval_decode(const uint8_t *in, size_t len, struct sdfs_inval *iv);
+size_t proto_note_encode(const struct sdfs_note *iv, uint8_t *out);
+ssize_t proto_note_decode(const uint8_t *in, size_t len, struct sdfs_note *iv);
 /* A SETATTR's chunk report (sdfs_ns_chunks): SDFS_NS_CHUNKS_HDR + 8 * @n
  * bytes into @out. */
 void proto_ns_chunks_encode(const uint64_t *chunks, uint32_t n, uint8_t *out);

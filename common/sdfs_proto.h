@@ -25,7 +25,7 @@
  *        oid_is_ordered): a client sends them to the object's primary
  *        only, which forwards them as the peer-only REPL_* ops; the
  *        reply's `length` counts the replicas that applied it. Pushed
- *        invalidations: NS_SUBSCRIBE, NS_NOTIFY and sdfs_inval records;
+ *        invalidations: NS_SUBSCRIBE, NS_NOTIFY and sdfs_note records;
  *        SDFS_ATTR_F_LEASED in sdfs_attr.flags (was reserved, 0).
  *   1.6  POSIX ACLs (docs/acl.md): the *XATTR ops take the names
  *        system.posix_acl_access and system.posix_acl_default (ACLs in
@@ -584,31 +584,31 @@ enum sdfs_lock_type { SDFS_LOCK_UN = 0, SDFS_LOCK_RD = 1, SDFS_LOCK_WR = 2 };
  *                 ms)  -> hdr. From then on the connection carries
  *                 notifications, mds -> client:
  *   NS_NOTIFY     hdr(req_id = a number increasing per subscription),
- *                 sdfs_inval records filling the payload; the client
+ *                 sdfs_note records filling the payload; the client
  *                 answers each with hdr(SDFS_F_REPLY, same req_id) once it
  *                 dropped what they name. The mds acknowledges the change
  *                 that made them stale only after that answer (or once
  *                 the client's cache time since it last got that state
  *                 has passed).
  * A record on the wire: u8 kind, u8 0, le16 name_len, le32 0, le64 ino,
- * then name_len bytes of name (SDFS_INVAL_ENTRY only).
+ * then name_len bytes of name (SDFS_NOTE_ENTRY only).
  */
-enum sdfs_inval_kind {
-	SDFS_INVAL_INODE = 1,   /* the attributes of inode `ino` */
-	SDFS_INVAL_ENTRY = 2,   /* the name `name` in directory `ino`, whether
+enum sdfs_note_kind {
+	SDFS_NOTE_INODE = 1,   /* the attributes of inode `ino` */
+	SDFS_NOTE_ENTRY = 2,   /* the name `name` in directory `ino`, whether
 				   cached as present or as missing */
-	SDFS_INVAL_LOCK = 3,    /* locks on inode `ino` were dropped or changed:
+	SDFS_NOTE_LOCK = 3,    /* locks on inode `ino` were dropped or changed:
 				   a blocking lock request of this client there
 				   retries now (a wake-up: nothing is cached, and
 				   the mds does not wait for the answer) */
 };
-struct sdfs_inval {
+struct sdfs_note {
 	uint8_t kind;
 	uint16_t name_len;
 	uint64_t ino;
 	const char *name;       /* name_len bytes, not NUL-terminated */
 };
-#define SDFS_INVAL_HDR_SIZE 16u
+#define SDFS_NOTE_HDR_SIZE 16u
 enum sdfs_lock_kind { SDFS_LOCK_POSIX = 1, SDFS_LOCK_FLOCK = 2 };
 #define SDFS_LOCK_WAIT  0x1u            /* LOCK_SET: part of a blocking wait */
 #define SDFS_LOCK_CANCEL 0x2u           /* LOCK_SET, type UN: the wait ended */
@@ -726,7 +726,7 @@ struct sdfs_mds_info {
 	uint64_t leases;        /* leases held now */
 	uint64_t pushes;        /* notifications sent for changes */
 	uint64_t push_timeouts; /* ...that ended by the lease, not an answer */
-	uint64_t wakes;         /* lock wake-ups sent (SDFS_INVAL_LOCK) */
+	uint64_t wakes;         /* lock wake-ups sent (SDFS_NOTE_LOCK) */
 	/* 1.8 (a 1.5 to 1.7 mds sends the 120 bytes above, read as zeros) */
 	uint64_t strays;        /* inodes without a name kept because a
 				   client holds them open */

@@ -88,7 +88,7 @@ struct sdfs {
 	unsigned lock_gen;
 	/* hold.c: inodes held open (sdfs_ns_hold); made at first use */
 	struct holds *holds;
-	/* lock.c: wake-ups of blocking lock waits (SDFS_INVAL_LOCK) */
+	/* lock.c: wake-ups of blocking lock waits (SDFS_NOTE_LOCK) */
 	pthread_mutex_t wake_mu;
 	pthread_cond_t wake_cond;       /* CLOCK_MONOTONIC */
 	uint64_t lock_wakes;

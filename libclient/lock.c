@@ -166,7 +166,7 @@ static void nap(struct sdfs *s, uint64_t seen, int ms)
 /*
  * A blocking wait: SET with SDFS_LOCK_WAIT until granted. Between tries
  * it sleeps 10 ms doubling to 100 ms, and less when the mds wakes it
- * (the locks on some inode changed: SDFS_INVAL_LOCK on the handle's
+ * (the locks on some inode changed: SDFS_NOTE_LOCK on the handle's
  * invalidation channel, when it has one): the hand-off then costs a
  * round trip, not a poll interval.
  */

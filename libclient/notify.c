@@ -32,6 +32,7 @@
  * the channel both ways. A refusal is logged (client_auth) and retried
  * at the backoff's pace: keys can be fixed without a remount.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -57,6 +58,11 @@
 #define NOTIFY_UNSUPP_MS    2000        /* the mds has no NS_SUBSCRIBE */
 #define NOTIFY_RETRY_MIN_MS 100
 #define NOTIFY_RETRY_MAX_MS 2000
+/* The API's kinds are the wire's (sdfs.h, sdfs_proto.h): passed on as they are. */
+static_assert((int)SDFS_INVAL_INODE == (int)SDFS_NOTE_INODE &&
+	      (int)SDFS_INVAL_ENTRY == (int)SDFS_NOTE_ENTRY,
+	      "sdfs_inval kinds differ from the wire's");
+
 #define NOTIFY_LOG_MS       60000       /* the same error is logged again after */
 #define NOTIFY_MOVED_SLICE_MS 50        /* no active: look at the watch this often */
 
@@ -74,7 +80,7 @@ struct notify {
 	struct coord_mds_doc mds;       /* the active subscribed to (or tried) */
 	uint8_t *buf;                   /* a message's payload */
 	size_t buf_cap;
-	struct sdfs_inval *iv;
+	struct sdfs_inval *iv;          /* a message's records, for fn */
 	size_t iv_cap;
 	int64_t recheck_ms;             /* when to re-read the active (idle) */
 	struct auth_sess sess;          /* the connection's (on: tagged) */
@@ -360,7 +366,7 @@ static int handle_notify(struct notify *nt, int fd, const uint8_t *hraw,
 	if (ret)
 		return ret;
 	/* records are 16 bytes at least */
-	size_t cap = h->payload_len / SDFS_INVAL_HDR_SIZE;
+	size_t cap = h->payload_len / SDFS_NOTE_HDR_SIZE;
 	if (cap > nt->iv_cap) {
 		struct sdfs_inval *iv = realloc(nt->iv, cap * sizeof(*iv));
 
@@ -370,24 +376,22 @@ static int handle_notify(struct notify *nt, int fd, const uint8_t *hraw,
 		nt->iv_cap = cap;
 	}
 	while (off < h->payload_len) {
-		ssize_t used = proto_inval_decode(nt->buf + off, h->payload_len - off,
-						  &nt->iv[n]);
+		struct sdfs_note note;
+		ssize_t used = proto_note_decode(nt->buf + off, h->payload_len - off, &note);
 
 		if (used < 0)
 			return -EBADMSG;
 		off += (size_t)used;
-		n++;
-	}
-	/* Lock wake-ups are libsdfs's own; the rest go to the caller. */
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (nt->iv[i].kind == SDFS_INVAL_LOCK)
-			lock_wake(nt->s, nt->iv[i].ino);
+		/* Lock wake-ups are libsdfs's own; the rest go to the caller. */
+		if (note.kind == SDFS_NOTE_LOCK)
+			lock_wake(nt->s, note.ino);
 		else
-			nt->iv[k++] = nt->iv[i];
+			nt->iv[n++] = (struct sdfs_inval){ .kind = note.kind, .ino = note.ino,
+							   .name = note.name,
+							   .name_len = note.name_len };
 	}
-	if (k)
-		nt->fn(nt->arg, nt->iv, k);
+	if (n)
+		nt->fn(nt->arg, nt->iv, n);
 	proto_reply_init(&reply, h, SDFS_RES_OK);
 	auth_hdr_encode(&nt->sess, &reply, NULL, raw);
 	return send_frame(nt, fd, raw, sizeof(raw), net_now_ms() + NOTIFY_IO_MS);

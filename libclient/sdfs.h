@@ -497,13 +497,23 @@ int sdfs_ns_resolve(struct sdfs *s, const char *path, int follow, struct sdfs_st
  * of this handle. The subscription follows mds failovers. Once per
  * handle: 0, -EEXIST, -ENOMEM. sdfs_close ends it.
  */
-struct sdfs_inval;
+enum sdfs_inval_kind {
+	SDFS_INVAL_INODE = 1,   /* the attributes of inode `ino` */
+	SDFS_INVAL_ENTRY = 2,   /* the name `name` in directory `ino`, whether
+				   cached as present or as missing */
+	/* Also passed to @fn, alone, right after each (re)subscription:
+	 * what the mds may have pushed while there was no subscription (at
+	 * start, or after a lost connection or a failover) is lost, so
+	 * drop whatever can be dropped. */
+	SDFS_INVAL_ALL = 0x80,
+};
+struct sdfs_inval {
+	uint8_t kind;           /* enum sdfs_inval_kind */
+	uint16_t name_len;      /* SDFS_INVAL_ENTRY: name's bytes */
+	uint64_t ino;
+	const char *name;       /* name_len bytes, not NUL-terminated */
+};
 typedef void (*sdfs_inval_fn)(void *arg, const struct sdfs_inval *iv, size_t n);
-/* Also passed to @fn, alone, right after each (re)subscription: what
- * the mds may have pushed while there was no subscription (at start, or
- * after a lost connection or a failover) is lost, so drop whatever can
- * be dropped. Never on the wire. */
-#define SDFS_INVAL_ALL 0x80
 int sdfs_ns_subscribe(struct sdfs *s, uint32_t cache_ms, sdfs_inval_fn fn, void *arg);
 
 /*

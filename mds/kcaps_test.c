@@ -593,12 +593,12 @@ Test(kcaps, invalidations_name_the_subtree_root_as_the_root)
 	cr_assert_eq(h.opcode, SDFS_OP_NS_NOTIFY);
 	cr_assert_eq(read(sv[1], pl, h.payload_len), (ssize_t)h.payload_len);
 	while (off < h.payload_len) {
-		struct sdfs_inval iv;
-		ssize_t n = proto_inval_decode(pl + off, h.payload_len - off, &iv);
+		struct sdfs_note iv;
+		ssize_t n = proto_note_decode(pl + off, h.payload_len - off, &iv);
 
 		cr_assert_gt(n, 0);
 		cr_assert_neq(iv.ino, a, "the key's root by its real number");
-		root_told |= iv.kind == SDFS_INVAL_INODE && iv.ino == SDFS_ROOT_INO;
+		root_told |= iv.kind == SDFS_NOTE_INODE && iv.ino == SDFS_ROOT_INO;
 		off += (size_t)n;
 	}
 	cr_assert(root_told, "its root's attributes changed");

@@ -80,7 +80,7 @@ static __thread struct {
 struct target {
 	uint64_t client;
 	int64_t until;
-	struct sdfs_inval iv;           /* name points into notes */
+	struct sdfs_note iv;           /* name points into notes */
 };
 
 static int64_t mono_ms(void)
@@ -349,7 +349,7 @@ struct tlist {
 /* Take the leases others hold on key (a, h): each becomes a target
  * carrying @iv. The requester's stay. */
 static void take(struct leases *l, uint64_t requester, uint64_t a, uint64_t h,
-		 const struct sdfs_inval *iv, int64_t now, struct tlist *tl)
+		 const struct sdfs_note *iv, int64_t now, struct tlist *tl)
 {
 	size_t b = bucket_of(a, h);
 
@@ -389,7 +389,7 @@ static int by_client(const void *x, const void *y)
 	return a->client < b->client ? -1 : a->client > b->client;
 }
 
-static int same_item(const struct sdfs_inval *a, const struct sdfs_inval *b)
+static int same_item(const struct sdfs_note *a, const struct sdfs_note *b)
 {
 	return a->kind == b->kind && a->ino == b->ino && a->name_len == b->name_len &&
 	       !memcmp(a->name, b->name, a->name_len);
@@ -419,18 +419,18 @@ static int push(struct leases *l, uint64_t client, const struct target *t, size_
 		return -ENOTCONN;
 	for (size_t i = 0; i < n; i++)
 		if (i == 0 || !same_item(&t[i].iv, &t[i - 1].iv))
-			len += SDFS_INVAL_HDR_SIZE + t[i].iv.name_len;
+			len += SDFS_NOTE_HDR_SIZE + t[i].iv.name_len;
 	pl = malloc(len);
 	if (!pl)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
-		struct sdfs_inval iv = t[i].iv;
+		struct sdfs_note iv = t[i].iv;
 
 		if (i && same_item(&iv, &t[i - 1].iv))
 			continue;
 		if (root && iv.ino == root)
 			iv.ino = SDFS_ROOT_INO;
-		off += proto_inval_encode(&iv, pl + off);
+		off += proto_note_encode(&iv, pl + off);
 	}
 	/* wlock before reading fd: lease_unsubscribe waits for it before
 	 * the fd is closed, so ours stays open while we send. */
@@ -485,13 +485,13 @@ void lease_collect_end(struct leases *l, uint64_t requester, int committed)
 			 NOTE_INODES, NOTE_ENTRIES);
 	now = mono_ms();
 	for (unsigned i = 0; i < notes.ni; i++) {
-		struct sdfs_inval iv = { .kind = SDFS_INVAL_INODE, .ino = notes.ino[i] };
+		struct sdfs_note iv = { .kind = SDFS_NOTE_INODE, .ino = notes.ino[i] };
 
 		take(l, requester, notes.ino[i], H_INODE, &iv, now, &tl);
 	}
 	for (unsigned i = 0; i < notes.ne; i++) {
 		const struct note_ent *e = &notes.ent[i];
-		struct sdfs_inval iv = { .kind = SDFS_INVAL_ENTRY, .ino = e->parent,
+		struct sdfs_note iv = { .kind = SDFS_NOTE_ENTRY, .ino = e->parent,
 					 .name_len = e->nlen, .name = e->name };
 
 		take(l, requester, e->parent, name_h(e->name, e->nlen), &iv, now, &tl);
@@ -554,7 +554,7 @@ void lease_collect_end(struct leases *l, uint64_t requester, int committed)
 	free(tl.t);
 }
 
-void lease_hint(struct leases *l, uint64_t client, const struct sdfs_inval *iv)
+void lease_hint(struct leases *l, uint64_t client, const struct sdfs_note *iv)
 {
 	struct target t = { .client = client, .iv = *iv };
 	struct lease_sub *sub;

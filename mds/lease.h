@@ -79,9 +79,9 @@ void lease_note_entry(uint64_t parent, const char *name, size_t nlen);
  * changed to the other clients holding leases and wait (above). */
 void lease_collect_end(struct leases *l, uint64_t requester, int committed);
 
-/* Send @client one item now (SDFS_INVAL_LOCK: a wake-up) if it has a
+/* Send @client one item now (SDFS_NOTE_LOCK: a wake-up) if it has a
  * channel; never waits, and a client without one is not told. */
-void lease_hint(struct leases *l, uint64_t client, const struct sdfs_inval *iv);
+void lease_hint(struct leases *l, uint64_t client, const struct sdfs_note *iv);
 
 /* Counters for mds info / logs. */
 struct lease_stats {

@@ -6,7 +6,7 @@
  * lock, plus the waiters of blocking POSIX requests (never stored), and
  * which clients wait on which inode: when locks there are dropped or
  * changed, those clients get a wake-up on their invalidation channel
- * (SDFS_INVAL_LOCK, mds/lease.h) and retry at once instead of at their
+ * (SDFS_NOTE_LOCK, mds/lease.h) and retry at once instead of at their
  * next poll.
  */
 #include "mds/lock.h"
@@ -297,7 +297,7 @@ static void interest_take(struct locktab *t, uint64_t ino, struct wakes *wk)
 static void wakes_send(struct ns *ns, struct wakes *wk)
 {
 	for (size_t i = 0; i < wk->n; i++) {
-		struct sdfs_inval iv = { .kind = SDFS_INVAL_LOCK, .ino = wk->w[i].ino };
+		struct sdfs_note iv = { .kind = SDFS_NOTE_LOCK, .ino = wk->w[i].ino };
 
 		lease_hint(ns->leases, wk->w[i].client, &iv);
 	}

@@ -28,7 +28,10 @@
  *
  * Authentication (bd->auth, common/auth.h): a new connection must
  * first complete the handshake, frames of the normal framing handled
- * here on the loop thread; anything else before it gets SDFS_RES_AUTH
+ * here on the loop thread. A proof for a name the key table lacks waits
+ * while the coord worker reads that key from ZooKeeper (keydb_fetch: a
+ * key added a moment ago, before the watch's reload); the connection
+ * reads nothing meanwhile. Anything else before it gets SDFS_RES_AUTH
  * and the connection closes, with a log line naming the peer's address
  * (and key, when it said one) at most every AUTH_LOG_MS. After it,
  * every frame carries its tag: a frame that fails it closes the
@@ -43,6 +46,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sodium.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -111,6 +115,8 @@ struct conn {
 				   frame_timeout_ms */
 	struct auth_server as;
 	struct auth_ident who;
+	int key_wait;           /* a proof waits for its key's read */
+	int key_read;           /* that read was made (once a connection) */
 };
 
 const struct auth_ident *client_conn_ident(const struct conn *c)
@@ -350,6 +356,63 @@ static void conn_auth_frame(struct conn *c, const struct sdfs_hdr *h,
 	}
 }
 
+/* A proof waiting for its key's read (key_read_later). */
+struct key_job {
+	struct work work;
+	struct conn *c;
+	struct sdfs_hdr h;
+	uint8_t *payload;
+};
+
+static void key_read_fn(struct work *w)
+{
+	struct key_job *j = (struct key_job *)w;
+	struct keydb_ent e;
+
+	keydb_fetch(j->c->bd->keydb, j->c->as.name, &e);
+	sodium_memzero(&e, sizeof(e));
+}
+
+static void key_read_done(struct work *w)
+{
+	struct key_job *j = (struct key_job *)w;
+	struct conn *c = j->c;
+
+	c->key_wait = 0;
+	if (!c->closed)
+		conn_auth_frame(c, &j->h, j->payload);
+	free(j->payload);
+	free(j);
+	client_conn_put(c);
+}
+
+/* The proof @h (@payload) of a name the table lacks: read the key on
+ * the coord worker first, then answer (1: taken, @payload with it).
+ * Once a connection; 0: answer now. */
+static int key_read_later(struct conn *c, const struct sdfs_hdr *h, uint8_t *payload)
+{
+	struct keydb_ent e;
+	struct key_job *j;
+	int known;
+
+	if (h->opcode != SDFS_OP_AUTH_PROOF || c->as.state != AUTH_S_PROOF ||
+	    c->key_read || !c->bd->keydb)
+		return 0;
+	known = keydb_get(c->bd->keydb, c->as.name, &e) == 0;
+	sodium_memzero(&e, sizeof(e));
+	if (known || !(j = calloc(1, sizeof(*j))))
+		return 0;
+	c->key_read = c->key_wait = 1;
+	j->c = c;
+	j->h = *h;
+	j->payload = payload;
+	j->work.fn = key_read_fn;
+	j->work.done = key_read_done;
+	client_conn_get(c);
+	workq_push(c->bd->coord_q, &j->work);
+	return 1;
+}
+
 /* A frame is complete: check its tag and payload and hand it on. */
 static void conn_frame(struct conn *c)
 {
@@ -374,7 +437,14 @@ static void conn_frame(struct conn *c)
 		conn_close(c, "payload checksum mismatch");
 		return;
 	}
+	if (c->key_wait) {
+		free(payload);
+		conn_close(c, "a frame before the handshake's answer");
+		return;
+	}
 	if (!c->authed) {
+		if (key_read_later(c, &h, payload))
+			return;
 		conn_auth_frame(c, &h, payload);
 		free(payload);
 		return;

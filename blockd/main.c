@@ -277,6 +277,9 @@ static int auth_setup(struct blockd *bd, const struct keyring *kr, int have_kr)
 		return 0;
 	}
 	ret = coord_auth_daemon_keys(bd->coord, kr, have_kr, bd->conf.cluster, &bd->keydb);
+	/* a key just added works at once (client_conn.c reads it) */
+	if (!ret)
+		ret = coord_auth_fetch_misses(bd->coord, bd->keydb);
 	if (ret)
 		return ret;
 	auth_cred_of(kr, &cred);

@@ -518,7 +518,7 @@ int auth_server_step(struct auth_server *as, const struct sdfs_hdr *h,
 			return refuse(h, "malformed AUTH_PROOF", out, outlen);
 		}
 		transcript(as->name, as->nonce_c, as->nonce_s, as->offer, as->alg, th);
-		if (as->db && keydb_get(as->db, as->name, &e) == 0) {
+		if (as->db && (as->fetch ? keydb_fetch : keydb_get)(as->db, as->name, &e) == 0) {
 			keyed(e.key, "client", th, want);
 			if (crypto_verify_32(want, payload) == 0) {
 				key = e.key;
@@ -583,6 +583,7 @@ int auth_server_run(int fd, struct keydb *db, int timeout_ms, struct auth_sess *
 	int ret;
 
 	auth_server_init(&as, db);
+	as.fetch = 1;           /* a thread of its own: it may wait */
 	for (;;) {
 		uint8_t hb[SDFS_HDR_SIZE];
 		size_t len = 0;

@@ -165,6 +165,8 @@ struct auth_server {
 	uint8_t offer, alg;     /* AUTH_ALG_* the client offered, we picked */
 	uint8_t key_used[AUTH_KEY_BYTES];       /* once done: the key the peer
 						   proved (auth_still_valid) */
+	int fetch;              /* a name the table misses: keydb_fetch (it may
+				   block: set where waiting is allowed) */
 };
 
 void auth_server_init(struct auth_server *as, struct keydb *db);

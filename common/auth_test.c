@@ -169,6 +169,63 @@ Test(auth, unknown_key_is_refused)
 	close(fd);
 }
 
+/* The miss hook (keydb_on_miss): what "ZooKeeper" holds, and whether a
+ * reload (a keydb_replace) comes while it is read. */
+static int hook_calls, hook_reload;
+
+static int hook_bob(void *arg, const char *name, struct keydb_ent *out)
+{
+	(void)arg;
+	hook_calls++;
+	if (strcmp(name, "client.bob"))
+		return -ENOENT;
+	memset(out, 0, sizeof(*out));
+	snprintf(out->name, sizeof(out->name), "%s", name);
+	memcpy(out->key, key_b, AUTH_KEY_BYTES);
+	if (hook_reload)        /* e.g. `sdfs auth rm` meanwhile */
+		cr_assert_eq(keydb_replace(db, NULL, 0), 0);
+	return 0;
+}
+
+Test(auth, a_key_added_before_the_reload_gets_in_through_the_miss_hook)
+{
+	struct auth_sess cs;
+	struct keydb_ent e;
+	struct srv sv;
+	char err[256] = "";
+	int fd;
+
+	keydb_on_miss(db, hook_bob, NULL);
+	cr_assert_eq(shake("client.bob", key_b, &sv, &cs, &fd, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(sv.ret, 0, "%s", sv.why);
+	close(fd);
+	cr_assert_eq(keydb_get(db, "client.bob", &e), 0);
+	cr_assert_eq(hook_calls, 1, "kept: no second read");
+	/* an unknown name is still refused, after its one read */
+	cr_assert_eq(shake("client.eve", key_b, &sv, &cs, &fd, err, sizeof(err)), -EACCES);
+	cr_assert(strstr(sv.why, "unknown key"), "%s", sv.why);
+	cr_assert_eq(hook_calls, 2);
+	close(fd);
+	/* a removed key is not read again for a connection's re-check */
+	cr_assert_eq(keydb_remove(db, "client.bob"), 0);
+	cr_assert_eq(keydb_valid(db, "client.bob", key_b, wall_now_ms()), 0);
+	cr_assert_eq(hook_calls, 2);
+}
+
+Test(auth, a_key_read_while_the_table_reloads_is_not_kept)
+{
+	struct keydb_ent e;
+
+	keydb_on_miss(db, hook_bob, NULL);
+	hook_reload = 1;
+	/* this lookup gets what was read, the table keeps the reload's */
+	cr_assert_eq(keydb_fetch(db, "client.bob", &e), 0);
+	cr_assert_eq(keydb_count(db), 0);
+	hook_reload = 0;
+	cr_assert_eq(keydb_get(db, "client.bob", &e), -ENOENT);
+}
+
 Test(auth, previous_key_only_within_its_grace)
 {
 	struct auth_sess cs;

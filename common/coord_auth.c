@@ -37,6 +37,7 @@
 
 #include "common/coord_int.h"
 #include "common/log.h"
+#include "common/net.h"
 
 #define SEAL_MAGIC "SDK1"
 #define SEAL_MAGIC_LEN 4
@@ -50,6 +51,7 @@ struct coord_auth_follow {
 	int dirty, stop;
 	uint8_t secret[AUTH_KEY_BYTES];
 	struct keydb *db;
+	int64_t miss_next_ms;           /* fetch_miss: next read allowed (c->lock) */
 };
 
 static void entry_path(const struct coord *c, const char *name, char *out, size_t len)
@@ -471,6 +473,43 @@ void coord_auth_stop(struct coord *c)
 	pthread_cond_destroy(&f->cond);
 	sodium_memzero(f->secret, sizeof(f->secret));
 	free(f);
+}
+
+static int fetch_miss(void *arg, const char *name, struct keydb_ent *out)
+{
+	struct coord *c = arg;
+	uint8_t secret[AUTH_KEY_BYTES];
+	int ret = -EAGAIN;
+
+	/* one caller a gap reads; the others miss as before */
+	pthread_mutex_lock(&c->lock);
+	if (c->follow && net_now_ms() >= c->follow->miss_next_ms) {
+		c->follow->miss_next_ms = net_now_ms() + KEYDB_MISS_GAP_MS;
+		memcpy(secret, c->follow->secret, sizeof(secret));
+		ret = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (ret)
+		return ret;
+	ret = coord_auth_get(c, secret, name, out);
+	sodium_memzero(secret, sizeof(secret));
+	if (ret == 0)
+		log_info("%s: key %s read at its first use, before the watch's reload",
+			 c->p_auth, name);
+	return ret;
+}
+
+int coord_auth_fetch_misses(struct coord *c, struct keydb *db)
+{
+	int ok;
+
+	pthread_mutex_lock(&c->lock);
+	ok = c->follow && c->follow->db == db;
+	pthread_mutex_unlock(&c->lock);
+	if (!ok)
+		return -EINVAL;
+	keydb_on_miss(db, fetch_miss, c);
+	return 0;
 }
 
 int coord_auth_daemon_keys(struct coord *c, const struct keyring *kr, int have_kr,

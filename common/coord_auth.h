@@ -38,6 +38,19 @@ int coord_auth_list(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
 int coord_auth_follow(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES],
 		      struct keydb *db);
 /*
+ * Give @db (followed with coord_auth_follow) a miss hook that reads the
+ * one name from auth/ (keydb_fetch): `sdfs auth add`, then a connection
+ * with the new key works whether or not the watch's reload has come.
+ * The read blocks its caller (one ZooKeeper round trip, or up to the
+ * session's timeout while ZooKeeper hangs): the mds calls it from a
+ * connection's thread, blockd from its coord worker. At most one read
+ * per KEYDB_MISS_GAP_MS; the other misses meanwhile are refused as
+ * before, so unknown names sent in a stream cost ZooKeeper little.
+ * 0, or -EINVAL when @db is not followed.
+ */
+#define KEYDB_MISS_GAP_MS 100
+int coord_auth_fetch_misses(struct coord *c, struct keydb *db);
+/*
  * A daemon's start (sdfs-blockd, sdfs-mds) on a cluster that requires
  * authentication: its keyring @kr (loaded: @have_kr) must hold the
  * cluster secret; then a new key table *@db follows auth/ (freed by the

@@ -15,6 +15,8 @@ struct keydb {
 	struct keydb_ent *ents;         /* sorted by name */
 	size_t n, cap;
 	uint64_t version;
+	keydb_miss_fn miss;             /* set once, before lookups */
+	void *miss_arg;
 };
 
 int keydb_new(struct keydb **out)
@@ -58,13 +60,10 @@ static long find(const struct keydb *db, const char *name)
 	return -(long)lo - 1;
 }
 
-int keydb_put(struct keydb *db, const struct keydb_ent *e)
+static int put_locked(struct keydb *db, const struct keydb_ent *e)
 {
-	long i;
-	int ret = 0;
+	long i = find(db, e->name);
 
-	pthread_mutex_lock(&db->mu);
-	i = find(db, e->name);
 	if (i >= 0) {
 		db->ents[i] = *e;
 	} else {
@@ -74,10 +73,8 @@ int keydb_put(struct keydb *db, const struct keydb_ent *e)
 			size_t cap = db->cap ? db->cap * 2 : 16;
 			struct keydb_ent *p = realloc(db->ents, cap * sizeof(*p));
 
-			if (!p) {
-				ret = -ENOMEM;
-				goto out;
-			}
+			if (!p)
+				return -ENOMEM;
 			db->ents = p;
 			db->cap = cap;
 		}
@@ -86,7 +83,15 @@ int keydb_put(struct keydb *db, const struct keydb_ent *e)
 		db->n++;
 	}
 	db->version++;
-out:
+	return 0;
+}
+
+int keydb_put(struct keydb *db, const struct keydb_ent *e)
+{
+	int ret;
+
+	pthread_mutex_lock(&db->mu);
+	ret = put_locked(db, e);
 	pthread_mutex_unlock(&db->mu);
 	return ret;
 }
@@ -138,7 +143,7 @@ int keydb_replace(struct keydb *db, const struct keydb_ent *ents, size_t n)
 	return 0;
 }
 
-int keydb_get(struct keydb *db, const char *name, struct keydb_ent *out)
+static int lookup(struct keydb *db, const char *name, struct keydb_ent *out)
 {
 	long i;
 
@@ -148,6 +153,37 @@ int keydb_get(struct keydb *db, const char *name, struct keydb_ent *out)
 		*out = db->ents[i];
 	pthread_mutex_unlock(&db->mu);
 	return i >= 0 ? 0 : -ENOENT;
+}
+
+int keydb_get(struct keydb *db, const char *name, struct keydb_ent *out)
+{
+	return lookup(db, name, out);
+}
+
+int keydb_fetch(struct keydb *db, const char *name, struct keydb_ent *out)
+{
+	uint64_t v;
+
+	if (lookup(db, name, out) == 0)
+		return 0;
+	if (!db->miss)
+		return -ENOENT;
+	v = keydb_version(db);
+	if (db->miss(db->miss_arg, name, out))
+		return -ENOENT;
+	/* Kept only if no reload came meanwhile: a reload after a removal
+	 * (sdfs auth rm) must not find the removed key put back behind it. */
+	pthread_mutex_lock(&db->mu);
+	if (db->version == v)
+		put_locked(db, out);
+	pthread_mutex_unlock(&db->mu);
+	return 0;
+}
+
+void keydb_on_miss(struct keydb *db, keydb_miss_fn fn, void *arg)
+{
+	db->miss = fn;
+	db->miss_arg = arg;
 }
 
 size_t keydb_count(struct keydb *db)
@@ -176,7 +212,7 @@ int keydb_valid(struct keydb *db, const char *name,
 	struct keydb_ent e;
 	int ok;
 
-	if (keydb_get(db, name, &e))
+	if (lookup(db, name, &e))
 		return 0;
 	ok = sodium_memcmp(e.key, key, AUTH_KEY_BYTES) == 0 ||
 	     (e.prev_until_ms > now_ms &&

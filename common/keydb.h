@@ -37,6 +37,18 @@ int keydb_remove(struct keydb *db, const char *name);
 int keydb_replace(struct keydb *db, const struct keydb_ent *ents, size_t n);
 /* Copy @name's entry into @out: 0, or -ENOENT. */
 int keydb_get(struct keydb *db, const char *name, struct keydb_ent *out);
+/*
+ * keydb_get, and on a miss the miss hook's read of @name from where the
+ * keys live (keydb_on_miss), kept unless a reload came meanwhile (which
+ * may have been a removal's): a key added a moment ago is accepted
+ * before the table's own reload brings it. May block (the hook reads
+ * ZooKeeper): never on an event loop.
+ */
+int keydb_fetch(struct keydb *db, const char *name, struct keydb_ent *out);
+/* The miss hook: @fn(@arg, name, out) reads name's entry into @out: 0,
+ * or -errno (coord_auth_fetch_misses sets one). */
+typedef int (*keydb_miss_fn)(void *arg, const char *name, struct keydb_ent *out);
+void keydb_on_miss(struct keydb *db, keydb_miss_fn fn, void *arg);
 /* Entries held now. */
 size_t keydb_count(struct keydb *db);
 /* Rises with every change: a daemon re-checks its connections' keys

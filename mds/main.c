@@ -411,6 +411,11 @@ static int auth_setup(struct mds *m, const struct keyring *kr, int have_kr)
 	if (!m->auth)
 		return 0;
 	ret = coord_auth_daemon_keys(m->coord, kr, have_kr, m->conf.cluster, &m->keydb);
+	/* a key just added works at once: a client's first contact is us
+	 * (connection threads may wait; blockd's loop may not: it takes
+	 * keys from the watch alone) */
+	if (!ret)
+		ret = coord_auth_fetch_misses(m->coord, m->keydb);
 	if (ret)
 		return ret;
 	m->secret = kr->secret;

@@ -229,6 +229,37 @@ Test(kcaps, a_read_only_key_cannot_write)
 	free(out);
 }
 
+/* ---- a new key ---- */
+
+/*
+ * `sdfs auth add` returns, and a client with the new key connects at
+ * once: the mds reads a key it misses from ZooKeeper instead of
+ * refusing it until its watch's reload brings it (a CI failure: "key
+ * client.pa: unknown key", 100 ms after the add), and so do the
+ * block daemons (client_conn.c). Several rounds, each racing a fresh
+ * reload.
+ */
+Test(kcaps, a_key_works_the_moment_auth_add_returns)
+{
+	for (int i = 0; i < 8; i++) {
+		char name[32], conf[PATH_MAX], err[256] = "";
+		struct sdfs_stat st;
+		struct sdfs *s;
+		int ret;
+
+		snprintf(name, sizeof(name), "client.new%d", i);
+		key_add(name, "rw", conf, sizeof(conf));
+		cr_assert_eq(sdfs_open(conf, &s, err, sizeof(err)), 0, "open %s: %s", conf, err);
+		/* the mds first; then the block daemons, a few ms later */
+		ret = sdfs_ns_create(s, ROOT, name, 0644, 0, 0, &st);
+		if (!ret)
+			ret = sdfs_file_pwrite(s, &st, name, strlen(name), 0, 0);
+		sdfs_close(s);
+		cr_assert_eq(ret, 0, "round %d: %s right after its auth add: %s", i, name,
+			     strerror(-ret));
+	}
+}
+
 /* ---- a path-restricted key ---- */
 
 Test(kcaps, a_path_key_reaches_nothing_outside_its_subtree)

@@ -378,7 +378,9 @@ void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw)
 	 * with one, ganesha 4.3 exits here with "No IP address found for
 	 * 127.0.0.1 because:Name or service not known", getaddrinfo's answer
 	 * to an AF_INET6 lookup with AI_ADDRCONFIG when ::1 is the only IPv6
-	 * address (docs/reexport.md, "Bind_addr"). */
+	 * address (docs/reexport.md, "Bind_addr"). Dir_Chunk = 0: listings
+	 * are read through the mount, not served from ganesha's cached
+	 * entries, whose files may be gone (docs/reexport.md, "Dir_Chunk"). */
 	snprintf(conf, sizeof(conf),
 		 "# written by tests/reexport (docs/reexport.md)\n"
 		 "NFS_CORE_PARAM {\n"
@@ -410,6 +412,7 @@ void rx_nfs_start(struct tcluster *tc, struct rx_gw *gw)
 		 "\tAttr_Expiration_Time = %d;\n"
 		 "\tFSAL { Name = VFS; }\n"
 		 "}\n"
+		 "MDCACHE { Dir_Chunk = 0; }\n"
 		 "LOG { Default_Log_Level = EVENT; Components { FSAL = INFO; } }\n",
 		 gw->port, RX_MNT_PORT, gw->dir, tcluster_mnt(tc), fsid_major, fsid_minor,
 		 RX_GW_ATTR_S);

@@ -3,9 +3,11 @@
  * libnfs-utils 4.0 (nfs-ls, nfs-cat, nfs-cp) has no command for: print
  * a file's NFS file handle, rename, unlink, mkdir, rmdir, write into an
  * existing file at an offset and truncate it (nfs-cp only creates new
- * files).
+ * files), and stat a file (GETATTR: nfs-ls shows a listing's
+ * attributes).
  *
  *   rx-nfs fh URL            the handle of URL's file, in hex, one line
+ *   rx-nfs stat URL          "size N" of URL's file, one line
  *   rx-nfs rename URL NEW    NEW: a path inside the same export
  *   rx-nfs unlink URL | mkdir URL | rmdir URL
  *   rx-nfs pwrite URL OFFSET FILE   the local FILE's bytes into URL's
@@ -38,6 +40,11 @@ struct nfs_fh {
 	int len;
 	char *val;
 };
+struct nfs_stat_64 {    /* libnfs 4.0 include/nfsc/libnfs.h */
+	uint64_t nfs_dev, nfs_ino, nfs_mode, nfs_nlink, nfs_uid, nfs_gid, nfs_rdev;
+	uint64_t nfs_size, nfs_blksize, nfs_blocks, nfs_atime, nfs_mtime, nfs_ctime;
+	uint64_t nfs_atime_nsec, nfs_mtime_nsec, nfs_ctime_nsec, nfs_used;
+};
 
 static struct {
 	struct nfs_context *(*init_context)(void);
@@ -56,6 +63,7 @@ static struct {
 	int (*mkdir)(struct nfs_context *, const char *);
 	int (*rmdir)(struct nfs_context *, const char *);
 	int (*truncate)(struct nfs_context *, const char *, uint64_t len);
+	int (*stat64)(struct nfs_context *, const char *, struct nfs_stat_64 *);
 	char *(*get_error)(struct nfs_context *);
 } nfs;
 
@@ -76,7 +84,8 @@ static int load(void)
 	} while (0)
 	SYM(init_context); SYM(destroy_context); SYM(parse_url_full);
 	SYM(destroy_url); SYM(mount); SYM(open); SYM(close); SYM(get_fh); SYM(pwrite);
-	SYM(rename); SYM(unlink); SYM(mkdir); SYM(rmdir); SYM(truncate); SYM(get_error);
+	SYM(rename); SYM(unlink); SYM(mkdir); SYM(rmdir); SYM(truncate); SYM(stat64);
+	SYM(get_error);
 #undef SYM
 	return 0;
 }
@@ -125,7 +134,7 @@ int main(int argc, char **argv)
 
 	if (argc < 3 || ((!strcmp(op, "rename") || !strcmp(op, "truncate")) && argc != 4) ||
 	    (!strcmp(op, "pwrite") && argc != 5)) {
-		fprintf(stderr, "usage: rx-nfs fh|unlink|mkdir|rmdir URL | rename URL NEW"
+		fprintf(stderr, "usage: rx-nfs fh|stat|unlink|mkdir|rmdir URL | rename URL NEW"
 			" | pwrite URL OFFSET FILE | truncate URL LEN\n");
 		return 2;
 	}
@@ -156,6 +165,12 @@ int main(int argc, char **argv)
 			printf("\n");
 			nfs.close(ctx, fh);
 		}
+	} else if (!strcmp(op, "stat")) {
+		struct nfs_stat_64 st;
+
+		ret = nfs.stat64(ctx, url->file, &st);
+		if (ret == 0)
+			printf("size %llu\n", (unsigned long long)st.nfs_size);
 	} else if (!strcmp(op, "pwrite")) {
 		char *buf;
 		long len = slurp(argv[4], &buf);

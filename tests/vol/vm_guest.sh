@@ -1,10 +1,10 @@
 #!/bin/sh
 # tests/vol/vm_guest.sh OUTDIR - build the small Linux guest that
 # vol_vm_test boots from a volume file (docs/volumes.md, "Booting a VM
-# from a volume file"), from what Debian packages installed on this host
-# (tools/install-deps: linux-image-amd64, busybox-static, e2fsprogs):
+# from a volume file"), from Debian packages (tools/install-deps --tests:
+# busybox-static, e2fsprogs, and linux-image-amd64's kernel unpacked):
 #
-#   OUTDIR/kernel      the host's newest /boot/vmlinuz-*: its ELF vmlinux
+#   OUTDIR/kernel      that kernel's vmlinuz: its ELF vmlinux
 #                      unpacked when the kernel has PVH (CONFIG_PVH, Debian's
 #                      has), so QEMU enters it directly, without SeaBIOS's
 #                      real-mode boot and the guest unpacking itself, which
@@ -35,23 +35,31 @@ bb=/bin/busybox
 for f in "$bb" /sbin/mke2fs /usr/bin/cpio; do
 	[ -x "$f" ] || { echo "vm_guest: $f missing" >&2; exit 77; }
 done
-# the newest installed kernel whose modules are there too
-kver=
-for k in $(ls /boot/vmlinuz-* 2>/dev/null | sort -V); do
-	v=${k#/boot/vmlinuz-}
-	[ -f "/lib/modules/$v/modules.dep" ] && kver=$v
+# The guest's kernel: the newest one whose modules are there too, from
+# the Debian kernel package tools/install-deps --tests unpacked (without
+# installing it: the host's boot is left alone) under $SDFS_GUEST_KERNELS,
+# else one installed on the host.
+kroots="${SDFS_GUEST_KERNELS:-/var/cache/sdfs/guest-kernel}"
+kroot= kver=
+for r in $(ls -d "$kroots"/*/ 2>/dev/null) /; do
+	r=${r%/}
+	for k in $(ls "$r"/boot/vmlinuz-* 2>/dev/null | sort -V); do
+		v=${k#"$r"/boot/vmlinuz-}
+		[ -f "$r/lib/modules/$v/modules.dep" ] && kroot=$r kver=$v
+	done
+	[ -z "$kver" ] || break
 done
-[ -n "$kver" ] || { echo "vm_guest: no /boot/vmlinuz-* with /lib/modules (apt-get install linux-image-amd64)" >&2; exit 77; }
-mods=/lib/modules/$kver
+[ -n "$kver" ] || { echo "vm_guest: no kernel with its modules under $kroots or /boot (tools/install-deps --tests)" >&2; exit 77; }
+mods=$kroot/lib/modules/$kver
 rm -rf "$out/initrd.d" "$out/root.d"
 mkdir -p "$out/initrd.d/bin" "$out/initrd.d/lib" "$out/root.d/bin" "$out/root.d/sbin"
 
 # ---- the kernel: vmlinux from the bzImage's payload (boot protocol:
 # setup_sects at 0x1f1, payload_offset/length at 0x248/0x24c, from the
 # protected-mode code at (setup_sects + 1) * 512) ----
-bz=/boot/vmlinuz-$kver
+bz=$kroot/boot/vmlinuz-$kver
 rm -f "$out/kernel"
-if grep -qx CONFIG_PVH=y "/boot/config-$kver" 2>/dev/null; then
+if grep -qx CONFIG_PVH=y "$kroot/boot/config-$kver" 2>/dev/null; then
 	u() { od -An -tu"$1" -j "$2" -N "$1" "$bz" | tr -d ' '; }
 	start=$((($(u 1 497) + 1) * 512))
 	tail -c +$((start + $(u 4 584) + 1)) "$bz" | head -c "$(u 4 588)" > "$out/payload"

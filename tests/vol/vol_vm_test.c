@@ -22,8 +22,9 @@
  * guests hang), else under TCG; $SDFS_VM_ACCEL=kvm|tcg skips the probe.
  * Each boot's time is printed, never asserted.
  *
- * Skipped when qemu-system-x86_64, a kernel under /boot with its
- * modules, busybox or debugfs are missing (tools/install-deps installs
+ * Skipped when qemu-system-x86_64, a kernel with its modules (under
+ * /var/cache/sdfs/guest-kernel or /boot), busybox or debugfs are
+ * missing (tools/install-deps --tests, which tests/run runs, brings
  * them).
  */
 #include "tests/vol/vt.h"
@@ -235,8 +236,8 @@ Test(vol_vm, boots_from_a_volume_file_and_keeps_fsynced_files)
 	int nw, nr, st;
 
 	if (!tc)
-		cr_skip_test("%s, %s or %s missing (tools/install-deps: qemu-system-x86, "
-			     "qemu-utils, e2fsprogs)", QEMU, QEMU_IMG, DEBUGFS);
+		cr_skip_test("%s, %s or %s missing (tools/install-deps --tests: "
+			     "qemu-system-x86, qemu-utils, e2fsprogs)", QEMU, QEMU_IMG, DEBUGFS);
 	build_guest();
 
 	/* the root image into the volume file, as QEMU's tools would */

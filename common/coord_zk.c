@@ -121,17 +121,49 @@ static int wait_connected(struct coord *c, int timeout_ms)
 	return ret;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Add our credentials to the new handle: queued, sent first when the
+ * connection is up (and again on every reconnection of this handle),
+ * before any request of ours. zoo_add_auth refuses (ZINVALIDSTATE)
+ * while the handle is between two servers (state 0: the one it tried
+ * refused or closed, the next is not tried yet), as for a closed
+ * handle; with a listed server down that is where the library's thread
+ * often is when we come here. Again every 10 ms until @end.
+ */
+static int cred_apply_wait(struct coord *c, int64_t end)
+{
+	for (;;) {
+		int ret = coord_cred_apply(c), state = zoo_state(c->zh);
+
+		if (ret != -ESHUTDOWN || state == ZOO_EXPIRED_SESSION_STATE ||
+		    state == ZOO_AUTH_FAILED_STATE)
+			return ret;
+		if (mono_ms() >= end)
+			return -ETIMEDOUT;
+		usleep(10 * 1000);
+	}
+}
+
 static int connect_session(struct coord *c, int timeout_ms)
 {
+	int64_t end = mono_ms() + timeout_ms;
+	int ret;
+
 	c->state = 0;
 	c->zh = zookeeper_init2(c->hosts, watcher, c->session_ms, NULL, c, 0, zk_log);
 	if (!c->zh)
 		return errno ? -errno : -EINVAL;
-	/* Queued now, sent first when the connection is up (and again on
-	 * every reconnection of this handle): before any request of ours. */
-	int ret = coord_cred_apply(c);
+	ret = cred_apply_wait(c, end);
 	if (!ret)
-		ret = wait_connected(c, timeout_ms);
+		ret = wait_connected(c, (int)(end - mono_ms()));
 	if (ret) {
 		zookeeper_close(c->zh);
 		c->zh = NULL;
@@ -183,14 +215,6 @@ static int open_setup(struct coord *c)
 	return 0;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int coord_open(const char *hosts, const char *name, int session_ms,
 	       int timeout_ms, coord_event_fn fn, void *arg, struct coord **out)
 {
@@ -240,17 +264,21 @@ int coord_open_cred(const char *hosts, const char *name,
 	if (ret)
 		goto out_free;
 	/* A server that stalls longer than the session's receive timeout
-	 * (a loaded host) loses the connection under a request: the
-	 * handle reconnects (or, its session expired, we make another)
-	 * and open_setup runs again, until @timeout_ms is over. */
+	 * (a loaded host), or one that leaves the ensemble (it died, an
+	 * election), loses the connection under a request: the handle
+	 * reconnects to another listed server (or, its session expired,
+	 * we make another) and open_setup runs again, until @timeout_ms is
+	 * over. */
 	for (;;) {
 		int64_t left;
 
 		ret = open_setup(c);
 		left = end - mono_ms();
-		if (ret != -ETIMEDOUT || left <= 0)
+		if ((ret != -ETIMEDOUT && (ret != -ESHUTDOWN ||
+		     zoo_state(c->zh) != ZOO_EXPIRED_SESSION_STATE)) || left <= 0)
 			break;
-		log_warn("zookeeper: connection lost while opening %s; again", c->base);
+		log_warn("zookeeper: %s while opening %s; again", ret == -ESHUTDOWN ?
+			 "session expired" : "connection lost", c->base);
 		usleep(100 * 1000);     /* the session event may be on its way */
 		ret = wait_connected(c, (int)left);
 		if (ret == -ESHUTDOWN) {

@@ -117,13 +117,4 @@ int coord_queue_list(struct coord *c, const char *dir, struct String_vector *kid
  * -ETIMEDOUT, -ENOENT if @node is gone. Takes zlock itself. */
 int coord_queue_wait(struct coord *c, const char *dir, const char *node,
 		     int timeout_ms);
-/* Is someone whose name starts with @prefix (NULL: anyone) queued
- * behind @node (a name in @dir)? 1: yes; else watch @dir's children up
- * to @timeout_ms: -EAGAIN when they changed (check again) or
- * coord_queue_kick() ran, -ETIMEDOUT, -ENOENT if @node is gone. Takes
- * zlock itself. */
-int coord_queue_wait_behind(struct coord *c, const char *dir, const char *node,
-			    const char *prefix, int timeout_ms);
-/* Wake every coord_queue_wait*() of @c (they return -EAGAIN). */
-void coord_queue_kick(struct coord *c);
 #endif

@@ -188,31 +188,15 @@ static void pred_watcher(zhandle_t *zh, int type, int state, const char *path,
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Wait on c->cond until queue_gen moves from @gen, the session ends or
- * @timeout_ms pass: -EAGAIN or -ETIMEDOUT. */
-static int gen_wait(struct coord *c, unsigned long gen, int timeout_ms)
-{
-	struct timespec dl;
-	int changed;
-
-	net_time_in(CLOCK_REALTIME, timeout_ms, &dl);
-	pthread_mutex_lock(&c->lock);
-	while (c->queue_gen == gen && c->state != ZOO_EXPIRED_SESSION_STATE)
-		if (pthread_cond_timedwait(&c->cond, &c->lock, &dl))
-			break;
-	changed = c->queue_gen != gen || c->state == ZOO_EXPIRED_SESSION_STATE;
-	pthread_mutex_unlock(&c->lock);
-	return changed ? -EAGAIN : -ETIMEDOUT;
-}
-
 int coord_queue_wait(struct coord *c, const char *dir, const char *node,
 		     int timeout_ms)
 {
 	struct String_vector kids = { 0 };
 	char pred[PATH_MAX_LEN * 2];
 	unsigned long gen;
+	struct timespec dl;
 	struct Stat st;
-	int rc, found = -1;
+	int rc, found = -1, changed;
 
 	pthread_rwlock_rdlock(&c->zlock);
 	rc = coord_queue_list(c, dir, &kids);
@@ -242,49 +226,16 @@ int coord_queue_wait(struct coord *c, const char *dir, const char *node,
 				   creation watch this leaves is harmless) */
 	if (rc != ZOK)
 		return coord_zerr(rc);
+	net_time_in(CLOCK_REALTIME, timeout_ms, &dl);
 	/* Any queue's watch wakes every waiter of this coord, and so does
 	 * the session's end: each re-checks (-EAGAIN), which is cheap. */
-	return gen_wait(c, gen, timeout_ms);
-}
-
-int coord_queue_wait_behind(struct coord *c, const char *dir, const char *node,
-			    const char *prefix, int timeout_ms)
-{
-	struct String_vector kids = { 0 };
-	unsigned long gen;
-	int rc, found = -1, behind;
-
 	pthread_mutex_lock(&c->lock);
-	gen = c->queue_gen;
+	while (c->queue_gen == gen && c->state != ZOO_EXPIRED_SESSION_STATE)
+		if (pthread_cond_timedwait(&c->cond, &c->lock, &dl))
+			break;
+	changed = c->queue_gen != gen || c->state == ZOO_EXPIRED_SESSION_STATE;
 	pthread_mutex_unlock(&c->lock);
-	pthread_rwlock_rdlock(&c->zlock);
-	/* The same (watcher, context) as the predecessor watch: it only
-	 * bumps queue_gen, and lives as long as the coord. */
-	rc = zoo_wget_children(c->zh, dir, pred_watcher, c, &kids);
-	pthread_rwlock_unlock(&c->zlock);
-	if (rc != ZOK)
-		return coord_zerr(rc);
-	for (int i = 0; i < kids.count; i++)
-		if (strcmp(kids.data[i], node) == 0)
-			found = i;
-	behind = 0;
-	for (int i = 0; found >= 0 && i < kids.count; i++)
-		behind |= cmp_seq(&kids.data[i], &kids.data[found]) > 0 &&
-			  (!prefix || !strncmp(kids.data[i], prefix, strlen(prefix)));
-	deallocate_String_vector(&kids);
-	if (found < 0)
-		return -ENOENT;
-	if (behind)
-		return 1;
-	return gen_wait(c, gen, timeout_ms);
-}
-
-void coord_queue_kick(struct coord *c)
-{
-	pthread_mutex_lock(&c->lock);
-	c->queue_gen++;
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+	return changed ? -EAGAIN : -ETIMEDOUT;
 }
 
 int coord_mds_elect_wait(struct coord *c, const char *node, int timeout_ms)

@@ -19,7 +19,6 @@
 #define VOL_DIR_MAX PATH_MAX_LEN          /* a directory: base + vols/.../<n> */
 #define VOL_PATH_MAX (PATH_MAX_LEN * 2)   /* a node in one */
 #define VOL_LOCK_PREFIX "w"
-#define VOL_LOCK_PREFIX_COOP "y"      /* a cooperative opener (SDFS_VOL_YIELD) */
 #define VOL_TRIES 5
 
 static void fence_path(const struct coord *c, uint64_t vid, char *out, size_t len)
@@ -284,8 +283,8 @@ int coord_vol_fence_list(struct coord *c,
 	return ret;
 }
 
-static int lock_join(struct coord *c, uint64_t ino, const char *prefix,
-		     const char *holder, char *node, size_t len)
+int coord_vol_lock_join(struct coord *c, uint64_t ino, const char *holder,
+			char *node, size_t len)
 {
 	char dir[VOL_DIR_MAX];
 	int ret = 0;
@@ -294,7 +293,7 @@ static int lock_join(struct coord *c, uint64_t ino, const char *prefix,
 		return -ENAMETOOLONG;
 	queue_path(c, ino, dir, sizeof(dir));
 	for (int tries = 0; tries < VOL_TRIES; tries++) {
-		ret = coord_queue_join(c, dir, prefix, holder, node, len);
+		ret = coord_queue_join(c, dir, VOL_LOCK_PREFIX, holder, node, len);
 		if (ret != -ENOENT)
 			return ret;
 		/* No queue yet, or a last leaver removed it just now. */
@@ -305,18 +304,6 @@ static int lock_join(struct coord *c, uint64_t ino, const char *prefix,
 			return ret;
 	}
 	return -EAGAIN;
-}
-
-int coord_vol_lock_join(struct coord *c, uint64_t ino, const char *holder,
-			char *node, size_t len)
-{
-	return lock_join(c, ino, VOL_LOCK_PREFIX, holder, node, len);
-}
-
-int coord_vol_lock_join_coop(struct coord *c, uint64_t ino, const char *holder,
-			     char *node, size_t len)
-{
-	return lock_join(c, ino, VOL_LOCK_PREFIX_COOP, holder, node, len);
 }
 
 /* The data of @dir/@name into @holder (NULL ok). zlock held. */
@@ -415,21 +402,6 @@ int coord_vol_lock_wait(struct coord *c, uint64_t ino, const char *node,
 		if (left <= 0)
 			return -ETIMEDOUT;
 	}
-}
-
-int coord_vol_lock_wanted(struct coord *c, uint64_t ino, const char *node,
-			  int timeout_ms)
-{
-	char dir[VOL_DIR_MAX];
-
-	queue_path(c, ino, dir, sizeof(dir));
-	return coord_queue_wait_behind(c, dir, base_name(node), VOL_LOCK_PREFIX_COOP "_",
-				       timeout_ms);
-}
-
-void coord_vol_lock_kick(struct coord *c)
-{
-	coord_queue_kick(c);
 }
 
 int coord_vol_lock_release(struct coord *c, uint64_t ino, const char *node)

@@ -11,8 +11,6 @@
  *                            wants to write volume file <ino>; the lowest
  *                            holds the lock. Its data is the holder's
  *                            description ("host=a pid=12 mount=/mnt").
- *                            y_<guid>_<seq>: the same, from a cooperative
- *                            opener (a holder hands the lock over to it)
  * <vid> and <ino> are decimal.
  *
  * How a writer starts (libclient/vol.c): join the lock, be first (or
@@ -75,22 +73,6 @@ int coord_vol_lock_first(struct coord *c, uint64_t ino, const char *node,
  * -ETIMEDOUT after @timeout_ms, -ENOENT, -errno. */
 int coord_vol_lock_wait(struct coord *c, uint64_t ino, const char *node,
 			int timeout_ms);
-/* coord_vol_lock_join as a cooperative opener (y_ node): a holder
- * waiting in coord_vol_lock_wanted() sees it as a handover request. */
-int coord_vol_lock_join_coop(struct coord *c, uint64_t ino, const char *holder,
-			     char *node, size_t len);
-/*
- * Holding the lock at @node, wait up to @timeout_ms until a cooperative
- * opener (coord_vol_lock_join_coop) queues behind it (a handover
- * request, libclient's SDFS_VOL_YIELD):
- * 1 if one does; -EAGAIN when the queue changed otherwise or
- * coord_vol_lock_kick() ran (check again), -ETIMEDOUT, -ENOENT if
- * @node is gone, -errno.
- */
-int coord_vol_lock_wanted(struct coord *c, uint64_t ino, const char *node,
-			  int timeout_ms);
-/* Wake every coord_vol_lock_wanted()/_wait() of @c now (-EAGAIN). */
-void coord_vol_lock_kick(struct coord *c);
 /* Leave: delete @node (absent: 0), and @ino's queue node if now empty. */
 int coord_vol_lock_release(struct coord *c, uint64_t ino, const char *node);
 /* Who holds @ino's lock: 1 with the description in @holder (NULL ok),

@@ -132,10 +132,7 @@ ssize_t volf_pread(struct fnode *n, void *buf, size_t size, uint64_t off)
  * With vol_lazy, a write open holds only a reader until its first
  * change: the writer lock is taken then, waiting for the holder (QEMU
  * live migration: the destination opens the image while the source
- * still writes it, and writes only after the switch-over). The lock is
- * taken cooperatively (SDFS_VOL_YIELD): once another mount queues for
- * it and this one has been idle for SDFS_VOL_YIELD_IDLE_MS, it is
- * handed over, and a later change here takes it back the same way.
+ * still writes it, and writes only after the switch-over).
  */
 static int writer_get(struct fnode *n)
 {
@@ -145,8 +142,7 @@ static int writer_get(struct fnode *n)
 	pthread_rwlock_wrlock(&n->vol_rw);
 	if (!n->vol_wr && n->vol_writers > 0) {
 		holder_desc(desc, sizeof(desc));
-		ret = sdfs_vol_open(the_fs->s, n->ino,
-				    SDFS_VOL_WRITE | SDFS_VOL_WAIT | SDFS_VOL_YIELD,
+		ret = sdfs_vol_open(the_fs->s, n->ino, SDFS_VOL_WRITE | SDFS_VOL_WAIT,
 				    desc, &n->vol_wr);
 	}
 	pthread_rwlock_unlock(&n->vol_rw);

@@ -657,23 +657,12 @@ int sdfs_vol_reclaim_status(struct sdfs *s, struct sdfs_reclaim_status *rs);
  * later write fails with -EPERM. A snapshot taken meanwhile is
  * followed transparently. Read-only handles (no flag) see the live
  * state as of open (reloaded at most every second) or a snapshot.
- *
- * SDFS_VOL_YIELD (with SDFS_VOL_WRITE): a cooperative writer, for
- * live migration. When another cooperative opener queues for the lock
- * and this handle has had no change begin for SDFS_VOL_YIELD_IDLE_MS,
- * it flushes and hands the lock over; it then reads like a read-only
- * handle, and its next change (write, punch, resize) queues for the
- * lock again (waiting as SDFS_VOL_WAIT) with a new token. A handle that
- * keeps changing the volume never yields (the other opener times out),
- * and a strict opener (no SDFS_VOL_YIELD) is never yielded to.
  */
 struct sdfs_vol;
 #define SDFS_VOL_WRITE 0x1
 #define SDFS_VOL_WAIT  0x2
 #define SDFS_VOL_GRACE 0x4
-#define SDFS_VOL_YIELD 0x8
 #define SDFS_VOL_GRACE_MS 1000
-#define SDFS_VOL_YIELD_IDLE_MS 100
 /* @holder: describes this opener to a refused one (NULL: host and pid). */
 int sdfs_vol_open(struct sdfs *s, uint64_t ino, unsigned flags, const char *holder,
 		  struct sdfs_vol **out);

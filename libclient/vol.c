@@ -120,7 +120,7 @@ int vol_reload(struct sdfs_vol *v, uint64_t gen)
 		ret = info_get(v, &vi);
 		if (ret)
 			goto out;
-		if (vi.vid != v->vi.vid || !vol_live_writer(v))
+		if (vi.vid != v->vi.vid || !v->writer)
 			break;
 		/* Frozen but not yet committed at the mds. */
 		if (net_now_ms() > deadline) {
@@ -129,14 +129,14 @@ int vol_reload(struct sdfs_vol *v, uint64_t gen)
 		}
 		sleep_ms(VOL_RETRY_MS);
 	}
-	if (vol_live_writer(v) && vi.token > v->token) {
+	if (v->writer && vi.token > v->token) {
 		log_warn("volume ino=%" PRIu64 ": fenced by a newer writer (token %"
 			 PRIu32 " > ours %" PRIu32 ")", v->ino, vi.token, v->token);
 		atomic_store(&v->fenced, 1);
 		ret = -EPERM;
 		goto out;
 	}
-	if (vol_live_writer(v))
+	if (v->writer)
 		log_info("volume ino=%" PRIu64 ": live state moved from vid %" PRIu64
 			 " to %" PRIu64 " (snapshot)", v->ino, v->vi.vid, vi.vid);
 	v->vi = vi;
@@ -153,7 +153,7 @@ void vol_refresh_ro(struct sdfs_vol *v)
 	uint64_t gen;
 	int stale;
 
-	if (vol_live_writer(v) || v->snap[0])
+	if (v->writer || v->snap[0])
 		return;
 	pthread_rwlock_rdlock(&v->state);
 	stale = net_now_ms() - v->loaded_ms > VOL_RO_RELOAD_MS;
@@ -225,154 +225,6 @@ static int take_token(struct sdfs_vol *v, unsigned flags)
 	return ret;
 }
 
-/*
- * Handover (SDFS_VOL_YIELD; docs/volumes.md "Migration"). The yield
- * thread watches our lock's queue; once another opener waits behind us
- * and no change has begun for SDFS_VOL_YIELD_IDLE_MS, it takes `state`
- * exclusively (no I/O in flight), flushes every object written so far
- * (the next writer's fsync would not cover them) and leaves the queue.
- * The next change queues again and becomes the writer anew.
- */
-#define VOL_YIELD_POLL_MS 250   /* the watch wait; bounds a close's join */
-
-/* Queue for the lock; @coop: as a cooperative opener, whom a yielding
- * holder hands the lock over to (a strict opener gets EBUSY as ever). */
-static int lock_join(struct sdfs_vol *v, int coop)
-{
-	return (coop ? coord_vol_lock_join_coop : coord_vol_lock_join)
-		(v->s->coord, v->ino, v->holder, v->lock_node, sizeof(v->lock_node));
-}
-
-/* Hand the lock over if still idle: 0, or -EBUSY (I/O or a change came). */
-static int vol_yield(struct sdfs_vol *v)
-{
-	int ret;
-
-	if (pthread_rwlock_trywrlock(&v->state))
-		return -EBUSY;
-	if (atomic_load(&v->yielded) ||
-	    net_now_ms() - atomic_load(&v->changed_ms) < SDFS_VOL_YIELD_IDLE_MS) {
-		pthread_rwlock_unlock(&v->state);
-		return -EBUSY;
-	}
-	ret = sdfs_vol_flush(v);
-	if (!ret)
-		ret = coord_vol_lock_release(v->s->coord, v->ino, v->lock_node);
-	if (!ret) {
-		v->lock_node[0] = '\0';
-		atomic_store(&v->yielded, 1);
-		log_info("volume ino=%" PRIu64 " vid=%" PRIu64 ": handed the writer lock "
-			 "over (token %" PRIu32 ")", v->ino, v->vi.vid, v->token);
-	} else {
-		log_warn("volume ino=%" PRIu64 ": keeping the writer lock, handover "
-			 "failed: %s", v->ino, strerror(-ret));
-	}
-	pthread_rwlock_unlock(&v->state);
-	return ret;
-}
-
-static void *yield_main(void *arg)
-{
-	struct sdfs_vol *v = arg;
-	char node[COORD_VOL_NODE_MAX];
-	int ret;
-
-	pthread_mutex_lock(&v->ymu);
-	while (!v->ystop) {
-		if (atomic_load(&v->yielded)) {
-			pthread_cond_wait(&v->ycv, &v->ymu);
-			continue;
-		}
-		pthread_mutex_unlock(&v->ymu);
-		pthread_rwlock_rdlock(&v->state);
-		snprintf(node, sizeof(node), "%s", v->lock_node);
-		pthread_rwlock_unlock(&v->state);
-		ret = node[0] ? coord_vol_lock_wanted(v->s->coord, v->ino, node,
-						      VOL_YIELD_POLL_MS) : -EAGAIN;
-		if (ret == 1) {
-			int64_t idle = net_now_ms() - atomic_load(&v->changed_ms);
-
-			if (idle < SDFS_VOL_YIELD_IDLE_MS)
-				sleep_ms((int)(SDFS_VOL_YIELD_IDLE_MS - idle));
-			else if (vol_yield(v))
-				sleep_ms(SDFS_VOL_YIELD_IDLE_MS / 4);
-		} else if (ret != -EAGAIN && ret != -ETIMEDOUT) {
-			sleep_ms(VOL_YIELD_POLL_MS);    /* ZooKeeper trouble */
-		}
-		pthread_mutex_lock(&v->ymu);
-	}
-	pthread_mutex_unlock(&v->ymu);
-	return NULL;
-}
-
-static int yield_start(struct sdfs_vol *v)
-{
-	int ret;
-
-	atomic_store(&v->changed_ms, net_now_ms());
-	ret = -pthread_create(&v->yield_th, NULL, yield_main, v);
-	if (!ret)
-		v->yield = 1;
-	return ret;
-}
-
-static void yield_stop(struct sdfs_vol *v)
-{
-	pthread_mutex_lock(&v->ymu);
-	v->ystop = 1;
-	pthread_cond_broadcast(&v->ycv);
-	pthread_mutex_unlock(&v->ymu);
-	coord_vol_lock_kick(v->s->coord);
-	pthread_join(v->yield_th, NULL);
-	v->yield = 0;
-}
-
-/* Become the writer again after a handover: queue, wait for the holder
- * (it yields once idle), new token, the live state's index. */
-static int vol_retake(struct sdfs_vol *v)
-{
-	struct coord *c = v->s->coord;
-	int ret = 0;
-
-	pthread_rwlock_wrlock(&v->state);
-	if (!atomic_load(&v->yielded))
-		goto out;
-	client_coord_renew(v->s);
-	ret = lock_join(v, 1);
-	if (!ret)
-		ret = take_token(v, SDFS_VOL_WAIT);
-	if (!ret) {
-		vol_io_reset(v);
-		ret = index_load(v);
-		v->gen++;
-	}
-	if (ret) {
-		if (v->lock_node[0])
-			coord_vol_lock_release(c, v->ino, v->lock_node);
-		v->lock_node[0] = '\0';
-		log_warn("volume ino=%" PRIu64 ": taking the writer lock back: %s",
-			 v->ino, strerror(-ret));
-		goto out;
-	}
-	pthread_mutex_lock(&v->ymu);
-	atomic_store(&v->yielded, 0);
-	pthread_cond_broadcast(&v->ycv);
-	pthread_mutex_unlock(&v->ymu);
-out:
-	pthread_rwlock_unlock(&v->state);
-	return ret;
-}
-
-int vol_change_begin(struct sdfs_vol *v)
-{
-	if (!v->yield)
-		return 0;
-	atomic_store(&v->changed_ms, net_now_ms());
-	if (!atomic_load(&v->yielded))
-		return 0;
-	return vol_retake(v);
-}
-
 static struct sdfs_vol *vol_alloc(struct sdfs *s, uint64_t ino)
 {
 	struct sdfs_vol *v = calloc(1, sizeof(*v));
@@ -383,8 +235,6 @@ static struct sdfs_vol *vol_alloc(struct sdfs *s, uint64_t ino)
 	v->ino = ino;
 	pthread_rwlock_init(&v->state, NULL);
 	pthread_mutex_init(&v->size_lock, NULL);
-	pthread_mutex_init(&v->ymu, NULL);
-	pthread_cond_init(&v->ycv, NULL);
 	vol_io_init(v);
 	return v;
 }
@@ -394,8 +244,6 @@ static void vol_free(struct sdfs_vol *v)
 	vol_io_destroy(v);
 	pthread_rwlock_destroy(&v->state);
 	pthread_mutex_destroy(&v->size_lock);
-	pthread_mutex_destroy(&v->ymu);
-	pthread_cond_destroy(&v->ycv);
 	free((void *)v->idx);
 	free(v->ixbuf);
 	free(v);
@@ -427,9 +275,9 @@ static int vol_open_common(struct sdfs *s, uint64_t ino, unsigned flags,
 			snprintf(desc, sizeof(desc), "host=%s pid=%d", host, (int)getpid());
 			holder = desc;
 		}
-		snprintf(v->holder, sizeof(v->holder), "%s", holder);
 		client_coord_renew(s);
-		ret = lock_join(v, !!(flags & SDFS_VOL_YIELD));
+		ret = coord_vol_lock_join(s->coord, ino, holder, v->lock_node,
+					  sizeof(v->lock_node));
 		if (ret)
 			goto fail;
 		ret = take_token(v, flags);
@@ -440,8 +288,6 @@ static int vol_open_common(struct sdfs *s, uint64_t ino, unsigned flags,
 		ret = -EIO;
 	if (!ret)
 		ret = index_load(v);
-	if (!ret && v->writer && (flags & SDFS_VOL_YIELD))
-		ret = yield_start(v);
 	if (ret)
 		goto fail;
 	*out = v;
@@ -471,16 +317,13 @@ void sdfs_vol_close(struct sdfs_vol *v)
 {
 	if (!v)
 		return;
-	if (v->yield)
-		yield_stop(v);
 	if (v->writer) {
 		int ret = sdfs_vol_flush(v);
 
 		if (ret)
 			log_warn("volume ino=%" PRIu64 ": flush at close: %s", v->ino,
 				 strerror(-ret));
-		if (v->lock_node[0])
-			coord_vol_lock_release(v->s->coord, v->ino, v->lock_node);
+		coord_vol_lock_release(v->s->coord, v->ino, v->lock_node);
 	}
 	vol_free(v);
 }

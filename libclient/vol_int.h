@@ -56,19 +56,6 @@ struct sdfs_vol {
 
 	pthread_mutex_t chunk_locks[VOL_CHUNK_LOCKS];
 
-	/* Handover (SDFS_VOL_YIELD, vol.c): `yielded` is set under `state`
-	 * held exclusively, with the lock node left; the next change takes
-	 * the lock again (vol_retake). The yield thread waits for another
-	 * opener to queue behind us. */
-	int yield;                      /* opened with SDFS_VOL_YIELD */
-	atomic_int yielded;
-	atomic_llong changed_ms;        /* last change began (net_now_ms) */
-	char holder[COORD_VOL_HOLDER_MAX];
-	pthread_t yield_th;
-	pthread_mutex_t ymu;
-	pthread_cond_t ycv;             /* yielded cleared, or ystop */
-	int ystop;
-
 	/* objects written since the last flush */
 	pthread_mutex_t dmu;
 	uint64_t *dirty;
@@ -88,14 +75,6 @@ int vol_reload(struct sdfs_vol *v, uint64_t gen);
 /* Read-only handles of the live state: reload if the index is older
  * than VOL_RO_RELOAD_MS. Call without `state` held. */
 void vol_refresh_ro(struct sdfs_vol *v);
-/* A writer that holds its lock now (not yielded)? */
-static inline int vol_live_writer(struct sdfs_vol *v)
-{
-	return v->writer && !atomic_load(&v->yielded);
-}
-/* Before a change: note it, and take the lock back if it was handed
- * over (SDFS_VOL_YIELD). Call without `state` held. 0 or -errno. */
-int vol_change_begin(struct sdfs_vol *v);
 /* Make room for @chunks entries (state held exclusively, or at open). */
 int vol_grow_cap(struct sdfs_vol *v, uint64_t chunks);
 

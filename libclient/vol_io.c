@@ -302,14 +302,6 @@ static int range_apply(struct sdfs_vol *v, const char *data, uint64_t len, uint6
 		if (atomic_load(&v->fenced))
 			return -EPERM;
 		pthread_rwlock_rdlock(&v->state);
-		if (atomic_load(&v->yielded)) {
-			/* handed over since vol_change_begin: take it back */
-			pthread_rwlock_unlock(&v->state);
-			ret = vol_change_begin(v);
-			if (ret)
-				break;
-			continue;
-		}
 		gen = v->gen;
 		osz = v->vi.obj_size;
 		ret = 0;
@@ -380,9 +372,6 @@ int sdfs_vol_pwrite(struct sdfs_vol *v, const void *buf, size_t len, uint64_t of
 		return -EFBIG;
 	if (!len)
 		return 0;
-	ret = vol_change_begin(v);
-	if (ret)
-		return ret;
 	if (off + len > sdfs_vol_size(v)) {
 		ret = size_grow(v, off + len);
 		if (ret)
@@ -419,7 +408,7 @@ again:
 	pthread_rwlock_unlock(&v->state);
 	/* A reader's index may be older than a reclaim of a chunk the live
 	 * state has since overwritten: read it again once. */
-	if (ret == -ENOENT && !vol_live_writer(v) && !v->snap[0] && !retried) {
+	if (ret == -ENOENT && !v->writer && !v->snap[0] && !retried) {
 		retried = 1;
 		if (!vol_reload(v, gen))
 			goto again;
@@ -432,16 +421,12 @@ again:
 int sdfs_vol_punch(struct sdfs_vol *v, uint64_t off, uint64_t len)
 {
 	uint64_t size;
-	int ret;
 
 	if (!v->writer)
 		return -EROFS;
 	size = sdfs_vol_size(v);
 	if (off >= size || !len)
 		return 0;
-	ret = vol_change_begin(v);
-	if (ret)
-		return ret;
 	if (len > size - off)
 		len = size - off;
 	return range_apply(v, NULL, len, off);
@@ -476,15 +461,11 @@ int sdfs_vol_flush(struct sdfs_vol *v)
 int sdfs_vol_resize(struct sdfs_vol *v, uint64_t size)
 {
 	struct sdfs_setattr sa = { .mask = SDFS_SETATTR_SIZE, .size = size };
-	uint64_t old, osz = v->vi.obj_size, end;
+	uint64_t old = sdfs_vol_size(v), osz = v->vi.obj_size, end;
 	int ret;
 
 	if (!v->writer)
 		return -EROFS;
-	ret = vol_change_begin(v);
-	if (ret)
-		return ret;
-	old = sdfs_vol_size(v);
 	if (size >= old)
 		return size == old ? 0 : size_grow(v, size);
 	/* Shrink: zero the tail of the last chunk, drop the chunks past it,

@@ -13,9 +13,6 @@
  *   is in the volume.
  * - Migration with vol_lazy: B opens while A writes, B's first write
  *   waits until A closes.
- * - Migration between two vol_lazy mounts: the destination's first
- *   write takes the lock from the idle source, which keeps its file
- *   open; the source's next write takes it back the same way.
  * - vol_wait: B's open(O_RDWR) waits while A writes, and returns once A
  *   closes.
  *
@@ -47,7 +44,7 @@
 #define TAKEOVER_MS 30000       /* B gets the lock this soon after A stops */
 
 static struct tcluster *tc;
-static struct vt_mount2 m2, m3;
+static struct vt_mount2 m2;
 static pid_t child;
 
 enum { W_PENDING, W_AFTER_SAME, W_AFTER_NEW_CHUNK, W_AFTER_OLD_CHUNK, W_FSYNC, W_N };
@@ -72,7 +69,6 @@ static void up(void)
 	cr_assert(sh != MAP_FAILED);
 	memset(sh, 0, sizeof(*sh));
 	memset(&m2, 0, sizeof(m2));
-	memset(&m3, 0, sizeof(m3));
 	child = 0;
 	tc = vt_start();
 }
@@ -86,7 +82,6 @@ static void down(void)
 		waitpid(child, NULL, 0);
 	}
 	vt_mount2_stop(&m2);
-	vt_mount2_stop(&m3);
 	tcluster_stop(tc);
 }
 
@@ -415,96 +410,6 @@ Test(vol_writer, migration_hands_the_lock_over_with_vol_lazy)
 	free(model);
 	free(got);
 	free(bbuf);
-}
-
-/* @fd's path under @m. */
-static int m_open(struct vt_mount2 *m, const char *name, int flags)
-{
-	char path[PATH_MAX + 64];
-
-	snprintf(path, sizeof(path), "%s/%s", m->path, name);
-	return open(path, flags | O_CLOEXEC);
-}
-
-/* A pattern write of @len at @off through @fd, timed; the model follows. */
-static int64_t timed_put(int fd, uint8_t *model, uint64_t off, size_t len,
-			 uint64_t tag, const char *what)
-{
-	int64_t t0 = tnow_ms();
-
-	put(fd, model, off, len, tag, what);
-	return tnow_ms() - t0;
-}
-
-/*
- * QEMU live migration with both hosts mounted vol_lazy (docs/volumes.md
- * "Migration"): the source keeps its image open after the switch-over
- * (QEMU inactivates it and quits only later, or resumes if the
- * migration fails). The destination's first write must not wait for
- * that close: the idle source hands the lock over, a stale write of the
- * source is fenced, and a later write of the source takes it back.
- */
-Test(vol_writer, migration_between_lazy_mounts_hands_over_without_close)
-{
-	char path[PATH_MAX + 16];
-	uint8_t *model = vt_alloc(SIZE), *got = vt_alloc(SIZE);
-	int fs, fd;
-	int64_t ms;
-
-	vt_create(tc, "vm", SIZE, OBJ, NULL);
-	snprintf(path, sizeof(path), "%s/mnt2", tcluster_dir(tc));
-	vt_mount2_start(tc, &m2, path, "vol_lazy");
-	snprintf(path, sizeof(path), "%s/mnt3", tcluster_dir(tc));
-	vt_mount2_start(tc, &m3, path, "vol_lazy");
-
-	fs = m_open(&m2, "vm", O_RDWR | O_DIRECT);
-	cr_assert(fs >= 0, "source: open: %s", strerror(errno));
-	ms = timed_put(fs, model, 0, 2 * MiB, 1, "source: vm");
-	vt_fsync(fs, "source: vm");
-	cr_log_info("source: first write (takes the lock) %" PRId64 " ms", ms);
-
-	fd = m_open(&m3, "vm", O_RDWR | O_DIRECT);
-	cr_assert(fd >= 0, "destination: open(O_RDWR) while the source holds the "
-		  "volume: %s", strerror(errno));
-	vt_pread(fd, got, 2 * MiB, 0, "destination: vm before the switch-over");
-	vt_assert_same(got, model, 2 * MiB, 0, OBJ, "destination reads before switch-over");
-
-	/* switch-over: the source stops writing but keeps its descriptor */
-	ms = timed_put(fd, model, 3 * MiB, MiB, 2, "destination: first write, the "
-		       "source still open");
-	cr_log_info("destination: first write (handover from the open, idle "
-		    "source) %" PRId64 " ms", ms);
-	vt_fsync(fd, "destination: vm");
-	vt_read_vol(tc, vt_ino(tc, "vm"), NULL, got, SIZE);
-	vt_assert_same(got, model, SIZE, 0, OBJ, "vm after the handover");
-	/* the source reads what the destination wrote (within its 1 s
-	 * refresh of a reader's index) */
-	for (int64_t end = tnow_ms() + VT_WAIT_MS;; tsleep_ms(100)) {
-		vt_pread(fs, got, SIZE, 0, "source: vm after the handover");
-		if (!memcmp(got, model, SIZE))
-			break;
-		cr_assert(tnow_ms() < end, "source still reads old data after the "
-			  "handover");
-	}
-
-	/* a failed migration: the source resumes and writes; the
-	 * destination, idle, hands the lock back */
-	ms = timed_put(fs, model, 5 * MiB, MiB, 3, "source: write after the handover");
-	cr_log_info("source: write taking the lock back %" PRId64 " ms", ms);
-	vt_fsync(fs, "source: vm, taken back");
-	/* and once more the other way, inside a chunk both wrote */
-	ms = timed_put(fd, model, 3 * MiB + 512 * KiB, 64 * KiB, 4,
-		       "destination: write after the source took it back");
-	cr_log_info("destination: write taking it again %" PRId64 " ms", ms);
-	vt_fsync(fd, "destination: vm, again");
-
-	close(fs);
-	close(fd);
-	check_all("vm", model, "after three handovers");
-	vt_mount2_stop(&m3);
-	vt_mount2_stop(&m2);
-	free(model);
-	free(got);
 }
 
 /* B's open in the background: its descriptor (or errno) once done. */

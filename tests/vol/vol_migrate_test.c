@@ -1,0 +1,362 @@
+/*
+ * vol_migrate_test.c - QEMU live migration of a VM whose disk is a
+ * volume file, between two mounts of one cluster as two hosts (both
+ * vol_lazy; docs/volumes.md "Migration").
+ *
+ * The VM has no guest: a PC with 32 MiB, never started (-S), its disk a
+ * virtio-blk device (a drive with a device takes QEMU's image locks;
+ * one without takes none). QEMU's monitor command `qemu-io` does the writes a
+ * guest would, on the source before the migration and on the
+ * destination after it, while the source QEMU keeps the image open
+ * (inactive, "postmigrate"), as it does until its manager quits it.
+ * Checked:
+ * - the destination QEMU opens the image while the source writes it,
+ *   and the migration completes;
+ * - the destination's first write after the switch-over succeeds with
+ *   the source still open (sdfs hands the writer lock over; it waited
+ *   for the source's close before);
+ * - QEMU's own image locking (locking=on) works across the two mounts
+ *   as on a local file: a second writer on either host is refused with
+ *   QEMU's "Failed to get ... lock" while a QEMU has the image;
+ * - every byte written on either side reads back afterwards.
+ *
+ * Skipped when qemu-system-x86_64 or qemu-io is missing (tools/
+ * install-deps --tests installs them). Every QEMU is killed at teardown
+ * by its pid.
+ */
+#include "tests/vol/vt.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define QEMU_SYS "/usr/bin/qemu-system-x86_64"
+#define QEMU_IO "/usr/bin/qemu-io"
+#define OBJ (1u << 20)
+#define SIZE (8u << 20)
+#define MiB (1u << 20)
+#define KiB 1024u
+#define QMP_MS 60000            /* no monitor answer may take longer */
+
+static struct tcluster *tc;
+static struct vt_mount2 ma, mb;
+static pid_t qpid[2];
+
+static void up(void)
+{
+	memset(&ma, 0, sizeof(ma));
+	memset(&mb, 0, sizeof(mb));
+	qpid[0] = qpid[1] = 0;
+	tc = vt_start();
+}
+
+static void down(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (qpid[i] > 0) {
+			kill(qpid[i], SIGKILL);
+			waitpid(qpid[i], NULL, 0);
+		}
+	}
+	vt_mount2_stop(&mb);
+	vt_mount2_stop(&ma);
+	tcluster_stop(tc);
+}
+
+TestSuite(vol_migrate, .init = up, .fini = down, .timeout = 600);
+
+/* ---- a QMP client: one command, one answer ---- */
+
+struct qmp {
+	int fd;
+	const char *log;                /* QEMU's stdout: qemu-io prints there */
+	char buf[65536];
+	size_t len;
+};
+
+/* The next line from @q (without '\n') into @line, waiting until
+ * @deadline; the test fails on a timeout or a closed monitor. */
+static void qmp_line(struct qmp *q, char *line, size_t cap, int64_t deadline)
+{
+	for (;;) {
+		char *nl = memchr(q->buf, '\n', q->len);
+
+		if (nl) {
+			size_t n = (size_t)(nl - q->buf);
+
+			snprintf(line, cap, "%.*s", (int)n, q->buf);
+			memmove(q->buf, nl + 1, q->len - n - 1);
+			q->len -= n + 1;
+			return;
+		}
+		cr_assert(q->len < sizeof(q->buf) - 1, "QMP: a line longer than %zu bytes",
+			  sizeof(q->buf));
+		struct pollfd p = { .fd = q->fd, .events = POLLIN };
+		int left = (int)(deadline - tnow_ms());
+
+		cr_assert(left > 0 && poll(&p, 1, left) == 1, "QMP: no answer in %d ms",
+			  QMP_MS);
+		ssize_t got = read(q->fd, q->buf + q->len, sizeof(q->buf) - 1 - q->len);
+
+		cr_assert(got > 0, "QMP: the monitor closed (%s)",
+			  got < 0 ? strerror(errno) : "EOF");
+		q->len += (size_t)got;
+	}
+}
+
+/* Send @cmd (one JSON object) and return its answer line (events are
+ * skipped) in @out. */
+static void qmp_cmd(struct qmp *q, const char *cmd, char *out, size_t cap)
+{
+	int64_t deadline = tnow_ms() + QMP_MS;
+	size_t n = strlen(cmd);
+
+	cr_assert_eq(write(q->fd, cmd, n), (ssize_t)n, "QMP: send: %s", strerror(errno));
+	cr_assert_eq(write(q->fd, "\n", 1), 1);
+	do
+		qmp_line(q, out, cap, deadline);
+	while (strstr(out, "\"event\"") && !strstr(out, "\"return\""));
+	cr_assert(!strstr(out, "\"error\""), "QMP %s: %s", cmd, out);
+}
+
+/* Connect to the QMP socket @path of a QEMU just started (it appears
+ * when QEMU is up), and leave capabilities negotiation. */
+static void qmp_open(struct qmp *q, const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int64_t deadline = tnow_ms() + QMP_MS;
+	char line[4096];
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	q->len = 0;
+	for (;;) {
+		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert(q->fd >= 0);
+		if (!connect(q->fd, (struct sockaddr *)&a, sizeof(a)))
+			break;
+		close(q->fd);
+		cr_assert(tnow_ms() < deadline, "QMP: cannot connect to %s: %s", path,
+			  strerror(errno));
+		tsleep_ms(50);
+	}
+	qmp_line(q, line, sizeof(line), deadline);      /* the greeting */
+	cr_assert(strstr(line, "\"QMP\""), "QMP greeting: %s", line);
+	qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", line, sizeof(line));
+}
+
+/* What QEMU printed to its log from offset @from on (malloc'd). */
+static char *log_since(const char *log, size_t from)
+{
+	uint8_t *all = NULL;
+	size_t n = vt_slurp(log, &all);
+	char *s = strndup(n > from ? (char *)all + from : "", n > from ? n - from : 0);
+
+	free(all);
+	cr_assert(s);
+	return s;
+}
+
+/* QEMU's monitor command `qemu-io d0 "@io"`: its output (on QEMU's
+ * stdout) must hold @want and no failure. */
+static void qemu_io_hmp(struct qmp *q, const char *who, const char *io, const char *want)
+{
+	char cmd[512], out[8192], *said;
+	int64_t t0 = tnow_ms(), ms;
+	uint8_t *old = NULL;
+	size_t from = vt_slurp(q->log, &old);
+
+	free(old);
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"human-monitor-command\",\"arguments\":"
+		 "{\"command-line\":\"qemu-io d0 \\\"%s\\\"\"}}", io);
+	qmp_cmd(q, cmd, out, sizeof(out));
+	ms = tnow_ms() - t0;
+	for (int64_t end = tnow_ms() + VT_WAIT_MS;; tsleep_ms(20)) {
+		said = log_since(q->log, from);
+		if (strstr(said, want) || strstr(said, "failed") || tnow_ms() > end)
+			break;
+		free(said);
+	}
+	cr_assert(strstr(said, want) && !strstr(said, "failed"),
+		  "%s: qemu-io \"%s\": %s%s", who, io, said, out);
+	cr_log_info("%s: qemu-io \"%s\": %" PRId64 " ms", who, io, ms);
+	free(said);
+}
+
+/* The answer of query-status or query-migrate's "status" value. */
+static void qmp_status(struct qmp *q, const char *exec, char *status, size_t cap)
+{
+	char cmd[128], out[8192], *s;
+
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"%s\"}", exec);
+	qmp_cmd(q, cmd, out, sizeof(out));
+	s = strstr(out, "\"status\": \"");
+	cr_assert(s, "%s: no status in %s", exec, out);
+	s += strlen("\"status\": \"");
+	snprintf(status, cap, "%.*s", (int)strcspn(s, "\""), s);
+}
+
+/* A VM without a guest whose drive d0 (a virtio disk) is @image; QMP
+ * on @qmp_path. */
+static pid_t qemu_start(const char *image, const char *qmp_path, const char *incoming,
+			const char *log)
+{
+	char drive[PATH_MAX + 128], qmp[PATH_MAX + 64];
+	const char *argv[24];
+	int n = 0;
+
+	snprintf(drive, sizeof(drive), "file=%s,format=raw,if=none,id=d0,cache=none,"
+		 "aio=native,file.locking=on", image);
+	snprintf(qmp, sizeof(qmp), "unix:%s,server=on,wait=off", qmp_path);
+	argv[n++] = QEMU_SYS;
+	argv[n++] = "-machine";
+	argv[n++] = "pc";
+	argv[n++] = "-accel";
+	argv[n++] = "tcg";
+	argv[n++] = "-m";
+	argv[n++] = "32";
+	argv[n++] = "-nodefaults";
+	argv[n++] = "-display";
+	argv[n++] = "none";
+	argv[n++] = "-S";
+	argv[n++] = "-drive";
+	argv[n++] = drive;
+	argv[n++] = "-device";
+	argv[n++] = "virtio-blk-pci,drive=d0";
+	argv[n++] = "-qmp";
+	argv[n++] = qmp;
+	if (incoming) {
+		argv[n++] = "-incoming";
+		argv[n++] = incoming;
+	}
+	argv[n] = NULL;
+	return vt_spawn((char *const *)argv, log);
+}
+
+/* A second writer (qemu-io, read-write) of @image must be refused by
+ * QEMU's image locking. */
+static void second_writer_refused(const char *image, const char *where)
+{
+	char *out = NULL;
+	char *const argv[] = { QEMU_IO, "-f", "raw", "-t", "none", "-c", "read 0 4k",
+			       (char *)image, NULL };
+	int st = vt_run(argv, &out, VT_CMD_MS);
+
+	cr_assert(st != 0 && out && strstr(out, "Failed to get") && strstr(out, "lock"),
+		  "qemu-io read-write of the image on %s while a QEMU has it: exit %d, "
+		  "expected QEMU's lock refusal:\n%.2000s", where, st, out ? out : "");
+	cr_log_info("second writer on %s refused: %.*s", where,
+		    (int)strcspn(strstr(out, "Failed to get"), "\n"), strstr(out, "Failed to get"));
+	free(out);
+}
+
+static void pattern_model(uint8_t *model, uint64_t off, size_t len, int byte)
+{
+	memset(model + off, byte, len);
+}
+
+Test(vol_migrate, qemu_migrates_between_lazy_mounts_while_the_source_stays_open)
+{
+	char pa[PATH_MAX + 16], pb[PATH_MAX + 16], img_a[PATH_MAX + 32], img_b[PATH_MAX + 32];
+	char qa[PATH_MAX + 32], qb[PATH_MAX + 32], mig[PATH_MAX + 64], uri[PATH_MAX + 128];
+	char loga[PATH_MAX + 32], logb[PATH_MAX + 32], st[64], out[8192];
+	char cmd[PATH_MAX + 256];
+	uint8_t *model = vt_alloc(SIZE), *got = vt_alloc(SIZE);
+	struct qmp src, dst;
+	const char *dir;
+	int64_t t0;
+
+	if (access(QEMU_SYS, X_OK) || access(QEMU_IO, X_OK))
+		cr_skip_test("%s or %s missing (tools/install-deps --tests)", QEMU_SYS, QEMU_IO);
+	memset(model, 0, SIZE);
+	vt_create(tc, "vm.img", SIZE, OBJ, NULL);
+	dir = tcluster_dir(tc);
+	snprintf(pa, sizeof(pa), "%s/mnta", dir);
+	snprintf(pb, sizeof(pb), "%s/mntb", dir);
+	vt_mount2_start(tc, &ma, pa, "vol_lazy");
+	vt_mount2_start(tc, &mb, pb, "vol_lazy");
+	snprintf(img_a, sizeof(img_a), "%s/vm.img", pa);
+	snprintf(img_b, sizeof(img_b), "%s/vm.img", pb);
+	snprintf(qa, sizeof(qa), "%s/qa.qmp", dir);
+	snprintf(qb, sizeof(qb), "%s/qb.qmp", dir);
+	snprintf(mig, sizeof(mig), "%s/mig.sock", dir);
+	snprintf(uri, sizeof(uri), "unix:%s", mig);
+	snprintf(loga, sizeof(loga), "%s/log/qemu-a.log", dir);
+	snprintf(logb, sizeof(logb), "%s/log/qemu-b.log", dir);
+
+	/* host A runs the VM; it writes */
+	qpid[0] = qemu_start(img_a, qa, NULL, loga);
+	src.log = loga;
+	qmp_open(&src, qa);
+	qemu_io_hmp(&src, "source", "write -P 0x11 0 1M", "wrote");
+	pattern_model(model, 0, MiB, 0x11);
+	qemu_io_hmp(&src, "source", "write -P 0x12 3M 1M", "wrote");
+	pattern_model(model, 3 * MiB, MiB, 0x12);
+	second_writer_refused(img_b, "host B");
+
+	/* host B waits for it */
+	qpid[1] = qemu_start(img_b, qb, uri, logb);
+	dst.log = logb;
+	qmp_open(&dst, qb);
+	qemu_io_hmp(&src, "source", "write -P 0x13 1M 64k", "wrote");
+	pattern_model(model, MiB, 64 * KiB, 0x13);
+
+	/* migrate */
+	t0 = tnow_ms();
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}",
+		 uri);
+	qmp_cmd(&src, cmd, out, sizeof(out));
+	for (;;) {
+		qmp_status(&src, "query-migrate", st, sizeof(st));
+		if (!strcmp(st, "completed"))
+			break;
+		cr_assert(strcmp(st, "failed") && strcmp(st, "cancelled"),
+			  "migration %s (logs: %s, %s)", st, loga, logb);
+		cr_assert(tnow_ms() - t0 < QMP_MS, "migration still %s after %d ms", st, QMP_MS);
+		tsleep_ms(50);
+	}
+	cr_log_info("migration completed in %" PRId64 " ms", tnow_ms() - t0);
+	qmp_status(&src, "query-status", st, sizeof(st));
+	cr_assert_str_eq(st, "postmigrate", "source after the migration");
+
+	/* the destination runs and writes, the source QEMU still open */
+	qmp_cmd(&dst, "{\"execute\":\"cont\"}", out, sizeof(out));
+	qemu_io_hmp(&dst, "destination", "write -P 0x21 2M 1M", "wrote");
+	pattern_model(model, 2 * MiB, MiB, 0x21);
+	qemu_io_hmp(&dst, "destination", "write -P 0x22 512k 64k", "wrote");
+	pattern_model(model, 512 * KiB, 64 * KiB, 0x22);
+	qemu_io_hmp(&dst, "destination", "read -P 0x11 0 64k", "read");
+	qemu_io_hmp(&dst, "destination", "read -P 0x13 1M 64k", "read");
+	qemu_io_hmp(&dst, "destination", "flush", "");   /* prints nothing */
+	qmp_status(&src, "query-status", st, sizeof(st));
+	cr_assert_str_eq(st, "postmigrate", "source while the destination writes");
+	second_writer_refused(img_a, "host A (the source's)");
+
+	/* the manager quits the source, later the destination */
+	qmp_cmd(&src, "{\"execute\":\"quit\"}", out, sizeof(out));
+	cr_assert_eq(vt_wait_child(qpid[0], VT_WAIT_MS), 0, "source QEMU's exit");
+	qpid[0] = 0;
+	qemu_io_hmp(&dst, "destination", "write -P 0x23 6M 1M", "wrote");
+	pattern_model(model, 6 * MiB, MiB, 0x23);
+	qmp_cmd(&dst, "{\"execute\":\"quit\"}", out, sizeof(out));
+	cr_assert_eq(vt_wait_child(qpid[1], VT_WAIT_MS), 0, "destination QEMU's exit");
+	qpid[1] = 0;
+	close(src.fd);
+	close(dst.fd);
+
+	vt_read_vol(tc, vt_ino(tc, "vm.img"), NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "vm.img after the migration");
+	free(model);
+	free(got);
+}

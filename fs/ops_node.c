@@ -47,7 +47,10 @@ void fs_entry(const struct sdfs_stat *st, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = st->ino;
-	e->generation = st->gen & 0xffffffffu;
+	/* The root's generation is 0 to the kernel (FUSE_ROOT_ID from
+	 * INIT); a `..` lookup answering another gets "root generation
+	 * should be zero" in its log, and is overridden. */
+	e->generation = st->ino == FUSE_ROOT_ID ? 0 : st->gen & 0xffffffffu;
 	fs_stat_to_kernel(st, &e->attr);
 	e->attr_timeout = inval_attr_timeout(inval_thread_mark());
 	e->entry_timeout = inval_entry_timeout(inval_thread_mark());

@@ -253,36 +253,50 @@ static int space_refuses(struct req *r)
 }
 
 /*
- * Test hook: SDFS_BLOCKD_FAULT=stall_mutation:OID:PATH (OID in hex)
- * makes every client mutation of OID wait, after its epoch and fence
- * checks and before it touches the store, while the file PATH exists (at
- * most 30 s): the window in which the map may move on
- * (tests/cluster/recovery_test.c). Read once.
+ * Test hook: SDFS_BLOCKD_FAULT=KIND:OID:PATH (OID in hex, or * for any)
+ * makes every client request of that kind on OID wait while the file
+ * PATH exists (at most 30 s). KIND stall_mutation: after its epoch and
+ * fence checks and before it touches the store, the window in which the
+ * map may move on (tests/cluster/recovery_test.c); stall_flush: a flush
+ * before it syncs (tests/vol/vol_flush_test.c). Read once.
  */
 #define FAULT_STALL_MAX_MS 30000
 
+enum fault_kind { FAULT_NONE, FAULT_MUTATION, FAULT_FLUSH };
+
 static pthread_once_t fault_once = PTHREAD_ONCE_INIT;
+static enum fault_kind fault_kind;
+static int fault_any_oid;
 static uint64_t fault_oid;
 static char fault_path[256];
 
 static void fault_parse(void)
 {
 	const char *f = getenv("SDFS_BLOCKD_FAULT");
+	char kind[32], oid[32];
 
-	if (f && sscanf(f, "stall_mutation:%" SCNx64 ":%255s", &fault_oid,
-			fault_path) != 2)
-		fault_path[0] = '\0';
+	if (!f || sscanf(f, "%31[^:]:%31[^:]:%255s", kind, oid, fault_path) != 3)
+		return;
+	if (!strcmp(kind, "stall_mutation"))
+		fault_kind = FAULT_MUTATION;
+	else if (!strcmp(kind, "stall_flush"))
+		fault_kind = FAULT_FLUSH;
+	fault_any_oid = !strcmp(oid, "*");
+	if (!fault_any_oid && sscanf(oid, "%" SCNx64, &fault_oid) != 1)
+		fault_kind = FAULT_NONE;
 }
 
-static void fault_stall(uint64_t oid)
+static void fault_stall(enum fault_kind kind, uint64_t oid)
 {
 	int64_t t0;
 
 	pthread_once(&fault_once, fault_parse);
-	if (!fault_path[0] || oid != fault_oid)
+	if (fault_kind != kind || (!fault_any_oid && oid != fault_oid))
 		return;
-	log_warn("fault injection: oid=%016" PRIx64 ": mutation stalled while %s "
-		 "exists", oid, fault_path);
+	if (access(fault_path, F_OK))
+		return;
+	log_warn("fault injection: oid=%016" PRIx64 ": %s stalled while %s exists", oid,
+		 kind == FAULT_FLUSH ? "flush" : "mutation", fault_path);
 	t0 = net_now_ms();
 	while (access(fault_path, F_OK) == 0 && net_now_ms() - t0 < FAULT_STALL_MAX_MS)
 		usleep(10 * 1000);
@@ -309,7 +323,7 @@ static int mutate_begin(struct req *r, int settle)
 	if (ret)
 		recover_mutate_end(r->bd->recover, r->h.oid, r->epoch, 0);
 	else
-		fault_stall(r->h.oid);
+		fault_stall(FAULT_MUTATION, r->h.oid);
 	return ret;
 }
 
@@ -433,6 +447,7 @@ static void op_flush(struct work *w)
 {
 	struct req *r = (struct req *)w;
 
+	fault_stall(FAULT_FLUSH, r->h.oid);
 	r->ret = r->h.flags & SDFS_F_ALL ? objstore_sync_all(r->bd->store)
 					 : objstore_sync(r->bd->store, r->h.oid);
 }

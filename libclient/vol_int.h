@@ -57,6 +57,7 @@ struct sdfs_vol {
 	pthread_mutex_t chunk_locks[VOL_CHUNK_LOCKS];
 
 	/* objects written since the last flush */
+	pthread_mutex_t fmu;            /* one flush at a time (sdfs_vol_flush) */
 	pthread_mutex_t dmu;
 	uint64_t *dirty;
 	size_t ndirty, cap_dirty;

@@ -17,6 +17,7 @@ void vol_io_init(struct sdfs_vol *v)
 	pthread_mutex_init(&v->ixmu, NULL);
 	pthread_cond_init(&v->ixcv, NULL);
 	pthread_mutex_init(&v->dmu, NULL);
+	pthread_mutex_init(&v->fmu, NULL);
 	for (int i = 0; i < VOL_CHUNK_LOCKS; i++)
 		pthread_mutex_init(&v->chunk_locks[i], NULL);
 	v->dirty_lo = UINT64_MAX;
@@ -28,6 +29,7 @@ void vol_io_destroy(struct sdfs_vol *v)
 	pthread_mutex_destroy(&v->ixmu);
 	pthread_cond_destroy(&v->ixcv);
 	pthread_mutex_destroy(&v->dmu);
+	pthread_mutex_destroy(&v->fmu);
 	for (int i = 0; i < VOL_CHUNK_LOCKS; i++)
 		pthread_mutex_destroy(&v->chunk_locks[i]);
 	free(v->dirty);
@@ -442,7 +444,14 @@ int sdfs_vol_flush(struct sdfs_vol *v)
 		return 0;
 	if (atomic_load(&v->fenced))
 		return -EPERM;  /* writes were refused: nothing is durable */
-	/* Take the list; a write acknowledged before this call is in it. */
+	/*
+	 * One flush at a time: a write acknowledged before this call is in
+	 * the list, or in the list an earlier flush took and is syncing
+	 * (or put back when it failed); waiting for that one first covers
+	 * both. Two flushes at once returned the second with the first's
+	 * objects not yet synced (found with the NBD plugin's multi-conn).
+	 */
+	pthread_mutex_lock(&v->fmu);
 	pthread_mutex_lock(&v->dmu);
 	oids = v->dirty;
 	n = v->ndirty;
@@ -454,6 +463,7 @@ int sdfs_vol_flush(struct sdfs_vol *v)
 		for (size_t i = 0; i < n; i++)
 			dirty_add(v, oids[i]);
 	}
+	pthread_mutex_unlock(&v->fmu);
 	free(oids);
 	return ret;
 }

@@ -290,6 +290,18 @@ Test(vol_nbd, qemu_clients_read_write_trim_zero_map)
 	model_fill(model, 21 * MiB, MiB, 0);
 	model_fill(model, 23 * MiB, MiB, 0);
 
+	/* the -drive form of docs/volumes.md (file.driver=nbd) */
+	char opts[PATH_MAX + 128];
+	snprintf(opts, sizeof(opts),
+		 "driver=raw,file.driver=nbd,file.server.type=unix,file.server.path=%s",
+		 srv[0].sock);
+	argv[0] = QEMU_IO; argv[1] = "--image-opts"; argv[2] = "-c";
+	argv[3] = "read -P 0xab 8454144 960k"; argv[4] = "-c"; argv[5] = "read -P 0 23M 1M";
+	argv[6] = opts; argv[7] = NULL;
+	cr_assert_eq(qrun(argv, &out), 0, "qemu-io --image-opts %s: %s", opts, out);
+	cr_assert(!strstr(out, "failed"), "qemu-io --image-opts %s: %s", opts, out);
+	free(out);
+
 	/* qemu-img map: data where chunks were written, holes elsewhere */
 	argv[0] = QEMU_IMG; argv[1] = "map"; argv[2] = "--output=json"; argv[3] = "-f";
 	argv[4] = "raw"; argv[5] = srv[0].uri; argv[6] = NULL;

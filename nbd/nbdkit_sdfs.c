@@ -44,9 +44,16 @@ static struct sdfs *fs;
 static struct sdfs_vol *vol;
 static uint32_t chunk;                  /* the volume's object size */
 
+/* libsdfs's last informational message while the volume is opened
+ * (after_fork: one thread): a refusal names the holder there. */
+static int opening;
+static char open_msg[256];
+
 static void log_nbdkit(int level, const char *msg, void *arg)
 {
 	(void)arg;
+	if (opening && level <= LOG_INFO)
+		snprintf(open_msg, sizeof(open_msg), "%s", msg);
 	if (level <= LOG_ERR)
 		nbdkit_error("%s", msg);
 	else
@@ -139,6 +146,7 @@ static int sdfs_after_fork(void)
 		nbdkit_error("%s: %s", volume, strerror(-ret));
 		return -1;
 	}
+	opening = 1;
 	if (snap) {
 		ret = sdfs_vol_open_snap(fs, st.ino, snap, &vol);
 	} else {
@@ -150,11 +158,16 @@ static int sdfs_after_fork(void)
 			(wait_lock ? SDFS_VOL_WAIT : SDFS_VOL_GRACE);
 		ret = sdfs_vol_open(fs, st.ino, flags, desc, &vol);
 	}
+	opening = 0;
+	if (ret == -EBUSY) {
+		nbdkit_error("%s: %s (%s; readonly=true to read, wait=true to wait)",
+			     volume, strerror(-ret),
+			     open_msg[0] ? open_msg : "another writer holds it");
+		return -1;
+	}
 	if (ret) {
 		nbdkit_error("%s%s%s: %s%s", volume, snap ? "@" : "", snap ? snap : "",
-			     strerror(-ret),
-			     ret == -EMEDIUMTYPE ? " (not a volume file)" :
-			     ret == -EBUSY ? " (another writer holds it; readonly=true, or wait=true)" : "");
+			     strerror(-ret), ret == -EMEDIUMTYPE ? " (not a volume file)" : "");
 		return -1;
 	}
 	sdfs_vol_get_info(vol, &vi);

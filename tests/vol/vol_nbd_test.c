@@ -445,8 +445,10 @@ Test(vol_nbd, takeover_fences_the_server)
 	st = nbd_start(&srv[1], "nbd2", "f.img", NULL);
 	vt_slurp(srv[1].log, &log);
 	cr_assert_neq(st, 0, "a second nbdkit opened /f.img for writing");
-	cr_assert(strstr((char *)log, "Device or resource busy"),
-		  "second nbdkit: no EBUSY:\n%s", log);
+	cr_assert(strstr((char *)log, "Device or resource busy") &&
+		  strstr((char *)log, "nbdkit"),
+		  "second nbdkit: no EBUSY naming the holder (nbdkit):\n%s", log);
+	cr_log_info("the second nbdkit (exit %d) said:\n%s", st, log);
 	free(log);
 	nbd_xstart(&srv[1], "nbd2", "f.img", ro);
 	QIO_RO_OK(&srv[1], "read -P 0x31 0 2M");

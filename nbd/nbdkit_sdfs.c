@@ -199,11 +199,20 @@ static void *sdfs_nbd_open(int ro)
 	return &one;
 }
 
-/* -errno of libsdfs to the NBD error nbdkit sends (EPERM: fenced). */
+/* -errno of libsdfs to the NBD error nbdkit sends: EPERM (fenced),
+ * ENOSPC, ENOMEM as they are; anything else (a timeout, an unreachable
+ * cluster) is EIO, which NBD clients treat as an I/O error rather than
+ * as a bad request (nbdkit would send EINVAL for errnos NBD lacks). */
 static int fail(const char *what, int ret)
 {
-	nbdkit_error("%s: %s", what, strerror(-ret));
-	nbdkit_set_error(-ret);
+	int e = -ret;
+
+	nbdkit_error("%s: %s", what, strerror(e));
+	if (e == EDQUOT)
+		e = ENOSPC;
+	else if (e != EPERM && e != ENOSPC && e != ENOMEM && e != EROFS)
+		e = EIO;
+	nbdkit_set_error(e);
 	return -1;
 }
 

@@ -66,10 +66,18 @@ static int sdfs_config(const char *key, const char *value)
 {
 	int b;
 
+	/* files relative to where nbdkit started: it changes to / when it
+	 * goes into the background */
 	if (!strcmp(key, "conf")) {
-		conf_file = value;
+		free((char *)conf_file);
+		conf_file = nbdkit_absolute_path(value);
+		if (!conf_file)
+			return -1;
 	} else if (!strcmp(key, "keyring") || !strcmp(key, "key")) {
-		keyring = value;
+		free((char *)keyring);
+		keyring = nbdkit_absolute_path(value);
+		if (!keyring)
+			return -1;
 	} else if (!strcmp(key, "volume")) {
 		if (value[0] != '/') {
 			nbdkit_error("volume=%s: a path in the sdfs namespace, starting with /",
@@ -178,6 +186,12 @@ static int sdfs_after_fork(void)
 		     (unsigned long long)vi.vid, (unsigned long long)vi.size, vi.obj_size,
 		     snap ? "snapshot" : readonly ? "read-only" : "writer");
 	return 0;
+}
+
+static void sdfs_unload(void)
+{
+	free((char *)conf_file);
+	free((char *)keyring);
 }
 
 static void sdfs_cleanup(void)
@@ -361,6 +375,7 @@ static struct nbdkit_plugin plugin = {
 	.magic_config_key = "volume",
 	.after_fork = sdfs_after_fork,
 	.cleanup = sdfs_cleanup,
+	.unload = sdfs_unload,
 	.open = sdfs_nbd_open,
 	.get_size = sdfs_get_size,
 	.can_write = sdfs_can_write,

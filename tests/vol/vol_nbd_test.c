@@ -5,7 +5,7 @@
  * and qemu-io writes, reads, discards and write-zeroes over a unix
  * socket; two qemu-io clients at once on one export (multi-conn); the
  * same bytes read through the mount afterwards; a snapshot taken while
- * exported, and the snapshot exported read-only; a second server
+ * exported, and the snapshot exported read-only (keyring= named); a second server
  * refused while the first writes; and a writer that takes the volume
  * over (after the server's ZooKeeper session expired under SIGSTOP)
  * fencing the server: its later writes fail and change nothing.
@@ -387,7 +387,10 @@ Test(vol_nbd, snapshot_while_exported)
 {
 	uint8_t *model = calloc(1, SIZE), *got = vt_alloc(SIZE);
 	char *err = NULL;
-	const char *snapargs[] = { "snap=s1", NULL };
+	char kr[PATH_MAX + 16];
+	/* the config's own keyring, named: the plugin's keyring= path */
+	snprintf(kr, sizeof(kr), "keyring=%s/keyring", tcluster_dir(tc));
+	const char *snapargs[] = { "snap=s1", kr, NULL };
 	const char *wr[] = { "write -P 0x99 0 64k", NULL };
 	int st;
 

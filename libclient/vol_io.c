@@ -285,6 +285,46 @@ static int piece_drop(struct sdfs_vol *v, uint64_t chunk)
 	return ret;
 }
 
+/*
+ * Zero [in, in+n), a part of chunk @chunk (state shared; discard and
+ * write-zeroes). Only bytes the chunk's object holds are written: past
+ * its end it reads zeros already, and zeros written there would only
+ * take space (a never-written chunk stays a hole). An ancestor's chunk
+ * whose every stored byte is in the range becomes a hole here (its
+ * entry 0, under the chunk lock, so a write racing for the chunk sees
+ * either) instead of being copied just to hold zeros; one with data
+ * left outside the range is copied as for a write.
+ */
+static int piece_zero(struct sdfs_vol *v, uint64_t chunk, size_t n, uint64_t in)
+{
+	uint32_t vid = (uint32_t)v->vi.vid, owner = atomic_load(&v->idx[chunk]);
+	pthread_mutex_t *cl = &v->chunk_locks[chunk % VOL_CHUNK_LOCKS];
+	struct sdfs_obj_info oi;
+	int ret;
+
+	if (!owner)
+		return 0;
+	ret = sdfs_obj_stat(v->s, oid_vdata(owner, chunk, v->vi.copies), &oi);
+	if (ret)
+		return piece_write(v, chunk, NULL, n, in);      /* as before */
+	if (in >= oi.size)
+		return 0;
+	if (in + n > oi.size)
+		n = (size_t)(oi.size - in);
+	if (owner == vid || in > 0 || n < oi.size)
+		return piece_write(v, chunk, NULL, n, in);
+	pthread_mutex_lock(cl);
+	if (atomic_load(&v->idx[chunk]) == owner) {
+		ret = index_commit(v, chunk, 0);
+		if (!ret)
+			atomic_store(&v->idx[chunk], 0);
+		pthread_mutex_unlock(cl);
+		return ret;
+	}
+	pthread_mutex_unlock(cl);
+	return piece_zero(v, chunk, n, in);     /* made ours meanwhile */
+}
+
 enum io_kind { IO_WRITE, IO_ZERO };
 
 /*
@@ -313,9 +353,10 @@ static int range_apply(struct sdfs_vol *v, const char *data, uint64_t len, uint6
 				ret = -EFBIG;
 			else if (!data && in == 0 && n == osz)
 				ret = piece_drop(v, chunk);
+			else if (!data)
+				ret = piece_zero(v, chunk, (size_t)n, in);
 			else
-				ret = piece_write(v, chunk, data ? data + done : NULL,
-						  (size_t)n, in);
+				ret = piece_write(v, chunk, data + done, (size_t)n, in);
 			if (!ret)
 				done += n;
 		}

@@ -285,6 +285,23 @@ static int piece_drop(struct sdfs_vol *v, uint64_t chunk)
 	return ret;
 }
 
+/* Does [in, in+n) of @owner's chunk @chunk read as zeros? 1 yes, 0 no,
+ * or -errno. */
+static int zeros_already(struct sdfs_vol *v, uint32_t owner, uint64_t chunk, size_t n,
+			 uint64_t in)
+{
+	char *buf = malloc(n);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = chunk_read(v, owner, chunk, buf, n, in);
+	if (!ret)
+		ret = !buf[0] && !memcmp(buf, buf + 1, n - 1);
+	free(buf);
+	return ret;
+}
+
 /*
  * Zero [in, in+n), a part of chunk @chunk (state shared; discard and
  * write-zeroes). Only bytes the chunk's object holds are written: past
@@ -292,8 +309,9 @@ static int piece_drop(struct sdfs_vol *v, uint64_t chunk)
  * take space (a never-written chunk stays a hole). An ancestor's chunk
  * whose every stored byte is in the range becomes a hole here (its
  * entry 0, under the chunk lock, so a write racing for the chunk sees
- * either) instead of being copied just to hold zeros; one with data
- * left outside the range is copied as for a write.
+ * either) instead of being copied just to hold zeros; so does a range
+ * of it that reads as zeros already (a guest's TRIM of free space in a
+ * clone); else it is copied as for a write.
  */
 static int piece_zero(struct sdfs_vol *v, uint64_t chunk, size_t n, uint64_t in)
 {
@@ -311,8 +329,12 @@ static int piece_zero(struct sdfs_vol *v, uint64_t chunk, size_t n, uint64_t in)
 		return 0;
 	if (in + n > oi.size)
 		n = (size_t)(oi.size - in);
-	if (owner == vid || in > 0 || n < oi.size)
+	if (owner == vid)
 		return piece_write(v, chunk, NULL, n, in);
+	if (in > 0 || n < oi.size) {
+		ret = zeros_already(v, owner, chunk, n, in);
+		return ret < 0 ? ret : ret ? 0 : piece_write(v, chunk, NULL, n, in);
+	}
 	pthread_mutex_lock(cl);
 	if (atomic_load(&v->idx[chunk]) == owner) {
 		ret = index_commit(v, chunk, 0);

@@ -330,7 +330,12 @@ Test(vol_discard, punch_and_zero_range_free_chunks_and_qemu_img_sees_it)
 	cr_assert_eq(objects_of(vid), 0x2a4, "the snapshot's objects went");
 	check(model, "shared chunks punched");
 
-	/* zeroing part of a chunk the snapshot has copies it (the rest of
+	/* zeroing part of a chunk the snapshot has where it reads zeros
+	 * already (zeroed above): nothing to copy */
+	falloc('z', 2 * OBJ + 8192, 32 << 10);
+	state("zeros of a snapshot's chunk zeroed", vi.vid, 0x84, 0);
+
+	/* zeroing data of a chunk the snapshot has copies it (the rest of
 	 * it is data): chunk 2 becomes the live state's */
 	falloc('z', 2 * OBJ, 4096);
 	memset(model + 2 * OBJ, 0, 4096);

@@ -523,8 +523,9 @@ Test(vol_vm, boots_from_a_volume_file_and_keeps_fsynced_files)
 	cr_assert_eq(nr, 2 * nw, "the first boot wrote %d files, the clone's checks read %d", nw,
 		     nr);
 	for (int i = 0; i < nr; i++)
-		cr_assert_str_eq(read[i], wrote[i % nw], "file %d: written %s, read in the clone %s",
-				 i % nw, wrote[i % nw], read[i]);
+		cr_assert_str_eq(read[i], wrote[i % nw],
+				 "file %d: written %s, read in the clone %s", i % nw, wrote[i % nw],
+				 read[i]);
 	const char *trim = strstr(con, "SDFSVM TRIM ");
 
 	cr_assert(trim, "no fstrim line");

@@ -504,6 +504,17 @@ Test(vol_vm, boots_from_a_volume_file_and_keeps_fsynced_files)
 	free(sdfs_ok((const char *[]){ "vol", "clone", "/data.img@running", "/clone.img", NULL },
 		     "sdfs vol clone /data.img@running /clone.img"));
 	sha_of("clone.img", sum_snap);
+	/* taken while mounted: its journal wants recovery, as after a crash */
+	char *dump[] = { "/sbin/dumpe2fs", "-h", (char *)vt_path(tc, "clone.img", p), NULL };
+	char *out = NULL;
+
+	cr_assert_eq(vt_run(dump, &out, VT_CMD_MS), 0, "dumpe2fs -h clone.img: %s", out);
+	char *feat = strstr(out, "Filesystem features:");
+
+	cr_log_info("dumpe2fs -h clone.img: %.200s", feat ? feat : out);
+	cr_assert(feat && strstr(feat, "needs_recovery"),
+		  "the snapshot of the mounted filesystem has no needs_recovery:\n%s", out);
+	free(out);
 	uint64_t b0, o0, b1 = 0, o1 = 0, b2, o2;
 	uint64_t s1 = 0, s2, r1 = 0, r2;
 

@@ -287,6 +287,68 @@ static int piece_drop(struct sdfs_vol *v, uint64_t chunk)
 	return ret;
 }
 
+/* Does [in, in+n) of @owner's chunk @chunk read as zeros? 1 yes, 0 no,
+ * or -errno. */
+static int zeros_already(struct sdfs_vol *v, uint32_t owner, uint64_t chunk, size_t n,
+			 uint64_t in)
+{
+	char *buf = malloc(n);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = chunk_read(v, owner, chunk, buf, n, in);
+	if (!ret)
+		ret = !buf[0] && !memcmp(buf, buf + 1, n - 1);
+	free(buf);
+	return ret;
+}
+
+/*
+ * Zero [in, in+n), a part of chunk @chunk (state shared; discard and
+ * write-zeroes). Only bytes the chunk's object holds are written: past
+ * its end it reads zeros already, and zeros written there would only
+ * take space (a never-written chunk stays a hole). An ancestor's chunk
+ * whose every stored byte is in the range becomes a hole here (its
+ * entry 0, under the chunk lock, so a write racing for the chunk sees
+ * either) instead of being copied just to hold zeros; so does a range
+ * of it that reads as zeros already (a guest's TRIM of free space in a
+ * clone); else it is copied as for a write.
+ */
+static int piece_zero(struct sdfs_vol *v, uint64_t chunk, size_t n, uint64_t in)
+{
+	uint32_t vid = (uint32_t)v->vi.vid, owner = atomic_load(&v->idx[chunk]);
+	pthread_mutex_t *cl = &v->chunk_locks[chunk % VOL_CHUNK_LOCKS];
+	struct sdfs_obj_info oi;
+	int ret;
+
+	if (!owner)
+		return 0;
+	ret = sdfs_obj_stat(v->s, oid_vdata(owner, chunk, v->vi.copies), &oi);
+	if (ret)
+		return piece_write(v, chunk, NULL, n, in);      /* as before */
+	if (in >= oi.size)
+		return 0;
+	if (in + n > oi.size)
+		n = (size_t)(oi.size - in);
+	if (owner == vid)
+		return piece_write(v, chunk, NULL, n, in);
+	if (in > 0 || n < oi.size) {
+		ret = zeros_already(v, owner, chunk, n, in);
+		return ret < 0 ? ret : ret ? 0 : piece_write(v, chunk, NULL, n, in);
+	}
+	pthread_mutex_lock(cl);
+	if (atomic_load(&v->idx[chunk]) == owner) {
+		ret = index_commit(v, chunk, 0);
+		if (!ret)
+			atomic_store(&v->idx[chunk], 0);
+		pthread_mutex_unlock(cl);
+		return ret;
+	}
+	pthread_mutex_unlock(cl);
+	return piece_zero(v, chunk, n, in);     /* made ours meanwhile */
+}
+
 enum io_kind { IO_WRITE, IO_ZERO };
 
 /*
@@ -315,9 +377,10 @@ static int range_apply(struct sdfs_vol *v, const char *data, uint64_t len, uint6
 				ret = -EFBIG;
 			else if (!data && in == 0 && n == osz)
 				ret = piece_drop(v, chunk);
+			else if (!data)
+				ret = piece_zero(v, chunk, (size_t)n, in);
 			else
-				ret = piece_write(v, chunk, data ? data + done : NULL,
-						  (size_t)n, in);
+				ret = piece_write(v, chunk, data + done, (size_t)n, in);
 			if (!ret)
 				done += n;
 		}

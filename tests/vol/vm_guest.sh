@@ -17,14 +17,30 @@
 #                      busybox, its applets, and /sbin/init, which does
 #                      what the kernel command line's sdfsvm= says on the
 #                      second disk, /dev/vdb:
-#       sdfsvm=write   make an ext2 filesystem, write files of assorted
-#                      sizes, fsync each file, SUMS (their sha256) and the
-#                      directory, print "SDFSVM SUM <sha256> <name>" lines
-#                      and "SDFSVM WROTE", power off without a global sync
+#       sdfsvm=write   mount the ext4 filesystem the host made there,
+#                      write files of assorted sizes, fsync each file,
+#                      SUMS (their sha256) and the directory, print
+#                      "SDFSVM SUM <sha256> <name>" lines and "SDFSVM
+#                      WROTE"; then print "SDFSVM LOOP" and rewrite and
+#                      fsync small files g0..g7 in a loop until the
+#                      mailbox says SNAP (the host took a snapshot
+#                      meanwhile), print "SDFSVM LOOPED <n>" and power off
+#                      without a global sync or umount
 #       sdfsvm=probe   print "SDFSVM BOOTED ..." and power off (KVM probe)
 #       sdfsvm=verify  mount it read-only, print the SUM lines of what it
 #                      reads, then "SDFSVM PASS" if sha256sum -c SUMS
 #                      accepts every file, else "SDFSVM FAIL"
+#       sdfsvm=trim    mount it read-write (the journal replays), check
+#                      SUMS as verify does ("SDFSVM SUM" lines, "SDFSVM
+#                      CHECKED"); write a 32 MiB file, fsync it, print
+#                      "SDFSVM FILLED" and wait for MEAS in the mailbox
+#                      (the host measured); remove it and g*, fstrim -v
+#                      ("SDFSVM TRIM <what fstrim said>"), check SUMS
+#                      again, umount, print "SDFSVM PASS" and power off
+#
+# The mailbox: the 4 KiB at 24 MiB of /dev/vda (past the root image, in
+# the volume file vm.img), which the guest reads with O_DIRECT and the
+# host writes through the mount.
 #
 # Every line the guest prints for the test starts with "SDFSVM ". Exit 0
 # when built; otherwise a message on stderr and exit 1 (exit 77: a
@@ -150,9 +166,17 @@ fail() {
 i=0
 while [ ! -b /dev/vdb ] && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
 [ -b /dev/vdb ] || fail "no /dev/vdb"
+# the host's word in the mailbox (4 KiB at 24 MiB of /dev/vda), or ""
+mbox() {
+	dd if=/dev/vda bs=4096 skip=6144 count=1 iflag=direct 2> /dev/null | head -c 4
+}
+check() {
+	[ -s SUMS ] || fail "no SUMS on /dev/vdb"
+	sha256sum f* | sed 's/^/SDFSVM SUM /'
+	sha256sum -c SUMS > /dev/null || fail "checksums differ"
+}
 case $mode in
 write)
-	mke2fs -q -F -b 4096 -L sdfsvm /dev/vdb > /dev/null || fail "mke2fs /dev/vdb"
 	mount -t ext4 /dev/vdb /data || fail "mount /dev/vdb"
 	cd /data || fail "cd /data"
 	n=0
@@ -167,8 +191,42 @@ write)
 	sync SUMS . || fail "fsync SUMS, /data"
 	sed 's/^/SDFSVM SUM /' SUMS
 	echo "SDFSVM WROTE $n files, uptime=$(cut -d' ' -f1 /proc/uptime)s"
+	# writes going on while the host takes a snapshot
+	echo "SDFSVM LOOP"
+	i=0
+	while [ "$(mbox)" != SNAP ]; do
+		i=$((i + 1))
+		[ $i -le 3000 ] || fail "no SNAP in the mailbox after $i writes"
+		dd if=/dev/urandom of=g$((i % 8)) bs=4096 count=$((i % 64 + 1)) 2> /dev/null ||
+			fail "dd g$((i % 8))"
+		sync g$((i % 8)) || fail "fsync g$((i % 8))"
+	done
+	echo "SDFSVM LOOPED $i writes, uptime=$(cut -d' ' -f1 /proc/uptime)s"
 	# no umount and no sync: what is on the volume is what fsync put there
 	poweroff -n -f
+	;;
+trim)
+	mount -t ext4 /dev/vdb /data || fail "mount /dev/vdb read-write"
+	cd /data || fail "cd /data"
+	check
+	echo "SDFSVM CHECKED uptime=$(cut -d' ' -f1 /proc/uptime)s"
+	dd if=/dev/urandom of=big bs=1048576 count=32 2> /dev/null || fail "dd big"
+	sync big || fail "fsync big"
+	echo "SDFSVM FILLED"
+	i=0
+	while [ "$(mbox)" != MEAS ]; do
+		i=$((i + 1))
+		[ $i -le 1500 ] || fail "no MEAS in the mailbox"
+		usleep 200000
+	done
+	rm -f big g*
+	sync
+	echo "SDFSVM TRIM $(fstrim -v /data 2>&1)"
+	check
+	cd /
+	umount /data || fail "umount /data"
+	echo "SDFSVM PASS uptime=$(cut -d' ' -f1 /proc/uptime)s"
+	poweroff -f
 	;;
 verify)
 	mount -t ext4 -o ro /dev/vdb /data || fail "mount /dev/vdb"
@@ -185,7 +243,7 @@ verify)
 	poweroff -f
 	;;
 *)
-	fail "sdfsvm=$mode: write or verify"
+	fail "sdfsvm=$mode: write, verify or trim"
 	;;
 esac
 EOF

@@ -174,7 +174,7 @@ static void boot_start(const char *accel, const char *mode, const char *disk,
 	snprintf(serial, sizeof(serial), "file:%s", vm_cons);
 	snprintf(log, sizeof(log), "%s/log/qemu-%s-%s.log", tcluster_dir(tc), mode, accel);
 	snprintf(append, sizeof(append),
-		 "console=ttyS0 root=/dev/vda ro panic=-1 quiet sdfsvm=%s", mode);
+		 "console=ttyS0 root=/dev/vda ro panic=-1 quiet no_timer_check sdfsvm=%s", mode);
 	snprintf(vda, sizeof(vda), "file=%s,format=raw,cache=none,aio=native,if=virtio",
 		 vt_path(tc, "vm.img", p));
 	snprintf(vdb, sizeof(vdb), "file=%s,format=raw,cache=none,aio=native,if=virtio%s%s",

@@ -13,8 +13,8 @@
  * (thread model PARALLEL; libsdfs takes I/O from any number of threads
  * on one volume handle). Because sdfs_vol_flush makes every write the
  * handle acknowledged durable, whichever connection sent it, a flush on
- * one connection covers all of them (one flush at a time: sdfs_flush):
- * multi-conn is advertised.
+ * one connection covers all of them, also one that starts while another
+ * runs (libsdfs runs one at a time): multi-conn is advertised.
  *
  * Not here: the volume's data path, lock and fencing (libclient/vol*.c).
  */
@@ -22,7 +22,6 @@
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -278,24 +277,17 @@ static int sdfs_pread(void *h, void *buf, uint32_t count, uint64_t off, uint32_t
 }
 
 /*
- * sdfs_vol_flush takes the handle's list of written objects and syncs
- * them; a second flush meanwhile finds the list empty and returns at
- * once, before the first one's syncs (which hold its caller's writes)
- * are done. One flush at a time here, so a flush returns only once every
- * write acknowledged before it is durable, whichever connection (or
- * worker thread) sent it: what multi-conn promises.
+ * A flush returns once every write acknowledged before it is durable,
+ * whichever connection (or worker thread) sent it, also while another
+ * flush runs (sdfs_vol_flush waits for it): what multi-conn promises.
  */
-static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
-
 static int sdfs_flush(void *h, uint32_t flags)
 {
 	int ret;
 
 	(void)h;
 	(void)flags;
-	pthread_mutex_lock(&flush_mu);
 	ret = sdfs_vol_flush(vol);
-	pthread_mutex_unlock(&flush_mu);
 	return ret ? fail("flush", ret) : 0;
 }
 

@@ -22,13 +22,15 @@
 #                      SUMS (their sha256) and the directory, print
 #                      "SDFSVM SUM <sha256> <name>" lines and "SDFSVM
 #                      WROTE"; then print "SDFSVM LOOP" and rewrite and
-#                      fsync small files g0..g7 in a loop until the
-#                      mailbox says SNAP (the host took a snapshot
-#                      meanwhile), print "SDFSVM LOOPED <n>" and power off
-#                      without a global sync or umount
+#                      fsync small files g0..g7 in a loop, printing
+#                      "SDFSVM G <sha256>  g<k>" after each fsync, until
+#                      the mailbox says SNAP (the host took a snapshot and
+#                      migrated the VM meanwhile), print "SDFSVM LOOPED
+#                      <n>" and power off without a global sync or umount
 #       sdfsvm=probe   print "SDFSVM BOOTED ..." and power off (KVM probe)
 #       sdfsvm=verify  mount it read-only, print the SUM lines of what it
-#                      reads, then "SDFSVM PASS" if sha256sum -c SUMS
+#                      reads, "SDFSVM GSUM <sha256>  g<k>" for the g
+#                      files, then "SDFSVM PASS" if sha256sum -c SUMS
 #                      accepts every file, else "SDFSVM FAIL"
 #       sdfsvm=trim    mount it read-write (the journal replays), check
 #                      SUMS as verify does ("SDFSVM SUM" lines, "SDFSVM
@@ -200,6 +202,7 @@ write)
 		dd if=/dev/urandom of=g$((i % 8)) bs=4096 count=$((i % 64 + 1)) 2> /dev/null ||
 			fail "dd g$((i % 8))"
 		sync g$((i % 8)) || fail "fsync g$((i % 8))"
+		echo "SDFSVM G $(sha256sum g$((i % 8)))"
 	done
 	echo "SDFSVM LOOPED $i writes, uptime=$(cut -d' ' -f1 /proc/uptime)s"
 	# no umount and no sync: what is on the volume is what fsync put there
@@ -233,6 +236,7 @@ verify)
 	cd /data || fail "cd /data"
 	[ -s SUMS ] || fail "no SUMS on /dev/vdb"
 	sha256sum f* | sed 's/^/SDFSVM SUM /'
+	sha256sum g* 2> /dev/null | sed 's/^/SDFSVM GSUM /'
 	if sha256sum -c SUMS; then
 		echo "SDFSVM PASS uptime=$(cut -d' ' -f1 /proc/uptime)s"
 	else

@@ -32,13 +32,10 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,7 +45,6 @@
 #define SIZE (8u << 20)
 #define MiB (1u << 20)
 #define KiB 1024u
-#define QMP_MS 60000            /* no monitor answer may take longer */
 
 static struct tcluster *tc;
 static struct vt_mount2 ma, mb;
@@ -77,85 +73,6 @@ static void down(void)
 
 TestSuite(vol_migrate, .init = up, .fini = down, .timeout = 600);
 
-/* ---- a QMP client: one command, one answer ---- */
-
-struct qmp {
-	int fd;
-	const char *log;                /* QEMU's stdout: qemu-io prints there */
-	char buf[65536];
-	size_t len;
-};
-
-/* The next line from @q (without '\n') into @line, waiting until
- * @deadline; the test fails on a timeout or a closed monitor. */
-static void qmp_line(struct qmp *q, char *line, size_t cap, int64_t deadline)
-{
-	for (;;) {
-		char *nl = memchr(q->buf, '\n', q->len);
-
-		if (nl) {
-			size_t n = (size_t)(nl - q->buf);
-
-			snprintf(line, cap, "%.*s", (int)n, q->buf);
-			memmove(q->buf, nl + 1, q->len - n - 1);
-			q->len -= n + 1;
-			return;
-		}
-		cr_assert(q->len < sizeof(q->buf) - 1, "QMP: a line longer than %zu bytes",
-			  sizeof(q->buf));
-		struct pollfd p = { .fd = q->fd, .events = POLLIN };
-		int left = (int)(deadline - tnow_ms());
-
-		cr_assert(left > 0 && poll(&p, 1, left) == 1, "QMP: no answer in %d ms",
-			  QMP_MS);
-		ssize_t got = read(q->fd, q->buf + q->len, sizeof(q->buf) - 1 - q->len);
-
-		cr_assert(got > 0, "QMP: the monitor closed (%s)",
-			  got < 0 ? strerror(errno) : "EOF");
-		q->len += (size_t)got;
-	}
-}
-
-/* Send @cmd (one JSON object) and return its answer line (events are
- * skipped) in @out. */
-static void qmp_cmd(struct qmp *q, const char *cmd, char *out, size_t cap)
-{
-	int64_t deadline = tnow_ms() + QMP_MS;
-	size_t n = strlen(cmd);
-
-	cr_assert_eq(write(q->fd, cmd, n), (ssize_t)n, "QMP: send: %s", strerror(errno));
-	cr_assert_eq(write(q->fd, "\n", 1), 1);
-	do
-		qmp_line(q, out, cap, deadline);
-	while (strstr(out, "\"event\"") && !strstr(out, "\"return\""));
-	cr_assert(!strstr(out, "\"error\""), "QMP %s: %s", cmd, out);
-}
-
-/* Connect to the QMP socket @path of a QEMU just started (it appears
- * when QEMU is up), and leave capabilities negotiation. */
-static void qmp_open(struct qmp *q, const char *path)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	int64_t deadline = tnow_ms() + QMP_MS;
-	char line[4096];
-
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-	q->len = 0;
-	for (;;) {
-		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		cr_assert(q->fd >= 0);
-		if (!connect(q->fd, (struct sockaddr *)&a, sizeof(a)))
-			break;
-		close(q->fd);
-		cr_assert(tnow_ms() < deadline, "QMP: cannot connect to %s: %s", path,
-			  strerror(errno));
-		tsleep_ms(50);
-	}
-	qmp_line(q, line, sizeof(line), deadline);      /* the greeting */
-	cr_assert(strstr(line, "\"QMP\""), "QMP greeting: %s", line);
-	qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", line, sizeof(line));
-}
-
 /* What QEMU printed to its log from offset @from on (malloc'd). */
 static char *log_since(const char *log, size_t from)
 {
@@ -170,20 +87,21 @@ static char *log_since(const char *log, size_t from)
 
 /* QEMU's monitor command `qemu-io d0 "@io"`: its output (on QEMU's
  * stdout) must hold @want and no failure. */
-static void qemu_io_hmp(struct qmp *q, const char *who, const char *io, const char *want)
+static void qemu_io_hmp(struct vt_qmp *q, const char *log, const char *who, const char *io,
+			const char *want)
 {
 	char cmd[512], out[8192], *said;
 	int64_t t0 = tnow_ms(), ms;
 	uint8_t *old = NULL;
-	size_t from = vt_slurp(q->log, &old);
+	size_t from = vt_slurp(log, &old);
 
 	free(old);
 	snprintf(cmd, sizeof(cmd), "{\"execute\":\"human-monitor-command\",\"arguments\":"
 		 "{\"command-line\":\"qemu-io d0 \\\"%s\\\"\"}}", io);
-	qmp_cmd(q, cmd, out, sizeof(out));
+	vt_qmp_cmd(q, cmd, out, sizeof(out));
 	ms = tnow_ms() - t0;
 	for (int64_t end = tnow_ms() + VT_WAIT_MS;; tsleep_ms(20)) {
-		said = log_since(q->log, from);
+		said = log_since(log, from);
 		if (strstr(said, want) || strstr(said, "failed") || tnow_ms() > end)
 			break;
 		free(said);
@@ -192,19 +110,6 @@ static void qemu_io_hmp(struct qmp *q, const char *who, const char *io, const ch
 		  "%s: qemu-io \"%s\": %s%s", who, io, said, out);
 	cr_log_info("%s: qemu-io \"%s\": %" PRId64 " ms", who, io, ms);
 	free(said);
-}
-
-/* The answer of query-status or query-migrate's "status" value. */
-static void qmp_status(struct qmp *q, const char *exec, char *status, size_t cap)
-{
-	char cmd[128], out[8192], *s;
-
-	snprintf(cmd, sizeof(cmd), "{\"execute\":\"%s\"}", exec);
-	qmp_cmd(q, cmd, out, sizeof(out));
-	s = strstr(out, "\"status\": \"");
-	cr_assert(s, "%s: no status in %s", exec, out);
-	s += strlen("\"status\": \"");
-	snprintf(status, cap, "%.*s", (int)strcspn(s, "\""), s);
 }
 
 /* A VM without a guest whose drive d0 (a virtio disk) is @image; QMP
@@ -271,11 +176,9 @@ Test(vol_migrate, qemu_migrates_between_lazy_mounts_while_the_source_stays_open)
 	char pa[PATH_MAX + 16], pb[PATH_MAX + 16], img_a[PATH_MAX + 32], img_b[PATH_MAX + 32];
 	char qa[PATH_MAX + 32], qb[PATH_MAX + 32], mig[PATH_MAX + 64], uri[PATH_MAX + 128];
 	char loga[PATH_MAX + 32], logb[PATH_MAX + 32], st[64], out[8192];
-	char cmd[PATH_MAX + 256];
 	uint8_t *model = vt_alloc(SIZE), *got = vt_alloc(SIZE);
-	struct qmp src, dst;
+	struct vt_qmp src, dst;
 	const char *dir;
-	int64_t t0;
 
 	if (access(QEMU_SYS, X_OK) || access(QEMU_IO, X_OK))
 		cr_skip_test("%s or %s missing (tools/install-deps --tests)", QEMU_SYS, QEMU_IO);
@@ -297,63 +200,48 @@ Test(vol_migrate, qemu_migrates_between_lazy_mounts_while_the_source_stays_open)
 
 	/* host A runs the VM; it writes */
 	qpid[0] = qemu_start(img_a, qa, NULL, loga);
-	src.log = loga;
-	qmp_open(&src, qa);
-	qemu_io_hmp(&src, "source", "write -P 0x11 0 1M", "wrote");
+	vt_qmp_open(&src, qa);
+	qemu_io_hmp(&src, loga, "source", "write -P 0x11 0 1M", "wrote");
 	pattern_model(model, 0, MiB, 0x11);
-	qemu_io_hmp(&src, "source", "write -P 0x12 3M 1M", "wrote");
+	qemu_io_hmp(&src, loga, "source", "write -P 0x12 3M 1M", "wrote");
 	pattern_model(model, 3 * MiB, MiB, 0x12);
 	second_writer_refused(img_b, "host B");
 
 	/* host B waits for it */
 	qpid[1] = qemu_start(img_b, qb, uri, logb);
-	dst.log = logb;
-	qmp_open(&dst, qb);
-	qemu_io_hmp(&src, "source", "write -P 0x13 1M 64k", "wrote");
+	vt_qmp_open(&dst, qb);
+	qemu_io_hmp(&src, loga, "source", "write -P 0x13 1M 64k", "wrote");
 	pattern_model(model, MiB, 64 * KiB, 0x13);
 
 	/* migrate */
-	t0 = tnow_ms();
-	snprintf(cmd, sizeof(cmd), "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}",
-		 uri);
-	qmp_cmd(&src, cmd, out, sizeof(out));
-	for (;;) {
-		qmp_status(&src, "query-migrate", st, sizeof(st));
-		if (!strcmp(st, "completed"))
-			break;
-		cr_assert(strcmp(st, "failed") && strcmp(st, "cancelled"),
-			  "migration %s (logs: %s, %s)", st, loga, logb);
-		cr_assert(tnow_ms() - t0 < QMP_MS, "migration still %s after %d ms", st, QMP_MS);
-		tsleep_ms(50);
-	}
-	cr_log_info("migration completed in %" PRId64 " ms", tnow_ms() - t0);
-	qmp_status(&src, "query-status", st, sizeof(st));
+	cr_log_info("migration completed in %" PRId64 " ms", vt_qmp_migrate(&src, uri));
+	vt_qmp_status(&src, "query-status", st, sizeof(st));
 	cr_assert_str_eq(st, "postmigrate", "source after the migration");
 
 	/* the destination runs and writes, the source QEMU still open */
-	qmp_cmd(&dst, "{\"execute\":\"cont\"}", out, sizeof(out));
-	qemu_io_hmp(&dst, "destination", "write -P 0x21 2M 1M", "wrote");
+	vt_qmp_cmd(&dst, "{\"execute\":\"cont\"}", out, sizeof(out));
+	qemu_io_hmp(&dst, logb, "destination", "write -P 0x21 2M 1M", "wrote");
 	pattern_model(model, 2 * MiB, MiB, 0x21);
-	qemu_io_hmp(&dst, "destination", "write -P 0x22 512k 64k", "wrote");
+	qemu_io_hmp(&dst, logb, "destination", "write -P 0x22 512k 64k", "wrote");
 	pattern_model(model, 512 * KiB, 64 * KiB, 0x22);
-	qemu_io_hmp(&dst, "destination", "read -P 0x11 0 64k", "read");
-	qemu_io_hmp(&dst, "destination", "read -P 0x13 1M 64k", "read");
-	qemu_io_hmp(&dst, "destination", "flush", "");   /* prints nothing */
-	qmp_status(&src, "query-status", st, sizeof(st));
+	qemu_io_hmp(&dst, logb, "destination", "read -P 0x11 0 64k", "read");
+	qemu_io_hmp(&dst, logb, "destination", "read -P 0x13 1M 64k", "read");
+	qemu_io_hmp(&dst, logb, "destination", "flush", "");   /* prints nothing */
+	vt_qmp_status(&src, "query-status", st, sizeof(st));
 	cr_assert_str_eq(st, "postmigrate", "source while the destination writes");
 	second_writer_refused(img_a, "host A (the source's)");
 
 	/* the manager quits the source, later the destination */
-	qmp_cmd(&src, "{\"execute\":\"quit\"}", out, sizeof(out));
+	vt_qmp_cmd(&src, "{\"execute\":\"quit\"}", out, sizeof(out));
 	cr_assert_eq(vt_wait_child(qpid[0], VT_WAIT_MS), 0, "source QEMU's exit");
 	qpid[0] = 0;
-	qemu_io_hmp(&dst, "destination", "write -P 0x23 6M 1M", "wrote");
+	qemu_io_hmp(&dst, logb, "destination", "write -P 0x23 6M 1M", "wrote");
 	pattern_model(model, 6 * MiB, MiB, 0x23);
-	qmp_cmd(&dst, "{\"execute\":\"quit\"}", out, sizeof(out));
+	vt_qmp_cmd(&dst, "{\"execute\":\"quit\"}", out, sizeof(out));
 	cr_assert_eq(vt_wait_child(qpid[1], VT_WAIT_MS), 0, "destination QEMU's exit");
 	qpid[1] = 0;
-	close(src.fd);
-	close(dst.fd);
+	vt_qmp_close(&src);
+	vt_qmp_close(&dst);
 
 	vt_read_vol(tc, vt_ino(tc, "vm.img"), NULL, got, SIZE);
 	vt_assert_same(got, model, SIZE, 0, OBJ, "vm.img after the migration");

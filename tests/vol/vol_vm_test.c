@@ -12,10 +12,14 @@
  * (/dev/vda, the root, and /dev/vdb, the volume file data.img, on
  * which the host made an ext4 filesystem). The first boot writes files
  * of assorted sizes on /dev/vdb, fsyncs each and their directory,
- * prints their sha256, then rewrites small files in a loop while the
- * test takes `sdfs snap create /data.img running`, and powers off
- * without a global sync or umount; the second boot checks the files
- * (sha256sum -c) and prints the same sums. Then the host checks them a
+ * prints their sha256, then rewrites small files in a loop (printing
+ * each one's sha256 after its fsync) while the test takes `sdfs snap
+ * create /data.img running` and then live-migrates the VM to a QEMU on
+ * a second mount (vol_lazy, as another host): the guest goes on
+ * writing there, with the source QEMU still open (postmigrate), and
+ * powers off without a global sync or umount; the second boot checks
+ * the files (sha256sum -c) and prints the same sums, and the loop's
+ * files have the sums last printed, before or after the migration. Then the host checks them a
  * third time in `sdfs vol export` of data.img (debugfs reads the files
  * out of the exported image).
  *
@@ -74,6 +78,8 @@
 #define MKE2FS "/sbin/mke2fs"
 
 static struct tcluster *tc;
+static struct vt_mount2 m2;     /* the migration's destination host */
+static pid_t vm_dst;            /* the destination QEMU, 0 if none */
 static pid_t vm;                /* a QEMU running, 0 if none */
 static int vm_status;           /* its exit status once reaped by console_wait */
 static int64_t vm_t0;           /* when it started */
@@ -84,7 +90,8 @@ static char guest[PATH_MAX];    /* DIR/guest: what vm_guest.sh built */
 static void up(void)
 {
 	tc = NULL;
-	vm = 0;
+	vm = vm_dst = 0;
+	memset(&m2, 0, sizeof(m2));
 	if (access(QEMU, X_OK) || access(QEMU_IMG, X_OK) || access(DEBUGFS, X_OK))
 		return;
 	tc = vt_start();
@@ -103,6 +110,11 @@ static void vm_reap(void)
 static void down(void)
 {
 	vm_reap();
+	if (vm_dst > 0) {
+		kill(vm_dst, SIGKILL);
+		waitpid(vm_dst, NULL, 0);
+	}
+	vt_mount2_stop(&m2);
 	tcluster_stop(tc);
 }
 
@@ -155,38 +167,72 @@ static char *console(const char *path)
 }
 
 /*
- * Start the guest with @accel ("kvm" or "tcg"), kernel argument
- * sdfsvm=@mode, vm.img and the volume file @disk (its drive options
- * plus @disk_opts, NULL: none) as its virtio disks.
+ * Spawn QEMU with @accel ("kvm" or "tcg"), kernel argument
+ * sdfsvm=@mode, @mnt's vm.img and volume file @disk (its drive options
+ * plus @disk_opts, NULL: none) as its virtio disks, its console into
+ * @cons; with QMP on the socket @qmp and -incoming @incoming when not
+ * NULL. Its pid; QEMU's own output goes to DIR/log/qemu-@tag.log.
+ */
+static pid_t vm_spawn(const char *accel, const char *mode, const char *mnt, const char *disk,
+		      const char *disk_opts, const char *cons, const char *qmp,
+		      const char *incoming, const char *tag)
+{
+	char kernel[PATH_MAX + 16], initrd[PATH_MAX + 16], serial[PATH_MAX + 64];
+	char log[PATH_MAX + 32], append[256], qmpopt[PATH_MAX + 64];
+	char vda[PATH_MAX + 128], vdb[PATH_MAX + 256];
+	const char *argv[40];
+	int n = 0;
+
+	snprintf(kernel, sizeof(kernel), "%s/kernel", guest);
+	snprintf(initrd, sizeof(initrd), "%s/initrd", guest);
+	snprintf(serial, sizeof(serial), "file:%s", cons);
+	snprintf(log, sizeof(log), "%s/log/qemu-%s.log", tcluster_dir(tc), tag);
+	snprintf(append, sizeof(append),
+		 "console=ttyS0 root=/dev/vda ro panic=-1 quiet no_timer_check sdfsvm=%s", mode);
+	snprintf(vda, sizeof(vda), "file=%s/vm.img,format=raw,cache=none,aio=native,if=virtio",
+		 mnt);
+	snprintf(vdb, sizeof(vdb), "file=%s/%s,format=raw,cache=none,aio=native,if=virtio%s%s",
+		 mnt, disk, disk_opts ? "," : "", disk_opts ? disk_opts : "");
+	unlink(cons);
+	for (const char *const *a = (const char *const[]){ QEMU, "-accel", accel, "-machine",
+			"pc", "-m", "256", "-smp", "1", "-nodefaults", "-no-user-config",
+			"-display", "none", "-no-reboot", "-serial", serial, "-kernel", kernel,
+			"-initrd", initrd, "-append", append, "-drive", vda, "-drive", vdb,
+			NULL }; *a; a++)
+		argv[n++] = *a;
+	if (qmp) {
+		snprintf(qmpopt, sizeof(qmpopt), "unix:%s,server=on,wait=off", qmp);
+		argv[n++] = "-qmp";
+		argv[n++] = qmpopt;
+	}
+	if (incoming) {
+		argv[n++] = "-incoming";
+		argv[n++] = incoming;
+	}
+	argv[n] = NULL;
+	cr_log_info("%s %s: -drive %s -drive %s%s%s", incoming ? "incoming" : "boot", mode,
+		    vda, vdb, incoming ? " -incoming " : "", incoming ? incoming : "");
+	return vt_spawn((char *const *)argv, log);
+}
+
+/* The QMP socket of the guest boot_start starts when set. */
+static char vm_qmp[PATH_MAX + 32];
+
+/*
+ * Start the guest on the test's mount (vm_spawn) as the one boot_wait
+ * and console_wait follow.
  */
 static void boot_start(const char *accel, const char *mode, const char *disk,
 		       const char *disk_opts)
 {
-	char kernel[PATH_MAX + 16], initrd[PATH_MAX + 16], serial[PATH_MAX + 64];
-	char log[PATH_MAX + 32], append[256];
-	char vda[PATH_MAX + 128], vdb[PATH_MAX + 256], p[PATH_MAX + 64];
+	char tag[64];
 
 	vm_t0 = tnow_ms();
 	snprintf(vm_mode, sizeof(vm_mode), "%s", mode);
-	snprintf(kernel, sizeof(kernel), "%s/kernel", guest);
-	snprintf(initrd, sizeof(initrd), "%s/initrd", guest);
 	snprintf(vm_cons, sizeof(vm_cons), "%s/console-%s-%s.log", guest, mode, accel);
-	snprintf(serial, sizeof(serial), "file:%s", vm_cons);
-	snprintf(log, sizeof(log), "%s/log/qemu-%s-%s.log", tcluster_dir(tc), mode, accel);
-	snprintf(append, sizeof(append),
-		 "console=ttyS0 root=/dev/vda ro panic=-1 quiet no_timer_check sdfsvm=%s", mode);
-	snprintf(vda, sizeof(vda), "file=%s,format=raw,cache=none,aio=native,if=virtio",
-		 vt_path(tc, "vm.img", p));
-	snprintf(vdb, sizeof(vdb), "file=%s,format=raw,cache=none,aio=native,if=virtio%s%s",
-		 vt_path(tc, disk, p), disk_opts ? "," : "", disk_opts ? disk_opts : "");
-	unlink(vm_cons);
-	char *argv[] = { QEMU, "-accel", (char *)accel, "-machine", "pc", "-m", "256",
-			 "-smp", "1", "-nodefaults", "-no-user-config", "-display", "none",
-			 "-no-reboot", "-serial", serial, "-kernel", kernel, "-initrd", initrd,
-			 "-append", append, "-drive", vda, "-drive", vdb, NULL };
-
-	cr_log_info("boot %s: -drive %s -drive %s", mode, vda, vdb);
-	vm = vt_spawn(argv, log);
+	snprintf(tag, sizeof(tag), "%s-%s", mode, accel);
+	vm = vm_spawn(accel, mode, tcluster_mnt(tc), disk, disk_opts, vm_cons,
+		      vm_qmp[0] ? vm_qmp : NULL, NULL, tag);
 	vm_status = -1;
 	vt_watchdog_start(&vm_wd, vm, NULL);    /* a criterion timeout kills it */
 }
@@ -417,6 +463,88 @@ static void sha_of(const char *name, char *sum)
 	free(out);
 }
 
+/* The last "SDFSVM @tag <sha256>  g<k>" line per file g<k> of @con
+ * into @sums[k] ("" if none). */
+#define GFILES 8
+static void gsums_of(const char *con, const char *tag, char sums[GFILES][65])
+{
+	char needle[32];
+
+	snprintf(needle, sizeof(needle), "SDFSVM %s ", tag);
+	for (int k = 0; k < GFILES; k++)
+		sums[k][0] = 0;
+	for (const char *p = con; (p = strstr(p, needle)); p++) {
+		const char *h = p + strlen(needle), *g = strstr(h, "  g");
+		int k;
+
+		if (g && g - h == 64 && sscanf(g + 3, "%d", &k) == 1 && k >= 0 && k < GFILES)
+			snprintf(sums[k], 65, "%.64s", h);
+	}
+}
+
+/*
+ * Live migration of the guest the first boot runs (QMP on @src_qmp) to a
+ * QEMU on a second mount, vol_lazy (the destination host), while it
+ * rewrites and fsyncs files: the migration completes, the source stays
+ * open (postmigrate), the guest writes on the destination, then the
+ * mailbox ends its loop and it powers off there; the source QEMU is
+ * quit last. The destination's console (malloc'd).
+ */
+static char *migrate_guest(const char *accel, const char *src_qmp)
+{
+	char mnt2[PATH_MAX + 16], dcons[PATH_MAX + 32], dqmp[PATH_MAX + 32];
+	char uri[PATH_MAX + 64], st[64], out[8192], *con = NULL;
+	struct vt_watchdog dst_wd;
+	struct vt_qmp src, dst;
+	int64_t t0, ms;
+	int n = 0, dst_st;
+
+	snprintf(mnt2, sizeof(mnt2), "%s/mnt2", tcluster_dir(tc));
+	vt_mount2_start(tc, &m2, mnt2, "vol_lazy");
+	snprintf(dcons, sizeof(dcons), "%s/console-write-dst.log", guest);
+	snprintf(dqmp, sizeof(dqmp), "%s/dst.qmp", guest);
+	snprintf(uri, sizeof(uri), "unix:%s/mig.sock", guest);
+	vm_dst = vm_spawn(accel, "write", mnt2, "data.img", NULL, dcons, dqmp, uri, "write-dst");
+	vt_watchdog_start(&dst_wd, vm_dst, NULL);
+	vt_qmp_open(&src, src_qmp);
+	vt_qmp_open(&dst, dqmp);
+	ms = vt_qmp_migrate(&src, uri);
+	vt_qmp_status(&src, "query-status", st, sizeof(st));
+	cr_log_info("migrated to mount 2 in %" PRId64 " ms (%.1f s into the boot); the "
+		    "source: %s", ms, (tnow_ms() - vm_t0) / 1000.0, st);
+	cr_assert_str_eq(st, "postmigrate", "the source QEMU after the migration");
+	/* the guest goes on writing and fsyncing on the destination, the
+	 * source still open */
+	for (t0 = tnow_ms(); n < 3; tsleep_ms(100)) {
+		free(con);
+		con = console(dcons);
+		n = 0;
+		for (const char *p = con; p && (p = strstr(p, "SDFSVM G ")); p++)
+			n++;
+		cr_assert(n >= 3 || vt_wait_child(vm_dst, 0) < 0,
+			  "the destination QEMU exited; its console:\n%s", con ? con : "");
+		cr_assert(tnow_ms() - t0 < BOOT_MS, "%d fsynced writes on the destination in "
+			  "%d ms; its console:\n%s", n, BOOT_MS, con ? con : "");
+	}
+	cr_log_info("the guest fsynced %d writes on the destination in %.1f s", n,
+		    (tnow_ms() - t0) / 1000.0);
+	free(con);
+	mailbox("SNAP");
+	dst_st = vt_wait_child(vm_dst, BOOT_MS);
+	if (dst_st >= 0) {
+		vt_watchdog_stop(&dst_wd);
+		vm_dst = 0;
+	}
+	con = console(dcons);
+	cr_assert_eq(dst_st, 0, "the destination QEMU: exit %d; its console:\n%s", dst_st,
+		     con ? con : "");
+	vt_qmp_cmd(&src, "{\"execute\":\"quit\"}", out, sizeof(out));
+	vt_qmp_close(&src);
+	vt_qmp_close(&dst);
+	vt_mount2_stop(&m2);
+	return con ? con : strdup("");
+}
+
 /* Fail unless @con has @want and no SDFSVM FAIL, and QEMU exited 0. */
 static void boot_ok(int st, const char *con, const char *want, const char *what)
 {
@@ -432,6 +560,7 @@ Test(vol_vm, boots_from_a_volume_file_and_keeps_fsynced_files)
 {
 	char img[PATH_MAX + 32], p[PATH_MAX + 64], exp[PATH_MAX + 32], sh[PATH_MAX * 3];
 	char wrote[MAX_SUMS][128], read[MAX_SUMS][128], sum_snap[65], sum_rb[65];
+	char gw[GFILES][65], gr[GFILES][65];
 	char *con = NULL;
 	const char *accel;
 	int nw, nr, st;
@@ -457,19 +586,38 @@ Test(vol_vm, boots_from_a_volume_file_and_keeps_fsynced_files)
 
 	accel = pick_accel();
 
-	/* first boot: write, fsync; a snapshot while it rewrites files */
+	/* first boot: write, fsync; a snapshot while it rewrites files,
+	 * then a live migration to another mount, where it goes on */
+	char src_qmp[PATH_MAX + 32];
+
+	snprintf(src_qmp, sizeof(src_qmp), "%s/src.qmp", guest);
+	snprintf(vm_qmp, sizeof(vm_qmp), "%s", src_qmp);
 	boot_start(accel, "write", "data.img", NULL);
+	vm_qmp[0] = 0;
 	cr_log_info("boot write under %s", accel);
+	char *dcon = NULL;
+
 	if (console_wait("SDFSVM LOOP", BOOT_MS)) {
 		tsleep_ms(1000);        /* a few writes into the loop */
 		free(sdfs_ok((const char *[]){ "snap", "create", "/data.img", "running", NULL },
 			     "sdfs snap create /data.img running (the guest writing)"));
-		mailbox("SNAP");
+		dcon = migrate_guest(accel, src_qmp);
 	}
 	st = boot_wait(BOOT_MS, &con);
+	if (dcon) {             /* one console: the source's, then the destination's */
+		char *all = malloc(strlen(con) + strlen(dcon) + 1);
+
+		cr_assert(all);
+		strcpy(all, con);
+		strcat(all, dcon);
+		free(con);
+		free(dcon);
+		con = all;
+	}
 	boot_ok(st, con, "SDFSVM LOOPED", "first");
 	nw = sums_of(con, wrote);
 	cr_assert_geq(nw, 5, "first boot printed %d sums:\n%s", nw, con);
+	gsums_of(con, "G", gw);
 	free(con);
 
 	/* second boot: the files are there, with their sums */
@@ -480,6 +628,17 @@ Test(vol_vm, boots_from_a_volume_file_and_keeps_fsynced_files)
 	for (int i = 0; i < nw; i++)
 		cr_assert_str_eq(read[i], wrote[i], "file %d: written %s, read %s", i, wrote[i],
 				 read[i]);
+	/* the files rewritten in the loop, on both hosts: as last fsynced */
+	gsums_of(con, "GSUM", gr);
+	int ng = 0;
+
+	for (int k = 0; k < GFILES; k++) {
+		cr_assert_str_eq(gr[k], gw[k], "g%d: last fsynced with sha256 %s, read %s", k,
+				 gw[k], gr[k]);
+		ng += gw[k][0] != 0;
+	}
+	cr_log_info("%d loop files read back as last fsynced (some on each host)", ng);
+	cr_assert_geq(ng, 1, "no loop file was written");
 	free(con);
 
 	/* what the cluster holds: data.img exported through libsdfs, its

@@ -9,12 +9,15 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -664,4 +667,114 @@ void vt_mount2_stop(struct vt_mount2 *m)
 	if (m->path[0] && vt_is_mounted(m->path))
 		lazy_unmount(m->path);
 	vt_watchdog_stop(&m->wd);
+}
+
+/* ---- QMP ---- */
+
+/* The next line from @q (without '\n') into @line, waiting until
+ * @deadline; the test fails on a timeout or a closed monitor. */
+static void qmp_line(struct vt_qmp *q, char *line, size_t cap, int64_t deadline)
+{
+	for (;;) {
+		char *nl = memchr(q->buf, '\n', q->len);
+
+		if (nl) {
+			size_t n = (size_t)(nl - q->buf);
+
+			snprintf(line, cap, "%.*s", (int)n, q->buf);
+			memmove(q->buf, nl + 1, q->len - n - 1);
+			q->len -= n + 1;
+			return;
+		}
+		cr_assert(q->len < sizeof(q->buf) - 1, "QMP: a line longer than %zu bytes",
+			  sizeof(q->buf));
+		struct pollfd p = { .fd = q->fd, .events = POLLIN };
+		int left = (int)(deadline - tnow_ms());
+
+		cr_assert(left > 0 && poll(&p, 1, left) == 1, "QMP: no answer in %d ms",
+			  VT_QMP_MS);
+		ssize_t got = read(q->fd, q->buf + q->len, sizeof(q->buf) - 1 - q->len);
+
+		cr_assert(got > 0, "QMP: the monitor closed (%s)",
+			  got < 0 ? strerror(errno) : "EOF");
+		q->len += (size_t)got;
+	}
+}
+
+void vt_qmp_cmd(struct vt_qmp *q, const char *cmd, char *out, size_t cap)
+{
+	int64_t deadline = tnow_ms() + VT_QMP_MS;
+	size_t n = strlen(cmd);
+
+	cr_assert_eq(write(q->fd, cmd, n), (ssize_t)n, "QMP: send: %s", strerror(errno));
+	cr_assert_eq(write(q->fd, "\n", 1), 1);
+	do
+		qmp_line(q, out, cap, deadline);
+	while (strstr(out, "\"event\"") && !strstr(out, "\"return\""));
+	cr_assert(!strstr(out, "\"error\""), "QMP %s: %s", cmd, out);
+}
+
+void vt_qmp_open(struct vt_qmp *q, const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int64_t deadline = tnow_ms() + VT_QMP_MS;
+	char line[4096];
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	q->len = 0;
+	for (;;) {
+		q->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		cr_assert(q->fd >= 0);
+		if (!connect(q->fd, (struct sockaddr *)&a, sizeof(a)))
+			break;
+		close(q->fd);
+		cr_assert(tnow_ms() < deadline, "QMP: cannot connect to %s: %s", path,
+			  strerror(errno));
+		tsleep_ms(50);
+	}
+	qmp_line(q, line, sizeof(line), deadline);      /* the greeting */
+	cr_assert(strstr(line, "\"QMP\""), "QMP greeting: %s", line);
+	vt_qmp_cmd(q, "{\"execute\":\"qmp_capabilities\"}", line, sizeof(line));
+}
+
+void vt_qmp_close(struct vt_qmp *q)
+{
+	if (q->fd >= 0)
+		close(q->fd);
+	q->fd = -1;
+}
+
+void vt_qmp_status(struct vt_qmp *q, const char *exec, char *status, size_t cap)
+{
+	char cmd[128], out[8192], *s;
+
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"%s\"}", exec);
+	vt_qmp_cmd(q, cmd, out, sizeof(out));
+	s = strstr(out, "\"status\": \"");
+	cr_assert(s, "%s: no status in %s", exec, out);
+	s += strlen("\"status\": \"");
+	snprintf(status, cap, "%.*s", (int)strcspn(s, "\""), s);
+}
+
+int64_t vt_qmp_migrate(struct vt_qmp *src, const char *uri)
+{
+	char cmd[PATH_MAX + 128], out[8192], st[64];
+	int64_t t0 = tnow_ms();
+
+	/* QEMU 7.2 caps a migration at 32 MiB/s by default */
+	vt_qmp_cmd(src, "{\"execute\":\"migrate-set-parameters\",\"arguments\":"
+		   "{\"max-bandwidth\":10737418240}}", out, sizeof(out));
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"migrate\",\"arguments\":{\"uri\":\"%s\"}}",
+		 uri);
+	vt_qmp_cmd(src, cmd, out, sizeof(out));
+	for (;;) {
+		vt_qmp_status(src, "query-migrate", st, sizeof(st));
+		if (!strcmp(st, "completed"))
+			break;
+		cr_assert(strcmp(st, "failed") && strcmp(st, "cancelled"), "migration %s", st);
+		cr_assert(tnow_ms() - t0 < VT_QMP_MS, "migration still %s after %d ms", st,
+			  VT_QMP_MS);
+		tsleep_ms(50);
+	}
+	return tnow_ms() - t0;
 }

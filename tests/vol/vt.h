@@ -149,4 +149,27 @@ void vt_mount2_start(struct tcluster *tc, struct vt_mount2 *m, const char *path,
 void vt_mount2_stop(struct vt_mount2 *m);
 /* Is something mounted at @path? */
 int vt_is_mounted(const char *path);
+
+/* ---- QEMU's machine protocol (QMP) on a unix socket ----
+ * One command, one answer; every wait is bounded (VT_QMP_MS) and fails
+ * the test. */
+#define VT_QMP_MS 60000
+struct vt_qmp {
+	int fd;
+	size_t len;
+	char buf[65536];
+};
+/* Connect to the socket @path of a QEMU just started (retried until it
+ * is there) and leave capabilities negotiation. */
+void vt_qmp_open(struct vt_qmp *q, const char *path);
+void vt_qmp_close(struct vt_qmp *q);
+/* Send @cmd (one JSON object); its answer line (events skipped) into
+ * @out. A QMP error fails the test. */
+void vt_qmp_cmd(struct vt_qmp *q, const char *cmd, char *out, size_t cap);
+/* The "status" value of command @exec's answer (query-status,
+ * query-migrate) into @status. */
+void vt_qmp_status(struct vt_qmp *q, const char *exec, char *status, size_t cap);
+/* Migrate the VM of @src to the URI @uri (its destination started with
+ * -incoming @uri), unthrottled; wait until it completed; its ms. */
+int64_t vt_qmp_migrate(struct vt_qmp *src, const char *uri);
 #endif

@@ -37,6 +37,13 @@ struct copyreq {
 	int ret;
 };
 
+/* Each copy worker's object buffer, kept: a fresh 4 MiB allocation
+ * is an mmap whose 1024 pages fault in on every copy (a millisecond or
+ * more of the copy's time). COPY_THREADS of them per daemon, kept only
+ * for objects up to TBUF_KEEP (larger ones: allocated per copy). */
+#define TBUF_KEEP (8u << 20)
+static __thread uint8_t *tbuf;
+
 static uint64_t next_req_id(void *arg)
 {
 	struct copy *c = arg;
@@ -122,7 +129,11 @@ static void copy_fn(struct work *w)
 		q->ret = -EINVAL;
 		return;
 	}
-	buf = malloc(osz);
+	if (!tbuf)
+		tbuf = malloc(osz);
+	buf = tbuf;
+	if (osz > TBUF_KEEP)
+		tbuf = NULL;    /* ours for this copy: freed at its end */
 	if (!buf) {
 		q->ret = -ENOMEM;
 		return;
@@ -133,7 +144,8 @@ static void copy_fn(struct work *w)
 	else if ((ret = read_peers(q, c.src, buf, &got)) == 0)
 		atomic_fetch_add(&bd->copy->fetched, 1);
 	if (ret) {
-		free(buf);
+		if (buf != tbuf)
+			free(buf);
 		q->ret = ret == -EAGAIN || ret == -ESTALE || ret == -ENOMEM ? ret : -ENOENT;
 		return;
 	}
@@ -154,7 +166,8 @@ static void copy_fn(struct work *w)
 	h.payload_len = (uint32_t)len;
 	h.flags &= SDFS_F_SYNC;
 	q->ret = ops_apply(bd, &h, buf);
-	free(buf);
+	if (buf != tbuf)
+		free(buf);
 	log_debug("oid=%016" PRIx64 ": copied from %016" PRIx64 " (%s), %" PRIu32
 		  " bytes at %" PRIu64 ": %d", q->h.oid, c.src, q->self ? "here" : "peer",
 		  c.len, q->h.offset, q->ret);

@@ -23,6 +23,7 @@ struct copy {
 	int timeout_ms;                 /* for a peer's answer */
 	atomic_uint_fast64_t req_id;
 	atomic_uint_fast64_t local, fetched;
+	int unknown;                    /* test hook: answer as a 2.1 daemon */
 };
 
 struct copyreq {
@@ -202,6 +203,15 @@ void copy_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 		client_conn_reply(c, &reply, NULL);
 		return;
 	}
+	if (bd->copy->unknown) {
+		struct sdfs_hdr reply;
+
+		free(q);
+		free(payload);
+		proto_reply_init(&reply, h, SDFS_RES_UNKNOWN_OP);
+		client_conn_reply(c, &reply, NULL);
+		return;
+	}
 	/* Where SRC is, in the map the request was checked against. */
 	if (!proto_obj_copy_decode(payload, h->payload_len, bd->cfg.obj_size, &oc, &piece))
 		n = ring_place(bd->map->ring, oc.src,
@@ -239,6 +249,12 @@ int copy_new(struct blockd *bd, int nthreads, struct copy **out)
 
 	if (!c)
 		return -ENOMEM;
+	/* Test hook: SDFS_BLOCKD_FAULT=no_copy answers OBJ_COPY as a 2.1
+	 * daemon does (UNKNOWN_OP): tests/vol/vol_cow_test.c. */
+	c->unknown = getenv("SDFS_BLOCKD_FAULT") &&
+		     !strcmp(getenv("SDFS_BLOCKD_FAULT"), "no_copy");
+	if (c->unknown)
+		log_warn("fault injection: OBJ_COPY answered as unknown (a 2.1 daemon)");
 	c->timeout_ms = bd->rec_opts.peer_timeout_ms > 0 ? bd->rec_opts.peer_timeout_ms
 							 : 3000;
 	ret = pool_new(&c->pool);

@@ -26,6 +26,9 @@
  * A corrupt local SRC is not rewritten here (a client read or the
  * recovery pass repairs it); the copy just does not use it.
  *
+ * Test hook: with SDFS_BLOCKD_FAULT=no_copy in its environment the
+ * daemon answers OBJ_COPY with UNKNOWN_OP, as a 2.1 daemon would.
+ *
  * Threads: copy_dispatch runs on the loop thread (placement from the
  * node's map); the work runs on the copy workers, which block on peers'
  * OBJ_READs served by their I/O workers, never the other way round (as

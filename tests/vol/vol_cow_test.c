@@ -10,7 +10,9 @@
  * counters, libclient/vol_int.h): the daemons copied every one, also
  * where one replica of the source was corrupted on disk. And the same
  * with a block daemon SIGKILLed in the middle of the copies and
- * restarted: every acknowledged byte is there.
+ * restarted: every acknowledged byte is there. And with one daemon
+ * answering OBJ_COPY as a 2.1 daemon (UNKNOWN_OP; blockd/copy.h's test
+ * hook), the client copies the chunks itself, correctly.
  *
  * Through libsdfs (no mount). SDFS_VOL_COW=client (the old path, the
  * client copies) makes the counter checks fail: that is how this test
@@ -253,4 +255,42 @@ Test(vol_cow, a_blockd_killed_in_the_middle_of_the_copies)
 	check(ino, w.model, snap, "the live volume, healthy again");
 	free(snap);
 	free(w.model);
+}
+
+Test(vol_cow, a_2_1_daemon_makes_the_client_copy)
+{
+	uint8_t *model = vt_alloc(SIZE), *snap = vt_alloc(SIZE), *buf = vt_alloc(BLK);
+	struct sdfs_vol_info old;
+	struct sdfs_vol *v;
+	uint64_t ino;
+
+	/* blockd.3 as a 2.1 daemon: it knows no OBJ_COPY */
+	cr_assert_eq(tcluster_kill(tc, "blockd.3"), 0);
+	setenv("SDFS_BLOCKD_FAULT", "no_copy", 1);
+	cr_assert_eq(tcluster_restart(tc, "blockd.3"), 0);
+	unsetenv("SDFS_BLOCKD_FAULT");
+	ino = make_snapped("cow21", 7, model, &v, &old);
+	memcpy(snap, model, SIZE);
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		uint64_t off = c * OBJ + (c % (OBJ / BLK)) * BLK;
+
+		vt_fill(buf, BLK, off, 8);
+		cr_assert_eq(sdfs_vol_pwrite(v, buf, BLK, off), 0, "chunk %" PRIu64, c);
+		memcpy(model + off, buf, BLK);
+	}
+	cr_assert_eq(sdfs_vol_flush(v), 0);
+	cr_log_info("chunks copied by the daemons: %" PRIu64 ", by the client: %" PRIu64,
+		    (uint64_t)atomic_load(&v->cow_daemon), (uint64_t)atomic_load(&v->cow_copied));
+	/* from the first chunk with a replica on blockd.3 on, the client */
+	cr_assert_gt(atomic_load(&v->cow_copied), 0);
+	cr_assert_eq(atomic_load(&v->cow_daemon) + atomic_load(&v->cow_copied), CHUNKS);
+	check(ino, model, snap, "the live volume copied by the client");
+	sdfs_vol_close(v);
+	/* blockd.3 knows OBJ_COPY again, for the other tests */
+	cr_assert_eq(tcluster_kill(tc, "blockd.3"), 0);
+	cr_assert_eq(tcluster_restart(tc, "blockd.3"), 0);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy again");
+	free(model);
+	free(snap);
+	free(buf);
 }

@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/lease.h"
-#include "blockd/copy.h"
 #include "blockd/order.h"
 #include "blockd/vfence.h"
 

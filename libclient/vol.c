@@ -228,13 +228,12 @@ static int take_token(struct sdfs_vol *v, unsigned flags)
 static struct sdfs_vol *vol_alloc(struct sdfs *s, uint64_t ino)
 {
 	struct sdfs_vol *v = calloc(1, sizeof(*v));
+	pthread_rwlockattr_t ra;
 
 	if (!v)
 		return NULL;
 	v->s = s;
 	v->ino = ino;
-	pthread_rwlockattr_t ra;
-
 	/* Writers first: a reload (after a snapshot) waiting for the lock
 	 * must not starve behind I/O threads that keep taking it shared
 	 * (glibc prefers readers: at queue depth 32 a write waited out the

@@ -12,6 +12,7 @@
 #include "blockd/copy.h"
 #include "blockd/history.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/oid.h"
 #include "common/proto.h"
 #include "common/ring.h"
@@ -20,7 +21,7 @@
 struct copy {
 	struct workq *q;
 	struct pool *pool;
-	int timeout_ms;                 /* for a peer's answer */
+	int timeout_ms;                 /* the client's bound on a replica */
 	atomic_uint_fast64_t req_id;
 	atomic_uint_fast64_t local, fetched;
 	int unknown;                    /* test hook: answer as a 2.1 daemon */
@@ -35,6 +36,7 @@ struct copyreq {
 	int self;                       /* an up holder of SRC here */
 	size_t n;                       /* SRC's other up holders */
 	struct cmap_node node[RING_MAX_COPIES];
+	int64_t arrived_ms;             /* net_now_ms() at dispatch */
 	int ret;
 };
 
@@ -79,7 +81,13 @@ static int read_local(struct copyreq *q, uint64_t src, uint8_t *buf, size_t *got
 }
 
 /* SRC's bytes from its other up holders, one after the other: an
- * ordinary read, so the peer vouches for its copy and checks it. */
+ * ordinary read, so the peer vouches for its copy and checks it. Within
+ * what is left of the client's bound on us (replica_timeout_ms since
+ * the request came, less a quarter for our own write): a slow peer must
+ * not make the client report this node unresponsive. Peers on another
+ * epoch: -EAGAIN (the client retries); none gave it (absent, corrupt,
+ * silent, unable to vouch): -ENOENT (the client copies it itself, its
+ * own reads hedged across the holders). */
 static int read_peers(struct copyreq *q, uint64_t src, uint8_t *buf, size_t *got)
 {
 	struct copy *cp = q->bd->copy;
@@ -87,8 +95,11 @@ static int read_peers(struct copyreq *q, uint64_t src, uint8_t *buf, size_t *got
 
 	for (size_t i = 0; i < q->n; i++) {
 		struct rpc_call call = { 0 };
+		int64_t left = cp->timeout_ms * 3 / 4 - (net_now_ms() - q->arrived_ms);
 		int r;
 
+		if (left < cp->timeout_ms / 8)
+			break;
 		call.node = &q->node[i];
 		call.req.opcode = SDFS_OP_OBJ_READ;
 		call.req.oid = src;
@@ -96,7 +107,7 @@ static int read_peers(struct copyreq *q, uint64_t src, uint8_t *buf, size_t *got
 		call.req.epoch = q->h.epoch;
 		call.rbuf = buf;
 		call.rbuf_len = q->bd->cfg.obj_size;
-		rpc_run(cp->pool, &call, 1, cp->timeout_ms, next_req_id, cp);
+		rpc_run(cp->pool, &call, 1, (int)left, next_req_id, cp);
 		r = rpc_result(&call);
 		if (r == 0)
 			*got = call.reply.payload_len;
@@ -230,6 +241,7 @@ void copy_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 	q->conn = c;
 	q->h = *h;
 	q->payload = payload;
+	q->arrived_ms = net_now_ms();
 	q->work.fn = copy_fn;
 	q->work.finish = copy_done;     /* replies from the copy worker */
 	client_conn_get(c);
@@ -255,8 +267,7 @@ int copy_new(struct blockd *bd, int nthreads, struct copy **out)
 		     !strcmp(getenv("SDFS_BLOCKD_FAULT"), "no_copy");
 	if (c->unknown)
 		log_warn("fault injection: OBJ_COPY answered as unknown (a 2.1 daemon)");
-	c->timeout_ms = bd->rec_opts.peer_timeout_ms > 0 ? bd->rec_opts.peer_timeout_ms
-							 : 3000;
+	c->timeout_ms = bd->conf.replica_timeout_ms > 0 ? bd->conf.replica_timeout_ms : 1500;
 	ret = pool_new(&c->pool);
 	if (!ret)
 		ret = workq_new(bd->loop, "copy", nthreads, &c->q);

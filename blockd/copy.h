@@ -12,7 +12,9 @@
  *      (recover_ensure) and verifying every block's checksum on the
  *      read; else, or when that copy is missing or corrupt, with an
  *      ordinary OBJ_READ (current, verified) from SRC's other up
- *      holders over the cluster network, one after the other;
+ *      holders over the cluster network, one after the other, within
+ *      3/4 of replica_timeout_ms since the request came (the client's
+ *      bound on this node: a slow peer must not get us reported);
  *   2. lays the piece over them (zeros with SDFS_COPY_ZERO);
  *   3. writes DST as an OBJ_REPLACE of those bytes would
  *      (ops_apply of REPL_REPLACE: the object's recovery lock, the
@@ -20,8 +22,9 @@
  *      version in the epoch, an atomic rename: after a crash DST is
  *      wholly old or wholly new, never a mix).
  * SRC belongs to a frozen vid: its bytes never change, so any holder's
- * current, verified copy is the right one. Nobody can give SRC: NO_OBJ
- * (the client copies the chunk itself, the old way, and learns why);
+ * current, verified copy is the right one. Nobody can give SRC in time:
+ * NO_OBJ (the client copies the chunk itself, the old way, and learns
+ * why);
  * peers on another epoch: OLD_EPOCH / NEW_EPOCH (the client retries).
  * A corrupt local SRC is not rewritten here (a client read or the
  * recovery pass repairs it); the copy just does not use it.

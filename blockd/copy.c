@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,9 @@
 #include "common/ring.h"
 #include "common/rpc.h"
 
+#define BUFS_KEEP 8
+#define BUF_KEEP_MAX (8u << 20)
+
 struct copy {
 	struct workq *q;
 	struct pool *pool;
@@ -25,6 +29,9 @@ struct copy {
 	atomic_uint_fast64_t req_id;
 	atomic_uint_fast64_t local, fetched;
 	int unknown;                    /* test hook: answer as a 2.1 daemon */
+	pthread_mutex_t mu;             /* the kept buffers */
+	uint8_t *bufs[BUFS_KEEP];
+	size_t nbufs;
 };
 
 struct copyreq {
@@ -40,12 +47,31 @@ struct copyreq {
 	int ret;
 };
 
-/* Each copy worker's object buffer, kept: a fresh 4 MiB allocation
- * is an mmap whose 1024 pages fault in on every copy (a millisecond or
- * more of the copy's time). COPY_THREADS of them per daemon, kept only
- * for objects up to TBUF_KEEP (larger ones: allocated per copy). */
-#define TBUF_KEEP (8u << 20)
-static __thread uint8_t *tbuf;
+/* A copy's object buffer comes from those kept: a fresh 4 MiB
+ * allocation is an mmap whose 1024 pages fault in on every copy (a
+ * millisecond or more of the copy's time). At most BUFS_KEEP are kept
+ * (one per busy worker), and only for objects up to BUF_KEEP_MAX. */
+static uint8_t *buf_get(struct copy *c, size_t size)
+{
+	uint8_t *b = NULL;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->nbufs)
+		b = c->bufs[--c->nbufs];
+	pthread_mutex_unlock(&c->mu);
+	return b ? b : malloc(size);
+}
+
+static void buf_put(struct copy *c, uint8_t *b, size_t size)
+{
+	pthread_mutex_lock(&c->mu);
+	if (size <= BUF_KEEP_MAX && c->nbufs < BUFS_KEEP) {
+		c->bufs[c->nbufs++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&c->mu);
+	free(b);
+}
 
 static uint64_t next_req_id(void *arg)
 {
@@ -141,11 +167,7 @@ static void copy_fn(struct work *w)
 		q->ret = -EINVAL;
 		return;
 	}
-	if (!tbuf)
-		tbuf = malloc(osz);
-	buf = tbuf;
-	if (osz > TBUF_KEEP)
-		tbuf = NULL;    /* ours for this copy: freed at its end */
+	buf = buf_get(bd->copy, osz);
 	if (!buf) {
 		q->ret = -ENOMEM;
 		return;
@@ -156,8 +178,7 @@ static void copy_fn(struct work *w)
 	else if ((ret = read_peers(q, c.src, buf, &got)) == 0)
 		atomic_fetch_add(&bd->copy->fetched, 1);
 	if (ret) {
-		if (buf != tbuf)
-			free(buf);
+		buf_put(bd->copy, buf, osz);
 		q->ret = ret == -EAGAIN || ret == -ESTALE || ret == -ENOMEM ? ret : -ENOENT;
 		return;
 	}
@@ -178,8 +199,7 @@ static void copy_fn(struct work *w)
 	h.payload_len = (uint32_t)len;
 	h.flags &= SDFS_F_SYNC;
 	q->ret = ops_apply(bd, &h, buf);
-	if (buf != tbuf)
-		free(buf);
+	buf_put(bd->copy, buf, osz);
 	log_debug("oid=%016" PRIx64 ": copied from %016" PRIx64 " (%s), %" PRIu32
 		  " bytes at %" PRIu64 ": %d", q->h.oid, c.src, q->self ? "here" : "peer",
 		  c.len, q->h.offset, q->ret);
@@ -261,6 +281,7 @@ int copy_new(struct blockd *bd, int nthreads, struct copy **out)
 
 	if (!c)
 		return -ENOMEM;
+	pthread_mutex_init(&c->mu, NULL);
 	/* Test hook: SDFS_BLOCKD_FAULT=no_copy answers OBJ_COPY as a 2.1
 	 * daemon does (UNKNOWN_OP): tests/vol/vol_cow_test.c. */
 	c->unknown = getenv("SDFS_BLOCKD_FAULT") &&
@@ -273,6 +294,7 @@ int copy_new(struct blockd *bd, int nthreads, struct copy **out)
 		ret = workq_new(bd->loop, "copy", nthreads, &c->q);
 	if (ret) {
 		pool_free(c->pool);
+		pthread_mutex_destroy(&c->mu);
 		free(c);
 		return ret;
 	}
@@ -286,5 +308,8 @@ void copy_free(struct copy *c)
 		return;
 	workq_free(c->q);
 	pool_free(c->pool);
+	for (size_t i = 0; i < c->nbufs; i++)
+		free(c->bufs[i]);
+	pthread_mutex_destroy(&c->mu);
 	free(c);
 }

@@ -30,7 +30,7 @@
 /* Ordered mutations in flight at once on this node as primary; each
  * thread mostly waits for the replicas' answers. */
 #define ORDER_THREADS 32
-#define COPY_THREADS 8         /* OBJ_COPY workers (copy.h), 1 object buffer each */
+#define COPY_THREADS 8         /* OBJ_COPY workers (copy.h) */
 #include "common/auth.h"
 #include "common/coord_auth.h"
 #include "common/log.h"

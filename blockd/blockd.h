@@ -14,6 +14,7 @@
  *   recover*.c     keeping copies current across epochs (recover.h)
  *   order.c        shared objects' mutations, ordered by their primary
  *                  (order.h)
+ *   copy.c         OBJ_COPY: a volume's copy-on-write (copy.h)
  *   lease.c        the serving lease: serve only while ZooKeeper says we
  *                  may (lease.h); suspect.c its and the markers' rules
  *   main.c         options and start-up
@@ -56,6 +57,7 @@ struct blockd {
 	struct workq *io_q;             /* disk I/O */
 	struct workq *coord_q;          /* ZooKeeper calls (one thread) */
 	struct order *order;            /* primary-ordered mutations (order.h) */
+	struct copy *copy;              /* OBJ_COPY: copy-on-write here (copy.h) */
 	struct lease *lease;            /* serving lease (lease.h) */
 	struct objstore *store;
 	struct recover *recover;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/lease.h"
 #include "blockd/order.h"
@@ -29,6 +30,7 @@
 /* Ordered mutations in flight at once on this node as primary; each
  * thread mostly waits for the replicas' answers. */
 #define ORDER_THREADS 32
+#define COPY_THREADS 8         /* OBJ_COPY workers (copy.h) */
 #include "common/auth.h"
 #include "common/coord_auth.h"
 #include "common/log.h"
@@ -399,6 +401,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = order_new(&bd, ORDER_THREADS, &bd.order);
 	if (!ret)
+		ret = copy_new(&bd, COPY_THREADS, &bd.copy);
+	if (!ret)
 		ret = recover_new(&bd, &bd.rec_opts, &bd.recover);
 	if (!ret)
 		ret = client_conn_start(&bd);
@@ -415,7 +419,14 @@ int main(int argc, char **argv)
 		log_info("node=%" PRIu32 ": peers connect to the cluster address %s:%u",
 			 bd.node_id, bd.chost, bd.cport);
 	loop_run(bd.loop);
-	log_info("node=%" PRIu32 ": stopping", bd.node_id);
+	{
+		uint64_t cl = 0, cf = 0;
+
+		copy_counts(bd.copy, &cl, &cf);
+		log_info("node=%" PRIu32 ": stopping (volume chunks copied here: %"
+			 PRIu64 " from this node's copy, %" PRIu64 " from a peer's)",
+			 bd.node_id, cl, cf);
+	}
 	bd.stopping = 1;
 	ret = 0;
 out_workq:
@@ -423,6 +434,7 @@ out_workq:
 	/* In order of who uses what: requests use recovery, recovery and the
 	 * map updates use ZooKeeper. */
 	order_free(bd.order);
+	copy_free(bd.copy);
 	workq_free(bd.io_q);
 	recover_free(bd.recover);
 	workq_free(bd.coord_q);

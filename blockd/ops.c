@@ -17,7 +17,7 @@
  * Mutations of volume objects (oid_is_vol) are checked the same way
  * against their vid's fence (vfence.h, VOL_FENCE). A client's mutation
  * of a shared object goes to order.c instead, which sends it back here
- * as a REPL_* op to every replica. Recovery's copies
+ * as a REPL_* op to every replica; an OBJ_COPY to copy.c. Recovery's copies
  * between nodes do not come through here and are never fenced.
  *
  * Before any of that, a peer whose key is neither admin nor daemon must
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/order.h"
 #include "blockd/vfence.h"
@@ -570,6 +571,13 @@ static void op_node_info(struct work *w)
 	r->out_len = r->h.major > 1 || r->h.minor >= 7 ? sizeof(ni) : SDFS_NODE_INFO_V11_SIZE;
 }
 
+/* OBJ_COPY runs on copy.c's workers (copy_dispatch); applied as it is
+ * (ops_apply) it makes no sense. */
+static void op_copy(struct work *w)
+{
+	((struct req *)w)->ret = -EINVAL;
+}
+
 static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_READ]    = { "OBJ_READ",    op_read,    0 },
 	[SDFS_OP_OBJ_WRITE]   = { "OBJ_WRITE",   op_write,   1 },
@@ -579,6 +587,7 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_FLUSH]   = { "OBJ_FLUSH",   op_flush,   0 },
 	[SDFS_OP_OBJ_STAT]    = { "OBJ_STAT",    op_stat,    0 },
 	[SDFS_OP_OBJ_REPLACE] = { "OBJ_REPLACE", op_replace, 1 },
+	[SDFS_OP_OBJ_COPY]    = { "OBJ_COPY",    op_copy,    1 },   /* copy.h */
 	[SDFS_OP_NODE_INFO]   = { "NODE_INFO",   op_node_info, 0 },
 	[SDFS_OP_MDS_FENCE]   = { "MDS_FENCE",   op_mds_fence, 0 },
 	[SDFS_OP_VOL_FENCE]   = { "VOL_FENCE",   op_vol_fence, 0 },
@@ -753,6 +762,10 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *hin,
 	}
 	if (order_wanted(h)) {
 		order_dispatch(bd, c, h, payload);
+		return;
+	}
+	if (h->opcode == SDFS_OP_OBJ_COPY) {
+		copy_dispatch(bd, c, h, payload);
 		return;
 	}
 

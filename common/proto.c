@@ -139,7 +139,7 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_LIST] = "OBJ_LIST", [SDFS_OP_OBJ_FLUSH] = "OBJ_FLUSH",
 	[SDFS_OP_OBJ_STAT] = "OBJ_STAT", [SDFS_OP_OBJ_REPLACE] = "OBJ_REPLACE",
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
-	[SDFS_OP_VOL_FENCE] = "VOL_FENCE",
+	[SDFS_OP_VOL_FENCE] = "VOL_FENCE", [SDFS_OP_OBJ_COPY] = "OBJ_COPY",
 	[SDFS_OP_NS_SUBSCRIBE] = "NS_SUBSCRIBE", [SDFS_OP_NS_NOTIFY] = "NS_NOTIFY",
 	[SDFS_OP_NS_OPEN] = "NS_OPEN", [SDFS_OP_NS_OBJCAP] = "NS_OBJCAP",
 	[SDFS_OP_NS_SYNC] = "NS_SYNC",
@@ -191,6 +191,29 @@ int proto_obj_stat_decode(const uint8_t *in, size_t len, struct sdfs_obj_stat *s
 	s->reserved = 0;
 	if (s->path_len > SDFS_MAX_PATH || s->path_len != len - sizeof(*s))
 		return -EPROTO;
+	return 0;
+}
+
+void proto_obj_copy_encode(const struct sdfs_obj_copy *c, uint8_t *out)
+{
+	put64(out + 0, c->src);
+	put32(out + 8, c->len);
+	put32(out + 12, c->flags);
+}
+
+int proto_obj_copy_decode(const uint8_t *in, size_t len, uint32_t max_piece,
+			  struct sdfs_obj_copy *c, const uint8_t **piece)
+{
+	if (!in || len < SDFS_OBJ_COPY_SIZE)
+		return -EPROTO;
+	c->src = get64(in + 0);
+	c->len = get32(in + 8);
+	c->flags = get32(in + 12);
+	if (c->flags & ~SDFS_COPY_ZERO || c->len > max_piece)
+		return -EPROTO;
+	if (len - SDFS_OBJ_COPY_SIZE != (c->flags & SDFS_COPY_ZERO ? 0 : c->len))
+		return -EPROTO;
+	*piece = in + SDFS_OBJ_COPY_SIZE;
 	return 0;
 }
 

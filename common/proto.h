@@ -51,6 +51,13 @@ void proto_obj_stat_encode(const struct sdfs_obj_stat *s, uint8_t *out);
 int proto_obj_stat_decode(const uint8_t *in, size_t len, struct sdfs_obj_stat *s);
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out);
 int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info *ni);
+/* OBJ_COPY (2.2): the SDFS_OBJ_COPY_SIZE bytes in front of the piece.
+ * Decoding takes the whole payload (@len bytes) and checks it: known
+ * flags, and the piece's bytes present (ZERO: none) and at most
+ * @max_piece; 0, or -EPROTO. *@piece then points at them. */
+void proto_obj_copy_encode(const struct sdfs_obj_copy *c, uint8_t *out);
+int proto_obj_copy_decode(const uint8_t *in, size_t len, uint32_t max_piece,
+			  struct sdfs_obj_copy *c, const uint8_t **piece);
 
 
 /* OBJ_LIST payloads: @n oids <-> le64 array of 8 * n bytes. */

@@ -81,6 +81,10 @@
  *        SDFS_NS_HOLD on MKNOD: the new file is held open (NS_OPEN) from
  *        the create on, SDFS_ATTR_F_HELD says so. SDFS_NS_DURABLE on
  *        SETATTR: the reply waits for an NS_SYNC's durability.
+ *   2.2  OBJ_COPY (a volume's copy-on-write made by the block daemons
+ *        next to the data, docs/volumes.md "Copy-on-write"): the
+ *        payload starts with an sdfs_obj_copy. A 2.1 daemon answers
+ *        UNKNOWN_OP; the client then copies the chunk itself.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -90,7 +94,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 1              /* bump = additions only */
+#define SDFS_PROTO_MINOR 2              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -106,6 +110,7 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_OBJ_FLUSH   = 0x06,
 	SDFS_OP_OBJ_STAT    = 0x07,
 	SDFS_OP_OBJ_REPLACE = 0x08,
+	SDFS_OP_OBJ_COPY    = 0x09,     /* 2.2: sdfs_obj_copy */
 	SDFS_OP_NODE_INFO   = 0x10,
 	SDFS_OP_MDS_FENCE   = 0x11,     /* 1.2 */
 	SDFS_OP_VOL_FENCE   = 0x12,     /* 1.3 */
@@ -345,6 +350,31 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
 #define SDFS_OBJCAP_BEST   0x2u         /* NS_OBJCAP: the most of max the
 					   caller may have (at least read),
 					   not EACCES / EROFS for the rest */
+
+/*
+ * OBJ_COPY (2.2): make volume data object DST (hdr.oid) a copy of SRC
+ * with one piece applied, each replica from its own verified copy of
+ * SRC: hdr(oid = DST, offset = the piece's offset in the object, token
+ * = the writer's), payload = sdfs_obj_copy, then the piece's `len`
+ * bytes (none with SDFS_COPY_ZERO: zeros). DST becomes SRC's bytes
+ * with the piece over them, size max(SRC's size, offset + len), as an
+ * OBJ_REPLACE of them would make it (the next version; fenced,
+ * refused when full). Both must be volume data objects of one chunk
+ * and number of copies, of different vids; SRC is an ancestor's
+ * (frozen). A replica that holds no current or good copy of SRC reads
+ * it from SRC's other holders. -> hdr. Errors: NO_OBJ (no holder has
+ * SRC: the client copies it itself, and learns why), INVALID (a bad
+ * pair or piece), and those of OBJ_REPLACE. A client mutation like
+ * the others, to every up replica of DST; not for keys that need
+ * object capabilities (they get SDFS_RES_CAP: the client copies).
+ */
+struct sdfs_obj_copy {
+	uint64_t src;           /* the object copied */
+	uint32_t len;           /* the piece's bytes */
+	uint32_t flags;         /* SDFS_COPY_ZERO */
+};
+#define SDFS_OBJ_COPY_SIZE 16u
+#define SDFS_COPY_ZERO 0x1u     /* the piece is zeros; no bytes follow */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {

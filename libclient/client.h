@@ -182,4 +182,14 @@ void capcache_put(struct sdfs *s, const uint8_t cap[48]);
  * thread (its callback is not running any more on return). sdfs_close
  * calls it before freeing what the thread uses. */
 void notify_stop(struct sdfs *s);
+
+/* objio.c: OBJ_COPY (2.2) to every up replica of volume data object
+ * @dst, carrying @token: @dst becomes @src's bytes with [@off, @off +
+ * @len) = @buf (NULL: zeros) over them, each replica copying from its
+ * own (or a peer's) verified copy of @src (blockd/copy.h). 0, or as
+ * sdfs_obj_put_tok; -EOPNOTSUPP from a 2.1 daemon, -ENOENT when no
+ * holder could give @src, -EACCES for a key that needs object
+ * capabilities (the caller then copies @src itself). */
+int sdfs_obj_copy_tok(struct sdfs *s, uint64_t dst, uint64_t src, const void *buf,
+		      size_t len, uint64_t off, uint32_t token);
 #endif

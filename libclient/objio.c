@@ -111,7 +111,8 @@ static int placement_full(const struct placement *p, uint64_t oid,
 	unsigned kind = oid_kind(oid);
 
 	if ((tmpl->opcode != SDFS_OP_OBJ_WRITE && tmpl->opcode != SDFS_OP_OBJ_REPLACE &&
-	     tmpl->opcode != SDFS_OP_OBJ_CREATE) || kind == OID_KIND_MDS ||
+	     tmpl->opcode != SDFS_OP_OBJ_CREATE && tmpl->opcode != SDFS_OP_OBJ_COPY) ||
+	    kind == OID_KIND_MDS ||
 	    (kind == OID_KIND_FILE && token))
 		return 0;
 	for (size_t i = 0; i < p->nup; i++)
@@ -575,6 +576,33 @@ int sdfs_obj_put_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
 		return -EFBIG;
 	h.payload_len = (uint32_t)len;
 	return replicated_tok(s, oid, &h, buf, MUT_ALL_OK, token);
+}
+
+int sdfs_obj_copy_tok(struct sdfs *s, uint64_t dst, uint64_t src, const void *buf,
+		      size_t len, uint64_t off, uint32_t token)
+{
+	struct sdfs_obj_copy c = { .src = src, .len = (uint32_t)len,
+				   .flags = buf ? 0 : SDFS_COPY_ZERO };
+	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_COPY, .offset = off };
+	uint32_t max = sdfs_obj_size(s);
+	size_t plen = SDFS_OBJ_COPY_SIZE + (buf ? len : 0);
+	uint8_t *p;
+	int ret;
+
+	if (max == 0)
+		return -ENOENT;
+	if (off > max || len > max - off)
+		return -EFBIG;
+	p = malloc(plen);
+	if (!p)
+		return -ENOMEM;
+	proto_obj_copy_encode(&c, p);
+	if (buf)
+		memcpy(p + SDFS_OBJ_COPY_SIZE, buf, len);
+	h.payload_len = (uint32_t)plen;
+	ret = replicated_tok(s, dst, &h, p, MUT_ALL_OK, token);
+	free(p);
+	return ret;
 }
 
 int sdfs_obj_put(struct sdfs *s, uint64_t oid, const void *buf, size_t len)

@@ -12,6 +12,12 @@
  * chunk lock; a write into a chunk whose idx owner is not ours takes
  * the chunk lock, so nothing is acknowledged into a chunk the index
  * does not point at yet.
+ *
+ * Copy-on-write: the first write into a chunk an ancestor owns asks the
+ * block daemons to make the copy next to the data (OBJ_COPY, blockd/
+ * copy.h), one small request per replica; a daemon without it (2.1), a
+ * key that needs object capabilities, or a source no holder could give
+ * makes this client copy the chunk itself (read it, put it whole).
  */
 #ifndef SDFS_LIBCLIENT_VOL_INT_H
 #define SDFS_LIBCLIENT_VOL_INT_H
@@ -55,6 +61,14 @@ struct sdfs_vol {
 	int writing;
 
 	pthread_mutex_t chunk_locks[VOL_CHUNK_LOCKS];
+
+	/* copy-on-write (vol_io.c chunk_copy; docs/volumes.md
+	 * "Copy-on-write") */
+	int cow_client;                 /* $SDFS_VOL_COW=client: always the
+					   client's copy (benchmarks) */
+	_Atomic int64_t cow_off_until;  /* net_now_ms: no OBJ_COPY before */
+	atomic_uint_fast64_t cow_daemon; /* chunks the block daemons copied */
+	atomic_uint_fast64_t cow_copied; /* chunks this client read and put */
 
 	/* objects written since the last flush */
 	pthread_mutex_t fmu;            /* one flush at a time (sdfs_vol_flush) */

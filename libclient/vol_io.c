@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/net.h"
 #include "common/volidx.h"
 #include "libclient/vol_int.h"
 
@@ -22,6 +23,9 @@ void vol_io_init(struct sdfs_vol *v)
 		pthread_mutex_init(&v->chunk_locks[i], NULL);
 	v->dirty_lo = UINT64_MAX;
 	v->dirty_hi = 0;
+	const char *cow = getenv("SDFS_VOL_COW");
+
+	v->cow_client = cow && !strcmp(cow, "client");
 }
 
 void vol_io_destroy(struct sdfs_vol *v)
@@ -168,6 +172,70 @@ static int chunk_read(struct sdfs_vol *v, uint64_t owner, uint64_t chunk, char *
 	return 0;
 }
 
+/* How long a volume handle sends no OBJ_COPY after a daemon did not
+ * know it, or refused it for this key: a daemon upgraded meanwhile is
+ * used again after that. */
+#define COW_OFF_MS 60000
+
+/*
+ * Chunk @chunk of @owner copied to @oid with [in, in+n) = @data (@data
+ * NULL: zeros) over it, by the block daemons (OBJ_COPY) when they can;
+ * else (a 2.1 daemon, an unprivileged key, a source they could not
+ * read) read here and put whole, as before 2.2. A fence or freeze
+ * (-EPERM, -EROFS), no space or no answer is the caller's, not a
+ * reason to move 4 MiB through this client.
+ */
+static int chunk_copy(struct sdfs_vol *v, uint64_t oid, uint32_t owner, uint64_t chunk,
+		      const char *data, size_t n, uint64_t in)
+{
+	uint32_t osz = v->vi.obj_size;
+	uint64_t src = oid_vdata(owner, chunk, v->vi.copies);
+	size_t len = (size_t)(in + n);
+	ssize_t got;
+	char *buf;
+	int ret;
+
+	if (!v->cow_client && net_now_ms() >= atomic_load(&v->cow_off_until)) {
+		ret = sdfs_obj_copy_tok(v->s, oid, src, data, n, in, v->token);
+		if (!ret) {
+			atomic_fetch_add(&v->cow_daemon, 1);
+			return 0;
+		}
+		if (ret == -EPERM || ret == -EROFS || ret == -ENOSPC || ret == -ETIMEDOUT ||
+		    ret == -ENOMEM || ret == -EFBIG)
+			return ret;
+		if (ret == -EOPNOTSUPP || ret == -EACCES) {
+			atomic_store(&v->cow_off_until, net_now_ms() + COW_OFF_MS);
+			log_info("volume ino=%" PRIu64 ": the block daemons do not copy "
+				 "chunks for us (%s): this client copies them", v->ino,
+				 strerror(-ret));
+		} else {
+			log_warn("volume ino=%" PRIu64 " oid=%016" PRIx64 ": the block "
+				 "daemons could not copy it (%s): copying it here", v->ino,
+				 src, strerror(-ret));
+		}
+	}
+	buf = calloc(1, osz);
+	if (!buf)
+		return -ENOMEM;
+	got = sdfs_obj_read(v->s, src, buf, osz, 0);
+	if (got < 0) {
+		free(buf);
+		return (int)got;
+	}
+	if ((size_t)got > len)
+		len = (size_t)got;
+	if (data)
+		memcpy(buf + in, data, n);
+	else
+		memset(buf + in, 0, n);
+	ret = sdfs_obj_put_tok(v->s, oid, buf, len, v->token);
+	free(buf);
+	if (!ret)
+		atomic_fetch_add(&v->cow_copied, 1);
+	return ret;
+}
+
 /*
  * Make chunk @chunk ours with [in, in+n) = @data (@data NULL: zeros),
  * under its chunk lock: a fresh chunk gets a new object (any object of
@@ -177,10 +245,7 @@ static int chunk_read(struct sdfs_vol *v, uint64_t owner, uint64_t chunk, char *
 static int chunk_make(struct sdfs_vol *v, uint64_t chunk, const char *data, size_t n,
 		      uint64_t in, uint32_t owner)
 {
-	uint32_t osz = v->vi.obj_size;
 	uint64_t oid = oid_vdata(v->vi.vid, chunk, v->vi.copies);
-	size_t len = (size_t)(in + n);
-	char *buf;
 	int ret;
 
 	if (!owner && data) {
@@ -197,27 +262,9 @@ static int chunk_make(struct sdfs_vol *v, uint64_t chunk, const char *data, size
 		}
 		goto index;
 	}
-	buf = calloc(1, osz);
-	if (!buf)
-		return -ENOMEM;
-	ret = 0;
-	if (owner) {
-		ssize_t got = sdfs_obj_read(v->s, oid_vdata(owner, chunk, v->vi.copies),
-					    buf, osz, 0);
-
-		if (got < 0)
-			ret = (int)got;
-		else if ((size_t)got > len)
-			len = (size_t)got;
-	}
-	if (!ret) {
-		if (data)
-			memcpy(buf + in, data, n);
-		else
-			memset(buf + in, 0, n);
-		ret = sdfs_obj_put_tok(v->s, oid, buf, len, v->token);
-	}
-	free(buf);
+	/* An ancestor's (a zeroing of a fresh chunk never comes here:
+	 * piece_write). */
+	ret = chunk_copy(v, oid, owner, chunk, data, n, in);
 index:
 	if (ret)
 		return ret;

@@ -8,6 +8,11 @@
  *                     --rollback then COUNT rollbacks of each
  *                     (sdfs_vol_rollback to snapshot i), the same way
  *   info PATH         its live state: chunks written, chunks it owns
+ *   cow PATH SECS     4 KiB random writes through libsdfs for SECS
+ *                     seconds, then a snapshot, then SECS seconds more:
+ *                     the latency and IOPS of writes that copy-on-write
+ *                     chunks (docs/volumes.md "Copy-on-write"; the
+ *                     client's own copy with SDFS_VOL_COW=client)
  *
  * PATH is an sdfs path ("/bench/v.img"), not a mount path. snap connects
  * once and times only the one library call: `sdfs snap create` would add
@@ -21,6 +26,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +48,7 @@ static const char usage[] =
 	"       sdfs-volbench [--conf FILE] snap COUNT PATH... [--prefix NAME]\n"
 	"                     [--clone-dir DIR] [--rollback]\n"
 	"       sdfs-volbench [--conf FILE] info PATH\n"
+	"       sdfs-volbench [--conf FILE] cow PATH SECS [--qd N] [--fill] [--snap NAME]\n"
 	"  PATH is an sdfs path (/dir/name), SIZE takes K/M/G/T suffixes.\n"
 	"  snap takes COUNT snapshots of each PATH, round-robin, named NAME-1..\n"
 	"  (default bench-N); it prints 'snap path=P i=N ms=T vid=V' for each,\n"
@@ -50,7 +57,11 @@ static const char usage[] =
 	"  DIR/clone-i-BASENAME, round-robin ('clone path=P i=N ms=T ino=I',\n"
 	"  then 'clones path=P ...'); --rollback: then rolls each PATH back to\n"
 	"  NAME-i, round-robin ('rollback path=P i=N ms=T vid=V busy=B', then\n"
-	"  'rollbacks path=P ... busy=B'; B: -EBUSY answers retried, untimed).\n";
+	"  'rollbacks path=P ... busy=B'; B: -EBUSY answers retried, untimed).\n"
+	"  cow: --fill first writes every chunk of PATH; then N threads (default\n"
+	"  1) write 4 KiB at random 4 KiB offsets, one at a time each, for SECS\n"
+	"  s ('cow phase=before ...'), snapshot NAME (default cow-<pid>), SECS s\n"
+	"  more ('cow phase=after ...'): iops, p50/p99/max ms, IOPS per second.\n";
 
 static int is_novol(int err)
 {
@@ -293,6 +304,206 @@ static int do_snap(struct sdfs *s, int argc, char **argv)
 	return 0;
 }
 
+/* ---- cow: writes right after a snapshot ---- */
+
+#define COW_BLK 4096u
+#define COW_MAX_QD 64
+
+struct cow_thread {
+	struct sdfs_vol *v;
+	uint64_t seed, nblk;
+	double start, end;
+	double *lat;                    /* ms, one per write */
+	size_t n, cap;
+	unsigned *per_s;                /* writes that ended in second i */
+	size_t nsec;
+	int err;
+	pthread_t th;
+};
+
+static uint64_t cow_rand(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void *cow_loop(void *arg)
+{
+	struct cow_thread *t = arg;
+	char buf[COW_BLK];
+	double t0, t1;
+
+	memset(buf, 0xc5, sizeof(buf));
+	while ((t0 = now_ms()) < t->end) {
+		uint64_t blk = cow_rand(&t->seed) % t->nblk;
+		int ret;
+
+		buf[0] = (char)blk;
+		ret = sdfs_vol_pwrite(t->v, buf, COW_BLK, blk * COW_BLK);
+		t1 = now_ms();
+		if (ret) {
+			t->err = ret;
+			break;
+		}
+		if (t->n == t->cap) {
+			size_t cap = t->cap ? t->cap * 2 : 4096;
+			double *l = realloc(t->lat, cap * sizeof(*l));
+
+			if (!l) {
+				t->err = -ENOMEM;
+				break;
+			}
+			t->lat = l;
+			t->cap = cap;
+		}
+		t->lat[t->n++] = t1 - t0;
+		size_t sec = (size_t)((t1 - t->start) / 1000);
+		if (sec < t->nsec)
+			t->per_s[sec]++;
+	}
+	return NULL;
+}
+
+static double pct(const double *sorted, size_t n, double p)
+{
+	size_t i = (size_t)(p * (double)n);
+
+	return n ? sorted[i < n ? i : n - 1] : 0;
+}
+
+/* @qd threads of writes for @secs s; one 'cow phase=...' line. */
+static int cow_phase(struct sdfs_vol *v, const char *phase, unsigned qd, unsigned secs,
+		     uint64_t nblk, uint64_t seed)
+{
+	struct cow_thread t[COW_MAX_QD];
+	double start = now_ms(), *all;
+	size_t n = 0, nsec = secs + 1;
+	int err = 0;
+
+	memset(t, 0, sizeof(t));
+	for (unsigned i = 0; i < qd; i++) {
+		t[i].v = v;
+		t[i].seed = seed * 2654435761u + i + 1;
+		t[i].nblk = nblk;
+		t[i].start = start;
+		t[i].end = start + secs * 1000.0;
+		t[i].nsec = nsec;
+		t[i].per_s = calloc(nsec, sizeof(unsigned));
+		if (!t[i].per_s || pthread_create(&t[i].th, NULL, cow_loop, &t[i]))
+			return -ENOMEM;
+	}
+	for (unsigned i = 0; i < qd; i++) {
+		pthread_join(t[i].th, NULL);
+		n += t[i].n;
+		if (t[i].err && !err)
+			err = t[i].err;
+	}
+	double took = now_ms() - start;
+	all = malloc((n ? n : 1) * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	n = 0;
+	for (unsigned i = 0; i < qd; i++) {
+		memcpy(all + n, t[i].lat, t[i].n * sizeof(*all));
+		n += t[i].n;
+	}
+	qsort(all, n, sizeof(*all), cmp_double);
+	printf("cow phase=%s qd=%u secs=%u writes=%zu iops=%.0f p50_ms=%.3f p99_ms=%.3f "
+	       "max_ms=%.3f iops_by_s=", phase, qd, secs, n, n / (took / 1000), pct(all, n, 0.5),
+	       pct(all, n, 0.99), n ? all[n - 1] : 0);
+	for (size_t sec = 0; sec < secs; sec++) {
+		unsigned c = 0;
+
+		for (unsigned i = 0; i < qd; i++)
+			c += t[i].per_s[sec];
+		printf("%s%u", sec ? "," : "", c);
+	}
+	printf("\n");
+	fflush(stdout);
+	for (unsigned i = 0; i < qd; i++) {
+		free(t[i].lat);
+		free(t[i].per_s);
+	}
+	free(all);
+	return err;
+}
+
+static int do_cow(struct sdfs *s, int argc, char **argv)
+{
+	uint64_t secs, qd = 1, size;
+	char snap[65], *buf;
+	struct sdfs_vol_info vi;
+	struct sdfs_stat st;
+	struct sdfs_vol *v;
+	int i, ret, fill = 0;
+	double t0;
+
+	snprintf(snap, sizeof(snap), "cow-%ld", (long)getpid());
+	if (argc < 2 || cli_parse_u64(argv[1], &secs) < 0 || secs == 0 || secs > 3600) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	for (i = 2; i < argc; i++) {
+		const char *q = cli_opt(argc, argv, &i, "--qd");
+		const char *n = q ? NULL : cli_opt(argc, argv, &i, "--snap");
+
+		if (q) {
+			if (cli_parse_u64(q, &qd) < 0 || qd == 0 || qd > COW_MAX_QD) {
+				fputs(usage, stderr);
+				return 2;
+			}
+		} else if (n && strlen(n) < sizeof(snap)) {
+			snprintf(snap, sizeof(snap), "%s", n);
+		} else if (!strcmp(argv[i], "--fill")) {
+			fill = 1;
+		} else {
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	ret = sdfs_ns_resolve(s, argv[0], 1, &st);
+	if (ret < 0)
+		return fail("cow", argv[0], ret);
+	ret = sdfs_vol_open(s, st.ino, SDFS_VOL_WRITE | SDFS_VOL_WAIT, "sdfs-volbench", &v);
+	if (ret < 0)
+		return fail("cow", argv[0], ret);
+	size = sdfs_vol_size(v);
+	sdfs_vol_get_info(v, &vi);
+	if (fill) {
+		buf = malloc(vi.obj_size);
+		if (!buf) {
+			sdfs_vol_close(v);
+			return fail("cow", argv[0], -ENOMEM);
+		}
+		memset(buf, 0x3b, vi.obj_size);
+		t0 = now_ms();
+		for (uint64_t off = 0; off < size && !ret; off += vi.obj_size)
+			ret = sdfs_vol_pwrite(v, buf, size - off < vi.obj_size ?
+					      (size_t)(size - off) : vi.obj_size, off);
+		if (!ret)
+			ret = sdfs_vol_flush(v);
+		free(buf);
+		if (ret) {
+			sdfs_vol_close(v);
+			return fail("cow fill", argv[0], ret);
+		}
+		printf("cow fill size=%" PRIu64 " chunks=%" PRIu64 " ms=%.0f\n", size,
+		       (size + vi.obj_size - 1) / vi.obj_size, now_ms() - t0);
+	}
+	ret = cow_phase(v, "before", (unsigned)qd, (unsigned)secs, size / COW_BLK, 1);
+	if (!ret) {
+		t0 = now_ms();
+		ret = sdfs_vol_snap_create(s, st.ino, snap, &vi);
+		printf("cow snap name=%s ms=%.3f vid=%" PRIu64 "\n", snap, now_ms() - t0, vi.vid);
+	}
+	if (!ret)
+		ret = cow_phase(v, "after", (unsigned)qd, (unsigned)secs, size / COW_BLK, 2);
+	sdfs_vol_close(v);
+	return ret ? fail("cow", argv[0], ret) : 0;
+}
+
 static int do_info(struct sdfs *s, int argc, char **argv)
 {
 	struct sdfs_vol_info vi;
@@ -345,7 +556,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	cmd = argv[i++];
-	if (strcmp(cmd, "create") && strcmp(cmd, "snap") && strcmp(cmd, "info")) {
+	if (strcmp(cmd, "create") && strcmp(cmd, "snap") && strcmp(cmd, "info") &&
+	    strcmp(cmd, "cow")) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -358,6 +570,8 @@ int main(int argc, char **argv)
 		ret = do_create(s, argc - i, argv + i);
 	else if (!strcmp(cmd, "snap"))
 		ret = do_snap(s, argc - i, argv + i);
+	else if (!strcmp(cmd, "cow"))
+		ret = do_cow(s, argc - i, argv + i);
 	else
 		ret = do_info(s, argc - i, argv + i);
 	sdfs_close(s);

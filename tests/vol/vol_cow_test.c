@@ -1,0 +1,300 @@
+/*
+ * vol_cow_test.c - copy-on-write after a snapshot made by the block
+ * daemons (docs/volumes.md "Copy-on-write", blockd/copy.h, OBJ_COPY):
+ * on 4 block daemons with 2 copies, so that the replicas of a chunk's
+ * new object are often not those of its source and must read it from
+ * a peer. A volume with data in every chunk is snapshotted, then
+ * written in pieces in every chunk; the live volume and the snapshot
+ * must read back byte for byte, every replica of each new object must
+ * be the same, and the daemons must have copied the chunks, not the
+ * client (its counters, libclient/vol_int.h: every one normally, more
+ * than half asserted), also where one replica of the source was
+ * corrupted on disk. And the same
+ * with a block daemon SIGKILLed in the middle of the copies and
+ * restarted: every acknowledged byte is there. And with one daemon
+ * answering OBJ_COPY as a 2.1 daemon (UNKNOWN_OP; blockd/copy.h's test
+ * hook), the client copies the chunks itself, correctly.
+ *
+ * Through libsdfs (no mount). SDFS_VOL_COW=client (the old path, the
+ * client copies) makes the counter checks fail: that is how this test
+ * was checked to fail without the change.
+ */
+#include "tests/vol/vt.h"
+#include "tests/cluster/objfile.h"
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/oid.h"
+#include "libclient/vol_int.h"
+
+#define OBJ (256u << 10)        /* small chunks: many first writes */
+#define CHUNKS 24u
+#define SIZE (OBJ * CHUNKS)
+#define BLK 4096u
+
+static struct tcluster *tc;
+
+static void up(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){
+		.blockd = 4, .copies = 2, .mds = 1 });
+}
+
+static void down(void)
+{
+	tcluster_stop(tc);
+}
+
+TestSuite(vol_cow, .init = up, .fini = down, .timeout = 300);
+
+/* A volume @name with pattern @tag in every byte, snapshotted as
+ * "snap"; its writer handle into *@v, the model into @model. */
+static uint64_t make_snapped(const char *name, uint64_t tag, uint8_t *model,
+			     struct sdfs_vol **v, struct sdfs_vol_info *old)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint64_t ino = vt_create(tc, name, SIZE, OBJ, NULL);
+	struct sdfs_vol_info vi;
+	int ret;
+
+	ret = sdfs_vol_open(s, ino, SDFS_VOL_WRITE, NULL, v);
+	cr_assert_eq(ret, 0, "open %s: %s", name, strerror(-ret));
+	vt_fill(model, SIZE, 0, tag);
+	ret = sdfs_vol_pwrite(*v, model, SIZE, 0);
+	cr_assert_eq(ret, 0, "fill %s: %s", name, strerror(-ret));
+	cr_assert_eq(sdfs_vol_flush(*v), 0);
+	sdfs_vol_get_info(*v, old);
+	ret = sdfs_vol_snap_create(s, ino, "snap", &vi);
+	cr_assert_eq(ret, 0, "snapshot %s: %s", name, strerror(-ret));
+	return ino;
+}
+
+/* Every up replica of each chunk object @vid owns holds the same bytes. */
+static void replicas_agree(uint64_t vid, unsigned copies)
+{
+	struct sdfs *s = tcluster_client(tc);
+
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		struct sdfs_replica rep[4];
+		uint64_t oid = oid_vdata(vid, c, copies);
+		size_t n = 0;
+		int ret = sdfs_obj_locate(s, oid, rep, 4, &n);
+
+		cr_assert_eq(ret, 0, "locate chunk %" PRIu64 ": %s", c, strerror(-ret));
+		cr_assert_eq(n, 2);
+		for (size_t i = 0; i < n; i++)
+			cr_assert_eq(rep[i].result, 0, "chunk %" PRIu64 " on node %u: %s", c,
+				     rep[i].node_id, strerror(-rep[i].result));
+		cr_assert_eq(rep[0].size, rep[1].size, "chunk %" PRIu64 ": sizes differ", c);
+		cr_assert_eq(rep[0].csum, rep[1].csum, "chunk %" PRIu64 ": replicas "
+			     "differ (nodes %u, %u)", c, rep[0].node_id, rep[1].node_id);
+	}
+}
+
+/* The live state and the snapshot read back as @live and @snap. */
+static void check(uint64_t ino, const uint8_t *live, const uint8_t *snap, const char *what)
+{
+	uint8_t *got = vt_alloc(SIZE);
+
+	vt_read_vol(tc, ino, NULL, got, SIZE);
+	vt_assert_same(got, live, SIZE, 0, OBJ, what);
+	vt_read_vol(tc, ino, "snap", got, SIZE);
+	vt_assert_same(got, snap, SIZE, 0, OBJ, "the snapshot");
+	free(got);
+}
+
+Test(vol_cow, the_daemons_copy_every_chunk_even_from_a_corrupt_replica)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint8_t *model = vt_alloc(SIZE), *snap = vt_alloc(SIZE), *buf = vt_alloc(2 * BLK);
+	uint64_t seed = tseed("vol_cow"), ino;
+	struct sdfs_vol_info old, vi;
+	struct sdfs_vol *v;
+	int ret;
+
+	ino = make_snapped("cow", 1, model, &v, &old);
+	memcpy(snap, model, SIZE);
+	/* one replica of the first chunks' sources flipped on disk */
+	for (uint64_t c = 0; c < 4; c++) {
+		struct sdfs_replica rep[4];
+		size_t n = 0;
+
+		ret = sdfs_obj_locate(s, oid_vdata(old.vid, c, old.copies), rep, 4, &n);
+		cr_assert_eq(ret, 0, "locate: %s", strerror(-ret));
+		cr_assert_eq(rep[c % 2].result, 0);
+		objfile_flip_data(rep[c % 2].path, 4 * BLK + 100 + c, 0x5a);
+	}
+	/* pieces into every chunk: the first touches make the copies (the
+	 * last chunk's piece straddles nothing; a zeroing in chunk 5) */
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		uint64_t off = c * OBJ + (trand(&seed) % (OBJ / BLK - 1)) * BLK;
+		size_t n = c % 3 ? BLK : 2 * BLK;
+
+		if (c == 5) {
+			ret = sdfs_vol_punch(v, off, n);
+			memset(model + off, 0, n);
+		} else {
+			vt_fill(buf, n, off, 2);
+			ret = sdfs_vol_pwrite(v, buf, n, off);
+			memcpy(model + off, buf, n);
+		}
+		cr_assert_eq(ret, 0, "piece in chunk %" PRIu64 ": %s", c, strerror(-ret));
+	}
+	/* and a second piece into some: ours now, plain writes */
+	for (uint64_t c = 0; c < CHUNKS; c += 5) {
+		uint64_t off = c * OBJ + OBJ - BLK;
+
+		vt_fill(buf, BLK, off, 3);
+		cr_assert_eq(sdfs_vol_pwrite(v, buf, BLK, off), 0);
+		memcpy(model + off, buf, BLK);
+	}
+	cr_assert_eq(sdfs_vol_flush(v), 0);
+	cr_log_info("chunks copied by the daemons: %" PRIu64 ", by the client: %" PRIu64,
+		    (uint64_t)atomic_load(&v->cow_daemon), (uint64_t)atomic_load(&v->cow_copied));
+	/* Every one, normally; a daemon whose peer read ran out of the
+	 * client's bound on a very loaded machine lets the client copy
+	 * that chunk (blockd/copy.h), so not asserted as all. */
+	cr_assert_gt(atomic_load(&v->cow_daemon), CHUNKS / 2, "the client copied %"
+		     PRIu64 " chunks itself", (uint64_t)atomic_load(&v->cow_copied));
+	cr_assert_eq(atomic_load(&v->cow_daemon) + atomic_load(&v->cow_copied), CHUNKS);
+	sdfs_vol_get_info(v, &vi);
+	cr_assert_neq(vi.vid, old.vid);
+	replicas_agree(vi.vid, vi.copies);
+	check(ino, model, snap, "the live volume");
+	sdfs_vol_close(v);
+	check(ino, model, snap, "the live volume after close");
+	free(model);
+	free(snap);
+	free(buf);
+}
+
+struct writer {
+	struct sdfs_vol *v;
+	uint8_t *model;
+	uint64_t seed;
+	_Atomic uint64_t writes;
+	atomic_int stop, err;
+	pthread_t th;
+};
+
+/* 4 KiB pieces round the chunks, a new place each round: every first
+ * write of a chunk is a copy. */
+static void *write_loop(void *arg)
+{
+	struct writer *w = arg;
+	uint8_t *buf = vt_alloc(BLK);
+
+	for (uint64_t i = 0; !atomic_load(&w->stop); i++) {
+		uint64_t c = i % CHUNKS, off = c * OBJ + (trand(&w->seed) % (OBJ / BLK)) * BLK;
+		int ret;
+
+		vt_fill(buf, BLK, off, 10 + i);
+		ret = sdfs_vol_pwrite(w->v, buf, BLK, off);
+		if (ret) {
+			atomic_store(&w->err, ret);
+			break;
+		}
+		memcpy(w->model + off, buf, BLK);
+		atomic_fetch_add(&w->writes, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+static void progress(struct writer *w, uint64_t n, const char *during)
+{
+	uint64_t from = atomic_load(&w->writes);
+	int64_t end = tnow_ms() + 30000;
+
+	while (atomic_load(&w->writes) < from + n && !atomic_load(&w->err) &&
+	       tnow_ms() < end)
+		tsleep_ms(5);
+	cr_assert_eq(atomic_load(&w->err), 0, "a write failed %s: %s", during,
+		     strerror(-atomic_load(&w->err)));
+	cr_assert_geq(atomic_load(&w->writes), from + n, "no progress %s", during);
+}
+
+Test(vol_cow, a_blockd_killed_in_the_middle_of_the_copies)
+{
+	struct writer w = { .seed = tseed("vol_cow_kill") };
+	uint8_t *snap = vt_alloc(SIZE);
+	struct sdfs_vol_info old;
+	uint64_t ino;
+
+	w.model = vt_alloc(SIZE);
+	ino = make_snapped("cowk", 4, w.model, &w.v, &old);
+	memcpy(snap, w.model, SIZE);
+	cr_assert_eq(pthread_create(&w.th, NULL, write_loop, &w), 0);
+	progress(&w, CHUNKS / 3, "before the kill");
+	cr_assert_eq(tcluster_kill(tc, "blockd.2"), 0);
+	cr_log_info("blockd.2 killed after %" PRIu64 " writes", atomic_load(&w.writes));
+	progress(&w, CHUNKS / 3, "with blockd.2 dead");
+	cr_assert_eq(tcluster_restart(tc, "blockd.2"), 0);
+	progress(&w, CHUNKS, "after blockd.2 came back");
+	atomic_store(&w.stop, 1);
+	pthread_join(w.th, NULL);
+	cr_assert_eq(atomic_load(&w.err), 0, "a write failed: %s",
+		     strerror(-atomic_load(&w.err)));
+	cr_assert_eq(sdfs_vol_flush(w.v), 0);
+	cr_log_info("%" PRIu64 " writes; chunks copied by the daemons: %" PRIu64
+		    ", by the client: %" PRIu64, atomic_load(&w.writes),
+		    (uint64_t)atomic_load(&w.v->cow_daemon),
+		    (uint64_t)atomic_load(&w.v->cow_copied));
+	cr_assert_gt(atomic_load(&w.v->cow_daemon), 0);
+	check(ino, w.model, snap, "the live volume after the kill");
+	sdfs_vol_close(w.v);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy again");
+	struct sdfs_vol_info vi;
+
+	vt_info(tc, ino, NULL, &vi);
+	replicas_agree(vi.vid, vi.copies);
+	check(ino, w.model, snap, "the live volume, healthy again");
+	free(snap);
+	free(w.model);
+}
+
+Test(vol_cow, a_2_1_daemon_makes_the_client_copy)
+{
+	uint8_t *model = vt_alloc(SIZE), *snap = vt_alloc(SIZE), *buf = vt_alloc(BLK);
+	struct sdfs_vol_info old;
+	struct sdfs_vol *v;
+	uint64_t ino;
+
+	/* blockd.3 as a 2.1 daemon: it knows no OBJ_COPY */
+	cr_assert_eq(tcluster_kill(tc, "blockd.3"), 0);
+	setenv("SDFS_BLOCKD_FAULT", "no_copy", 1);
+	cr_assert_eq(tcluster_restart(tc, "blockd.3"), 0);
+	unsetenv("SDFS_BLOCKD_FAULT");
+	ino = make_snapped("cow21", 7, model, &v, &old);
+	memcpy(snap, model, SIZE);
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		uint64_t off = c * OBJ + (c % (OBJ / BLK)) * BLK;
+
+		vt_fill(buf, BLK, off, 8);
+		cr_assert_eq(sdfs_vol_pwrite(v, buf, BLK, off), 0, "chunk %" PRIu64, c);
+		memcpy(model + off, buf, BLK);
+	}
+	cr_assert_eq(sdfs_vol_flush(v), 0);
+	cr_log_info("chunks copied by the daemons: %" PRIu64 ", by the client: %" PRIu64,
+		    (uint64_t)atomic_load(&v->cow_daemon), (uint64_t)atomic_load(&v->cow_copied));
+	/* from the first chunk with a replica on blockd.3 on, the client */
+	cr_assert_gt(atomic_load(&v->cow_copied), 0);
+	cr_assert_eq(atomic_load(&v->cow_daemon) + atomic_load(&v->cow_copied), CHUNKS);
+	check(ino, model, snap, "the live volume copied by the client");
+	sdfs_vol_close(v);
+	/* blockd.3 knows OBJ_COPY again, for the other tests */
+	cr_assert_eq(tcluster_kill(tc, "blockd.3"), 0);
+	cr_assert_eq(tcluster_restart(tc, "blockd.3"), 0);
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy again");
+	free(model);
+	free(snap);
+	free(buf);
+}

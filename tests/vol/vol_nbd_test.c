@@ -152,25 +152,6 @@ static void nbd_xstart(struct nbd *n, const char *tag, const char *name,
 	}
 }
 
-/* Run @argv; its exit status; its output logged and into *@out if @out. */
-static int qrun(char **argv, char **out)
-{
-	char *o = NULL;
-	int st = vt_run(argv, &o, VT_CMD_MS);
-	char line[1024];
-	size_t off = 0;
-
-	for (int i = 0; argv[i] && off + 2 < sizeof(line); i++)
-		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "",
-					argv[i]);
-	cr_log_info("%s: exit %d\n%.4000s", line, st, o);
-	if (out)
-		*out = o;
-	else
-		free(o);
-	return st;
-}
-
 /* qemu-io -f raw -c @cmds[0] -c ... URI: its exit status, 0 only if no
  * command failed (a pattern mismatch says "failed" with exit 0 too);
  * output into *@out if @out. */
@@ -190,7 +171,7 @@ static int qio_opt(const struct nbd *n, int ro, char **out, const char *const *c
 	}
 	argv[argc++] = (char *)n->uri;
 	argv[argc] = NULL;
-	st = qrun(argv, &o);
+	st = vt_run_logged(argv, &o);
 	if (st == 0 && (strstr(o, "failed") || strstr(o, "error")))
 		st = 1;
 	if (out)
@@ -247,7 +228,7 @@ Test(vol_nbd, qemu_clients_read_write_trim_zero_map)
 	/* qemu-img info: a raw disk of the volume's size */
 	argv[0] = QEMU_IMG; argv[1] = "info"; argv[2] = "--output=json";
 	argv[3] = srv[0].uri; argv[4] = NULL;
-	cr_assert_eq(qrun(argv, &out), 0, "qemu-img info: %s", out);
+	cr_assert_eq(vt_run_logged(argv, &out), 0, "qemu-img info: %s", out);
 	cr_assert(strstr(out, "\"virtual-size\": 33554432"), "qemu-img info: %s", out);
 	free(out);
 
@@ -265,11 +246,11 @@ Test(vol_nbd, qemu_clients_read_write_trim_zero_map)
 	argv[0] = QEMU_IMG; argv[1] = "convert"; argv[2] = "-n"; argv[3] = "-f";
 	argv[4] = "raw"; argv[5] = "-O"; argv[6] = "raw"; argv[7] = path;
 	argv[8] = srv[0].uri; argv[9] = NULL;
-	cr_assert_eq(qrun(argv, NULL), 0, "qemu-img convert into the export");
+	cr_assert_eq(vt_run_logged(argv, NULL), 0, "qemu-img convert into the export");
 	argv[0] = QEMU_IMG; argv[1] = "compare"; argv[2] = "-f"; argv[3] = "raw";
 	argv[4] = "-F"; argv[5] = "raw"; argv[6] = path; argv[7] = srv[0].uri;
 	argv[8] = NULL;
-	cr_assert_eq(qrun(argv, NULL), 0, "qemu-img compare: the export differs");
+	cr_assert_eq(vt_run_logged(argv, NULL), 0, "qemu-img compare: the export differs");
 
 	/* patterns, FUA, flush */
 	QIO_OK(&srv[0], "write -P 0xab 8M 1M", "write -f -P 0xcd 9M 3M",
@@ -298,14 +279,14 @@ Test(vol_nbd, qemu_clients_read_write_trim_zero_map)
 	argv[0] = QEMU_IO; argv[1] = "--image-opts"; argv[2] = "-c";
 	argv[3] = "read -P 0xab 8454144 960k"; argv[4] = "-c"; argv[5] = "read -P 0 23M 1M";
 	argv[6] = opts; argv[7] = NULL;
-	cr_assert_eq(qrun(argv, &out), 0, "qemu-io --image-opts %s: %s", opts, out);
+	cr_assert_eq(vt_run_logged(argv, &out), 0, "qemu-io --image-opts %s: %s", opts, out);
 	cr_assert(!strstr(out, "failed"), "qemu-io --image-opts %s: %s", opts, out);
 	free(out);
 
 	/* qemu-img map: data where chunks were written, holes elsewhere */
 	argv[0] = QEMU_IMG; argv[1] = "map"; argv[2] = "--output=json"; argv[3] = "-f";
 	argv[4] = "raw"; argv[5] = srv[0].uri; argv[6] = NULL;
-	cr_assert_eq(qrun(argv, &out), 0, "qemu-img map: %s", out);
+	cr_assert_eq(vt_run_logged(argv, &out), 0, "qemu-img map: %s", out);
 	static const char *const want[] = {
 		"\"start\": 0, \"length\": 4194304, \"depth\": 0, \"present\": true, \"zero\": false, \"data\": true",
 		"\"start\": 4194304, \"length\": 4194304, \"depth\": 0, \"present\": true, \"zero\": true, \"data\": false",

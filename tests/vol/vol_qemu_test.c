@@ -59,27 +59,6 @@ static void need_qemu(void)
 		cr_skip_test("%s or %s missing (apt-get install qemu-utils)", QEMU_IMG, QEMU_IO);
 }
 
-/* Run @argv (NULL-terminated); its exit status; its output logged
- * always and into *@out if @out. */
-static int qrun(char **argv, char **out)
-{
-	char *o = NULL;
-	int st = vt_run(argv, &o, VT_CMD_MS);
-	char line[512];
-	size_t off = 0;
-
-	for (int i = 0; argv[i] && off + 2 < sizeof(line); i++)
-		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "",
-					argv[i]);
-	cr_log_info("%s%s: exit %d\n%.4000s", line, off + 2 >= sizeof(line) ? "..." : "",
-		    st, o);
-	if (out)
-		*out = o;
-	else
-		free(o);
-	return st;
-}
-
 /* qemu-io @opts... -c @cmds[0] -c ... @path: must succeed. */
 static void qemu_io(const char *path, const char *const *opts, const char *const *cmds)
 {
@@ -97,7 +76,7 @@ static void qemu_io(const char *path, const char *const *opts, const char *const
 	}
 	argv[argc++] = (char *)path;
 	argv[argc] = NULL;
-	int st = qrun(argv, &out);
+	int st = vt_run_logged(argv, &out);
 	/* a failed command (a pattern mismatch) with exit 0 fails too */
 	cr_assert(st == 0 && !strstr(out, "failed"), "qemu-io on %s: exit %d:\n%.3000s",
 		  path, st, out);
@@ -110,7 +89,7 @@ static void qcow2_check(const char *path, int leaks_ok)
 {
 	char *argv[] = { QEMU_IMG, "check", "-f", "qcow2", (char *)path, NULL };
 	char *out = NULL;
-	int st = qrun(argv, &out);
+	int st = vt_run_logged(argv, &out);
 
 	cr_assert(st == 0 || (leaks_ok && st == 3), "qemu-img check %s: exit %d%s:\n%.3000s",
 		  path, st, st == 2 ? " (corrupt)" : "", out);
@@ -121,7 +100,7 @@ static void qcow2_create(const char *path, const char *size)
 {
 	char *argv[] = { QEMU_IMG, "create", "-f", "qcow2", (char *)path, (char *)size, NULL };
 	char *out = NULL;
-	int st = qrun(argv, &out);
+	int st = vt_run_logged(argv, &out);
 
 	cr_assert_eq(st, 0, "qemu-img create -f qcow2 %s %s: exit %d:\n%s", path, size, st,
 		     out);

@@ -778,3 +778,22 @@ int64_t vt_qmp_migrate(struct vt_qmp *src, const char *uri)
 	}
 	return tnow_ms() - t0;
 }
+
+int vt_run_logged(char *const argv[], char **out)
+{
+	char *o = NULL;
+	int st = vt_run(argv, &o, VT_CMD_MS);
+	char line[1024];
+	size_t off = 0;
+
+	for (int i = 0; argv[i] && off + 2 < sizeof(line); i++)
+		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "",
+					argv[i]);
+	cr_log_info("%s%s: exit %d\n%.4000s", line, off + 2 >= sizeof(line) ? "..." : "",
+		    st, o);
+	if (out)
+		*out = o;
+	else
+		free(o);
+	return st;
+}

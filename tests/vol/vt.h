@@ -82,6 +82,9 @@ void vt_read_file(struct tcluster *tc, const char *name, void *buf, size_t len,
  * it is SIGKILLed and the test fails.
  */
 int vt_run(char *const argv[], char **out, int timeout_ms);
+/* vt_run, with the command line, its exit status and output logged
+ * (cr_log_info); the output also into *@out if @out (malloc'd). */
+int vt_run_logged(char *const argv[], char **out);
 /* fork+exec @argv in the background the same way (output to @log_path,
  * appended); its pid. */
 pid_t vt_spawn(char *const argv[], const char *log_path);

@@ -1,6 +1,6 @@
 /*
  * dbench_test.c - dbench (its client.txt load: file server traffic
- * from 4 clients for 30 s) on a mount.sdfs mount of a fixture cluster
+ * from 4 clients for 20 s) on a mount.sdfs mount of a fixture cluster
  * (3 blockd, copies 3, 1 mds). It must exit 0 and print no error line:
  * dbench reports a failed or unexpected result of any call it replays
  * ("open ... failed", "ERROR: handle ... was not found", "unlink ...
@@ -22,9 +22,9 @@
 
 #define DBENCH          "/usr/bin/dbench"
 #define DBENCH_LOAD     "/usr/share/dbench/client.txt"
-#define DBENCH_SECS     "30"
+#define DBENCH_SECS     "20"
 #define DBENCH_CLIENTS  "4"
-#define DBENCH_DEADLINE_S 120   /* warmup, 30 s, cleanup of what it made */
+#define DBENCH_DEADLINE_S 120   /* warmup, 20 s, cleanup of what it made */
 
 static struct tcluster *tc;
 

@@ -21,7 +21,7 @@
 
 #include "tests/vol/vt.h"
 
-#define RX_BIG_DIR 20000        /* entries of the big directory tests */
+#define RX_BIG_DIR 10000        /* entries of the big directory tests */
 /* ganesha's Attr_Expiration_Time (s): how long it serves attributes from
  * its own cache, which no invalidation reaches (docs/reexport.md) */
 #define RX_GW_ATTR_S 1

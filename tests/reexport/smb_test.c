@@ -1,6 +1,6 @@
 /*
  * smb_test.c - re-exporting an sdfs mount with Samba (smbd), checked
- * with smbclient: put/get, mkdir, rename, delete, a 20,000-entry
+ * with smbclient: put/get, mkdir, rename, delete, a 10,000-entry
  * listing, DOS attributes in user.DOSATTRIB on the mount, and locks
  * both ways between SMB and another sdfs mount: an SMB read refused
  * while a POSIX lock on another mount covers it, and a byte-range lock

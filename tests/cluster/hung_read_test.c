@@ -47,9 +47,12 @@ static void up(void)
 	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .copies = 3 });
 }
 
-/* Volumes live in the namespace: the mds too. */
+/* Volumes live in the namespace: the mds too. Criterion runs the
+ * suite's init (up) before a test's own, so that cluster goes first:
+ * it was left behind in /tmp with every run. */
 static void up_mds(void)
 {
+	tcluster_stop(tc);
 	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .copies = 3, .mds = 2 });
 }
 

@@ -232,16 +232,14 @@ Test(vol_migrate, qemu_migrates_between_lazy_mounts_while_the_source_stays_open)
 	second_writer_refused(img_a, "host A (the source's)");
 
 	/* the manager quits the source, later the destination */
-	vt_qmp_cmd(&src, "{\"execute\":\"quit\"}", out, sizeof(out));
+	vt_qmp_quit(&src);
 	cr_assert_eq(vt_wait_child(qpid[0], VT_WAIT_MS), 0, "source QEMU's exit");
 	qpid[0] = 0;
 	qemu_io_hmp(&dst, logb, "destination", "write -P 0x23 6M 1M", "wrote");
 	pattern_model(model, 6 * MiB, MiB, 0x23);
-	vt_qmp_cmd(&dst, "{\"execute\":\"quit\"}", out, sizeof(out));
+	vt_qmp_quit(&dst);
 	cr_assert_eq(vt_wait_child(qpid[1], VT_WAIT_MS), 0, "destination QEMU's exit");
 	qpid[1] = 0;
-	vt_qmp_close(&src);
-	vt_qmp_close(&dst);
 
 	vt_read_vol(tc, vt_ino(tc, "vm.img"), NULL, got, SIZE);
 	vt_assert_same(got, model, SIZE, 0, OBJ, "vm.img after the migration");

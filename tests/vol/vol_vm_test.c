@@ -493,7 +493,7 @@ static void gsums_of(const char *con, const char *tag, char sums[GFILES][65])
 static char *migrate_guest(const char *accel, const char *src_qmp)
 {
 	char mnt2[PATH_MAX + 16], dcons[PATH_MAX + 32], dqmp[PATH_MAX + 32];
-	char uri[PATH_MAX + 64], st[64], out[8192], *con = NULL;
+	char uri[PATH_MAX + 64], st[64], *con = NULL;
 	struct vt_watchdog dst_wd;
 	struct vt_qmp src, dst;
 	int64_t t0, ms;
@@ -538,8 +538,7 @@ static char *migrate_guest(const char *accel, const char *src_qmp)
 	con = console(dcons);
 	cr_assert_eq(dst_st, 0, "the destination QEMU: exit %d; its console:\n%s", dst_st,
 		     con ? con : "");
-	vt_qmp_cmd(&src, "{\"execute\":\"quit\"}", out, sizeof(out));
-	vt_qmp_close(&src);
+	vt_qmp_quit(&src);
 	vt_qmp_close(&dst);
 	vt_mount2_stop(&m2);
 	return con ? con : strdup("");

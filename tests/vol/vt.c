@@ -701,17 +701,40 @@ static void qmp_line(struct vt_qmp *q, char *line, size_t cap, int64_t deadline)
 	}
 }
 
+/* @cmd and its newline in one send, without SIGPIPE: QEMU may close
+ * the socket as soon as it has a whole command (quit). */
+static int qmp_send(struct vt_qmp *q, const char *cmd)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "%s\n", cmd);
+
+	cr_assert(n > 0 && (size_t)n < sizeof(line), "QMP: command too long: %s", cmd);
+	return send(q->fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -errno;
+}
+
 void vt_qmp_cmd(struct vt_qmp *q, const char *cmd, char *out, size_t cap)
 {
 	int64_t deadline = tnow_ms() + VT_QMP_MS;
-	size_t n = strlen(cmd);
+	int ret = qmp_send(q, cmd);
 
-	cr_assert_eq(write(q->fd, cmd, n), (ssize_t)n, "QMP: send: %s", strerror(errno));
-	cr_assert_eq(write(q->fd, "\n", 1), 1);
+	cr_assert_eq(ret, 0, "QMP: send %s: %s", cmd, strerror(-ret));
 	do
 		qmp_line(q, out, cap, deadline);
 	while (strstr(out, "\"event\"") && !strstr(out, "\"return\""));
 	cr_assert(!strstr(out, "\"error\""), "QMP %s: %s", cmd, out);
+}
+
+void vt_qmp_quit(struct vt_qmp *q)
+{
+	/* QEMU answers and closes, or closes first: both are fine */
+	if (qmp_send(q, "{\"execute\":\"quit\"}") == 0) {
+		struct pollfd p = { .fd = q->fd, .events = POLLIN };
+		char buf[4096];
+
+		while (poll(&p, 1, VT_QMP_MS) == 1 && read(q->fd, buf, sizeof(buf)) > 0)
+			;
+	}
+	vt_qmp_close(q);
 }
 
 void vt_qmp_open(struct vt_qmp *q, const char *path)

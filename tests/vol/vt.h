@@ -169,6 +169,9 @@ void vt_qmp_close(struct vt_qmp *q);
 /* Send @cmd (one JSON object); its answer line (events skipped) into
  * @out. A QMP error fails the test. */
 void vt_qmp_cmd(struct vt_qmp *q, const char *cmd, char *out, size_t cap);
+/* Quit that QEMU (its answer or its closing the socket, whichever
+ * comes), and close @q. */
+void vt_qmp_quit(struct vt_qmp *q);
 /* The "status" value of command @exec's answer (query-status,
  * query-migrate) into @status. */
 void vt_qmp_status(struct vt_qmp *q, const char *exec, char *status, size_t cap);

@@ -85,6 +85,13 @@
  *        next to the data, docs/volumes.md "Copy-on-write"): the
  *        payload starts with an sdfs_obj_copy. A 2.1 daemon answers
  *        UNKNOWN_OP; the client then copies the chunk itself.
+ *   2.3  the mtime write-back (docs/consistency.md "What fsync
+ *        guarantees"): NS_OPEN's SDFS_NS_OPEN_WRITEBACK (the holder may
+ *        keep the file's mtime behind its data until it lets the file
+ *        go; the mds first ends the other clients' leases on it), and
+ *        SDFS_ATTR_F_WRITEBACK on a GETATTR's attributes when another
+ *        client does. A 2.2 mds answers the flag with EINVAL; the client
+ *        then pushes the mtime at every fsync, as before.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -94,7 +101,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 2              /* bump = additions only */
+#define SDFS_PROTO_MINOR 3              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -669,9 +676,16 @@ struct sdfs_ns_lock {
  * ZooKeeper claimed, or its node went, or a bound passed. Idempotent;
  * not in the reply cache. The mds forgets the holds of a client whose
  * node is gone. Errors: EINVAL (arg 0, bad data_len, names given).
+ * SDFS_NS_OPEN_WRITEBACK (2.3, not with CLOSE): hold them and mark the
+ * holds "this client's mtime of the file may lag its data" until they
+ * are let go (it fsyncs without pushing the mtime each time); before the
+ * reply, the other clients' leases on the inodes end (as a change's do),
+ * and from then on their GETATTRs say SDFS_ATTR_F_WRITEBACK, so that an
+ * open elsewhere does not keep pages it cached before.
  */
 #define SDFS_NS_OPEN_CLOSE 0x1u
 #define SDFS_NS_OPEN_CLAIM 0x2u
+#define SDFS_NS_OPEN_WRITEBACK 0x4u
 #define SDFS_NS_OPEN_MAX   8192u
 
 struct sdfs_attr {
@@ -703,6 +717,10 @@ struct sdfs_attr {
 #define SDFS_ATTR_F_LISTING 0x2u
 /* 2.1, on the attr of a MKNOD with SDFS_NS_HOLD: the file is held open. */
 #define SDFS_ATTR_F_HELD 0x4u
+/* 2.3, on a GETATTR's attributes: another client holds the file with
+ * SDFS_NS_OPEN_WRITEBACK (or, after a takeover, the holds are not all
+ * claimed yet): its data may be newer than its mtime says. */
+#define SDFS_ATTR_F_WRITEBACK 0x8u
 
 /* READDIR entry: then name[name_len], zero padding to 8, then with
  * SDFS_NS_PLUS an sdfs_attr. */

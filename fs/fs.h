@@ -38,6 +38,9 @@ struct fs_opts {
 	int timeout_ms;                 /* libsdfs calls; EIO after; default 10000 */
 	int noatime;                    /* -o noatime: reads never move atime */
 	int noacl;                      /* -o noacl: no POSIX ACLs (docs/acl.md) */
+	unsigned times_ms;              /* mtime write-back after an fsync that
+					   changed no size (timesback.c); 0:
+					   fsync pushes it durably; default 1000 */
 };
 
 struct fs {
@@ -96,6 +99,9 @@ struct fnode {
 	struct sdfs_vol *vol_rd, *vol_wr;
 	int vol_opens, vol_writers;
 	struct dnames *names;           /* a directory's names, all (dnames.c) */
+	int times_queued;               /* an mtime push is queued (timesback.c) */
+	int pins;                       /* held by this process's own work
+					   (fnode_pin; under fs->lock) */
 	struct fnode *next;
 };
 
@@ -123,6 +129,10 @@ struct fnode *fnode_find_locked(struct fs *fs, uint64_t ino);   /* fs->lock held
  * on any mount stays, with its data, until its last close everywhere. */
 void fnode_open(struct fs *fs, struct fnode *n);
 void fnode_close(struct fs *fs, struct fnode *n);
+/* Keep @n (held by the caller: an open, a lookup) until the unpin, past
+ * the kernel's forget and the last close. */
+void fnode_pin(struct fs *fs, struct fnode *n);
+void fnode_unpin(struct fs *fs, struct fnode *n);
 /* Record @st from the mds, merging a pending size/mtime; fills @out
  * with what the kernel should see. set_stat applies it always (the
  * reply of a change made here); set_stat_v only if nothing replaced
@@ -165,8 +175,23 @@ int fnode_push(struct fs *fs, struct fnode *n);
  * (SDFS_SETATTR_DURABLE); nothing to push makes nothing durable. */
 int fnode_push_ex(struct fs *fs, struct fnode *n, int with_mtime, int durable);
 /* fsync: flush the dirty chunks on every replica, then push durably
- * (the size only, with @datasync). */
+ * (the size only, with @datasync). A push of the mtime alone (the size
+ * and chunks known to the mds) is left to the write-back instead, when
+ * fs->o.times_ms is set. */
 int fnode_sync(struct fs *fs, struct fnode *n, int datasync);
+/* O_SYNC / O_DSYNC write: push durably what the mds must know to read
+ * the data back (size, chunks); the mtime (@with_mtime, O_SYNC) as
+ * fnode_sync does. */
+int fnode_sync_write(struct fs *fs, struct fnode *n, int with_mtime);
+
+/*
+ * timesback.c: push @n's mtime fs->o.times_ms from now (one ordinary
+ * SETATTR as the calling thread's caller; a node queued already is not
+ * queued again). 0, or -errno when it cannot be queued (then push it
+ * now). stop: at unmount, push what is queued and end the thread.
+ */
+int timesback_defer(struct fs *fs, struct fnode *n);
+void timesback_stop(void);
 
 /*
  * space.c. note: chunk @chunk of @n was written here (or, @gone, its

@@ -81,7 +81,7 @@ static void maybe_free(struct fs *fs, struct fnode *n)
 {
 	struct fnode **p;
 
-	if (n->nlookup || n->opens || n->ino == 1)   /* the root: the kernel never forgets it */
+	if (n->nlookup || n->opens || n->pins || n->ino == 1)   /* the root: the kernel never forgets it */
 		return;
 	for (p = &fs->tab[slot(fs, n->ino)]; *p && *p != n; p = &(*p)->next)
 		;
@@ -147,6 +147,22 @@ void fnode_close(struct fs *fs, struct fnode *n)
 	pthread_mutex_unlock(&fs->lock);
 	if (last && held_at_mds(ino))   /* the last close of it here */
 		sdfs_ns_release(fs->s, ino);
+}
+
+void fnode_pin(struct fs *fs, struct fnode *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	n->pins++;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fnode_unpin(struct fs *fs, struct fnode *n)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (n->pins > 0)
+		n->pins--;
+	maybe_free(fs, n);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 void fnode_wait_atime(struct fnode *n)
@@ -403,12 +419,52 @@ static int flush_chunks(void *arg)
 	return sdfs_file_flush(j->fs->s, j->n->ino, j->chunks, j->cnt);
 }
 
+/*
+ * With n->lock held: whether an fsync's mtime goes to the write-back
+ * (timesback.c) rather than in its own durable push: only when nothing
+ * else needs pushing (the size and the chunks are the mds's already),
+ * so that a rewrite inside a file + fsync asks the mds nothing.
+ */
+static int times_later(struct fs *fs, const struct fnode *n)
+{
+	return fs->o.times_ms && n->mtime_dirty && n->pending_size <= n->st.size &&
+	       !n->made.n;
+}
+
+/*
+ * After a sync that left the mtime: queue it, or push it now if it
+ * cannot be queued. The hold is marked first (once per open span, one
+ * mds request; none after), so that another mount's open does not keep
+ * pages it cached before this data: its GETATTR says
+ * SDFS_STAT_WRITEBACK while the mtime may lag (ops_file.c). An mds
+ * without the mark (before 2.3) gets the mtime at every fsync.
+ */
+static int times_defer(struct fs *fs, struct fnode *n)
+{
+	if (!held_at_mds(n->ino) || sdfs_ns_hold_writeback(fs->s, n->ino) ||
+	    timesback_defer(fs, n))
+		return fnode_push_ex(fs, n, 1, 1);
+	return 0;
+}
+
+int fnode_sync_write(struct fs *fs, struct fnode *n, int with_mtime)
+{
+	int later;
+
+	pthread_mutex_lock(&n->lock);
+	later = with_mtime && times_later(fs, n);
+	pthread_mutex_unlock(&n->lock);
+	if (later)
+		return times_defer(fs, n);
+	return fnode_push_ex(fs, n, with_mtime, 1);
+}
+
 int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 {
 	struct flush_job fj = { .fs = fs, .n = n };
 	struct side_job side;
 	uint64_t *chunks;
-	int ret, pushed = 0, pret = 0, beside;
+	int ret, pushed = 0, pret = 0, beside, later = 0;
 
 	pthread_mutex_lock(&n->lock);
 	chunks = n->dirty;
@@ -416,6 +472,10 @@ int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 	fj.cnt = n->ndirty;
 	n->dirty = NULL;
 	n->ndirty = n->cap_dirty = 0;
+	if (!datasync && times_later(fs, n)) {
+		later = 1;
+		datasync = 1;   /* the push below: size and chunks only */
+	}
 	/* data to flush and something to push: both at once */
 	beside = fj.cnt && (n->pending_size > n->st.size || n->made.n ||
 			    (n->mtime_dirty && !datasync));
@@ -447,7 +507,8 @@ int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 	 * the flush: a crash before both ended may leave the new size or
 	 * mtime durable and some data not, as fsync promises nothing
 	 * until it returns. */
-	return pushed ? pret : fnode_push_ex(fs, n, !datasync, 1);
+	ret = pushed ? pret : fnode_push_ex(fs, n, !datasync, 1);
+	return !ret && later ? times_defer(fs, n) : ret;
 }
 
 /* fuse_req_getgroups reads /proc/PID/task/TID/status: kept per process

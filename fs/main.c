@@ -48,6 +48,9 @@ static void usage(FILE *f)
 "                         with EIO after N ms (default: the config's\n"
 "                         timeout_ms, 10000)\n"
 "     readahead_kb=N      the mount's read_ahead_kb (default 1024)\n"
+"     times_ms=N          an fsync that changed no size leaves the mtime\n"
+"                         to a write-back N ms later (default 1000; 0:\n"
+"                         every fsync pushes it durably)\n"
 "     threads=N           request threads at most (default 64)\n"
 "     vol_wait            opening a volume file for writing that another\n"
 "                         mount writes waits for it (up to timeout_ms)\n"
@@ -130,6 +133,9 @@ static int parse_o(struct fs *fs, struct args *a, char *list)
 			fs->o.timeout_ms = (int)u;
 		} else if (!strcmp(o, "readahead_kb")) {
 			if (opt_uint(v, 1 << 20, &fs->o.readahead_kb))
+				goto bad;
+		} else if (!strcmp(o, "times_ms")) {
+			if (opt_uint(v, 3600000, &fs->o.times_ms))
 				goto bad;
 		} else if (!strcmp(o, "noacl")) {
 			fs->o.noacl = 1;
@@ -539,6 +545,7 @@ int main(int argc, char **argv)
 {
 	static struct fs fs = { .o = { .attr_timeout = 1.0, .entry_timeout = 1.0,
 				       .readahead_kb = 1024, .threads = 64,
+				       .times_ms = 1000,
 				       .timeout_ms = 0 } };
 	struct args a = { 0 };
 	struct fuse_args fargs = FUSE_ARGS_INIT(0, NULL);
@@ -628,6 +635,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_set_max_threads(lc, fs.o.threads);
 	ret = fuse_session_loop_mt(fs.se, lc);
 	fuse_loop_cfg_destroy(lc);
+	timesback_stop();       /* mtimes still queued: pushed now */
 	/* No notify call may start once unmounting closes the device fd;
 	 * one blocked in the kernel ends when it does (then join). The
 	 * subscription itself ends in sdfs_close: its callback is a no-op

@@ -51,13 +51,14 @@ static void view_of(struct fnode *n, struct sdfs_stat *st)
  * application makes next waits for it (fnode_wait_atime) instead of
  * racing it to the mds, and a getattr meanwhile shows the claim's time
  * without waiting (a cluster that does not answer would hold it up to
- * the timeout); the caller must then touch_atime. */
-static int atime_due(struct fnode *n)
+ * the timeout); the caller must then touch_atime. Never through an
+ * O_NOATIME open (@flags: the open's), as on a local file system. */
+static int atime_due(struct fnode *n, int flags)
 {
 	struct timespec now;
 	int due;
 
-	if (the_fs->o.noatime)
+	if (the_fs->o.noatime || (flags & O_NOATIME))
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	pthread_mutex_lock(&n->lock);
@@ -149,7 +150,10 @@ static int do_open(fuse_ino_t ino, struct fuse_file_info *fi, struct fnode **out
 	}
 	fnode_set_stat_v(n, &st, ver, &view);
 	pthread_mutex_lock(&n->lock);
-	fi->keep_cache = n->open_mtime == view.mtime_ns && n->open_size == view.size;
+	/* WRITEBACK: another mount may have fsynced data its mtime does
+	 * not show yet (timesback.c) */
+	fi->keep_cache = n->open_mtime == view.mtime_ns && n->open_size == view.size &&
+			 !(view.flags & SDFS_STAT_WRITEBACK);
 	n->open_mtime = view.mtime_ns;
 	n->open_size = view.size;
 	pthread_mutex_unlock(&n->lock);
@@ -183,7 +187,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * an open for reading too, after replying (a getattr waits for it).
 	 * An extra open reference keeps the node while we do: the release
 	 * may come before we are done. */
-	int touch = (fi->flags & O_ACCMODE) != O_WRONLY && atime_due(n);
+	int touch = (fi->flags & O_ACCMODE) != O_WRONLY && atime_due(n, fi->flags);
 
 	if (touch)
 		fnode_open(the_fs, n);
@@ -274,7 +278,7 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	got = sdfs_file_pread(the_fs->s, &st, buf, size, (uint64_t)off);
-	int touch = got >= 0 && atime_due(n);
+	int touch = got >= 0 && atime_due(n, fi->flags);
 	if (touch)
 		fnode_open(the_fs, n);  /* kept past the reply */
 	if (got < 0)
@@ -315,7 +319,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	if (!ret) {
 		fnode_wrote(n, (uint64_t)off, size);
 		if (sync)       /* O_SYNC / O_DSYNC: the size durable too */
-			ret = fnode_push_ex(the_fs, n, (fi->flags & O_SYNC) == O_SYNC, 1);
+			ret = fnode_sync_write(the_fs, n, (fi->flags & O_SYNC) == O_SYNC);
 	}
 	if (ret)
 		io_err(req, ret);

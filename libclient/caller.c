@@ -38,6 +38,17 @@ void sdfs_clear_caller(void)
 	cur.set = 0;
 }
 
+int sdfs_get_caller(uint32_t *uid, uint32_t *gid, uint32_t *groups, size_t *n)
+{
+	if (!cur.set)
+		return 0;
+	*uid = cur.uid;
+	*gid = cur.gid;
+	*n = cur.n < SDFS_CALLER_GROUPS_MAX ? cur.n : SDFS_CALLER_GROUPS_MAX;
+	memcpy(groups, cur.groups, *n * sizeof(*groups));
+	return 1;
+}
+
 void caller_fill(struct sdfs_ns_req *r)
 {
 	gid_t g[SDFS_NS_GROUPS_MAX];

@@ -16,6 +16,10 @@
  *
  * hold_claim sends the whole set again (after each subscription, and
  * when the identity changed): the entries are frozen meanwhile.
+ *
+ * A hold may carry the write-back mark (sdfs_ns_hold_writeback, one
+ * NS_OPEN with SDFS_NS_OPEN_WRITEBACK per hold): it is claimed again
+ * with the hold and goes when the hold's release is sent.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,6 +44,7 @@ struct hold_ent {
 	uint32_t refs;                  /* holds by the handle's users */
 	uint16_t users;                 /* threads in sync_ent on it */
 	uint8_t sent;                   /* the mds knows it held */
+	uint8_t wb_sent;                /* ... and marked SDFS_NS_OPEN_WRITEBACK */
 	uint8_t busy;                   /* a change is in flight */
 	int64_t idle_ms;                /* refs 0 since (monotonic) */
 	struct hold_ent *next;
@@ -51,6 +56,7 @@ struct holds {
 	struct hold_ent *b[HOLD_BUCKETS];
 	size_t n, nbusy;
 	int claiming;
+	int wb_unsupported;             /* the mds refused a write-back mark */
 	uint64_t id;                    /* identity the mds knows them by; 0: none */
 	struct sdfs *s;
 	pthread_t thread;               /* sends lingering releases */
@@ -120,9 +126,9 @@ void holds_free(struct holds *h)
 	free(h);
 }
 
-/* One NS_OPEN. An mds without the op (before 1.8) cannot keep files: 0. */
-static int send_open(struct sdfs *s, uint64_t id, uint64_t ino, uint32_t flags,
-		     const uint64_t *more, size_t n)
+/* One NS_OPEN; -errno as the mds answered. */
+static int send_open_raw(struct sdfs *s, uint64_t id, uint64_t ino, uint32_t flags,
+			 const uint64_t *more, size_t n)
 {
 	struct sdfs_ns_req r = { .ino = ino, .arg = id, .flags = flags,
 				 .data_len = (uint32_t)(n * 8) };
@@ -142,6 +148,15 @@ static int send_open(struct sdfs *s, uint64_t id, uint64_t ino, uint32_t flags,
 	ret = nsclient_call(s, SDFS_OP_NS_OPEN, &r, NULL, NULL, data, &reply, &rep, &len, 0);
 	free(data);
 	free(rep);
+	return ret;
+}
+
+/* One NS_OPEN. An mds without the op (before 1.8) cannot keep files: 0. */
+static int send_open(struct sdfs *s, uint64_t id, uint64_t ino, uint32_t flags,
+		     const uint64_t *more, size_t n)
+{
+	int ret = send_open_raw(s, id, ino, flags, more, n);
+
 	return ret == -EOPNOTSUPP ? 0 : ret;
 }
 
@@ -169,8 +184,8 @@ static int send_set(struct sdfs *s, uint64_t id, uint32_t flags, uint32_t last_f
  */
 static int claim(struct sdfs *s, struct holds *h)
 {
-	uint64_t id, *held = NULL, *gone = NULL;
-	size_t nh = 0, ng = 0;
+	uint64_t id, *held = NULL, *gone = NULL, *wb = NULL;
+	size_t nh = 0, ng = 0, nw = 0;
 	int ret;
 
 	ret = lock_identity(s, &id);
@@ -182,17 +197,30 @@ static int claim(struct sdfs *s, struct holds *h)
 	h->claiming = 1;
 	held = malloc((h->n ? h->n : 1) * sizeof(*held));
 	gone = malloc((h->n ? h->n : 1) * sizeof(*gone));
-	for (size_t i = 0; held && gone && i < HOLD_BUCKETS; i++)
+	wb = malloc((h->n ? h->n : 1) * sizeof(*wb));
+	for (size_t i = 0; held && gone && wb && i < HOLD_BUCKETS; i++)
 		for (struct hold_ent *e = h->b[i]; e; e = e->next)
-			if (e->refs)
+			if (e->refs && e->wb_sent)
+				wb[nw++] = e->ino;
+			else if (e->refs)
 				held[nh++] = e->ino;
 			else if (e->sent && h->id == id)
 				gone[ng++] = e->ino;
 	pthread_mutex_unlock(&h->mu);
-	if (!held || !gone)
+	if (!held || !gone || !wb)
 		ret = -ENOMEM;
 	if (!ret && ng)
 		ret = send_set(s, id, SDFS_NS_OPEN_CLOSE, SDFS_NS_OPEN_CLOSE, gone, ng);
+	if (!ret && nw) {
+		/* marked holds first, so the CLAIM comes last */
+		ret = send_set(s, id, SDFS_NS_OPEN_WRITEBACK, SDFS_NS_OPEN_WRITEBACK, wb, nw);
+		if (ret == -EINVAL) {   /* an older mds: plain holds */
+			ret = send_set(s, id, 0, 0, wb, nw);
+			pthread_mutex_lock(&h->mu);
+			h->wb_unsupported = 1;
+			pthread_mutex_unlock(&h->mu);
+		}
+	}
 	if (!ret)
 		ret = send_set(s, id, 0, SDFS_NS_OPEN_CLAIM, held, nh);
 	pthread_mutex_lock(&h->mu);
@@ -203,6 +231,8 @@ static int claim(struct sdfs *s, struct holds *h)
 				struct hold_ent *e = *pp;
 
 				e->sent = e->refs > 0;
+				if (!e->sent || h->wb_unsupported)
+					e->wb_sent = 0;
 				if (!e->refs && !e->users) {
 					*pp = e->next;
 					free(e);
@@ -217,6 +247,8 @@ static int claim(struct sdfs *s, struct holds *h)
 	pthread_mutex_unlock(&h->mu);
 	free(held);
 	free(gone);
+	free(wb);
+	nh += nw;
 	if (ret)
 		log_warn("cannot tell the mds which %zu files are open here: %s", nh,
 			 strerror(-ret));
@@ -289,6 +321,8 @@ static int sync_ent(struct sdfs *s, struct holds *h, struct hold_ent *e, int now
 		if (!h->id)
 			h->id = id;
 		e->sent = (uint8_t)want;
+		if (!want)
+			e->wb_sent = 0; /* the mark went with the hold */
 	}
 }
 
@@ -391,6 +425,56 @@ int sdfs_ns_create(struct sdfs *s, uint64_t dir, const char *name, uint32_t mode
 	return ret;
 }
 
+int sdfs_ns_hold_writeback(struct sdfs *s, uint64_t ino)
+{
+	struct holds *h = holds_get(s);
+	struct hold_ent *e;
+	uint64_t id;
+	int ret;
+
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_lock(&h->mu);
+	e = h->wb_unsupported ? NULL : ent_use(h, ino, 0);
+	if (!e) {
+		ret = h->wb_unsupported ? -EOPNOTSUPP : -EAGAIN;
+		pthread_mutex_unlock(&h->mu);
+		return ret;
+	}
+	while (e->busy || h->claiming)
+		pthread_cond_wait(&h->cond, &h->mu);
+	if (!e->refs || !e->sent || h->wb_unsupported) {
+		ret = h->wb_unsupported ? -EOPNOTSUPP : -EAGAIN;
+	} else if (e->wb_sent) {
+		ret = 0;
+	} else {
+		e->busy = 1;
+		h->nbusy++;
+		pthread_mutex_unlock(&h->mu);
+		ret = lock_identity(s, &id);
+		pthread_mutex_lock(&h->mu);
+		if (!ret && h->id != id)
+			ret = -EAGAIN;  /* a new identity: the set is claimed first */
+		if (!ret) {
+			pthread_mutex_unlock(&h->mu);
+			ret = send_open_raw(s, id, ino, SDFS_NS_OPEN_WRITEBACK, NULL, 0);
+			pthread_mutex_lock(&h->mu);
+		}
+		e->busy = 0;
+		h->nbusy--;
+		pthread_cond_broadcast(&h->cond);
+		if (!ret) {
+			e->wb_sent = 1;
+		} else if (ret == -EINVAL || ret == -EOPNOTSUPP) {
+			h->wb_unsupported = 1;  /* before 2.3 (or before 1.8) */
+			ret = -EOPNOTSUPP;
+		}
+	}
+	ent_done(h, e);
+	pthread_mutex_unlock(&h->mu);
+	return ret;
+}
+
 void sdfs_ns_release(struct sdfs *s, uint64_t ino)
 {
 	struct holds *h = holds_get(s);
@@ -460,8 +544,10 @@ static int release_batch(struct holds *h, int64_t now)
 	}
 	for (size_t i = 0; i < n; i++) {
 		es[i]->busy = 0;
-		if (!ret)       /* a hold made meanwhile is sent again */
+		if (!ret) {     /* a hold made meanwhile is sent again */
 			es[i]->sent = 0;
+			es[i]->wb_sent = 0;
+		}
 	}
 	h->nbusy -= n;
 	pthread_cond_broadcast(&h->cond);

@@ -36,7 +36,8 @@ void ns_stat_from_attr(struct sdfs_stat *st, const struct sdfs_attr *a)
 	st->layout = a->layout;
 	st->flags = (a->flags & SDFS_ATTR_F_LEASED ? SDFS_STAT_LEASED : 0) |
 		    (a->flags & SDFS_ATTR_F_LISTING ? SDFS_STAT_LISTING : 0) |
-		    (a->flags & SDFS_ATTR_F_HELD ? SDFS_STAT_HELD : 0);
+		    (a->flags & SDFS_ATTR_F_HELD ? SDFS_STAT_HELD : 0) |
+		    (a->flags & SDFS_ATTR_F_WRITEBACK ? SDFS_STAT_WRITEBACK : 0);
 }
 
 int ns_name_len(const char *name, uint16_t *len)

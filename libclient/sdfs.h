@@ -83,6 +83,11 @@ int sdfs_key_caps(struct sdfs *s, char *name, size_t namelen, char *caps,
 #define SDFS_CALLER_GROUPS_MAX 32u
 void sdfs_set_caller(uint32_t uid, uint32_t gid, const uint32_t *groups, size_t n);
 void sdfs_clear_caller(void);
+/* The calling thread's caller as sdfs_set_caller set it: 1, with
+ * @groups (room for SDFS_CALLER_GROUPS_MAX) and *@n filled; 0 when
+ * none is set (the process's own ids apply). So that work done later on
+ * another thread acts as the caller it is done for. */
+int sdfs_get_caller(uint32_t *uid, uint32_t *gid, uint32_t *groups, size_t *n);
 
 /* Per-operation timeout, in milliseconds. */
 void sdfs_set_timeout(struct sdfs *s, int timeout_ms);
@@ -319,6 +324,10 @@ struct sdfs_stat {
 #define SDFS_STAT_LISTING 0x2u
 /* From sdfs_ns_create: the mds holds the new file open for this handle. */
 #define SDFS_STAT_HELD 0x4u
+/* From sdfs_ns_getattr of a regular file: another handle holds it with
+ * sdfs_ns_hold_writeback, so its data may be newer than its mtime: a
+ * cache judged by mtime and size is not to be trusted. */
+#define SDFS_STAT_WRITEBACK 0x8u
 #define SDFS_LAYOUT_FILE 1
 #define SDFS_LAYOUT_VOLUME 2            /* a volume file: use sdfs_vol_* */
 
@@ -411,6 +420,14 @@ int sdfs_ns_rename(struct sdfs *s, uint64_t dir, const char *name,
  * answers 0 and keeps such files only for a grace of seconds. */
 int sdfs_ns_hold(struct sdfs *s, uint64_t ino);
 void sdfs_ns_release(struct sdfs *s, uint64_t ino);
+/* While the caller holds @ino (sdfs_ns_hold), mark the hold "this
+ * handle may keep the file's mtime behind its data" (protocol 2.3):
+ * the other handles' leases on it end, and their sdfs_ns_getattr says
+ * SDFS_STAT_WRITEBACK until the hold is let go. Only the first call per
+ * hold asks the mds. 0; -EOPNOTSUPP from an mds before 2.3 (then every
+ * later call answers so at once); -EAGAIN when the hold itself is not
+ * known to the mds yet; -errno. */
+int sdfs_ns_hold_writeback(struct sdfs *s, uint64_t ino);
 /* sdfs_ns_mknod of a regular file that the mds holds open for this
  * handle from the create on, in one request (an mds before 2.1: two,
  * or none held): the hold lingers as a released one does (then it is

@@ -350,9 +350,27 @@ static int call_sync(const struct ns_call *c)
 	return ns_sync(c->ns);
 }
 
+/* A WRITEBACK mark ends the other clients' leases on the inodes first
+ * (their next open asks, and sees SDFS_ATTR_F_WRITEBACK), as a change
+ * to them would. */
 static int call_open(const struct ns_call *c)
 {
-	return opens_exec(c->ns, c->req, c->data);
+	const struct sdfs_ns_req *r = c->req;
+	int wb = (r->flags & SDFS_NS_OPEN_WRITEBACK) != 0;
+	int ret;
+
+	if (!wb)
+		return opens_exec(c->ns, r, c->data);
+	lease_collect_begin();
+	ret = opens_exec(c->ns, r, c->data);
+	if (!ret) {
+		if (r->ino)
+			lease_note_inode(r->ino);
+		for (size_t i = 0; i < r->data_len / 8; i++)
+			lease_note_inode(le64_get(c->data + 8 * i));
+	}
+	lease_collect_end(c->ns->leases, r->client_id, ret == 0);
+	return ret;
 }
 
 /* Every NS_VOL_* op; vol_may passes the ops that change nothing. */

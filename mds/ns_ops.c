@@ -34,6 +34,9 @@ int op_getattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_
 	/* an open's check: the access it is about to make */
 	if (!ret && (r->flags & SDFS_NS_MAY_MASK))
 		ret = nsacl_access(ns, who, &in, r->flags & SDFS_NS_MAY_MASK);
+	/* after the grant: a mark made later ends the lease */
+	if (!ret && S_ISREG(in.a.mode) && opens_writeback_other(ns, r->ino, r->client_id))
+		f |= SDFS_ATTR_F_WRITEBACK;
 	return ret ? ret : reply_attr_ns(ns, rep, &in, f);
 }
 

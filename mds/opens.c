@@ -22,6 +22,8 @@
 struct hold {
 	uint64_t ino, client;
 	int64_t since_ms;               /* monotonic: when it was (re)made */
+	uint64_t wb_handle;             /* SDFS_NS_OPEN_WRITEBACK: the marking
+					   handle's client_id; 0: not marked */
 	struct hold *next;
 };
 
@@ -85,8 +87,10 @@ void opens_close(struct ns *ns)
 	ns->opens = NULL;
 }
 
-/* mu held. 0 or -ENOMEM. */
-static int hold_add(struct opens *o, uint64_t ino, uint64_t client, int64_t now)
+/* mu held. @wb: the marking handle (0: a plain hold, which leaves a
+ * mark made before). 0 or -ENOMEM. */
+static int hold_add(struct opens *o, uint64_t ino, uint64_t client, int64_t now,
+		    uint64_t wb)
 {
 	size_t b = bucket_of(ino);
 	struct hold *h;
@@ -94,12 +98,14 @@ static int hold_add(struct opens *o, uint64_t ino, uint64_t client, int64_t now)
 	for (h = o->b[b]; h; h = h->next)
 		if (h->ino == ino && h->client == client) {
 			h->since_ms = now;
+			if (wb)
+				h->wb_handle = wb;
 			return 0;
 		}
 	h = malloc(sizeof(*h));
 	if (!h)
 		return -ENOMEM;
-	*h = (struct hold){ ino, client, now, o->b[b] };
+	*h = (struct hold){ ino, client, now, wb, o->b[b] };
 	o->b[b] = h;
 	o->n++;
 	return 0;
@@ -149,13 +155,17 @@ int opens_exec(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data)
 {
 	struct opens *o = ns->opens;
 	int close = (r->flags & SDFS_NS_OPEN_CLOSE) != 0;
+	uint64_t wb = r->flags & SDFS_NS_OPEN_WRITEBACK ? r->client_id : 0;
 	int64_t now = net_now_ms();
 	size_t n = r->data_len / 8;
 	int freed = 0, ret = 0;
 
 	if (r->arg == 0 || r->name_len || r->name2_len || r->data_len % 8 ||
 	    n > SDFS_NS_OPEN_MAX ||
-	    (r->flags & ~(SDFS_NS_OPEN_CLOSE | SDFS_NS_OPEN_CLAIM)))
+	    (r->flags & ~(SDFS_NS_OPEN_CLOSE | SDFS_NS_OPEN_CLAIM |
+			  SDFS_NS_OPEN_WRITEBACK)) ||
+	    (close && (r->flags & SDFS_NS_OPEN_WRITEBACK)) ||
+	    (wb == 0 && (r->flags & SDFS_NS_OPEN_WRITEBACK)))
 		return -EINVAL;
 	pthread_mutex_lock(&o->mu);
 	for (size_t i = 0; i <= n && !ret; i++) {
@@ -166,7 +176,7 @@ int opens_exec(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data)
 		if (close)
 			freed |= hold_del(o, ino, r->arg);
 		else
-			ret = hold_add(o, ino, r->arg, now);
+			ret = hold_add(o, ino, r->arg, now, wb);
 	}
 	if (!ret && (r->flags & SDFS_NS_OPEN_CLAIM) && o->claiming) {
 		pending_drop(o, r->arg);
@@ -204,6 +214,19 @@ int opens_has_holder(struct ns *ns, uint64_t ino)
 		held = h->ino == ino;
 	pthread_mutex_unlock(&o->mu);
 	return held;
+}
+
+int opens_writeback_other(struct ns *ns, uint64_t ino, uint64_t handle)
+{
+	struct opens *o = ns->opens;
+	int wb;
+
+	pthread_mutex_lock(&o->mu);
+	wb = o->claiming;       /* a mark may not be claimed again yet */
+	for (struct hold *h = o->b[bucket_of(ino)]; h && !wb; h = h->next)
+		wb = h->ino == ino && h->wb_handle && h->wb_handle != handle;
+	pthread_mutex_unlock(&o->mu);
+	return wb;
 }
 
 uint64_t opens_count(struct ns *ns)

@@ -39,6 +39,11 @@ int opens_exec(struct ns *ns, const struct sdfs_ns_req *r, const uint8_t *data);
  * while the takeover's claims are awaited; else 0. */
 int opens_held(struct ns *ns, uint64_t ino);
 
+/* Has a handle other than @handle (a client_id) marked its hold of @ino
+ * SDFS_NS_OPEN_WRITEBACK, so that the file's data may be newer than its
+ * mtime? Also 1 while a takeover's claims are awaited. */
+int opens_writeback_other(struct ns *ns, uint64_t ino, uint64_t handle);
+
 /* Does some client hold @ino open now? (The stray count.) */
 int opens_has_holder(struct ns *ns, uint64_t ino);
 

@@ -21,6 +21,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -104,4 +105,58 @@ Test(failover, a_mount_caching_longer_than_the_failover_sees_changes_made_after_
 	cr_assert_eq(stat(on_b("f"), &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0600, "B still shows mode %o after A's chmod "
 		     "through the new active", st.st_mode & 07777);
+}
+
+/*
+ * The mtime write-back's mark (docs/consistency.md "What fsync
+ * guarantees") outlives a failover: A holds a file whose fsyncs leave
+ * the mtime behind (its hold marked SDFS_NS_OPEN_WRITEBACK); the active
+ * is SIGKILLed, and A's claim to the next one carries the mark. Once
+ * every client claimed, B caches the file's pages; A rewrites inside it
+ * and fsyncs (no mds request: the mark is there already); B's next open
+ * must read A's bytes, told by the flag on its GETATTR, not by an mtime
+ * that did not move.
+ */
+Test(failover, a_write_back_mark_is_claimed_again_by_the_next_active)
+{
+	enum { LEN = 3 * 4096 };
+	char want[LEN], got[LEN], old[64], now[64];
+	int fd, fb;
+
+	memset(want, 'a', sizeof(want));
+	fd = open(on_a("wb"), O_CREAT | O_EXCL | O_RDWR, 0644);
+	cr_assert(fd >= 0, "create on A: %s", strerror(errno));
+	cr_assert_eq(pwrite(fd, want, LEN, 0), LEN);
+	cr_assert_eq(fsync(fd), 0);
+	for (int i = 0; i < 2; i++) {  /* the second one at least is marked */
+		memset(want + 4096, 'b' + i, 100);
+		cr_assert_eq(pwrite(fd, want + 4096, 100, 4096), 100);
+		cr_assert_eq(fsync(fd), 0, "fsync: %s", strerror(errno));
+	}
+
+	cr_assert_eq(tcluster_active_mds(tc, old, sizeof(old)), 0);
+	cr_assert_eq(tcluster_kill(tc, old), 0);
+	cr_assert_eq(tcluster_wait_active_mds(tc, old, now, sizeof(now), WAIT_MS), 0,
+		     "no mds took over from %s", old);
+	char *line = tcluster_log_line(tc, now, "every client claimed its open files",
+				       WAIT_MS);
+
+	cr_assert(line, "%s never had every client's claim", now);
+	free(line);
+
+	fb = open(on_b("wb"), O_RDONLY | O_NOATIME);    /* B caches the pages */
+	cr_assert(fb >= 0, "open on B: %s", strerror(errno));
+	cr_assert_eq(pread(fb, got, LEN, 0), LEN);
+	close(fb);
+	cr_assert_eq(memcmp(got, want, LEN), 0, "B before A's rewrite");
+	memset(want + 4096, 'z', 100);
+	cr_assert_eq(pwrite(fd, want + 4096, 100, 4096), 100);
+	cr_assert_eq(fsync(fd), 0, "fsync after the failover: %s", strerror(errno));
+	fb = open(on_b("wb"), O_RDONLY | O_NOATIME);
+	cr_assert(fb >= 0, "open on B: %s", strerror(errno));
+	cr_assert_eq(pread(fb, got, LEN, 0), LEN);
+	close(fb);
+	cr_assert_eq(memcmp(got + 4096, want + 4096, 100), 0,
+		     "B kept pages from before A's fsync: the mark was not claimed");
+	cr_assert_eq(close(fd), 0);
 }

@@ -49,6 +49,22 @@ void recover_map_changed(struct recover *r, const struct cmap *m);
  * client retries); -errno otherwise.
  */
 int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
+/*
+ * Scrub (scrub.h) found this node's copy of @oid corrupt: rewrite it
+ * from a good copy on another up node, under the object's lock, as of
+ * map @epoch (recover_repair.c). The copy here is first settled as for
+ * a client op (that may fetch a newer copy, which repairs it); if still
+ * corrupt, a peer's copy of the same version or newer is fetched (the
+ * peer checks every block as it reads), never an older one. With the
+ * header here unreadable too, the newest copy elsewhere is taken only
+ * if holders of every later epoch answered. 0: the copy here is good
+ * now (*@from: the node it came from; 0 when it was rewritten some
+ * other way meanwhile); -ENOENT: removed meanwhile; -EAGAIN: this node
+ * or a peer is between epochs (try later); -ENODATA: no good current
+ * copy reachable, the copy here is left as it was. Any thread but the
+ * loop's (it talks to peers).
+ */
+int recover_repair(struct recover *r, uint64_t oid, uint64_t epoch, uint32_t *from);
 /* A client wrote, replaced or removed @oid in @epoch: now current. */
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
 /*

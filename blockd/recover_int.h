@@ -1,7 +1,8 @@
 /*
- * recover_int.h - what recover.c (deciding what to recover: the pass)
- * and recover_io.c (settling one object: peers, fetch, the rule) share.
- * Not installed, not used outside these two files.
+ * recover_int.h - what recover.c (deciding what to recover: the pass),
+ * recover_io.c (settling one object: peers, fetch, the rule) and
+ * recover_repair.c (rewriting a copy scrub found corrupt) share.
+ * Not installed, not used outside these three files.
  */
 #ifndef SDFS_BLOCKD_RECOVER_INT_H
 #define SDFS_BLOCKD_RECOVER_INT_H
@@ -102,6 +103,14 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		      const struct rec_view *v, int *fetched, uint64_t *bytes);
 pthread_mutex_t *rec_stripe(struct recover *r, uint64_t oid);
+/* With the stripe lock held: settle @oid for @epoch if not yet
+ * (recover_ensure's work). */
+int rec_ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch);
+/* Fetch @c's copy of @oid whole (a raw OBJ_READ: the peer checks every
+ * block as it reads) and store it here with its tag, or bury a
+ * tombstone; *@bytes moved. With the stripe lock held. 0 or -errno. */
+int rec_fetch(struct recover *r, const struct cmap *m, uint64_t oid,
+	      const struct rec_copy *c, uint64_t *bytes);
 /*
  * Before dropping a copy without leaving a tombstone in @epoch: a full
  * epoch older than @epoch would still claim "nothing here was ever

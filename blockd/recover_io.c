@@ -196,8 +196,7 @@ static int responded(const struct rec_view *v, uint32_t id)
 	return 0;
 }
 
-/* Fetch @c's copy of @oid whole and store it with its tag. */
-static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
+int rec_fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 		 const struct rec_copy *c, uint64_t *bytes)
 {
 	const struct cmap_node *nd = cmap_find(m, c->node_id);
@@ -392,7 +391,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		if (ret && ret != -ENOENT)
 			return ret;
 	} else if (want) {
-		ret = fetch(r, m, oid, want, bytes);
+		ret = rec_fetch(r, m, oid, want, bytes);
 		if (ret)
 			return ret == -ENOENT ? -EAGAIN : ret;
 		*fetched = 1;
@@ -403,8 +402,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 	return 0;
 }
 
-/* With the stripe lock held: settle @oid for @epoch if not yet. */
-static int ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch)
+int rec_ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch)
 {
 	const struct cmap *m;
 	uint64_t bytes;
@@ -427,7 +425,7 @@ int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
 	if (rec_verified_get(r, oid) >= epoch)
 		return 0;
 	pthread_mutex_lock(rec_stripe(r, oid));
-	ret = ensure_locked(r, oid, epoch);
+	ret = rec_ensure_locked(r, oid, epoch);
 	pthread_mutex_unlock(rec_stripe(r, oid));
 	return ret;
 }
@@ -489,7 +487,7 @@ int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int se
 	if (cur > epoch)
 		ret = -ESTALE;
 	else if (settle)
-		ret = ensure_locked(r, oid, epoch);
+		ret = rec_ensure_locked(r, oid, epoch);
 	/*
 	 * And once more after the settle (which talks to peers and may take
 	 * a while), counting the mutation as in flight from this check to

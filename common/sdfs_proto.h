@@ -85,6 +85,10 @@
  *        next to the data, docs/volumes.md "Copy-on-write"): the
  *        payload starts with an sdfs_obj_copy. A 2.1 daemon answers
  *        UNKNOWN_OP; the client then copies the chunk itself.
+ *   2.3  SCRUB (docs/scrub.md): a block daemon's background scrub,
+ *        asked about (any key) or started and paused (admin and daemon
+ *        keys; others get SDFS_RES_CAP); the reply is an
+ *        sdfs_scrub_info. A 2.2 daemon answers UNKNOWN_OP.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -94,7 +98,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 2              /* bump = additions only */
+#define SDFS_PROTO_MINOR 3              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -114,6 +118,9 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_NODE_INFO   = 0x10,
 	SDFS_OP_MDS_FENCE   = 0x11,     /* 1.2 */
 	SDFS_OP_VOL_FENCE   = 0x12,     /* 1.3 */
+	SDFS_OP_SCRUB       = 0x13,     /* 2.3: offset = SDFS_SCRUB_*,
+					   length = start's rate in KiB/s
+					   (0: the daemon's own) */
 	/* 1.2: namespace, client -> sdfs-mds (payload: sdfs_ns_req) */
 	SDFS_OP_NS_LOOKUP   = 0x20,
 	SDFS_OP_NS_GETATTR  = 0x21,
@@ -433,6 +440,37 @@ struct sdfs_node_info {
 				    one object: data writes are refused */
 #define SDFS_SPACE_ENOSPC   0x4u /* a write failed with ENOSPC and no
 				    object's worth of space came back since */
+/* SCRUB (2.3): what hdr.offset asks for */
+#define SDFS_SCRUB_STATUS 0u    /* just the sdfs_scrub_info */
+#define SDFS_SCRUB_START  1u    /* start a pass now, or resume a paused one */
+#define SDFS_SCRUB_STOP   2u    /* pause the running pass (START resumes) */
+/* sdfs_scrub_info.state */
+#define SDFS_SCRUB_IDLE    0u
+#define SDFS_SCRUB_RUNNING 1u
+#define SDFS_SCRUB_PAUSED  2u
+/* SCRUB reply payload (2.3), SDFS_SCRUB_INFO_SIZE bytes: the pass now
+ * running or paused, else the last one, and totals kept in the data
+ * dir's scrub_state since it was made. Times: unix ms, 0 = never. */
+struct sdfs_scrub_info {
+	uint32_t node_id;
+	uint32_t state;         /* SDFS_SCRUB_IDLE, _RUNNING, _PAUSED */
+	uint64_t cursor;        /* the pass has checked every oid <= this */
+	uint64_t objects;       /* this pass: objects verified */
+	uint64_t bytes;         /* ... their bytes */
+	uint64_t found;         /* ... copies found corrupt here */
+	uint64_t repaired;      /* ... rewritten from a good copy */
+	uint64_t unrepaired;    /* ... left: no good current copy reachable */
+	uint64_t total_found, total_repaired, total_unrepaired;
+	uint64_t passes;        /* complete passes */
+	uint64_t pass_start_ms; /* this (or the last) pass began */
+	uint64_t pass_end_ms;   /* the last complete pass ended */
+	uint64_t next_start_ms; /* the schedule starts the next then (0: never) */
+	uint64_t rate;          /* bytes/s the pass reads at most */
+	uint64_t interval_s;    /* the schedule: a pass at least this often */
+	uint64_t store_objects; /* objects (and tombstones) in the store now */
+};
+#define SDFS_SCRUB_INFO_SIZE 136u
+
 #define SDFS_NODE_INFO_V10_SIZE 56u
 #define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */
 
@@ -765,4 +803,5 @@ struct sdfs_mds_info {
 #define SDFS_MDS_INFO_SIZE_1_5 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
 static_assert(sizeof(struct sdfs_node_info) == 136, "node_info is 136 bytes");
+static_assert(sizeof(struct sdfs_scrub_info) == SDFS_SCRUB_INFO_SIZE, "scrub_info size");
 #endif

@@ -3,7 +3,7 @@
  * copies that rot on disk are found and rewritten from good ones
  * without any client read; an object corrupt everywhere is counted,
  * logged and left as it was; a pass pauses and resumes where it was,
- * across a restart of the daemon too.
+ * across a restart of the daemon too; only admin keys start or stop it.
  *
  * Corruption is made by flipping bytes in object files on disk
  * (objfile.h), and the result is checked there too, with the tests'
@@ -378,4 +378,39 @@ Test(scrub, stop_pauses_and_start_resumes_where_it_was_across_a_restart)
 	char *line = tcluster_log_line(tc, name, "scrub pass resumed after oid", 5000);
 	cr_assert(line, "%s did not log the resume", name);
 	free(line);
+}
+
+Test(scrub, start_and_stop_need_an_admin_key_status_does_not)
+{
+	char keyring[1024], *out = NULL, *err = NULL;
+	struct sdfs_scrub_status *st;
+	size_t n;
+	int rc;
+
+	snprintf(keyring, sizeof(keyring), "%s/client.bob.keyring", tcluster_dir(tc));
+	rc = tcluster_sdfs(tc, NULL, &err, "auth add client.bob --caps rw -o %s", keyring);
+	cr_assert_eq(rc, 0, "auth add: %s", err ? err : "");
+	free(err);
+	err = NULL;
+	rc = tcluster_sdfs(tc, &out, &err, "--keyring %s scrub status --json", keyring);
+	cr_assert_eq(rc, 0, "status with a plain key: exit %d: %s", rc, err ? err : "");
+	cr_assert(tjson_valid(out), "%s", out);
+	free(out);
+	free(err);
+	for (int i = 0; i < 2; i++) {
+		const char *sub = i ? "stop" : "start";
+
+		out = err = NULL;
+		rc = tcluster_sdfs(tc, &out, &err, "--keyring %s scrub %s", keyring, sub);
+		cr_assert_eq(rc, 1, "scrub %s with a plain key: exit %d", sub, rc);
+		cr_assert(err && strstr(err, "needs an admin key"), "scrub %s: %s", sub,
+			  err ? err : "");
+		free(out);
+		free(err);
+	}
+	/* and nothing started */
+	n = status(&st);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_str_eq(st[i].state, "idle", "node %u", st[i].node_id);
+	free(st);
 }

@@ -65,6 +65,19 @@ int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
  * loop's (it talks to peers).
  */
 int recover_repair(struct recover *r, uint64_t oid, uint64_t epoch, uint32_t *from);
+/*
+ * Scrub, on a copy here that verified with @version and @csum (its
+ * objstore_stat): do the other up holders' copies of the same version
+ * agree? Only the object's first up holder in map @epoch asks (one
+ * comparison per object, not one per copy); the others return 0 at
+ * once with *@asked 0. Otherwise *@asked is how many peer copies of the
+ * same version were compared and the result is how many of them
+ * differ (each logged); -EAGAIN between epochs. A copy of another
+ * version is recovery's business, not compared. Nothing is changed.
+ */
+int recover_compare(struct recover *r, uint64_t oid, uint64_t epoch, uint64_t version,
+		    uint64_t csum, unsigned *asked);
+
 /* A client wrote, replaced or removed @oid in @epoch: now current. */
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
 /*

@@ -27,6 +27,8 @@ struct rec_copy {
 	int deleted;            /* a tombstone: removed in epoch `tag` */
 	uint64_t tag;           /* epoch of the copy's last write */
 	uint64_t size;
+	uint64_t csum;          /* XXH3 over its block checksums (scrub's
+				   compare; 0 where a listing made it) */
 };
 
 /* What a set of peers said about one object, for the rule. */
@@ -93,9 +95,11 @@ struct recover {
 uint64_t rec_verified_get(struct recover *r, uint64_t oid);
 void rec_verified_set(struct recover *r, uint64_t oid, uint64_t epoch);
 void rec_verified_clear(struct recover *r);
-/* Ask every up node of @m but this one about @oid (raw STAT). */
+/* Ask every up node of @m but this one about @oid (raw STAT); with
+ * @csum their copies' csums too (SDFS_STAT_CSUM: each reads its block
+ * table; 0 from a node before 2.3). */
 int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
-		    struct rec_view *v);
+		    int csum, struct rec_view *v);
 /*
  * Settle @oid for map @m with the stripe lock held: fast path, else the
  * rule over @v (gathered here if NULL). @fetched says if bytes moved.

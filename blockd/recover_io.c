@@ -122,7 +122,7 @@ static uint64_t next_req_id(void *arg)
 }
 
 int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
-		    struct rec_view *v)
+		    int csum, struct rec_view *v)
 {
 	struct rpc_call calls[REC_MAX_PEERS];
 	struct cmap_node peers[REC_MAX_PEERS];
@@ -141,6 +141,7 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		calls[n].req.flags = SDFS_F_RAW;
 		calls[n].req.oid = oid;
 		calls[n].req.epoch = (uint32_t)m->epoch;
+		calls[n].req.length = csum ? SDFS_STAT_CSUM : 0;
 		n++;
 	}
 	rpc_run(r->pool, calls, n, r->opts.peer_timeout_ms, next_req_id, NULL);
@@ -168,7 +169,7 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		if (st.epoch == 0)
 			continue;       /* an unreadable header: no copy to take */
 		v->copy[v->n++] = (struct rec_copy){ calls[i].node->node_id, 1, dead,
-						     st.epoch, dead ? 0 : st.size };
+						     st.epoch, dead ? 0 : st.size, st.csum };
 	}
 	rpc_calls_free(calls, n);
 	return ret;
@@ -314,7 +315,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 
 	/* Slow path: what do the others hold? */
 	if (!view) {
-		ret = rec_view_gather(r, m, oid, &gathered);
+		ret = rec_view_gather(r, m, oid, 0, &gathered);
 		if (ret)
 			return ret;
 		view = &gathered;

@@ -1,6 +1,7 @@
 /*
  * recover_repair.c - rewriting a copy here that scrub found corrupt
- * (recover_repair in recover.h), with recovery's own tools: the
+ * (recover_repair in recover.h), and comparing a good one with its
+ * peers' (recover_compare), with recovery's own tools: the
  * object's stripe lock, the settle rule, the peers' raw STAT (the view)
  * and the raw OBJ_READ fetch. Which copy may replace it is the whole
  * point, see below; docs/scrub.md "Repair" says it for operators.
@@ -97,7 +98,7 @@ int recover_repair(struct recover *r, uint64_t oid, uint64_t epoch, uint32_t *fr
 	if (ret != -EBADMSG)
 		goto out;
 	have_tag = objstore_head(st, oid, &size, &ltag, NULL) == 0;
-	ret = rec_view_gather(r, m, oid, &v);
+	ret = rec_view_gather(r, m, oid, 0, &v);
 	if (ret)
 		goto out;
 	n = candidates(&v, have_tag, ltag, cand);
@@ -118,4 +119,42 @@ out:
 	if (ret == 0 && *from)
 		log_debug("oid=%016" PRIx64 ": repaired from node %" PRIu32, oid, *from);
 	return ret;
+}
+
+int recover_compare(struct recover *r, uint64_t oid, uint64_t epoch, uint64_t version,
+		    uint64_t csum, unsigned *asked)
+{
+	uint32_t ids[RING_MAX_COPIES];
+	const struct cmap *m;
+	struct rec_view v;
+	int n, ret, differ = 0;
+
+	*asked = 0;
+	if (history_get(r->hist, epoch, &m))
+		return -EAGAIN;
+	n = history_up_holders(m, oid, r->copies, ids);
+	if (n < 2 || ids[0] != r->self)
+		return 0;
+	ret = rec_view_gather(r, m, oid, 1, &v);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < v.n; i++) {
+		const struct rec_copy *c = &v.copy[i];
+		int holder = 0;
+
+		for (int k = 1; k < n; k++)
+			holder |= ids[k] == c->node_id;
+		/* csum 0: a node before 2.3 did not say */
+		if (!holder || !c->present || c->deleted || c->tag != version || !c->csum)
+			continue;
+		(*asked)++;
+		if (c->csum == csum)
+			continue;
+		differ++;
+		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: the copy on node %"
+			PRIu32 " has this copy's version %" PRIx64 " but other contents "
+			"(csum %016" PRIx64 " there, %016" PRIx64 " here)", r->self, oid,
+			c->node_id, version, c->csum, csum);
+	}
+	return differ;
 }

@@ -30,7 +30,7 @@ struct scrub {
 	int stop;               /* the thread ends */
 	int dirty;              /* st changed since it was saved */
 	struct scrub_state st;
-	uint64_t rate;          /* this pass's bytes/s */
+	uint64_t rate;          /* this pass's bytes/s (lock) */
 	/* throttle, the thread's own */
 	double tokens;
 	int64_t tb_last_ms;
@@ -60,6 +60,7 @@ static void pass_begin(struct scrub *s, uint64_t rate, const char *why)
 	st->has_cursor = 0;
 	st->cursor = 0;
 	st->objects = st->bytes = st->found = st->repaired = st->unrepaired = 0;
+	st->compared = st->mismatched = 0;
 	st->pass_start_ms = wall_ms();
 	s->rate = rate ? rate : s->opts.rate;
 	s->dirty = 1;
@@ -81,12 +82,14 @@ static void pass_end(struct scrub *s)
 	st->pass_end_ms = wall_ms();
 	s->rate = s->opts.rate;
 	s->dirty = 1;
-	sdfs_log(st->unrepaired ? LOG_ERR : st->found ? LOG_WARNING : LOG_INFO,
+	sdfs_log(st->unrepaired || st->mismatched ? LOG_ERR : st->found ? LOG_WARNING : LOG_INFO,
 		 "node=%" PRIu32 ": scrub pass done in %" PRIu64 " s: %" PRIu64
 		 " objects, %" PRIu64 " bytes verified; %" PRIu64 " corrupt copies "
-		 "found, %" PRIu64 " repaired, %" PRIu64 " not repaired",
+		 "found, %" PRIu64 " repaired, %" PRIu64 " not repaired; %" PRIu64
+		 " peers' copies compared, %" PRIu64 " differ",
 		 s->bd->node_id, (st->pass_end_ms - st->pass_start_ms) / 1000, st->objects,
-		 st->bytes, st->found, st->repaired, st->unrepaired);
+		 st->bytes, st->found, st->repaired, st->unrepaired, st->compared,
+		 st->mismatched);
 }
 
 /* When the schedule starts (or resumes) the next pass, unix ms; 0:
@@ -105,16 +108,16 @@ static uint64_t next_due_ms(const struct scrub *s)
  * 0, or -EINTR when the pass was paused or the thread is stopping. */
 static int throttle(struct scrub *s, uint64_t bytes)
 {
-	double rate = (double)s->rate / 1000.0;         /* bytes per ms */
-
 	for (int i = 0; i < 25 && workq_depth(s->bd->io_q) > 0; i++)
 		usleep(2000);
 	for (;;) {
 		int64_t now = net_now_ms(), wait_ms;
+		double rate;            /* bytes per ms; start may change it */
 		int go;
 
 		pthread_mutex_lock(&s->lock);
 		go = running(s);
+		rate = (double)s->rate / 1000.0;
 		pthread_mutex_unlock(&s->lock);
 		if (!go)
 			return -EINTR;
@@ -163,6 +166,27 @@ static int repair(struct scrub *s, uint64_t oid)
 	return ret == 0 || ret == -ENOENT;
 }
 
+/* A good copy here: do the other holders' of its version agree?
+ * (recover_compare; between epochs it is skipped.) */
+static void compare(struct scrub *s, uint64_t oid)
+{
+	struct objstore_stat ost;
+	unsigned asked = 0;
+	int ret;
+
+	if (objstore_stat(s->bd->store, oid, &ost))
+		return;
+	ret = recover_compare(s->bd->recover, oid, member_epoch(s->bd), ost.version,
+			      ost.csum, &asked);
+	pthread_mutex_lock(&s->lock);
+	s->st.compared += asked;
+	if (ret > 0) {
+		s->st.mismatched += (uint64_t)ret;
+		s->st.total_mismatched += (uint64_t)ret;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Check @oid; count it. -EINTR: paused or stopping before it was read
  * (the cursor stays before it). */
 static int scrub_one(struct scrub *s, uint64_t oid)
@@ -183,7 +207,9 @@ static int scrub_one(struct scrub *s, uint64_t oid)
 			"in the local copy (version %" PRIx64 "); repairing it from a peer",
 			bd->node_id, oid, version);
 		good = repair(s, oid);
-	} else if (ret && ret != -ENOENT) {
+	} else if (ret == 0) {
+		compare(s, oid);
+	} else if (ret != -ENOENT) {
 		log_every(LOG_EVERY_MS, LOG_ERR, "node=%" PRIu32 " oid=%016" PRIx64
 			  ": scrub: cannot read the local copy: %s", bd->node_id, oid,
 			  strerror(-ret));
@@ -416,6 +442,9 @@ void scrub_info(struct scrub *s, struct sdfs_scrub_info *out)
 	out->next_start_ms = next_due_ms(s);
 	out->rate = s->rate;
 	out->interval_s = s->opts.interval_s;
+	out->compared = st->compared;
+	out->mismatched = st->mismatched;
+	out->total_mismatched = st->total_mismatched;
 	pthread_mutex_unlock(&s->lock);
 	out->store_objects = objstore_count(s->bd->store);
 }

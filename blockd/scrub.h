@@ -3,7 +3,9 @@
  * re-read and checked against its block checksums at a throttled rate,
  * so a copy that rotted on disk is found while others are still good,
  * not when a client finally reads it; a corrupt copy is rewritten from
- * a good current one on another node (recover_repair, recover.h).
+ * a good current one on another node (recover_repair, recover.h), and
+ * a good one is compared with the other holders' copies of its version
+ * (recover_compare: counted and logged when they differ, never changed).
  *
  * A pass walks the store in oid order (objstore_list) and keeps its
  * cursor and counters in the data dir (scrub_state.h), so a restart
@@ -14,7 +16,8 @@
  * since the paused pass began. docs/scrub.md has the operator's view.
  *
  * Not here: what is checked (objstore_verify), which copy may replace
- * a corrupt one (recover_repair.c), the wire (ops.c, SDFS_OP_SCRUB).
+ * a corrupt one and who compares (recover_repair.c), the wire (ops.c,
+ * SDFS_OP_SCRUB).
  * Threads: one of its own; the rest from any thread.
  */
 #ifndef SDFS_BLOCKD_SCRUB_H

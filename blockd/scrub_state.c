@@ -24,6 +24,7 @@ static const struct field {
 	U64(objects), U64(bytes), U64(found), U64(repaired), U64(unrepaired),
 	U64(pass_start_ms), U64(total_found), U64(total_repaired),
 	U64(total_unrepaired), U64(passes), U64(pass_end_ms), U64(created_ms),
+	U64(compared), U64(mismatched), U64(total_mismatched),
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

@@ -18,9 +18,10 @@ struct scrub_state {
 	uint64_t cursor;
 	/* the pass in progress, else the last one */
 	uint64_t objects, bytes, found, repaired, unrepaired;
+	uint64_t compared, mismatched;  /* peers' copies (recover_compare) */
 	uint64_t pass_start_ms; /* unix ms; 0: never (the file was new) */
 	/* since the file was made */
-	uint64_t total_found, total_repaired, total_unrepaired;
+	uint64_t total_found, total_repaired, total_unrepaired, total_mismatched;
 	uint64_t passes;        /* complete passes */
 	uint64_t pass_end_ms;   /* the last complete pass ended, unix ms */
 	uint64_t created_ms;    /* the file was made (the schedule's start) */

@@ -297,6 +297,9 @@ void proto_scrub_info_encode(const struct sdfs_scrub_info *si, uint8_t *out)
 	put64(out + 112, si->rate);
 	put64(out + 120, si->interval_s);
 	put64(out + 128, si->store_objects);
+	put64(out + 136, si->compared);
+	put64(out + 144, si->mismatched);
+	put64(out + 152, si->total_mismatched);
 }
 
 int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_info *si)
@@ -321,6 +324,9 @@ int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_inf
 	si->rate = get64(in + 112);
 	si->interval_s = get64(in + 120);
 	si->store_objects = get64(in + 128);
+	si->compared = get64(in + 136);
+	si->mismatched = get64(in + 144);
+	si->total_mismatched = get64(in + 152);
 	return 0;
 }
 

@@ -88,7 +88,8 @@
  *   2.3  SCRUB (docs/scrub.md): a block daemon's background scrub,
  *        asked about (any key) or started and paused (admin and daemon
  *        keys; others get SDFS_RES_CAP); the reply is an
- *        sdfs_scrub_info. A 2.2 daemon answers UNKNOWN_OP.
+ *        sdfs_scrub_info. A 2.2 daemon answers UNKNOWN_OP. A raw
+ *        OBJ_STAT with length SDFS_STAT_CSUM fills csum (0 from 2.2).
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -402,6 +403,10 @@ struct sdfs_list_ent {
 	uint64_t size;
 };
 #define SDFS_LIST_ENT_SIZE 24u
+/* length of a raw OBJ_STAT (2.3): fill csum too (the node reads the
+ * copy's block table; without it a raw STAT reads the header only and
+ * csum is 0, as from an older node) */
+#define SDFS_STAT_CSUM 1u
 /* size in a raw OBJ_STAT or an OBJ_LIST entry: the copy is a tombstone,
  * "removed in that epoch" (1.1) */
 #define SDFS_SIZE_TOMBSTONE UINT64_MAX
@@ -468,8 +473,13 @@ struct sdfs_scrub_info {
 	uint64_t rate;          /* bytes/s the pass reads at most */
 	uint64_t interval_s;    /* the schedule: a pass at least this often */
 	uint64_t store_objects; /* objects (and tombstones) in the store now */
+	/* this pass, on objects this node is the first up holder of: other
+	 * holders' copies of the same version compared, and those whose
+	 * contents (csum) differ */
+	uint64_t compared, mismatched;
+	uint64_t total_mismatched;
 };
-#define SDFS_SCRUB_INFO_SIZE 136u
+#define SDFS_SCRUB_INFO_SIZE 160u
 
 #define SDFS_NODE_INFO_V10_SIZE 56u
 #define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */

@@ -47,6 +47,9 @@ static void from_info(const struct sdfs_scrub_info *si, struct sdfs_scrub_status
 	x->rate = si->rate;
 	x->interval_s = si->interval_s;
 	x->store_objects = si->store_objects;
+	x->compared = si->compared;
+	x->mismatched = si->mismatched;
+	x->total_mismatched = si->total_mismatched;
 }
 
 int sdfs_scrub(struct sdfs *s, uint32_t node_id, enum sdfs_scrub_action a,

@@ -242,6 +242,10 @@ struct sdfs_scrub_status {
 	uint64_t rate;          /* bytes/s */
 	uint64_t interval_s;    /* 0: only on demand */
 	uint64_t store_objects; /* in its store now (progress: objects/this) */
+	/* this pass, on objects the node is the first up holder of: the
+	 * other holders' copies of the same version compared, and how many
+	 * of those differ (a bug or a silent overwrite: see its log) */
+	uint64_t compared, mismatched, total_mismatched;
 };
 /*
  * Ask node @node_id (or every node of the current map, SDFS_SCRUB_ALL)

@@ -383,7 +383,7 @@ static const char *space_word(const struct sdfs_node_status *x)
 /* The scrub's counts summed over the nodes that answered (docs/scrub.md):
  * corrupt copies found, repaired and not, since each node's first pass. */
 struct scrub_sum {
-	uint64_t found, repaired, unrepaired;
+	uint64_t found, repaired, unrepaired, mismatched;
 	unsigned answered, running, silent;
 };
 
@@ -406,6 +406,7 @@ static int scrub_sum(struct sdfs *s, struct scrub_sum *sum)
 		sum->found += st[i].total_found;
 		sum->repaired += st[i].total_repaired;
 		sum->unrepaired += st[i].total_unrepaired;
+		sum->mismatched += st[i].total_mismatched;
 	}
 	free(st);
 	return 0;
@@ -414,8 +415,9 @@ static int scrub_sum(struct sdfs *s, struct scrub_sum *sum)
 static void scrub_json(const struct scrub_sum *sc)
 {
 	printf(", \"scrub\": {\"found\": %" PRIu64 ", \"repaired\": %" PRIu64
-	       ", \"unrepaired\": %" PRIu64 ", \"running\": %u, \"nodes\": %u"
-	       ", \"silent\": %u}", sc->found, sc->repaired, sc->unrepaired, sc->running,
+	       ", \"unrepaired\": %" PRIu64 ", \"mismatched\": %" PRIu64
+	       ", \"running\": %u, \"nodes\": %u, \"silent\": %u}", sc->found,
+	       sc->repaired, sc->unrepaired, sc->mismatched, sc->running,
 	       sc->answered, sc->silent);
 }
 
@@ -562,6 +564,9 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 		       sc->repaired, sc->unrepaired, sc->running, sc->answered);
 		if (sc->silent)
 			printf(" (%u did not say)", sc->silent);
+		if (sc->mismatched)
+			printf("; %" PRIu64 " copies differ from their peers' of the same "
+			       "version", sc->mismatched);
 		printf("\n");
 	}
 

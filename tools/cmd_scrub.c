@@ -52,20 +52,22 @@ static void show_json(const struct sdfs_scrub_status *st, size_t n)
 		       ", \"passes\": %" PRIu64 ", \"pass_start_ms\": %" PRIu64
 		       ", \"pass_end_ms\": %" PRIu64 ", \"next_start_ms\": %" PRIu64
 		       ", \"rate\": %" PRIu64 ", \"interval_s\": %" PRIu64
-		       ", \"store_objects\": %" PRIu64 "}", x->state, x->cursor, x->objects,
+		       ", \"store_objects\": %" PRIu64 ", \"compared\": %" PRIu64
+		       ", \"mismatched\": %" PRIu64 ", \"total_mismatched\": %" PRIu64
+		       "}", x->state, x->cursor, x->objects,
 		       x->bytes, x->found, x->repaired, x->unrepaired, x->total_found,
 		       x->total_repaired, x->total_unrepaired, x->passes, x->pass_start_ms,
 		       x->pass_end_ms, x->next_start_ms, x->rate, x->interval_s,
-		       x->store_objects);
+		       x->store_objects, x->compared, x->mismatched, x->total_mismatched);
 	}
 	printf("]\n");
 }
 
 static void show_table(const struct sdfs_scrub_status *st, size_t n)
 {
-	printf("%-6s %-8s %-14s %-10s %-6s %-9s %-11s %-19s %s\n", "NODE", "STATE",
-	       "CHECKED", "BYTES", "FOUND", "REPAIRED", "UNREPAIRED", "LAST PASS ENDED",
-	       "NEXT");
+	printf("%-6s %-8s %-14s %-10s %-6s %-9s %-11s %-7s %-19s %s\n", "NODE", "STATE",
+	       "CHECKED", "BYTES", "FOUND", "REPAIRED", "UNREPAIRED", "DIFFER",
+	       "LAST PASS ENDED", "NEXT");
 	for (size_t i = 0; i < n; i++) {
 		const struct sdfs_scrub_status *x = &st[i];
 		char chk[48], b[32], end[32], next[32];
@@ -77,9 +79,9 @@ static void show_table(const struct sdfs_scrub_status *st, size_t n)
 		snprintf(chk, sizeof(chk), "%" PRIu64 "/%" PRIu64, x->objects,
 			 x->store_objects);
 		printf("%-6" PRIu32 " %-8s %-14s %-10s %-6" PRIu64 " %-9" PRIu64 " %-11"
-		       PRIu64 " %-19s %s\n", x->node_id, x->state, chk,
+		       PRIu64 " %-7" PRIu64 " %-19s %s\n", x->node_id, x->state, chk,
 		       cli_human(x->bytes, b, sizeof(b)), x->found, x->repaired,
-		       x->unrepaired, when(x->pass_end_ms, end, sizeof(end)),
+		       x->unrepaired, x->mismatched, when(x->pass_end_ms, end, sizeof(end)),
 		       x->next_start_ms ? when(x->next_start_ms, next, sizeof(next))
 					: strcmp(x->state, "running") ? "on demand" : "-");
 	}

@@ -3,7 +3,9 @@
  * copies that rot on disk are found and rewritten from good ones
  * without any client read; an object corrupt everywhere is counted,
  * logged and left as it was; a pass pauses and resumes where it was,
- * across a restart of the daemon too; only admin keys start or stop it.
+ * across a restart of the daemon too; only admin keys start or stop it;
+ * a copy that checks but differs from its peers of the same version is
+ * counted (and left alone).
  *
  * Corruption is made by flipping bytes in object files on disk
  * (objfile.h), and the result is checked there too, with the tests'
@@ -189,7 +191,7 @@ static void corrupt(unsigned i, int k, unsigned b)
 Test(scrub, corrupt_copies_are_found_and_repaired_without_a_client_read)
 {
 	struct sdfs_scrub_status *st;
-	uint64_t want[64] = { 0 }, sum_f = 0, sum_r = 0;
+	uint64_t want[64] = { 0 }, sum_f = 0, sum_r = 0, sum_c = 0;
 	uint64_t ver[NOBJ];
 	size_t n;
 
@@ -220,6 +222,8 @@ Test(scrub, corrupt_copies_are_found_and_repaired_without_a_client_read)
 		cr_assert_eq(x->objects, NOBJ, "node %u verified %" PRIu64, x->node_id,
 			     x->objects);
 		cr_assert_eq(x->bytes, (uint64_t)NOBJ * LEN);
+		cr_assert_eq(x->mismatched, 0, "node %u", x->node_id);
+		sum_c += x->compared;
 		cr_assert_neq(x->pass_end_ms, 0);
 		sum_f += x->found;
 		sum_r += x->repaired;
@@ -227,6 +231,12 @@ Test(scrub, corrupt_copies_are_found_and_repaired_without_a_client_read)
 	free(st);
 	cr_assert_eq(sum_f, NBAD);
 	cr_assert_eq(sum_r, NBAD);
+	/* each object compared once, by its primary, with its two peers: at
+	 * least those with no corrupt copy (a corrupt one is repaired, not
+	 * compared; a peer's may be repaired before or after the compare) */
+	cr_assert_geq(sum_c, (uint64_t)(NOBJ - NBAD) * (COPIES - 1), "compared %" PRIu64,
+		      sum_c);
+	cr_assert_leq(sum_c, (uint64_t)NOBJ * (COPIES - 1), "compared %" PRIu64, sum_c);
 	/* On disk: every copy good, the original bytes, its version kept. */
 	for (unsigned i = 0; i < NOBJ; i++)
 		for (int k = 0; k < COPIES; k++) {
@@ -413,4 +423,41 @@ Test(scrub, start_and_stop_need_an_admin_key_status_does_not)
 	for (size_t i = 0; i < n; i++)
 		cr_assert_str_eq(st[i].state, "idle", "node %u", st[i].node_id);
 	free(st);
+}
+
+Test(scrub, a_copy_that_checks_but_differs_from_its_peers_is_counted)
+{
+	enum { N = 10, ODD = 2 };
+	struct sdfs_scrub_status *st;
+	uint64_t sum_m = 0, sum_f = 0;
+	size_t n, len1, len2;
+	char *before, *after, name[32], *line;
+
+	put_objects(N);
+	/* copy 1 (not the primary, which compares) gets other bytes */
+	objfile_rewrite_data(paths[ODD][1], 4096 + 7, 0x08);
+	before = slurp(paths[ODD][1], &len1);
+	scrub_cli("start");
+	n = wait_passes(1, &st);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t want = st[i].node_id == nodes[ODD][0];
+
+		cr_assert_eq(st[i].mismatched, want, "node %u: %" PRIu64 " differing",
+			     st[i].node_id, st[i].mismatched);
+		sum_m += st[i].mismatched;
+		sum_f += st[i].found;
+	}
+	free(st);
+	cr_assert_eq(sum_m, 1);
+	cr_assert_eq(sum_f, 0, "a copy that checks was counted corrupt");
+	cr_assert(tcluster_node_name(tc, nodes[ODD][0], name, sizeof(name)));
+	line = tcluster_log_line(tc, name, "but other contents", 5000);
+	cr_assert(line, "%s did not log the difference", name);
+	free(line);
+	/* counted, not changed: which copy is right is not the scrub's to say */
+	after = slurp(paths[ODD][1], &len2);
+	cr_assert_eq(len1, len2);
+	cr_assert_arr_eq(after, before, len1);
+	free(before);
+	free(after);
 }

@@ -196,8 +196,10 @@ static int scrub_one(struct scrub *s, uint64_t oid)
 	int dead = 0, ret, bad = 0, good = 0;
 
 	ret = objstore_head(bd->store, oid, &size, &version, &dead);
-	if (ret == 0 && dead)
-		goto done;      /* a tombstone: nothing to check */
+	if (ret == 0 && dead) {
+		ret = -ENOENT;  /* a tombstone: nothing to check, not counted */
+		goto done;
+	}
 	if (ret != -ENOENT && throttle(s, size) != 0)
 		return -EINTR;
 	ret = ret == -ENOENT ? ret : objstore_verify(bd->store, oid);

@@ -263,7 +263,7 @@ Test(scrub, corrupt_copies_are_found_and_repaired_without_a_client_read)
 
 Test(scrub, an_object_corrupt_everywhere_is_counted_unrepaired_and_left_alone)
 {
-	enum { N = 10, BAD = 3 };
+	enum { N = 10, BAD = 3, GONE = 7 };
 	struct sdfs_scrub_status *st;
 	char *before[COPIES];
 	size_t blen[COPIES];
@@ -271,6 +271,8 @@ Test(scrub, an_object_corrupt_everywhere_is_counted_unrepaired_and_left_alone)
 	size_t n;
 
 	put_objects(N);
+	/* a removed one: its tombstone (until collected) is not checked */
+	cr_assert_eq(sdfs_obj_remove(tcluster_client(tc), OID0 + GONE), 0);
 	for (int k = 0; k < COPIES; k++) {
 		corrupt(BAD, k, (unsigned)k);
 		before[k] = slurp(paths[BAD][k], &blen[k]);
@@ -282,6 +284,9 @@ Test(scrub, an_object_corrupt_everywhere_is_counted_unrepaired_and_left_alone)
 			     st[i].found);
 		cr_assert_eq(st[i].unrepaired, 1, "node %u", st[i].node_id);
 		cr_assert_eq(st[i].repaired, 0, "node %u", st[i].node_id);
+		cr_assert_eq(st[i].objects, N - 2, "node %u verified %" PRIu64 " (neither "
+			     "the removed nor the unrepaired one counts)", st[i].node_id,
+			     st[i].objects);
 		sum_f += st[i].found;
 		sum_u += st[i].unrepaired;
 	}
@@ -300,7 +305,7 @@ Test(scrub, an_object_corrupt_everywhere_is_counted_unrepaired_and_left_alone)
 		free(before[k]);
 	}
 	for (unsigned i = 0; i < N; i++)
-		if (i != BAD)
+		if (i != BAD && i != GONE)
 			for (int k = 0; k < COPIES; k++)
 				assert_copy_good(paths[i][k], data[i]);
 	char name[32], *line;

@@ -15,6 +15,8 @@
  *   order.c        shared objects' mutations, ordered by their primary
  *                  (order.h)
  *   copy.c         OBJ_COPY: a volume's copy-on-write (copy.h)
+ *   scrub*.c       re-reading every copy in the background, repairing
+ *                  the corrupt ones (scrub.h); recover_repair.c
  *   lease.c        the serving lease: serve only while ZooKeeper says we
  *                  may (lease.h); suspect.c its and the markers' rules
  *   main.c         options and start-up
@@ -26,6 +28,7 @@
 
 #include "blockd/objstore.h"
 #include "blockd/recover.h"
+#include "blockd/scrub.h"
 #include "blockd/suspect.h"
 #include "common/cmap.h"
 #include "common/conf.h"
@@ -49,6 +52,7 @@ struct blockd {
 	uint32_t weight;                /* 0: from capacity */
 	int io_threads;
 	struct recover_opts rec_opts;
+	struct scrub_opts scrub_opts;
 	struct sdfs_conf conf;          /* zk, cluster, session_ms */
 	char keyring[512];              /* --keyring; else conf.keyring */
 
@@ -61,6 +65,7 @@ struct blockd {
 	struct lease *lease;            /* serving lease (lease.h) */
 	struct objstore *store;
 	struct recover *recover;
+	struct scrub *scrub;            /* background scrub (scrub.h) */
 	struct fence *fence;            /* the MDS fence (fence.h) */
 	struct vfence *vfence;          /* volume fences (vfence.h) */
 	struct coord *coord;

@@ -6,7 +6,7 @@
  * formatted, with authentication the key table (coord_auth_follow) and
  * our own key for the peer pools, open the object store, the MDS fence and the (empty,
  * unsynced) volume fences, node id, listen,
- * register, serve.
+ * register, serve. The scrub (scrub.h) starts with recovery.
  * SIGTERM/SIGINT stop it cleanly (the member znode goes at once).
  */
 #include <errno.h>
@@ -78,6 +78,9 @@ static void usage(FILE *f)
 "  -t, --io-threads N     disk I/O threads (default 8)\n"
 "      --recovery-threads N objects recovered in parallel (default 2)\n"
 "      --recovery-mbps N    recovery bandwidth cap in MB/s (default 200)\n"
+"      --scrub-mbps N     the scrub reads at most N MB/s (default 50)\n"
+"      --scrub-interval S a full scrub pass at least every S seconds\n"
+"                         (default 604800, a week; 0: only on demand)\n"
 "  -v, --log-level LEVEL  err, warn, info or debug (default info)\n"
 "  -V, --version          print the version and exit\n"
 "  -h, --help             this help\n", CONF_DEFAULT_PATH);
@@ -118,6 +121,8 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		{ "io-threads", required_argument, NULL, 't' },
 		{ "recovery-threads", required_argument, NULL, 'R' },
 		{ "recovery-mbps", required_argument, NULL, 'B' },
+		{ "scrub-mbps", required_argument, NULL, 'S' },
+		{ "scrub-interval", required_argument, NULL, 'I' },
 		{ "log-level", required_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -128,7 +133,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 	char def_listen[300], def_clisten[300];
 	uint32_t threads = 8, v;
 	char err[256];
-	int c, lvl;
+	int c, lvl, interval_set = 0;
 
 	while ((c = getopt_long(argc, argv, "d:l:c:k:z:w:t:v:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -184,6 +189,23 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 			}
 			bd->rec_opts.mbps = v;
 			break;
+		case 'S':
+			if (parse_u32(optarg, &v) || v == 0 || v > 100000) {
+				fprintf(stderr, "sdfs-blockd: bad --scrub-mbps '%s' "
+					"(1..100000)\n", optarg);
+				return -1;
+			}
+			bd->scrub_opts.rate = (uint64_t)v * 1000 * 1000;
+			break;
+		case 'I':
+			if (parse_u32(optarg, &v)) {
+				fprintf(stderr, "sdfs-blockd: bad --scrub-interval '%s' "
+					"(seconds)\n", optarg);
+				return -1;
+			}
+			bd->scrub_opts.interval_s = v;
+			interval_set = 1;
+			break;
 		case 'v':
 			lvl = log_level_parse(optarg);
 			if (lvl < 0) {
@@ -209,6 +231,8 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		return -1;
 	}
 	bd->io_threads = (int)threads;
+	if (!interval_set)
+		bd->scrub_opts.interval_s = SCRUB_INTERVAL_DEFAULT;
 	if (conf_resolve(conf_file, zk, cluster, &bd->conf, err, sizeof(err))) {
 		fprintf(stderr, "sdfs-blockd: %s\n", err);
 		return -1;
@@ -405,6 +429,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = recover_new(&bd, &bd.rec_opts, &bd.recover);
 	if (!ret)
+		ret = scrub_new(&bd, &bd.scrub_opts, &bd.scrub);
+	if (!ret)
 		ret = client_conn_start(&bd);
 	if (ret)
 		goto out_workq;
@@ -435,6 +461,7 @@ out_workq:
 	 * map updates use ZooKeeper. */
 	order_free(bd.order);
 	copy_free(bd.copy);
+	scrub_free(bd.scrub);   /* it repairs with recover and io_q's depth */
 	workq_free(bd.io_q);
 	recover_free(bd.recover);
 	workq_free(bd.coord_q);

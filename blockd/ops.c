@@ -525,6 +525,15 @@ static void op_stat(struct work *w)
 				       &deleted);
 		if (deleted)
 			st.size = SDFS_SIZE_TOMBSTONE;
+		/* 2.3: a scrub comparing copies wants the csum (a table
+		 * read); of the version the header said, else unknown (0) */
+		else if (r->ret == 0 && r->h.length == SDFS_STAT_CSUM) {
+			struct objstore_stat full;
+
+			if (objstore_stat(r->bd->store, r->h.oid, &full) == 0 &&
+			    full.version == st.version)
+				st.csum = full.csum;
+		}
 	} else {
 		r->ret = ensure(r);
 		if (r->ret == 0)
@@ -571,6 +580,36 @@ static void op_node_info(struct work *w)
 	r->out_len = r->h.major > 1 || r->h.minor >= 7 ? sizeof(ni) : SDFS_NODE_INFO_V11_SIZE;
 }
 
+/* SCRUB (2.3): start or pause the scrub (admin and daemon keys only:
+ * objcap_admit), and say where it stands. */
+static void op_scrub(struct work *w)
+{
+	struct req *r = (struct req *)w;
+	struct sdfs_scrub_info si;
+
+	switch (r->h.offset) {
+	case SDFS_SCRUB_STATUS:
+		break;
+	case SDFS_SCRUB_START:
+		scrub_start(r->bd->scrub, (uint64_t)r->h.length * 1024);
+		break;
+	case SDFS_SCRUB_STOP:
+		scrub_stop(r->bd->scrub);
+		break;
+	default:
+		r->ret = -EINVAL;
+		return;
+	}
+	scrub_info(r->bd->scrub, &si);
+	r->out = malloc(SDFS_SCRUB_INFO_SIZE);
+	if (!r->out) {
+		r->ret = -ENOMEM;
+		return;
+	}
+	proto_scrub_info_encode(&si, r->out);
+	r->out_len = SDFS_SCRUB_INFO_SIZE;
+}
+
 /* OBJ_COPY runs on copy.c's workers (copy_dispatch); applied as it is
  * (ops_apply) it makes no sense. */
 static void op_copy(struct work *w)
@@ -591,6 +630,7 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_NODE_INFO]   = { "NODE_INFO",   op_node_info, 0 },
 	[SDFS_OP_MDS_FENCE]   = { "MDS_FENCE",   op_mds_fence, 0 },
 	[SDFS_OP_VOL_FENCE]   = { "VOL_FENCE",   op_vol_fence, 0 },
+	[SDFS_OP_SCRUB]       = { "SCRUB",       op_scrub,   0 },
 	/* applied as the object's primary ordered them (order.h) */
 	[SDFS_OP_REPL_WRITE]   = { "REPL_WRITE",   op_write,   1 },
 	[SDFS_OP_REPL_CREATE]  = { "REPL_CREATE",  op_create,  1 },

@@ -274,7 +274,7 @@ static size_t view_of(const struct pass *p, size_t i, struct rec_view *v)
 		/* version 0: an unreadable header, no copy to take */
 		if (e->node_id != p->r->self && e->tag && v->n < REC_MAX_PEERS)
 			v->copy[v->n++] = (struct rec_copy){ e->node_id, 1, dead, e->tag,
-							     dead ? 0 : e->size };
+							     dead ? 0 : e->size, 0 };
 	}
 	return i;
 }

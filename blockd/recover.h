@@ -49,6 +49,35 @@ void recover_map_changed(struct recover *r, const struct cmap *m);
  * client retries); -errno otherwise.
  */
 int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
+/*
+ * Scrub (scrub.h) found this node's copy of @oid corrupt: rewrite it
+ * from a good copy on another up node, under the object's lock, as of
+ * map @epoch (recover_repair.c). The copy here is first settled as for
+ * a client op (that may fetch a newer copy, which repairs it); if still
+ * corrupt, a peer's copy of the same version or newer is fetched (the
+ * peer checks every block as it reads), never an older one. With the
+ * header here unreadable too, the newest copy elsewhere is taken only
+ * if holders of every later epoch answered. 0: the copy here is good
+ * now (*@from: the node it came from; 0 when it was rewritten some
+ * other way meanwhile); -ENOENT: removed meanwhile; -EAGAIN: this node
+ * or a peer is between epochs (try later); -ENODATA: no good current
+ * copy reachable, the copy here is left as it was. Any thread but the
+ * loop's (it talks to peers).
+ */
+int recover_repair(struct recover *r, uint64_t oid, uint64_t epoch, uint32_t *from);
+/*
+ * Scrub, on a copy here that verified with @version and @csum (its
+ * objstore_stat): do the other up holders' copies of the same version
+ * agree? Only the object's first up holder in map @epoch asks (one
+ * comparison per object, not one per copy); the others return 0 at
+ * once with *@asked 0. Otherwise *@asked is how many peer copies of the
+ * same version were compared and the result is how many of them
+ * differ (each logged); -EAGAIN between epochs. A copy of another
+ * version is recovery's business, not compared. Nothing is changed.
+ */
+int recover_compare(struct recover *r, uint64_t oid, uint64_t epoch, uint64_t version,
+		    uint64_t csum, unsigned *asked);
+
 /* A client wrote, replaced or removed @oid in @epoch: now current. */
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);
 /*

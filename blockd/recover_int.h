@@ -1,7 +1,8 @@
 /*
- * recover_int.h - what recover.c (deciding what to recover: the pass)
- * and recover_io.c (settling one object: peers, fetch, the rule) share.
- * Not installed, not used outside these two files.
+ * recover_int.h - what recover.c (deciding what to recover: the pass),
+ * recover_io.c (settling one object: peers, fetch, the rule) and
+ * recover_repair.c (rewriting a copy scrub found corrupt) share.
+ * Not installed, not used outside these three files.
  */
 #ifndef SDFS_BLOCKD_RECOVER_INT_H
 #define SDFS_BLOCKD_RECOVER_INT_H
@@ -26,6 +27,8 @@ struct rec_copy {
 	int deleted;            /* a tombstone: removed in epoch `tag` */
 	uint64_t tag;           /* epoch of the copy's last write */
 	uint64_t size;
+	uint64_t csum;          /* XXH3 over its block checksums (scrub's
+				   compare; 0 where a listing made it) */
 };
 
 /* What a set of peers said about one object, for the rule. */
@@ -92,9 +95,11 @@ struct recover {
 uint64_t rec_verified_get(struct recover *r, uint64_t oid);
 void rec_verified_set(struct recover *r, uint64_t oid, uint64_t epoch);
 void rec_verified_clear(struct recover *r);
-/* Ask every up node of @m but this one about @oid (raw STAT). */
+/* Ask every up node of @m but this one about @oid (raw STAT); with
+ * @csum their copies' csums too (SDFS_STAT_CSUM: each reads its block
+ * table; 0 from a node before 2.3). */
 int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
-		    struct rec_view *v);
+		    int csum, struct rec_view *v);
 /*
  * Settle @oid for map @m with the stripe lock held: fast path, else the
  * rule over @v (gathered here if NULL). @fetched says if bytes moved.
@@ -102,6 +107,14 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		      const struct rec_view *v, int *fetched, uint64_t *bytes);
 pthread_mutex_t *rec_stripe(struct recover *r, uint64_t oid);
+/* With the stripe lock held: settle @oid for @epoch if not yet
+ * (recover_ensure's work). */
+int rec_ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch);
+/* Fetch @c's copy of @oid whole (a raw OBJ_READ: the peer checks every
+ * block as it reads) and store it here with its tag, or bury a
+ * tombstone; *@bytes moved. With the stripe lock held. 0 or -errno. */
+int rec_fetch(struct recover *r, const struct cmap *m, uint64_t oid,
+	      const struct rec_copy *c, uint64_t *bytes);
 /*
  * Before dropping a copy without leaving a tombstone in @epoch: a full
  * epoch older than @epoch would still claim "nothing here was ever

@@ -122,7 +122,7 @@ static uint64_t next_req_id(void *arg)
 }
 
 int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
-		    struct rec_view *v)
+		    int csum, struct rec_view *v)
 {
 	struct rpc_call calls[REC_MAX_PEERS];
 	struct cmap_node peers[REC_MAX_PEERS];
@@ -141,6 +141,7 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		calls[n].req.flags = SDFS_F_RAW;
 		calls[n].req.oid = oid;
 		calls[n].req.epoch = (uint32_t)m->epoch;
+		calls[n].req.length = csum ? SDFS_STAT_CSUM : 0;
 		n++;
 	}
 	rpc_run(r->pool, calls, n, r->opts.peer_timeout_ms, next_req_id, NULL);
@@ -168,7 +169,7 @@ int rec_view_gather(struct recover *r, const struct cmap *m, uint64_t oid,
 		if (st.epoch == 0)
 			continue;       /* an unreadable header: no copy to take */
 		v->copy[v->n++] = (struct rec_copy){ calls[i].node->node_id, 1, dead,
-						     st.epoch, dead ? 0 : st.size };
+						     st.epoch, dead ? 0 : st.size, st.csum };
 	}
 	rpc_calls_free(calls, n);
 	return ret;
@@ -196,8 +197,7 @@ static int responded(const struct rec_view *v, uint32_t id)
 	return 0;
 }
 
-/* Fetch @c's copy of @oid whole and store it with its tag. */
-static int fetch(struct recover *r, const struct cmap *m, uint64_t oid,
+int rec_fetch(struct recover *r, const struct cmap *m, uint64_t oid,
 		 const struct rec_copy *c, uint64_t *bytes)
 {
 	const struct cmap_node *nd = cmap_find(m, c->node_id);
@@ -315,7 +315,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 
 	/* Slow path: what do the others hold? */
 	if (!view) {
-		ret = rec_view_gather(r, m, oid, &gathered);
+		ret = rec_view_gather(r, m, oid, 0, &gathered);
 		if (ret)
 			return ret;
 		view = &gathered;
@@ -392,7 +392,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 		if (ret && ret != -ENOENT)
 			return ret;
 	} else if (want) {
-		ret = fetch(r, m, oid, want, bytes);
+		ret = rec_fetch(r, m, oid, want, bytes);
 		if (ret)
 			return ret == -ENOENT ? -EAGAIN : ret;
 		*fetched = 1;
@@ -403,8 +403,7 @@ int rec_settle_locked(struct recover *r, const struct cmap *m, uint64_t oid,
 	return 0;
 }
 
-/* With the stripe lock held: settle @oid for @epoch if not yet. */
-static int ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch)
+int rec_ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch)
 {
 	const struct cmap *m;
 	uint64_t bytes;
@@ -427,7 +426,7 @@ int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
 	if (rec_verified_get(r, oid) >= epoch)
 		return 0;
 	pthread_mutex_lock(rec_stripe(r, oid));
-	ret = ensure_locked(r, oid, epoch);
+	ret = rec_ensure_locked(r, oid, epoch);
 	pthread_mutex_unlock(rec_stripe(r, oid));
 	return ret;
 }
@@ -489,7 +488,7 @@ int recover_mutate_begin(struct recover *r, uint64_t oid, uint64_t epoch, int se
 	if (cur > epoch)
 		ret = -ESTALE;
 	else if (settle)
-		ret = ensure_locked(r, oid, epoch);
+		ret = rec_ensure_locked(r, oid, epoch);
 	/*
 	 * And once more after the settle (which talks to peers and may take
 	 * a while), counting the mutation as in flight from this check to

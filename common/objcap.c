@@ -175,8 +175,10 @@ int objcap_admit(const struct auth_ident *id, const uint8_t *key,
 		*skip = has ? OBJCAP_WIRE_SIZE : 0;
 		return 0;
 	}
-	if (h->opcode == SDFS_OP_NODE_INFO)
-		return 0;
+	if (h->opcode == SDFS_OP_NODE_INFO ||
+	    (h->opcode == SDFS_OP_SCRUB && h->offset == SDFS_SCRUB_STATUS))
+		return 0;       /* looking is open to every key; SCRUB's
+				   start and stop are admin's (below) */
 	need = objcap_rights_of(h);
 	if (!need || (h->flags & SDFS_F_RAW))
 		REFUSE("op for admin and daemon keys only");

@@ -84,7 +84,8 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h);
  * peer authenticated as @id (NULL: an open cluster, everything passes),
  * @key being the cluster's cap key (NULL: none known; then only
  * privileged peers pass). Privileged keys (admin, daemon) need no cap
- * and may send one. Others: NODE_INFO passes; an object op of a file or
+ * and may send one. Others: NODE_INFO and a SCRUB status (not a start
+ * or stop) pass; an object op of a file or
  * volume object (and a VOL_FENCE of a vid below SDFS_TOKEN_FROZEN: the
  * volume's writer) needs SDFS_F_CAP and a cap in the first
  * OBJCAP_WIRE_SIZE bytes of the payload that verifies, is unexpired at

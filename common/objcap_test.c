@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "common/objcap.h"
@@ -235,6 +236,17 @@ Test(objcap, admit_privileged_and_open)
 	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "raw reads: peers");
 	m = msg(SDFS_OP_NODE_INFO, 0, NULL, key);
 	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "node info: anyone");
+	/* the scrub (2.3): anyone looks, admins and daemons start and stop */
+	m = msg(SDFS_OP_SCRUB, 0, NULL, key);
+	m.h.offset = SDFS_SCRUB_STATUS;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "scrub status: anyone");
+	for (uint64_t act = SDFS_SCRUB_START; act <= SDFS_SCRUB_STOP + 1; act++) {
+		m.h.offset = act;
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "scrub %" PRIu64,
+			     act);
+		cr_assert_eq(admit(&admin, key, &m, NOW, &skip), 0, "scrub %" PRIu64, act);
+		cr_assert_eq(admit(&bd, key, &m, NOW, &skip), 0, "scrub %" PRIu64, act);
+	}
 	/* a privileged key's cap is stripped, not checked */
 	m = msg(SDFS_OP_OBJ_READ, oid_make(OID_KIND_FILE, 43, 0), &c, key);
 	cr_assert_eq(admit(&admin, key, &m, NOW, &skip), 0);

@@ -140,6 +140,7 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_OBJ_STAT] = "OBJ_STAT", [SDFS_OP_OBJ_REPLACE] = "OBJ_REPLACE",
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
 	[SDFS_OP_VOL_FENCE] = "VOL_FENCE", [SDFS_OP_OBJ_COPY] = "OBJ_COPY",
+	[SDFS_OP_SCRUB] = "SCRUB",
 	[SDFS_OP_NS_SUBSCRIBE] = "NS_SUBSCRIBE", [SDFS_OP_NS_NOTIFY] = "NS_NOTIFY",
 	[SDFS_OP_NS_OPEN] = "NS_OPEN", [SDFS_OP_NS_OBJCAP] = "NS_OBJCAP",
 	[SDFS_OP_NS_SYNC] = "NS_SYNC",
@@ -273,6 +274,59 @@ int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info 
 	ni->moved_objs = get64(in + 120);
 	if (len == sizeof(*ni))
 		ni->avail_bytes = get64(in + 128);
+	return 0;
+}
+
+void proto_scrub_info_encode(const struct sdfs_scrub_info *si, uint8_t *out)
+{
+	put32(out + 0, si->node_id);
+	put32(out + 4, si->state);
+	put64(out + 8, si->cursor);
+	put64(out + 16, si->objects);
+	put64(out + 24, si->bytes);
+	put64(out + 32, si->found);
+	put64(out + 40, si->repaired);
+	put64(out + 48, si->unrepaired);
+	put64(out + 56, si->total_found);
+	put64(out + 64, si->total_repaired);
+	put64(out + 72, si->total_unrepaired);
+	put64(out + 80, si->passes);
+	put64(out + 88, si->pass_start_ms);
+	put64(out + 96, si->pass_end_ms);
+	put64(out + 104, si->next_start_ms);
+	put64(out + 112, si->rate);
+	put64(out + 120, si->interval_s);
+	put64(out + 128, si->store_objects);
+	put64(out + 136, si->compared);
+	put64(out + 144, si->mismatched);
+	put64(out + 152, si->total_mismatched);
+}
+
+int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_info *si)
+{
+	if (!in || len != SDFS_SCRUB_INFO_SIZE)
+		return -EPROTO;
+	si->node_id = get32(in + 0);
+	si->state = get32(in + 4);
+	si->cursor = get64(in + 8);
+	si->objects = get64(in + 16);
+	si->bytes = get64(in + 24);
+	si->found = get64(in + 32);
+	si->repaired = get64(in + 40);
+	si->unrepaired = get64(in + 48);
+	si->total_found = get64(in + 56);
+	si->total_repaired = get64(in + 64);
+	si->total_unrepaired = get64(in + 72);
+	si->passes = get64(in + 80);
+	si->pass_start_ms = get64(in + 88);
+	si->pass_end_ms = get64(in + 96);
+	si->next_start_ms = get64(in + 104);
+	si->rate = get64(in + 112);
+	si->interval_s = get64(in + 120);
+	si->store_objects = get64(in + 128);
+	si->compared = get64(in + 136);
+	si->mismatched = get64(in + 144);
+	si->total_mismatched = get64(in + 152);
 	return 0;
 }
 

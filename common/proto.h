@@ -51,6 +51,9 @@ void proto_obj_stat_encode(const struct sdfs_obj_stat *s, uint8_t *out);
 int proto_obj_stat_decode(const uint8_t *in, size_t len, struct sdfs_obj_stat *s);
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out);
 int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info *ni);
+/* SCRUB's reply (2.3): exactly SDFS_SCRUB_INFO_SIZE bytes. */
+void proto_scrub_info_encode(const struct sdfs_scrub_info *si, uint8_t *out);
+int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_info *si);
 /* OBJ_COPY (2.2): the SDFS_OBJ_COPY_SIZE bytes in front of the piece.
  * Decoding takes the whole payload (@len bytes) and checks it: known
  * flags, and the piece's bytes present (ZERO: none) and at most

@@ -85,7 +85,12 @@
  *        next to the data, docs/volumes.md "Copy-on-write"): the
  *        payload starts with an sdfs_obj_copy. A 2.1 daemon answers
  *        UNKNOWN_OP; the client then copies the chunk itself.
- *   2.3  the mtime write-back (docs/consistency.md "What fsync
+ *   2.3  SCRUB (docs/scrub.md): a block daemon's background scrub,
+ *        asked about (any key) or started and paused (admin and daemon
+ *        keys; others get SDFS_RES_CAP); the reply is an
+ *        sdfs_scrub_info. A 2.2 daemon answers UNKNOWN_OP. A raw
+ *        OBJ_STAT with length SDFS_STAT_CSUM fills csum (0 from 2.2).
+ *        The mtime write-back (docs/consistency.md "What fsync
  *        guarantees"): NS_OPEN's SDFS_NS_OPEN_WRITEBACK (the holder may
  *        keep the file's mtime behind its data until it lets the file
  *        go; the mds first ends the other clients' leases on it), and
@@ -121,6 +126,9 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_NODE_INFO   = 0x10,
 	SDFS_OP_MDS_FENCE   = 0x11,     /* 1.2 */
 	SDFS_OP_VOL_FENCE   = 0x12,     /* 1.3 */
+	SDFS_OP_SCRUB       = 0x13,     /* 2.3: offset = SDFS_SCRUB_*,
+					   length = start's rate in KiB/s
+					   (0: the daemon's own) */
 	/* 1.2: namespace, client -> sdfs-mds (payload: sdfs_ns_req) */
 	SDFS_OP_NS_LOOKUP   = 0x20,
 	SDFS_OP_NS_GETATTR  = 0x21,
@@ -402,6 +410,10 @@ struct sdfs_list_ent {
 	uint64_t size;
 };
 #define SDFS_LIST_ENT_SIZE 24u
+/* length of a raw OBJ_STAT (2.3): fill csum too (the node reads the
+ * copy's block table; without it a raw STAT reads the header only and
+ * csum is 0, as from an older node) */
+#define SDFS_STAT_CSUM 1u
 /* size in a raw OBJ_STAT or an OBJ_LIST entry: the copy is a tombstone,
  * "removed in that epoch" (1.1) */
 #define SDFS_SIZE_TOMBSTONE UINT64_MAX
@@ -440,6 +452,42 @@ struct sdfs_node_info {
 				    one object: data writes are refused */
 #define SDFS_SPACE_ENOSPC   0x4u /* a write failed with ENOSPC and no
 				    object's worth of space came back since */
+/* SCRUB (2.3): what hdr.offset asks for */
+#define SDFS_SCRUB_STATUS 0u    /* just the sdfs_scrub_info */
+#define SDFS_SCRUB_START  1u    /* start a pass now, or resume a paused one */
+#define SDFS_SCRUB_STOP   2u    /* pause the running pass (START resumes) */
+/* sdfs_scrub_info.state */
+#define SDFS_SCRUB_IDLE    0u
+#define SDFS_SCRUB_RUNNING 1u
+#define SDFS_SCRUB_PAUSED  2u
+/* SCRUB reply payload (2.3), SDFS_SCRUB_INFO_SIZE bytes: the pass now
+ * running or paused, else the last one, and totals kept in the data
+ * dir's scrub_state since it was made. Times: unix ms, 0 = never. */
+struct sdfs_scrub_info {
+	uint32_t node_id;
+	uint32_t state;         /* SDFS_SCRUB_IDLE, _RUNNING, _PAUSED */
+	uint64_t cursor;        /* the pass has checked every oid <= this */
+	uint64_t objects;       /* this pass: objects verified */
+	uint64_t bytes;         /* ... their bytes */
+	uint64_t found;         /* ... copies found corrupt here */
+	uint64_t repaired;      /* ... rewritten from a good copy */
+	uint64_t unrepaired;    /* ... left: no good current copy reachable */
+	uint64_t total_found, total_repaired, total_unrepaired;
+	uint64_t passes;        /* complete passes */
+	uint64_t pass_start_ms; /* this (or the last) pass began */
+	uint64_t pass_end_ms;   /* the last complete pass ended */
+	uint64_t next_start_ms; /* the schedule starts the next then (0: never) */
+	uint64_t rate;          /* bytes/s the pass reads at most */
+	uint64_t interval_s;    /* the schedule: a pass at least this often */
+	uint64_t store_objects; /* objects (and tombstones) in the store now */
+	/* this pass, on objects this node is the first up holder of: other
+	 * holders' copies of the same version compared, and those whose
+	 * contents (csum) differ */
+	uint64_t compared, mismatched;
+	uint64_t total_mismatched;
+};
+#define SDFS_SCRUB_INFO_SIZE 160u
+
 #define SDFS_NODE_INFO_V10_SIZE 56u
 #define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */
 
@@ -783,4 +831,5 @@ struct sdfs_mds_info {
 #define SDFS_MDS_INFO_SIZE_1_5 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
 static_assert(sizeof(struct sdfs_node_info) == 136, "node_info is 136 bytes");
+static_assert(sizeof(struct sdfs_scrub_info) == SDFS_SCRUB_INFO_SIZE, "scrub_info size");
 #endif

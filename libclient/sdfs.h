@@ -220,6 +220,49 @@ enum sdfs_node_action {
 int sdfs_node_set(struct sdfs *s, uint32_t node_id, enum sdfs_node_action a,
 		  uint32_t weight);
 
+/* ---- scrub (docs/scrub.md) ---- */
+
+enum sdfs_scrub_action {
+	SDFS_SCRUB_ASK,         /* status only */
+	SDFS_SCRUB_BEGIN,       /* start a pass now, or resume a paused one */
+	SDFS_SCRUB_PAUSE,       /* pause the running pass */
+};
+#define SDFS_SCRUB_ALL UINT32_MAX      /* sdfs_scrub's node_id: every up node */
+
+struct sdfs_scrub_status {
+	uint32_t node_id;
+	char addr[80];
+	int result;             /* 0: answered; -EOPNOTSUPP: a daemon from
+				   before scrub; -EACCES: start or pause
+				   without an admin key;
+				   -EHOSTDOWN: down in the map; -errno */
+	const char *state;      /* "idle", "running", "paused" (static); "-" */
+	uint64_t cursor;        /* every oid <= this was checked, this pass */
+	uint64_t objects, bytes;/* verified, this pass */
+	uint64_t found, repaired, unrepaired;   /* corrupt copies, this pass */
+	uint64_t total_found, total_repaired, total_unrepaired;
+	uint64_t passes;        /* complete passes */
+	uint64_t pass_start_ms, pass_end_ms;    /* unix ms; 0: never */
+	uint64_t next_start_ms; /* the schedule's next pass; 0: none due */
+	uint64_t rate;          /* bytes/s */
+	uint64_t interval_s;    /* 0: only on demand */
+	uint64_t store_objects; /* in its store now (progress: objects/this) */
+	/* this pass, on objects the node is the first up holder of: the
+	 * other holders' copies of the same version compared, and how many
+	 * of those differ (a bug or a silent overwrite: see its log) */
+	uint64_t compared, mismatched, total_mismatched;
+};
+/*
+ * Ask node @node_id (or every node of the current map, SDFS_SCRUB_ALL)
+ * about its scrub, after doing @a there (start, pause: the key must be
+ * admin). @rate: bytes/s for a pass BEGIN starts or resumes (0: the
+ * node's own; rounded down to KiB/s). *@out (free()) gets one entry per
+ * node asked, *@n of them, each with its own result. 0; -ENOENT: no
+ * such node; -errno from reading the map.
+ */
+int sdfs_scrub(struct sdfs *s, uint32_t node_id, enum sdfs_scrub_action a,
+	       uint64_t rate, struct sdfs_scrub_status **out, size_t *n);
+
 /* ---- objects ---- */
 
 /* Read up to @len bytes at @off; returns the count (short at the

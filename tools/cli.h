@@ -109,4 +109,5 @@ int cmd_fs(struct cli *cli);
 int cmd_mds(struct cli *cli);
 int cmd_vol(struct cli *cli);
 int cmd_snap(struct cli *cli);
+int cmd_scrub(struct cli *cli);
 #endif

@@ -380,9 +380,50 @@ static const char *space_word(const struct sdfs_node_status *x)
 	return x->full ? "full" : x->nearfull ? "nearfull" : "ok";
 }
 
+/* The scrub's counts summed over the nodes that answered (docs/scrub.md):
+ * corrupt copies found, repaired and not, since each node's first pass. */
+struct scrub_sum {
+	uint64_t found, repaired, unrepaired, mismatched;
+	unsigned answered, running, silent;
+};
+
+/* 0 with @sum, or -1 when no node could be asked (left out then). */
+static int scrub_sum(struct sdfs *s, struct scrub_sum *sum)
+{
+	struct sdfs_scrub_status *st;
+	size_t n;
+
+	memset(sum, 0, sizeof(*sum));
+	if (sdfs_scrub(s, SDFS_SCRUB_ALL, SDFS_SCRUB_ASK, 0, &st, &n))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (st[i].result) {
+			sum->silent += st[i].result != -EHOSTDOWN;
+			continue;
+		}
+		sum->answered++;
+		sum->running += !strcmp(st[i].state, "running");
+		sum->found += st[i].total_found;
+		sum->repaired += st[i].total_repaired;
+		sum->unrepaired += st[i].total_unrepaired;
+		sum->mismatched += st[i].total_mismatched;
+	}
+	free(st);
+	return 0;
+}
+
+static void scrub_json(const struct scrub_sum *sc)
+{
+	printf(", \"scrub\": {\"found\": %" PRIu64 ", \"repaired\": %" PRIu64
+	       ", \"unrepaired\": %" PRIu64 ", \"mismatched\": %" PRIu64
+	       ", \"running\": %u, \"nodes\": %u, \"silent\": %u}", sc->found,
+	       sc->repaired, sc->unrepaired, sc->mismatched, sc->running,
+	       sc->answered, sc->silent);
+}
+
 static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
 			const struct sdfs_node_status *nodes, size_t n, uint64_t objects,
-			const struct sdfs_reclaim_status *rs)
+			const struct sdfs_reclaim_status *rs, const struct scrub_sum *sc)
 {
 	printf("{\"uuid\": \"%s\", \"epoch\": %" PRIu64 ", \"copies\": %u, "
 	       "\"obj_size\": %" PRIu32 ", \"out_grace_ms\": %" PRIu32
@@ -392,6 +433,8 @@ static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_
 	health_json(h);
 	if (rs)
 		reclaim_json(rs);
+	if (sc)
+		scrub_json(sc);
 	printf(", \"nodes_detail\": [");
 	for (size_t i = 0; i < n; i++) {
 		const struct sdfs_node_status *x = &nodes[i];
@@ -468,7 +511,8 @@ static void node_note(const struct sdfs_node_status *x, uint64_t epoch,
 
 static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
 			const struct sdfs_node_status *nodes, size_t n, uint64_t objects,
-			uint64_t used, uint64_t total, const struct sdfs_reclaim_status *rs)
+			uint64_t used, uint64_t total, const struct sdfs_reclaim_status *rs,
+			const struct scrub_sum *sc)
 {
 	char c1[32], c2[32], when[32], line[256];
 	time_t t = (time_t)info->created;
@@ -514,6 +558,17 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 		printf("reclaim   %" PRIu64 " objects (%s) to free, %" PRIu64 " freed\n",
 		       rs->objects_pending, cli_human(rs->bytes_pending, c1, sizeof(c1)),
 		       rs->objects_freed);
+	if (sc) {
+		printf("scrub     %" PRIu64 " corrupt copies found, %" PRIu64 " repaired, %"
+		       PRIu64 " not repaired; %u of %u nodes scrubbing now", sc->found,
+		       sc->repaired, sc->unrepaired, sc->running, sc->answered);
+		if (sc->silent)
+			printf(" (%u did not say)", sc->silent);
+		if (sc->mismatched)
+			printf("; %" PRIu64 " copies differ from their peers' of the same "
+			       "version", sc->mismatched);
+		printf("\n");
+	}
 
 	printf("\n%-6s %-22s %-10s %-9s %-6s %-6s %-5s %s\n", "NODE", "ADDRESS", "STATE",
 	       "OBJECTS", "EPOCH", "CLEAN", "USE", "NOTE");
@@ -570,10 +625,14 @@ static int cluster_status(struct cli *cli, struct sdfs *s)
 	}
 	struct sdfs_reclaim_status rs;
 	int have_rs = reclaim_status(s, &rs) == 0;
+	struct scrub_sum sc;
+	int have_sc = scrub_sum(s, &sc) == 0;
 	if (cli->json)
-		status_json(&info, &h, nodes, n, objects, have_rs ? &rs : NULL);
+		status_json(&info, &h, nodes, n, objects, have_rs ? &rs : NULL,
+			    have_sc ? &sc : NULL);
 	else
-		status_text(&info, &h, nodes, n, objects, used, total, have_rs ? &rs : NULL);
+		status_text(&info, &h, nodes, n, objects, used, total, have_rs ? &rs : NULL,
+			    have_sc ? &sc : NULL);
 	free(nodes);
 	return 0;
 }

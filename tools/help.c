@@ -44,6 +44,15 @@ static const struct help_entry entries[] = {
 	  "wait until every object has all its copies",
 	  "  --timeout S       give up after S seconds (exit 1), 0..604800\n"
 	  "                    (default 300)\n" },
+	{ "scrub", "status", "scrub status [--node N]",
+	  "each node's scrub: progress, corrupt copies\nfound and repaired", NULL },
+	{ "scrub", "start", "scrub start [--node N] [--rate SIZE]",
+	  "start a scrub pass now (or resume a paused\none); admin key",
+	  "  --node N          that node only (default: every up node)\n"
+	  "  --rate SIZE       bytes/s for this pass, e.g. 10M (default: the\n"
+	  "                    node's --scrub-mbps)\n" },
+	{ "scrub", "stop", "scrub stop [--node N]",
+	  "pause the running pass (start resumes it);\nadmin key", NULL },
 	{ "auth", "add", "auth add NAME [--caps CAPS] [-o FILE]",
 	  "a new key (default caps rw)",
 	  "  NAME              client.alice, blockd.4, mds.b: [A-Za-z0-9._-]\n"

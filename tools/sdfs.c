@@ -17,7 +17,7 @@ static const struct {
 } groups[] = {
 	{ "auth", cmd_auth }, { "cluster", cmd_cluster }, { "node", cmd_node }, { "obj", cmd_obj },
 	{ "dev", cmd_dev }, { "fs", cmd_fs }, { "mds", cmd_mds }, { "vol", cmd_vol },
-	{ "snap", cmd_snap },
+	{ "snap", cmd_snap }, { "scrub", cmd_scrub },
 };
 
 static int dispatch(struct cli *cli, const char *group)

@@ -113,3 +113,25 @@ void objfile_flip_data(const char *path, uint64_t off, uint8_t mask)
 	close(fd);
 	objfile_close(&f);
 }
+
+void objfile_rewrite_data(const char *path, uint64_t off, uint8_t mask)
+{
+	struct objfile f;
+	uint8_t buf[OBJFILE_BLOCK], e[16];
+	uint64_t b = off / OBJFILE_BLOCK, c;
+	int fd;
+
+	objfile_flip_data(path, off, mask);
+	objfile_open(path, &f);
+	cr_assert(!(f.flags & OBJFILE_F_DIRTY), "%s: dirty", path);
+	objfile_read_block(&f, b, buf);
+	c = htole64(csum64(buf, sizeof(buf)));
+	memcpy(e, &c, 8);
+	memcpy(e + 8, &c, 8);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	cr_assert(fd >= 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(pwrite(fd, e, sizeof(e), (off_t)(HDR_AREA + b * 16)), (ssize_t)sizeof(e));
+	close(fd);
+	cr_assert(objfile_block_ok(&f, b));
+	objfile_close(&f);
+}

@@ -36,4 +36,8 @@ int objfile_block_ok(const struct objfile *f, uint64_t b);
 
 /* XOR @mask into the data byte at @off (object offset) on disk. */
 void objfile_flip_data(const char *path, uint64_t off, uint8_t mask);
+/* The same, and its block's table entry rewritten to match: a copy that
+ * passes every check of its own but holds other bytes than its peers
+ * (as a bug or a silent overwrite would leave it). Clean objects only. */
+void objfile_rewrite_data(const char *path, uint64_t off, uint8_t mask);
 #endif

@@ -1,0 +1,452 @@
+/*
+ * scrub.c - the scrub thread (scrub.h): the schedule, the walk over the
+ * store, the throttle, and what is counted and logged for each object.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "blockd/blockd.h"
+#include "blockd/scrub.h"
+#include "blockd/scrub_state.h"
+#include "common/log.h"
+#include "common/net.h"
+
+#define SCRUB_PAGE 64           /* oids listed at once */
+#define SCRUB_SAVE_MS 2000      /* the cursor reaches the disk this often */
+#define SCRUB_REPAIR_TRIES 20   /* a repair between epochs: again, 0.5 s apart */
+#define SCRUB_BURST_MS 100      /* the throttle lets this much run ahead */
+
+struct scrub {
+	struct blockd *bd;
+	struct scrub_opts opts;
+	pthread_t thread;
+	pthread_mutex_t lock;   /* below */
+	pthread_cond_t cond;
+	int stop;               /* the thread ends */
+	int dirty;              /* st changed since it was saved */
+	struct scrub_state st;
+	uint64_t rate;          /* this pass's bytes/s (lock) */
+	/* throttle, the thread's own */
+	double tokens;
+	int64_t tb_last_ms;
+};
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A pass should run now: not stopping, begun and not paused. With lock. */
+static int running(const struct scrub *s)
+{
+	return !s->stop && s->st.in_pass && !s->st.paused;
+}
+
+/* With lock: a new pass from the first oid. */
+static void pass_begin(struct scrub *s, uint64_t rate, const char *why)
+{
+	struct scrub_state *st = &s->st;
+
+	st->in_pass = 1;
+	st->paused = 0;
+	st->has_cursor = 0;
+	st->cursor = 0;
+	st->objects = st->bytes = st->found = st->repaired = st->unrepaired = 0;
+	st->compared = st->mismatched = 0;
+	st->pass_start_ms = wall_ms();
+	s->rate = rate ? rate : s->opts.rate;
+	s->dirty = 1;
+	log_info("node=%" PRIu32 ": scrub pass started (%s), %" PRIu64 " objects, "
+		 "at most %" PRIu64 " bytes/s", s->bd->node_id, why,
+		 objstore_count(s->bd->store), s->rate);
+	pthread_cond_broadcast(&s->cond);
+}
+
+/* With lock: every oid was checked. */
+static void pass_end(struct scrub *s)
+{
+	struct scrub_state *st = &s->st;
+
+	st->in_pass = 0;
+	st->paused = 0;
+	st->has_cursor = 0;
+	st->passes++;
+	st->pass_end_ms = wall_ms();
+	s->rate = s->opts.rate;
+	s->dirty = 1;
+	sdfs_log(st->unrepaired || st->mismatched ? LOG_ERR : st->found ? LOG_WARNING : LOG_INFO,
+		 "node=%" PRIu32 ": scrub pass done in %" PRIu64 " s: %" PRIu64
+		 " objects, %" PRIu64 " bytes verified; %" PRIu64 " corrupt copies "
+		 "found, %" PRIu64 " repaired, %" PRIu64 " not repaired; %" PRIu64
+		 " peers' copies compared, %" PRIu64 " differ",
+		 s->bd->node_id, (st->pass_end_ms - st->pass_start_ms) / 1000, st->objects,
+		 st->bytes, st->found, st->repaired, st->unrepaired, st->compared,
+		 st->mismatched);
+}
+
+/* When the schedule starts (or resumes) the next pass, unix ms; 0:
+ * never. With lock. */
+static uint64_t next_due_ms(const struct scrub *s)
+{
+	const struct scrub_state *st = &s->st;
+	uint64_t base = st->pass_start_ms ? st->pass_start_ms : st->created_ms;
+
+	if (!s->opts.interval_s || (st->in_pass && !st->paused))
+		return 0;
+	return base + s->opts.interval_s * 1000;
+}
+
+/* Pay for @bytes at this pass's rate, yielding to client I/O first.
+ * 0, or -EINTR when the pass was paused or the thread is stopping. */
+static int throttle(struct scrub *s, uint64_t bytes)
+{
+	for (int i = 0; i < 25 && workq_depth(s->bd->io_q) > 0; i++)
+		usleep(2000);
+	for (;;) {
+		int64_t now = net_now_ms(), wait_ms;
+		double rate;            /* bytes per ms; start may change it */
+		int go;
+
+		pthread_mutex_lock(&s->lock);
+		go = running(s);
+		rate = (double)s->rate / 1000.0;
+		pthread_mutex_unlock(&s->lock);
+		if (!go)
+			return -EINTR;
+		s->tokens += (double)(now - s->tb_last_ms) * rate;
+		if (s->tokens > rate * SCRUB_BURST_MS)
+			s->tokens = rate * SCRUB_BURST_MS;
+		s->tb_last_ms = now;
+		if (s->tokens >= 0) {
+			s->tokens -= (double)bytes;     /* may go negative: pay later */
+			return 0;
+		}
+		wait_ms = (int64_t)(-s->tokens / rate) + 1;
+		usleep((useconds_t)(wait_ms > 100 ? 100 : wait_ms) * 1000);
+	}
+}
+
+/* The copy here is corrupt: rewrite it from a good one. 1 if it is good
+ * now, 0 if not (logged). */
+static int repair(struct scrub *s, uint64_t oid)
+{
+	struct blockd *bd = s->bd;
+	uint32_t from = 0;
+	int ret = -EAGAIN;
+
+	for (int i = 0; i < SCRUB_REPAIR_TRIES && ret == -EAGAIN; i++) {
+		if (i)
+			usleep(500 * 1000);
+		pthread_mutex_lock(&s->lock);
+		int stop = s->stop;
+		pthread_mutex_unlock(&s->lock);
+		if (stop)
+			break;
+		ret = recover_repair(bd->recover, oid, member_epoch(bd), &from);
+	}
+	if (ret == 0 && from)
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: corrupt copy "
+			 "rewritten from node %" PRIu32, bd->node_id, oid, from);
+	else if (ret == 0 || ret == -ENOENT)
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: corrupt copy "
+			 "%s meanwhile", bd->node_id, oid, ret ? "removed" : "rewritten");
+	else
+		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: corrupt copy NOT "
+			"repaired: %s; it is left as it is", bd->node_id, oid,
+			ret == -ENODATA ? "no good current copy is reachable"
+					: strerror(-ret));
+	return ret == 0 || ret == -ENOENT;
+}
+
+/* A good copy here: do the other holders' of its version agree?
+ * (recover_compare; between epochs it is skipped.) */
+static void compare(struct scrub *s, uint64_t oid)
+{
+	struct objstore_stat ost;
+	unsigned asked = 0;
+	int ret;
+
+	if (objstore_stat(s->bd->store, oid, &ost))
+		return;
+	ret = recover_compare(s->bd->recover, oid, member_epoch(s->bd), ost.version,
+			      ost.csum, &asked);
+	pthread_mutex_lock(&s->lock);
+	s->st.compared += asked;
+	if (ret > 0) {
+		s->st.mismatched += (uint64_t)ret;
+		s->st.total_mismatched += (uint64_t)ret;
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Check @oid; count it. -EINTR: paused or stopping before it was read
+ * (the cursor stays before it). */
+static int scrub_one(struct scrub *s, uint64_t oid)
+{
+	struct blockd *bd = s->bd;
+	uint64_t size = 0, version = 0;
+	int dead = 0, ret, bad = 0, good = 0;
+
+	ret = objstore_head(bd->store, oid, &size, &version, &dead);
+	if (ret == 0 && dead) {
+		ret = -ENOENT;  /* a tombstone: nothing to check, not counted */
+		goto done;
+	}
+	if (ret != -ENOENT && throttle(s, size) != 0)
+		return -EINTR;
+	ret = ret == -ENOENT ? ret : objstore_verify(bd->store, oid);
+	if (ret == -EBADMSG) {
+		bad = 1;
+		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: checksum mismatch "
+			"in the local copy (version %" PRIx64 "); repairing it from a peer",
+			bd->node_id, oid, version);
+		good = repair(s, oid);
+	} else if (ret == 0) {
+		compare(s, oid);
+	} else if (ret != -ENOENT) {
+		log_every(LOG_EVERY_MS, LOG_ERR, "node=%" PRIu32 " oid=%016" PRIx64
+			  ": scrub: cannot read the local copy: %s", bd->node_id, oid,
+			  strerror(-ret));
+	}
+done:
+	pthread_mutex_lock(&s->lock);
+	if (ret == 0 || good) {
+		s->st.objects++;
+		s->st.bytes += size;
+	}
+	if (bad) {
+		s->st.found++;
+		s->st.total_found++;
+		if (good) {
+			s->st.repaired++;
+			s->st.total_repaired++;
+		} else {
+			s->st.unrepaired++;
+			s->st.total_unrepaired++;
+		}
+	}
+	s->st.cursor = oid;
+	s->st.has_cursor = 1;
+	s->dirty = 1;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* Save the state if it changed (and @force or it is time). Thread only;
+ * called without the lock. */
+static void save(struct scrub *s, int force, int64_t *saved_ms)
+{
+	struct scrub_state copy;
+	int ret;
+
+	if (!force && net_now_ms() - *saved_ms < SCRUB_SAVE_MS)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (!s->dirty) {
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	copy = s->st;
+	s->dirty = 0;
+	pthread_mutex_unlock(&s->lock);
+	ret = scrub_state_save(s->bd->dir, &copy);
+	if (ret)
+		log_every(LOG_EVERY_MS, LOG_WARNING, "%s/scrub_state: %s", s->bd->dir,
+			  strerror(-ret));
+	*saved_ms = net_now_ms();
+}
+
+/* One page of the walk, or the pass's end. Called without the lock. */
+static void walk_page(struct scrub *s)
+{
+	uint64_t oids[SCRUB_PAGE], after;
+	size_t n = 0;
+	int first;
+
+	pthread_mutex_lock(&s->lock);
+	after = s->st.cursor;
+	first = !s->st.has_cursor;
+	pthread_mutex_unlock(&s->lock);
+	int ret = objstore_list(s->bd->store, after, first, oids, SCRUB_PAGE, &n);
+
+	if (ret) {
+		log_every(LOG_EVERY_MS, LOG_WARNING, "scrub: cannot list the store: %s",
+			  strerror(-ret));
+		usleep(1000 * 1000);
+		return;
+	}
+	if (!n) {
+		pthread_mutex_lock(&s->lock);
+		if (running(s))
+			pass_end(s);
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (scrub_one(s, oids[i]) == -EINTR)
+			break;
+}
+
+static void *scrub_main(void *arg)
+{
+	struct scrub *s = arg;
+	int64_t saved_ms = 0;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->stop) {
+		uint64_t due = next_due_ms(s), now = wall_ms();
+
+		if (running(s)) {
+			pthread_mutex_unlock(&s->lock);
+			walk_page(s);
+			save(s, 0, &saved_ms);
+			pthread_mutex_lock(&s->lock);
+			continue;
+		}
+		if (due && now >= due) {
+			if (!s->st.in_pass)
+				pass_begin(s, 0, "scheduled");
+			else {
+				log_warn("node=%" PRIu32 ": the scrub pass paused since %"
+					 PRIu64 " s is resumed by the schedule", s->bd->node_id,
+					 (now - s->st.pass_start_ms) / 1000);
+				s->st.paused = 0;
+				s->dirty = 1;
+			}
+			continue;
+		}
+		pthread_mutex_unlock(&s->lock);
+		save(s, 1, &saved_ms);
+		pthread_mutex_lock(&s->lock);
+		if (s->stop || running(s))
+			continue;
+		struct timespec ts;
+		net_time_in(CLOCK_REALTIME, 1000, &ts);
+		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
+	}
+	pthread_mutex_unlock(&s->lock);
+	save(s, 1, &saved_ms);
+	return NULL;
+}
+
+int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
+{
+	struct scrub *s = calloc(1, sizeof(*s));
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	s->bd = bd;
+	s->opts = *o;
+	if (!s->opts.rate)
+		s->opts.rate = SCRUB_RATE_DEFAULT;
+	s->rate = s->opts.rate;
+	s->tb_last_ms = net_now_ms();
+	ret = scrub_state_load(bd->dir, &s->st);
+	if (ret && ret != -ENOENT)
+		log_warn("%s/scrub_state: %s; starting afresh", bd->dir, strerror(-ret));
+	if (ret || !s->st.created_ms) {
+		s->st.created_ms = wall_ms();
+		s->dirty = 1;
+	}
+	if (s->st.in_pass)
+		log_info("node=%" PRIu32 ": scrub pass of %" PRIu64 " s ago %s after "
+			 "oid %016" PRIx64, bd->node_id,
+			 (wall_ms() - s->st.pass_start_ms) / 1000,
+			 s->st.paused ? "paused" : "resumes", s->st.cursor);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->cond, NULL);
+	ret = -pthread_create(&s->thread, NULL, scrub_main, s);
+	if (ret) {
+		pthread_cond_destroy(&s->cond);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+void scrub_free(struct scrub *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->stop = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+void scrub_start(struct scrub *s, uint64_t rate)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->st.in_pass) {
+		pass_begin(s, rate, "asked for");
+	} else if (s->st.paused) {
+		s->st.paused = 0;
+		if (rate)
+			s->rate = rate;
+		s->dirty = 1;
+		log_info("node=%" PRIu32 ": scrub pass resumed after oid %016" PRIx64,
+			 s->bd->node_id, s->st.cursor);
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void scrub_stop(struct scrub *s)
+{
+	pthread_mutex_lock(&s->lock);
+	if (s->st.in_pass && !s->st.paused) {
+		s->st.paused = 1;
+		s->dirty = 1;
+		log_info("node=%" PRIu32 ": scrub pass paused after oid %016" PRIx64
+			 " (%" PRIu64 " objects verified)", s->bd->node_id, s->st.cursor,
+			 s->st.objects);
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+void scrub_info(struct scrub *s, struct sdfs_scrub_info *out)
+{
+	const struct scrub_state *st = &s->st;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->lock);
+	out->node_id = s->bd->node_id;
+	out->state = !st->in_pass ? SDFS_SCRUB_IDLE : st->paused ? SDFS_SCRUB_PAUSED
+								  : SDFS_SCRUB_RUNNING;
+	out->cursor = st->has_cursor ? st->cursor : 0;
+	out->objects = st->objects;
+	out->bytes = st->bytes;
+	out->found = st->found;
+	out->repaired = st->repaired;
+	out->unrepaired = st->unrepaired;
+	out->total_found = st->total_found;
+	out->total_repaired = st->total_repaired;
+	out->total_unrepaired = st->total_unrepaired;
+	out->passes = st->passes;
+	out->pass_start_ms = st->pass_start_ms;
+	out->pass_end_ms = st->pass_end_ms;
+	out->next_start_ms = next_due_ms(s);
+	out->rate = s->rate;
+	out->interval_s = s->opts.interval_s;
+	out->compared = st->compared;
+	out->mismatched = st->mismatched;
+	out->total_mismatched = st->total_mismatched;
+	pthread_mutex_unlock(&s->lock);
+	out->store_objects = objstore_count(s->bd->store);
+}

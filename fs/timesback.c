@@ -56,6 +56,11 @@ static void push_one(struct tb_ent *e)
 {
 	int ret;
 
+	/* unqueued first: an fsync during the push queues the node again,
+	 * for an mtime this push may not carry */
+	pthread_mutex_lock(&e->n->lock);
+	e->n->times_queued = 0;
+	pthread_mutex_unlock(&e->n->lock);
 	if (e->has_caller)
 		sdfs_set_caller(e->uid, e->gid, e->groups, e->ngroups);
 	else
@@ -64,9 +69,6 @@ static void push_one(struct tb_ent *e)
 	if (ret)        /* still dirty: the next fsync or the close sends it */
 		log_warn("ino=%" PRIu64 ": mtime write-back: %s", e->n->ino,
 			 strerror(-ret));
-	pthread_mutex_lock(&e->n->lock);
-	e->n->times_queued = 0;
-	pthread_mutex_unlock(&e->n->lock);
 	fnode_unpin(tb.fs, e->n);
 	free(e);
 }

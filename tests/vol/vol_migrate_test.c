@@ -49,12 +49,14 @@
 static struct tcluster *tc;
 static struct vt_mount2 ma, mb;
 static pid_t qpid[2];
+static struct vt_watchdog qwd[2];       /* a criterion timeout kills them too */
 
 static void up(void)
 {
 	memset(&ma, 0, sizeof(ma));
 	memset(&mb, 0, sizeof(mb));
 	qpid[0] = qpid[1] = 0;
+	memset(qwd, 0, sizeof(qwd));
 	tc = vt_start();
 }
 
@@ -65,6 +67,7 @@ static void down(void)
 			kill(qpid[i], SIGKILL);
 			waitpid(qpid[i], NULL, 0);
 		}
+		vt_watchdog_stop(&qwd[i]);
 	}
 	vt_mount2_stop(&mb);
 	vt_mount2_stop(&ma);
@@ -200,6 +203,7 @@ Test(vol_migrate, qemu_migrates_between_lazy_mounts_while_the_source_stays_open)
 
 	/* host A runs the VM; it writes */
 	qpid[0] = qemu_start(img_a, qa, NULL, loga);
+	vt_watchdog_start(&qwd[0], qpid[0], NULL);
 	vt_qmp_open(&src, qa);
 	qemu_io_hmp(&src, loga, "source", "write -P 0x11 0 1M", "wrote");
 	pattern_model(model, 0, MiB, 0x11);
@@ -209,6 +213,7 @@ Test(vol_migrate, qemu_migrates_between_lazy_mounts_while_the_source_stays_open)
 
 	/* host B waits for it */
 	qpid[1] = qemu_start(img_b, qb, uri, logb);
+	vt_watchdog_start(&qwd[1], qpid[1], NULL);
 	vt_qmp_open(&dst, qb);
 	qemu_io_hmp(&src, loga, "source", "write -P 0x13 1M 64k", "wrote");
 	pattern_model(model, MiB, 64 * KiB, 0x13);
@@ -235,11 +240,13 @@ Test(vol_migrate, qemu_migrates_between_lazy_mounts_while_the_source_stays_open)
 	vt_qmp_quit(&src);
 	cr_assert_eq(vt_wait_child(qpid[0], VT_WAIT_MS), 0, "source QEMU's exit");
 	qpid[0] = 0;
+	vt_watchdog_stop(&qwd[0]);     /* before the pid can be reused */
 	qemu_io_hmp(&dst, logb, "destination", "write -P 0x23 6M 1M", "wrote");
 	pattern_model(model, 6 * MiB, MiB, 0x23);
 	vt_qmp_quit(&dst);
 	cr_assert_eq(vt_wait_child(qpid[1], VT_WAIT_MS), 0, "destination QEMU's exit");
 	qpid[1] = 0;
+	vt_watchdog_stop(&qwd[1]);
 
 	vt_read_vol(tc, vt_ino(tc, "vm.img"), NULL, got, SIZE);
 	vt_assert_same(got, model, SIZE, 0, OBJ, "vm.img after the migration");

@@ -221,6 +221,8 @@ int opens_writeback_other(struct ns *ns, uint64_t ino, uint64_t handle)
 	struct opens *o = ns->opens;
 	int wb;
 
+	if (!o)
+		return 0;       /* a namespace without the table: no holds */
 	pthread_mutex_lock(&o->mu);
 	wb = o->claiming;       /* a mark may not be claimed again yet */
 	for (struct hold *h = o->b[bucket_of(ino)]; h && !wb; h = h->next)

@@ -41,7 +41,8 @@ int opens_held(struct ns *ns, uint64_t ino);
 
 /* Has a handle other than @handle (a client_id) marked its hold of @ino
  * SDFS_NS_OPEN_WRITEBACK, so that the file's data may be newer than its
- * mtime? Also 1 while a takeover's claims are awaited. */
+ * mtime? Also 1 while a takeover's claims are awaited; 0 in a
+ * namespace made without the table (unit tests). */
 int opens_writeback_other(struct ns *ns, uint64_t ino, uint64_t handle);
 
 /* Does some client hold @ino open now? (The stray count.) */

@@ -16,11 +16,10 @@
  * ec_test.c decodes every erasure pattern of every allowed code.
  *
  * Strips are numbered 0..k-1 (data) and k..k+m-1 (parity); a mask of
- * strips has bit i for strip i. A strip is any length >= 1 byte (isa-l
- * takes the tail of a length that is not a multiple of 32 or 64 with an
- * overlapping pass, and runs its plain C code under 32/64 bytes), no
- * alignment needed; ec_strip_len() gives the length the object layout
- * uses.
+ * strips has bit i for strip i. A strip is any length >= 1 byte, not
+ * only multiples of isa-l's 32/64-byte vectors (ec_test.c checks 1 to
+ * 65537 against a byte-by-byte reference), with no alignment needed;
+ * ec_strip_len() gives the length the object layout uses.
  *
  * Not here: detecting a strip that is present but wrong. The codec
  * trusts every present strip; a corrupt one gives wrong rebuilt bytes,

@@ -78,9 +78,11 @@ static void usage(FILE *f)
 "  -t, --io-threads N     disk I/O threads (default 8)\n"
 "      --recovery-threads N objects recovered in parallel (default 2)\n"
 "      --recovery-mbps N    recovery bandwidth cap in MB/s (default 200)\n"
-"      --scrub-mbps N     the scrub reads at most N MB/s (default 50)\n"
+"      --scrub-mbps N     the scrub reads at most N MB/s (default: the\n"
+"                         config's scrub_mbps, else 50)\n"
 "      --scrub-interval S a full scrub pass at least every S seconds\n"
-"                         (default 604800, a week; 0: only on demand)\n"
+"                         (default: the config's scrub_interval_s, else\n"
+"                         604800, a week; 0: only on demand)\n"
 "  -v, --log-level LEVEL  err, warn, info or debug (default info)\n"
 "  -V, --version          print the version and exit\n"
 "  -h, --help             this help\n", CONF_DEFAULT_PATH);
@@ -133,7 +135,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 	char def_listen[300], def_clisten[300];
 	uint32_t threads = 8, v;
 	char err[256];
-	int c, lvl, interval_set = 0;
+	int c, lvl, rate_set = 0, interval_set = 0;
 
 	while ((c = getopt_long(argc, argv, "d:l:c:k:z:w:t:v:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -196,6 +198,7 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 				return -1;
 			}
 			bd->scrub_opts.rate = (uint64_t)v * 1000 * 1000;
+			rate_set = 1;
 			break;
 		case 'I':
 			if (parse_u32(optarg, &v)) {
@@ -231,12 +234,15 @@ static int parse_args(struct blockd *bd, int argc, char **argv)
 		return -1;
 	}
 	bd->io_threads = (int)threads;
-	if (!interval_set)
-		bd->scrub_opts.interval_s = SCRUB_INTERVAL_DEFAULT;
 	if (conf_resolve(conf_file, zk, cluster, &bd->conf, err, sizeof(err))) {
 		fprintf(stderr, "sdfs-blockd: %s\n", err);
 		return -1;
 	}
+	/* the scrub's: the command line, else sdfs.conf (its defaults) */
+	if (!rate_set)
+		bd->scrub_opts.rate = (uint64_t)bd->conf.scrub_mbps * 1000 * 1000;
+	if (!interval_set)
+		bd->scrub_opts.interval_s = (uint64_t)bd->conf.scrub_interval_s;
 	if (!listen) {          /* the config's public_addr */
 		snprintf(def_listen, sizeof(def_listen), "%s:7000",
 			 bd->conf.public_addr[0] ? bd->conf.public_addr : "127.0.0.1");

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ void conf_init(struct sdfs_conf *c)
 	strcpy(c->keyring, CONF_DEFAULT_KEYRING);
 	c->objcap_lifetime_ms = 600000;
 	c->mds_sync_interval_ms = 1000;
+	c->scrub_mbps = 50;                     /* blockd/scrub.h's defaults */
+	c->scrub_interval_s = 7 * 24 * 3600;    /* a week */
 }
 
 const char *conf_path(const char *explicit_path)
@@ -218,6 +221,10 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			if (!ret && (c->mds_sync_interval_ms < 10 ||
 				     c->mds_sync_interval_ms > 60000))
 				ret = -EINVAL;
+		} else if (strcmp(k, "scrub_mbps") == 0) {
+			ret = parse_count(v, 1, 100000, &c->scrub_mbps);
+		} else if (strcmp(k, "scrub_interval_s") == 0) {
+			ret = parse_count(v, 0, INT_MAX, &c->scrub_interval_s);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

@@ -19,6 +19,8 @@
  *   cluster_addr = 10.9.0.5                blockd: peers' traffic here
  *   objcap_lifetime_ms = 600000            sdfs-mds: object caps live this long
  *   mds_sync_interval_ms = 1000            sdfs-mds: changes durable within this
+ *   scrub_mbps = 50                        blockd: the scrub reads at most this
+ *   scrub_interval_s = 604800              blockd: a scrub pass this often
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -74,6 +76,12 @@ struct sdfs_conf {
 	char cluster_addr[256];
 	int objcap_lifetime_ms; /* sdfs-mds: object capabilities' lifetime */
 	int mds_sync_interval_ms; /* sdfs-mds: settled changes get durable within */
+	/* sdfs-blockd's background scrub (blockd/scrub.h) when its
+	 * --scrub-mbps / --scrub-interval do not say: MB/s (10^6 bytes) a
+	 * pass reads at most, 1..100000; seconds from one pass's start to
+	 * the next, 0..2^31-1 (0: only on demand). */
+	int scrub_mbps;
+	int scrub_interval_s;
 };
 
 /* Defaults for everything but zk. */

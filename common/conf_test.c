@@ -482,3 +482,56 @@ Test(conf, parses_the_cluster_address)
 	assert_err_names(path, 2);
 	cr_assert_eq(load("zk = h:1\ncluster_addr =\n", &c, NULL), -EINVAL);
 }
+
+/* ---- the block daemons' scrub (blockd/scrub.h) ---- */
+
+Test(conf, scrub_defaults_are_blockds)
+{
+	struct sdfs_conf c;
+
+	conf_init(&c);
+	cr_assert_eq(c.scrub_mbps, 50);
+	cr_assert_eq(c.scrub_interval_s, 604800, "a week");
+	cr_assert_eq(load("zk = h:1\n", &c, NULL), 0, "%s", err);
+	cr_assert_eq(c.scrub_mbps, 50, "a file without the keys keeps the defaults");
+	cr_assert_eq(c.scrub_interval_s, 604800);
+}
+
+Test(conf, parses_the_scrub_rate_and_interval)
+{
+	struct sdfs_conf c;
+
+	cr_assert_eq(load("zk = h:1\nscrub_mbps = 200\nscrub_interval_s = 86400\n",
+			  &c, NULL), 0, "%s", err);
+	cr_assert_eq(c.scrub_mbps, 200);
+	cr_assert_eq(c.scrub_interval_s, 86400);
+	/* the bounds: 1..100000 MB/s as --scrub-mbps; 0 s: only on demand */
+	cr_assert_eq(load("zk = h:1\nscrub_mbps = 1\nscrub_interval_s = 0\n", &c, NULL),
+		     0, "%s", err);
+	cr_assert_eq(c.scrub_mbps, 1);
+	cr_assert_eq(c.scrub_interval_s, 0);
+	cr_assert_eq(load("zk = h:1\nscrub_mbps = 100000\n"
+			  "scrub_interval_s = 2147483647\n", &c, NULL), 0, "%s", err);
+	cr_assert_eq(c.scrub_mbps, 100000);
+	cr_assert_eq(c.scrub_interval_s, 2147483647);
+}
+
+Test(conf, rejects_bad_scrub_values)
+{
+	static const char *const bad[] = {
+		"scrub_mbps = 0\n", "scrub_mbps = 100001\n", "scrub_mbps = -5\n",
+		"scrub_mbps = 50M\n", "scrub_mbps =\n", "scrub_interval_s = -1\n",
+		"scrub_interval_s = 2147483648\n", "scrub_interval_s = 1w\n",
+		"scrub_interval_s =\n",
+	};
+	struct sdfs_conf c;
+	const char *path;
+	char text[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "zk = h:1\n%s", bad[i]);
+		cr_assert_eq(load(text, &c, &path), -EINVAL, "accepted: %s", bad[i]);
+		assert_err_names(path, 2);
+		cr_assert(strstr(err, "bad value for scrub_"), "%s", err);
+	}
+}

@@ -1368,6 +1368,7 @@ static int dev_up(struct cli *cli)
 {
 	const char *dir = NULL, *v;
 	uint64_t nblockd = 3, copies = 0, obj_size = 4 << 20, grace_s = 30, rec_mbps = 0;
+	uint64_t scrub_mbps = 0;
 	uint64_t nmds = UINT64_MAX, nmounts = 1;
 	struct dev d = { 0 };
 	char blockd_bin[PATH_MAX], mds_bin[PATH_MAX], mnt_bin[PATH_MAX], names[64][64];
@@ -1416,6 +1417,10 @@ static int dev_up(struct cli *cli)
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--recovery-mbps"))) {
 			if (cli_parse_u64(v, &rec_mbps) || rec_mbps < 1 || rec_mbps > 100000)
 				return cli_bad("--recovery-mbps must be 1..100000");
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--scrub-mbps"))) {
+			if (cli_parse_u64(v, &scrub_mbps) || scrub_mbps < 1 ||
+			    scrub_mbps > 100000)
+				return cli_bad("--scrub-mbps must be 1..100000");
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--zk-servers"))) {
 			if (cli_parse_u64(v, &zk_servers) ||
 			    (zk_servers != 1 && zk_servers != 3 && zk_servers != 5))
@@ -1434,6 +1439,7 @@ static int dev_up(struct cli *cli)
 					 "[--mounts N | --no-mount] [--copies N [--force]] "
 					 "[--obj-size SIZE] "
 					 "[--out-grace S] [--recovery-mbps N] "
+					 "[--scrub-mbps N] "
 					 "[--netns [--netns-delay-ms MS]] [--zk-servers N] "
 					 "[--zk HOSTS --cluster NAME] [--auth none] "
 					 "[--cluster-net]");
@@ -1550,6 +1556,7 @@ static int dev_up(struct cli *cli)
 	unsigned nb = 0;
 	for (unsigned i = 0; i < nblockd; i++) {
 		char *name = bnames[nb++], ddir[PATH_MAX + 32], listen[96], zone[16], mbps[24];
+		char smbps[24];
 		char host[64], clisten[96];
 		int port = d.netns ? DEV_BLOCKD_NETNS_PORT : free_port();
 
@@ -1560,16 +1567,21 @@ static int dev_up(struct cli *cli)
 		snprintf(listen, sizeof(listen), "%s:%d", host, port);
 		snprintf(zone, sizeof(zone), "%u", i);
 		snprintf(mbps, sizeof(mbps), "%" PRIu64, rec_mbps);
+		snprintf(smbps, sizeof(smbps), "%" PRIu64, scrub_mbps);
 		if (dev_key(&d, name))
 			goto fail_close;
 		char kpath[PATH_MAX + 96];
-		char *argv[16] = { blockd_bin, "--dir", ddir, "--listen", listen,
+		char *argv[24] = { blockd_bin, "--dir", ddir, "--listen", listen,
 				   "--conf", d.conf, "--zone", zone };
 		int argc = 9;
 		dev_key_args(&d, name, argv, &argc, kpath, sizeof(kpath));
 		if (rec_mbps) {
 			argv[argc++] = "--recovery-mbps";
 			argv[argc++] = mbps;
+		}
+		if (scrub_mbps) {
+			argv[argc++] = "--scrub-mbps";
+			argv[argc++] = smbps;
 		}
 		if (cluster_net && cluster_listen((int)i, port, clisten, sizeof(clisten)) == 0) {
 			argv[argc++] = "--cluster-listen";

@@ -147,8 +147,8 @@ static const struct help_entry entries[] = {
 	{ "obj", "stat", "obj stat OID", "size and epoch of object OID", NULL },
 	{ "obj", "locate", "obj locate OID", "which nodes hold OID, and their paths", NULL },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
-	  "       [--out-grace S] [--recovery-mbps N] [--netns] [--zk-servers N]\n"
-	  "       [--auth none] [--cluster-net]",
+	  "       [--out-grace S] [--recovery-mbps N] [--scrub-mbps N] [--netns]\n"
+	  "       [--zk-servers N] [--auth none] [--cluster-net]",
 	  "start a local cluster under DIR (by\n"
 	  "default 3 blockd and 2 mds) and mount\n"
 	  "it at DIR/mnt (not with --no-mount)",
@@ -161,6 +161,8 @@ static const struct help_entry entries[] = {
 	  "  --obj-size SIZE   the cluster's object size (default 4M)\n"
 	  "  --out-grace S     as for cluster format (default 30)\n"
 	  "  --recovery-mbps N the block daemons' recovery cap in MB/s\n"
+	  "  --scrub-mbps N    the block daemons' scrub rate in MB/s (default:\n"
+	  "                    sdfs.conf's scrub_mbps, else 50; docs/scrub.md)\n"
 	  "  --netns           each daemon and mount in its own network namespace\n"
 	  "                    on a bridge, 10.77.K.0/24 (root; docs/faults.md)\n"
 	  "  --netns-delay-ms MS  tc netem delay on each link (default 1)\n"

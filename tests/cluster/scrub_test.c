@@ -5,7 +5,8 @@
  * logged and left as it was; a pass pauses and resumes where it was,
  * across a restart of the daemon too; only admin keys start or stop it;
  * a copy that checks but differs from its peers of the same version is
- * counted (and left alone).
+ * counted (and left alone); sdfs.conf's scrub_mbps / scrub_interval_s
+ * set a daemon's rate and schedule, and --scrub-mbps overrides the file.
  *
  * Corruption is made by flipping bytes in object files on disk
  * (objfile.h), and the result is checked there too, with the tests'
@@ -465,4 +466,56 @@ Test(scrub, a_copy_that_checks_but_differs_from_its_peers_is_counted)
 	cr_assert_arr_eq(after, before, len1);
 	free(before);
 	free(after);
+}
+
+/* Append @len bytes of @text to the file at @path. */
+static void append(const char *path, const char *text, size_t len)
+{
+	FILE *f = fopen(path, "a");
+
+	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
+	cr_assert_eq(fwrite(text, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* Restart @name (SIGTERM, then `sdfs dev start` of its recorded command
+ * line), after @cmd_extra (NUL-separated words, @len bytes) is added to
+ * that command line. */
+static void restart_with(const char *name, const char *cmd_extra, size_t len)
+{
+	char path[1024];
+
+	cr_assert_eq(tcluster_term(tc, name), 0);
+	if (len) {
+		snprintf(path, sizeof(path), "%s/run/%s.cmd", tcluster_dir(tc), name);
+		append(path, cmd_extra, len);
+	}
+	cr_assert_eq(tcluster_restart(tc, name), 0);
+}
+
+Test(scrub, the_config_file_sets_rate_and_interval_and_the_command_line_wins)
+{
+	static const char opt[] = "--scrub-mbps\0" "9";  /* and its final NUL */
+	struct sdfs_scrub_status *st;
+	const struct sdfs_scrub_status *x;
+	size_t n;
+
+	/* read by a daemon when it starts: blockd.2 keeps the defaults */
+	append(tcluster_conf(tc), "scrub_mbps = 7\nscrub_interval_s = 0\n",
+	       strlen("scrub_mbps = 7\nscrub_interval_s = 0\n"));
+	restart_with("blockd.0", NULL, 0);
+	restart_with("blockd.1", opt, sizeof(opt));
+	n = status(&st);
+	x = of_node(st, n, tcluster_node_id(tc, "blockd.0"));
+	cr_assert_eq(x->rate, 7000000, "blockd.0's rate %" PRIu64, x->rate);
+	cr_assert_eq(x->interval_s, 0, "blockd.0's interval %" PRIu64, x->interval_s);
+	cr_assert_eq(x->next_start_ms, 0, "only on demand: no next start");
+	x = of_node(st, n, tcluster_node_id(tc, "blockd.1"));
+	cr_assert_eq(x->rate, 9000000, "--scrub-mbps 9 lost to the file: %" PRIu64,
+		     x->rate);
+	cr_assert_eq(x->interval_s, 0, "the file's interval, no --scrub-interval");
+	x = of_node(st, n, tcluster_node_id(tc, "blockd.2"));
+	cr_assert_eq(x->rate, 50000000, "the default rate: %" PRIu64, x->rate);
+	cr_assert_eq(x->interval_s, 604800, "the default interval");
+	free(st);
 }

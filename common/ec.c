@@ -219,6 +219,14 @@ static int ec_layout_ok(unsigned k, size_t size, size_t strip_len)
 	       strip_len * k >= size;
 }
 
+/* The object's bytes in strip @i: the rest is zero padding. */
+static size_t piece_len(size_t size, size_t strip_len, unsigned i)
+{
+	size_t off = i * strip_len;
+
+	return off >= size ? 0 : size - off < strip_len ? size - off : strip_len;
+}
+
 int ec_split(unsigned k, const void *obj, size_t size, size_t strip_len,
 	     uint8_t *const data[])
 {
@@ -227,8 +235,7 @@ int ec_split(unsigned k, const void *obj, size_t size, size_t strip_len,
 	if (!ec_layout_ok(k, size, strip_len))
 		return -EINVAL;
 	for (unsigned i = 0; i < k; i++) {
-		size_t off = i * strip_len;
-		size_t n = off >= size ? 0 : size - off < strip_len ? size - off : strip_len;
+		size_t off = i * strip_len, n = piece_len(size, strip_len, i);
 
 		if (n)
 			memcpy(data[i], p + off, n);
@@ -245,8 +252,7 @@ int ec_join(unsigned k, const uint8_t *const data[], size_t strip_len,
 	if (!ec_layout_ok(k, size, strip_len))
 		return -EINVAL;
 	for (unsigned i = 0; i < k; i++) {
-		size_t off = i * strip_len;
-		size_t n = off >= size ? 0 : size - off < strip_len ? size - off : strip_len;
+		size_t off = i * strip_len, n = piece_len(size, strip_len, i);
 
 		if (n)
 			memcpy(p + off, data[i], n);

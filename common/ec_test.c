@@ -82,6 +82,28 @@ static const struct ec_code *code(unsigned k, unsigned m)
 }
 
 /*
+ * A stripe of random data encoded with @c, its parity checked against
+ * the reference Cauchy code; returns a copy of all k+m strips (the
+ * bytes every decode must give back), freed by the caller with st->buf.
+ */
+static uint8_t *encoded_stripe(const struct ec_code *c, struct stripe *st, unsigned k,
+			       unsigned m, size_t len, uint64_t *seed)
+{
+	uint8_t *ref = malloc(m * len), *want = malloc((k + m) * len);
+
+	cr_assert(ref && want);
+	stripe_init(st, k, m, len);
+	fill_random(st->buf, k * len, seed);
+	stripe_encode(c, st);
+	ref_parity(k, m, len, st->strips, ref);
+	cr_assert_eq(memcmp(st->strips[k], ref, m * len), 0,
+		     "k=%u m=%u len=%zu: parity is not the Cauchy code", k, m, len);
+	memcpy(want, st->buf, (k + m) * len);
+	free(ref);
+	return want;
+}
+
+/*
  * Wipe the strips in @missing (so a decode that does nothing fails),
  * decode, and compare every strip with @want, byte for byte.
  */
@@ -140,19 +162,7 @@ Test(ec, encode_matches_reference_and_decode_random_patterns)
 		unsigned k = km[t][0], m = km[t][1], n = k + m;
 		const struct ec_code *c = code(k, m);
 		struct stripe st;
-		size_t len = 3 * EC_STRIP_ALIGN;
-
-		stripe_init(&st, k, m, len);
-		fill_random(st.buf, k * len, &seed);
-		stripe_encode(c, &st);
-
-		uint8_t *ref = malloc(m * len), *want = malloc(n * len);
-
-		cr_assert(ref && want);
-		ref_parity(k, m, len, st.strips, ref);
-		cr_assert_eq(memcmp(st.strips[k], ref, m * len), 0,
-			     "k=%u m=%u: parity is not the Cauchy code", k, m);
-		memcpy(want, st.buf, n * len);
+		uint8_t *want = encoded_stripe(c, &st, k, m, 3 * EC_STRIP_ALIGN, &seed);
 
 		for (unsigned nmiss = 1; nmiss <= m; nmiss++)
 			for (int r = 0; r < 40; r++)
@@ -166,7 +176,6 @@ Test(ec, encode_matches_reference_and_decode_random_patterns)
 		/* Parity only: a rebuild of what a lost parity node held. */
 		erase_and_check(c, &st, want, ((1u << m) - 1) << k);
 		free(want);
-		free(ref);
 		free(st.buf);
 	}
 }
@@ -245,26 +254,14 @@ Test(ec, odd_strip_lengths)
 	for (size_t t = 0; t < sizeof(lens) / sizeof(lens[0]); t++)
 		for (unsigned m = 1; m <= EC_M_MAX; m++) {
 			unsigned k = 5, n = k + m;
-			size_t len = lens[t];
 			const struct ec_code *c = code(k, m);
 			struct stripe st;
+			uint8_t *want = encoded_stripe(c, &st, k, m, lens[t], &seed);
 
-			stripe_init(&st, k, m, len);
-			fill_random(st.buf, k * len, &seed);
-			stripe_encode(c, &st);
-
-			uint8_t *ref = malloc(m * len), *want = malloc(n * len);
-
-			cr_assert(ref && want);
-			ref_parity(k, m, len, st.strips, ref);
-			cr_assert_eq(memcmp(st.strips[k], ref, m * len), 0,
-				     "len=%zu m=%u: parity differs from reference", len, m);
-			memcpy(want, st.buf, n * len);
 			for (int r = 0; r < 8; r++)
 				erase_and_check(c, &st, want,
 						random_pattern(n, 1 + r % m, &seed));
 			free(want);
-			free(ref);
 			free(st.buf);
 		}
 }

@@ -689,7 +689,7 @@ int proto_ns_reclaim_decode(const uint8_t *in, size_t len, struct sdfs_ns_reclai
 size_t proto_note_encode(const struct sdfs_note *iv, uint8_t *out)
 {
 	out[0] = iv->kind;
-	out[1] = 0;
+	out[1] = iv->flags;
 	out[2] = (uint8_t)iv->name_len;
 	out[3] = (uint8_t)(iv->name_len >> 8);
 	put32(out + 4, 0);
@@ -704,6 +704,7 @@ ssize_t proto_note_decode(const uint8_t *in, size_t len, struct sdfs_note *iv)
 	if (len < SDFS_NOTE_HDR_SIZE)
 		return -EPROTO;
 	iv->kind = in[0];
+	iv->flags = in[1];
 	iv->name_len = (uint16_t)(in[2] | in[3] << 8);
 	iv->ino = get64(in + 8);
 	iv->name = (const char *)in + SDFS_NOTE_HDR_SIZE;

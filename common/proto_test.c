@@ -1327,3 +1327,23 @@ Test(proto_ns, result_takes_the_errno_from_length)
 	h.result = SDFS_RES_MAX + 3;
 	cr_assert_eq(proto_ns_result(&h), -EIO);
 }
+
+/* An inode note's flags byte (2.3) round-trips at offset 1, and a 2.2
+ * record (0 there) decodes with no flags. */
+Test(proto_note, flags_round_trip_at_offset_one)
+{
+	struct sdfs_note in = { .kind = SDFS_NOTE_INODE, .flags = SDFS_NOTE_F_ATIME,
+				.ino = 0x1122334455667788ull }, out;
+	uint8_t b[SDFS_NOTE_HDR_SIZE];
+
+	cr_assert_eq(proto_note_encode(&in, b), SDFS_NOTE_HDR_SIZE);
+	cr_assert_eq(b[0], SDFS_NOTE_INODE);
+	cr_assert_eq(b[1], SDFS_NOTE_F_ATIME);
+	cr_assert_eq(proto_note_decode(b, sizeof(b), &out), (ssize_t)SDFS_NOTE_HDR_SIZE);
+	cr_assert_eq(out.kind, SDFS_NOTE_INODE);
+	cr_assert_eq(out.flags, SDFS_NOTE_F_ATIME);
+	cr_assert_eq(out.ino, in.ino);
+	b[1] = 0;
+	cr_assert_eq(proto_note_decode(b, sizeof(b), &out), (ssize_t)SDFS_NOTE_HDR_SIZE);
+	cr_assert_eq(out.flags, 0);
+}

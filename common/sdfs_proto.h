@@ -675,8 +675,9 @@ enum sdfs_lock_type { SDFS_LOCK_UN = 0, SDFS_LOCK_RD = 1, SDFS_LOCK_WR = 2 };
  *                 that made them stale only after that answer (or once
  *                 the client's cache time since it last got that state
  *                 has passed).
- * A record on the wire: u8 kind, u8 0, le16 name_len, le32 0, le64 ino,
- * then name_len bytes of name (SDFS_NOTE_ENTRY only).
+ * A record on the wire: u8 kind, u8 flags, le16 name_len, le32 0, le64 ino,
+ * then name_len bytes of name (SDFS_NOTE_ENTRY only). flags (2.3; 0 from
+ * an older mds, ignored by an older client): SDFS_NOTE_F_ATIME.
  */
 enum sdfs_note_kind {
 	SDFS_NOTE_INODE = 1,   /* the attributes of inode `ino` */
@@ -687,8 +688,12 @@ enum sdfs_note_kind {
 				   retries now (a wake-up: nothing is cached, and
 				   the mds does not wait for the answer) */
 };
+/* SDFS_NOTE_INODE: the change moved the inode's atime alone (a read's
+ * update): its data, size, chunks, ctime and names are as they were. */
+#define SDFS_NOTE_F_ATIME 0x1u
 struct sdfs_note {
 	uint8_t kind;
+	uint8_t flags;          /* SDFS_NOTE_F_* */
 	uint16_t name_len;
 	uint64_t ino;
 	const char *name;       /* name_len bytes, not NUL-terminated */

@@ -161,6 +161,9 @@ int fnode_leased_stat(struct fnode *n, struct sdfs_stat *st);
 /* The mds is about to acknowledge a change to @ino (or, for all, this
  * mount resubscribed): forget that st is leased. fs->lock not held. */
 void fnode_unlease(struct fs *fs, uint64_t ino);
+/* The same when only @ino's atime moved (another mount's read): the
+ * chunks the mds was told of stay known (fs/space.c). */
+void fnode_unlease_atime(struct fs *fs, uint64_t ino);
 void fnode_unlease_all(struct fs *fs);
 /* Wait until no relatime atime update of @n is in flight (setattr: an
  * explicit time must not lose to it). */

@@ -198,7 +198,7 @@ int fnode_leased_stat(struct fnode *n, struct sdfs_stat *st)
 	return ok;
 }
 
-void fnode_unlease(struct fs *fs, uint64_t ino)
+static void unlease(struct fs *fs, uint64_t ino, int atime_only)
 {
 	struct fnode *n;
 
@@ -207,10 +207,21 @@ void fnode_unlease(struct fs *fs, uint64_t ino)
 	if (n) {
 		pthread_mutex_lock(&n->lock);
 		n->leased_until = 0;
-		space_forget(n);        /* another client's change: maybe a truncate */
+		if (!atime_only)
+			space_forget(n);        /* another client's change: maybe a truncate */
 		pthread_mutex_unlock(&n->lock);
 	}
 	pthread_mutex_unlock(&fs->lock);
+}
+
+void fnode_unlease(struct fs *fs, uint64_t ino)
+{
+	unlease(fs, ino, 0);
+}
+
+void fnode_unlease_atime(struct fs *fs, uint64_t ino)
+{
+	unlease(fs, ino, 1);
 }
 
 void fnode_unlease_all(struct fs *fs)

@@ -245,6 +245,9 @@ static void on_inval(void *arg, const struct sdfs_inval *iv, size_t n)
 		if (iv[i].kind == SDFS_INVAL_ALL) {
 			fnode_unlease_all(arg);
 			dnames_drop_all(arg);
+		} else if (iv[i].kind == SDFS_INVAL_INODE &&
+			   (iv[i].flags & SDFS_INVAL_F_ATIME)) {
+			fnode_unlease_atime(arg, iv[i].ino);    /* names as they were */
 		} else if (iv[i].kind == SDFS_INVAL_INODE) {
 			fnode_unlease(arg, iv[i].ino);
 			dnames_drop(arg, iv[i].ino);

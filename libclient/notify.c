@@ -60,7 +60,8 @@
 #define NOTIFY_RETRY_MAX_MS 2000
 /* The API's kinds are the wire's (sdfs.h, sdfs_proto.h): passed on as they are. */
 static_assert((int)SDFS_INVAL_INODE == (int)SDFS_NOTE_INODE &&
-	      (int)SDFS_INVAL_ENTRY == (int)SDFS_NOTE_ENTRY,
+	      (int)SDFS_INVAL_ENTRY == (int)SDFS_NOTE_ENTRY &&
+	      SDFS_INVAL_F_ATIME == SDFS_NOTE_F_ATIME,
 	      "sdfs_inval kinds differ from the wire's");
 
 #define NOTIFY_LOG_MS       60000       /* the same error is logged again after */
@@ -387,6 +388,7 @@ static int handle_notify(struct notify *nt, int fd, const uint8_t *hraw,
 			lock_wake(nt->s, note.ino);
 		else
 			nt->iv[n++] = (struct sdfs_inval){ .kind = note.kind, .ino = note.ino,
+							   .flags = note.flags,
 							   .name = note.name,
 							   .name_len = note.name_len };
 	}

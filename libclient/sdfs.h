@@ -567,8 +567,12 @@ enum sdfs_inval_kind {
 	 * drop whatever can be dropped. */
 	SDFS_INVAL_ALL = 0x80,
 };
+/* SDFS_INVAL_INODE: only the atime moved (another client's read): the
+ * data, size, ctime and names are as they were (from a 2.3 mds). */
+#define SDFS_INVAL_F_ATIME 0x1u
 struct sdfs_inval {
 	uint8_t kind;           /* enum sdfs_inval_kind */
+	uint8_t flags;          /* SDFS_INVAL_F_* */
 	uint16_t name_len;      /* SDFS_INVAL_ENTRY: name's bytes */
 	uint64_t ino;
 	const char *name;       /* name_len bytes, not NUL-terminated */

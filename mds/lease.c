@@ -73,6 +73,7 @@ static __thread struct {
 	int on, over;
 	unsigned ni, ne;
 	uint64_t ino[NOTE_INODES];
+	uint8_t iflags[NOTE_INODES];    /* SDFS_NOTE_F_* */
 	struct note_ent ent[NOTE_ENTRIES];
 } notes;
 
@@ -315,10 +316,19 @@ void lease_note_inode(uint64_t ino)
 	for (unsigned i = 0; i < notes.ni; i++)
 		if (notes.ino[i] == ino)
 			return;
-	if (notes.ni < NOTE_INODES)
+	if (notes.ni < NOTE_INODES) {
+		notes.iflags[notes.ni] = 0;
 		notes.ino[notes.ni++] = ino;
-	else
+	} else {
 		notes.over = 1;
+	}
+}
+
+void lease_note_atime_only(uint64_t ino)
+{
+	for (unsigned i = 0; notes.on && i < notes.ni; i++)
+		if (notes.ino[i] == ino)
+			notes.iflags[i] = SDFS_NOTE_F_ATIME;
 }
 
 void lease_note_entry(uint64_t parent, const char *name, size_t nlen)
@@ -485,7 +495,8 @@ void lease_collect_end(struct leases *l, uint64_t requester, int committed)
 			 NOTE_INODES, NOTE_ENTRIES);
 	now = mono_ms();
 	for (unsigned i = 0; i < notes.ni; i++) {
-		struct sdfs_note iv = { .kind = SDFS_NOTE_INODE, .ino = notes.ino[i] };
+		struct sdfs_note iv = { .kind = SDFS_NOTE_INODE, .ino = notes.ino[i],
+					 .flags = notes.iflags[i] };
 
 		take(l, requester, notes.ino[i], H_INODE, &iv, now, &tl);
 	}

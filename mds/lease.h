@@ -74,6 +74,9 @@ int lease_grant_listing(struct leases *l, uint64_t client, uint64_t dir);
 /* The changes of one operation on this thread. */
 void lease_collect_begin(void);
 void lease_note_inode(uint64_t ino);
+/* What this operation changed of the noted @ino is its atime alone (a
+ * read's update): the clients told get SDFS_NOTE_F_ATIME. */
+void lease_note_atime_only(uint64_t ino);
 void lease_note_entry(uint64_t parent, const char *name, size_t nlen);
 /* The operation of @requester ended; if it @committed, push what it
  * changed to the other clients holding leases and wait (above). */

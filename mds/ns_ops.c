@@ -524,6 +524,8 @@ int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_
 	    (m & SDFS_SET_CTIME))
 		in.a.ctime_ns = now;
 	inode_put(b, &in);
+	if (!report && !(m & ~(uint32_t)(SDFS_SET_ATIME | SDFS_SET_ATIME_NOW)))
+		lease_note_atime_only(in.a.ino);
 	ret = reply_attr_ns(ns, rep, &in, 0);
 	if (!ret)
 		ret = ns_commit_op(ns, r, b, rep);

@@ -579,6 +579,71 @@ Test(coherence, a_rewrite_fsynced_elsewhere_shows_at_the_next_open)
 	cr_assert_eq(close(fd), 0);
 }
 
+/* Wait (bounded) until the mds has @path's atime past @than. */
+static struct sdfs_stat mds_atime_past(const char *path, int64_t than)
+{
+	struct sdfs_stat m = mds_stat(path);
+
+	for (int i = 0; i < SEEN_WAIT_MS / POLL_MS && m.atime_ns <= than; i++) {
+		usleep(POLL_MS * 1000);
+		m = mds_stat(path);
+	}
+	return m;
+}
+
+/*
+ * A read on another mount does not cost the writer a push: B's reads
+ * move the file's atime (relatime: the mtime is newer each round), and
+ * the mds tells A, which held a lease on the file. The note says only
+ * the atime moved (SDFS_NOTE_F_ATIME), so A keeps knowing that the mds
+ * has its chunk, and its next fsync of a rewrite leaves the mtime to the
+ * write-back as before the read. Without the flag A forgets its chunks
+ * at each such note and its fsync reports the chunk again, with the
+ * mtime, in a durable push.
+ */
+Test(coherence, a_read_elsewhere_makes_the_writer_push_nothing)
+{
+	enum { LEN = 3 * 4096 };
+	char want[LEN], *got;
+	size_t len;
+	int fd;
+
+	memset(want, 'a', sizeof(want));
+	fd = open(on(0, "relat"), O_CREAT | O_EXCL | O_RDWR, 0644);
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	cr_assert_eq(pwrite(fd, want, LEN, 0), LEN);
+	cr_assert_eq(fsync(fd), 0, "fsync: %s", strerror(errno));
+	for (int round = 0; round < 4; round++) {
+		struct sdfs_stat m = mds_stat("/relat");
+
+		/* relatime updates only an atime not newer than the mtime */
+		m = mds_mtime_past("/relat", m.atime_ns);
+		cr_assert_gt(m.mtime_ns, m.atime_ns, "round %d: the mtime stayed behind",
+			     round);
+		got = get_file(on(1, "relat"), &len);   /* B reads: atime moves */
+		assert_same(got, len, want, LEN, "B's read");
+		free(got);
+		struct sdfs_stat a = mds_atime_past("/relat", m.atime_ns);
+
+		cr_assert_gt(a.atime_ns, m.atime_ns, "round %d: B's read moved no atime",
+			     round);
+		memset(want + 4096, 'b' + round, 100);
+		int64_t m0 = a.mtime_ns, t0 = tnow_ms();
+
+		cr_assert_eq(pwrite(fd, want + 4096, 100, 4096), 100);
+		cr_assert_eq(fsync(fd), 0, "fsync: %s", strerror(errno));
+		/* Not in the first round: B's first open (its hold, the
+		 * lease) may make A report its chunk again. */
+		cr_assert(round == 0 || mds_stat("/relat").mtime_ns == m0 ||
+			  tnow_ms() - t0 > 500,
+			  "round %d: the fsync after B's read pushed the mtime", round);
+	}
+	cr_assert_eq(close(fd), 0);
+	got = get_file(on(1, "relat"), &len);
+	assert_same(got, len, want, LEN, "B after A's close");
+	free(got);
+}
+
 /*
  * Creating, stat-ing and removing names through one mount: the kernel
  * sends a LOOKUP of the new name, the change, and (default_permissions)

@@ -206,7 +206,7 @@ void timesback_stop(void);
  * A chunk the mds was told of is not noted again when rewritten, until
  * anything may have removed it: a punch or truncate here
  * (space_note(gone)), a smaller size or any other client's change of
- * the file (space_forget, n->lock held), so that a rewrite within a
+ * the file but its atime (space_forget, n->lock held), so that a rewrite within a
  * file (fdatasync, O_DSYNC) asks the mds nothing.
  */
 void space_note(struct fnode *n, uint64_t chunk, int gone);

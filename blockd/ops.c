@@ -109,7 +109,7 @@ static int is_fenced(const struct req *r)
 {
 	unsigned kind = oid_kind(r->h.oid);
 
-	return kind == OID_KIND_MDS || (kind == OID_KIND_FILE && r->h.token);
+	return kind == OID_KIND_MDS || (oid_is_file(r->h.oid) && r->h.token);
 }
 
 /* -EPERM and -EROFS on the wire mean "fenced" and "frozen"; a disk

@@ -269,7 +269,7 @@ static int holders_full(struct blockd *bd, const struct ordreq *q,
 			const struct sdfs_hdr *h)
 {
 	if (h->opcode == SDFS_OP_OBJ_REMOVE ||
-	    (oid_kind(h->oid) == OID_KIND_FILE && h->token))
+	    (oid_is_file(h->oid) && h->token))
 		return 0;
 	if (atomic_load(&bd->space) & SDFS_SPACE_FULL)
 		return 1;

@@ -33,7 +33,7 @@
 #define OBJCAP_LIFETIME_MS_DEFAULT 600000       /* 10 min (objcap_lifetime_ms) */
 
 enum objcap_kind {
-	OBJCAP_FILE = 1,        /* owner = inode: OID_KIND_FILE objects */
+	OBJCAP_FILE = 1,        /* owner = inode: file data objects (oid_is_file) */
 	OBJCAP_VOL = 2,         /* owner = vid: its index and data objects */
 };
 #define OBJCAP_R  0x1u          /* READ, STAT, FLUSH */

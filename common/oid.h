@@ -5,11 +5,14 @@
  *   kind 0x00  raw objects (`sdfs obj put`, tests)
  *   kind 0x01  MDS database: file_id (36 bits) << 20 | chunk (20 bits)
  *   kind 0x02  regular file data: ino (36 bits) << 20 | chunk (20 bits)
+ *   kind 0x1c  the same, of a file with its own number of copies c
+ *              (1..15, the directory policy it was made under: `sdfs fs
+ *              setpolicy`, docs/policy.md)
  *   kind 0x2c  volume index (docs/volumes.md): vid << 20 | 0
  *   kind 0x3c  volume data: owning vid << 20 | chunk
  * Volume kinds carry the volume's number of copies in their low nibble
- * (c = 0: the cluster's), so placement and recovery, which see only the
- * oid, agree on it everywhere: oid_copies().
+ * (c = 0: the cluster's), and so do the files' 0x1c, so placement and
+ * recovery, which see only the oid, agree on it everywhere: oid_copies().
  * Pure inline functions; no state.
  */
 #ifndef SDFS_COMMON_OID_H
@@ -20,6 +23,7 @@
 #define OID_KIND_RAW     0x00u
 #define OID_KIND_MDS     0x01u
 #define OID_KIND_FILE    0x02u
+#define OID_KIND_FILEC   0x10u   /* | copies (1..15): file data, own copies */
 #define OID_KIND_VINDEX  0x20u   /* | copies */
 #define OID_KIND_VDATA   0x30u   /* | copies */
 #define OID_COPIES_MAX   15u     /* what a volume kind can say */
@@ -68,6 +72,21 @@ static inline uint64_t oid_vdata(uint64_t vid, uint64_t chunk, unsigned copies)
 	return oid_make(OID_KIND_VDATA | (copies & 0xfu), vid, chunk);
 }
 
+/* Chunk @chunk of the file @ino whose inode says @copies (0: the
+ * cluster's; at most OID_COPIES_MAX). */
+static inline uint64_t oid_file(uint64_t ino, uint64_t chunk, unsigned copies)
+{
+	return oid_make(copies ? OID_KIND_FILEC | (copies & 0xfu) : OID_KIND_FILE, ino, chunk);
+}
+
+/* Is @oid a regular file's data object? (its inode is oid_owner) */
+static inline int oid_is_file(uint64_t oid)
+{
+	unsigned k = oid_kind(oid);
+
+	return k == OID_KIND_FILE || ((k & 0xf0u) == OID_KIND_FILEC && (k & 0xfu));
+}
+
 /* Is @oid a volume index or data object? (its vid is oid_owner) */
 static inline int oid_is_vol(uint64_t oid)
 {
@@ -99,6 +118,7 @@ static inline unsigned oid_copies(uint64_t oid, unsigned cluster_copies)
 {
 	unsigned c = oid_kind(oid) & 0xfu;
 
-	return oid_is_vol(oid) && c ? c : cluster_copies;
+	return (oid_is_vol(oid) || (oid_kind(oid) & 0xf0u) == OID_KIND_FILEC) && c ?
+	       c : cluster_copies;
 }
 #endif

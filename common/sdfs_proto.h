@@ -548,6 +548,10 @@ struct sdfs_ns_req {
 #define SDFS_SET_FH        0x400u /* with SIZE: through a file the caller
 				    opened for writing (ftruncate): write
 				    permission is not checked again (2.0) */
+#define SDFS_SET_COPIES    0x800u /* alone, on a directory, root only: the
+				    copies (`max`, 0..15; 0 the cluster's)
+				    of the files, volumes and directories
+				    made in it from now on (2.3) */
 #define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
 /* GETATTR (2.0): flags & 7 is the access (4 read, 2 write, 1 execute)
  * the caller is about to make, as an open does: -EACCES unless it may */

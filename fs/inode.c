@@ -421,13 +421,14 @@ struct flush_job {
 	struct fnode *n;
 	const uint64_t *chunks;
 	size_t cnt;
+	struct sdfs_stat st;    /* the file's ino and copies */
 };
 
 static int flush_chunks(void *arg)
 {
 	const struct flush_job *j = arg;
 
-	return sdfs_file_flush(j->fs->s, j->n->ino, j->chunks, j->cnt);
+	return sdfs_file_flush(j->fs->s, &j->st, j->chunks, j->cnt);
 }
 
 /*
@@ -478,6 +479,7 @@ int fnode_sync(struct fs *fs, struct fnode *n, int datasync)
 	int ret, pushed = 0, pret = 0, beside, later = 0;
 
 	pthread_mutex_lock(&n->lock);
+	fj.st = n->st;
 	chunks = n->dirty;
 	fj.chunks = chunks;
 	fj.cnt = n->ndirty;

@@ -1,6 +1,6 @@
 /*
  * fileio.c - a regular file's data (layout SDFS_LAYOUT_OBJECTS): byte
- * ranges split onto chunk objects oid_make(OID_KIND_FILE, ino, i).
+ * ranges split onto chunk objects oid_file(ino, i, copies).
  * A missing chunk is a hole and reads as zeros. Also the calls that act
  * on a file's chunks for fsync, a punched hole and SEEK_DATA, so that
  * mount.sdfs never names an object.
@@ -28,7 +28,7 @@ ssize_t sdfs_file_pread(struct sdfs *s, const struct sdfs_stat *st, void *buf,
 	while (done < len) {
 		uint64_t pos = off + done, chunk = pos / osz, in = pos % osz;
 		size_t n = len - done < osz - in ? len - done : (size_t)(osz - in);
-		ssize_t got = sdfs_obj_read(s, oid_make(OID_KIND_FILE, st->ino, chunk),
+		ssize_t got = sdfs_obj_read(s, oid_file(st->ino, chunk, st->copies),
 					    (char *)buf + done, n, in);
 
 		if (got == -ENOENT)
@@ -55,7 +55,7 @@ int sdfs_file_pwrite(struct sdfs *s, const struct sdfs_stat *st, const void *buf
 	while (done < len) {
 		uint64_t pos = off + done, chunk = pos / osz, in = pos % osz;
 		size_t n = len - done < osz - in ? len - done : (size_t)(osz - in);
-		int ret = sdfs_obj_write_ex(s, oid_make(OID_KIND_FILE, st->ino, chunk),
+		int ret = sdfs_obj_write_ex(s, oid_file(st->ino, chunk, st->copies),
 					    (const char *)buf + done, n, in, flags);
 
 		if (ret)
@@ -70,7 +70,8 @@ uint64_t sdfs_file_max_size(uint32_t obj_size)
 	return OID_FILE_MAX_SIZE(obj_size);
 }
 
-int sdfs_file_flush(struct sdfs *s, uint64_t ino, const uint64_t *chunks, size_t n)
+int sdfs_file_flush(struct sdfs *s, const struct sdfs_stat *st, const uint64_t *chunks,
+		    size_t n)
 {
 	uint64_t *oids;
 	int ret;
@@ -81,7 +82,7 @@ int sdfs_file_flush(struct sdfs *s, uint64_t ino, const uint64_t *chunks, size_t
 	if (!oids)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		oids[i] = oid_make(OID_KIND_FILE, ino, chunks[i]);
+		oids[i] = oid_file(st->ino, chunks[i], st->copies);
 	ret = sdfs_obj_flush_many(s, oids, n);
 	free(oids);
 	return ret;
@@ -120,7 +121,7 @@ int sdfs_file_punch(struct sdfs *s, const struct sdfs_stat *st, uint64_t off,
 		uint64_t cs = c * osz;
 		uint64_t a = off > cs ? off - cs : 0;
 		uint64_t b = end < cs + osz ? end - cs : osz;
-		uint64_t oid = oid_make(OID_KIND_FILE, st->ino, c);
+		uint64_t oid = oid_file(st->ino, c, st->copies);
 		int ret;
 
 		if (a == 0 && b == osz) {
@@ -150,7 +151,7 @@ int sdfs_file_seek(struct sdfs *s, const struct sdfs_stat *st, uint64_t off, int
 	while (pos < st->size) {
 		uint64_t c = pos / osz, cs = c * osz, data_end;
 		struct sdfs_obj_info info;
-		int ret = sdfs_obj_stat(s, oid_make(OID_KIND_FILE, st->ino, c), &info);
+		int ret = sdfs_obj_stat(s, oid_file(st->ino, c, st->copies), &info);
 
 		if (ret && ret != -ENOENT)
 			return ret;

@@ -10,6 +10,7 @@
 
 #include "common/coord_mds.h"
 #include "common/objcap.h"
+#include "common/oid.h"
 #include "common/proto.h"
 #include "libclient/client.h"
 #include "libclient/ns_int.h"
@@ -220,6 +221,15 @@ int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		.mtime_ns = sa->mtime_ns,
 	};
 
+	return setattr_call(s, &r, NULL, st);
+}
+
+int sdfs_ns_setpolicy(struct sdfs *s, uint64_t ino, unsigned copies, struct sdfs_stat *st)
+{
+	struct sdfs_ns_req r = { .ino = ino, .flags = SDFS_SET_COPIES, .max = copies };
+
+	if (copies > OID_COPIES_MAX)
+		return -EINVAL;
 	return setattr_call(s, &r, NULL, st);
 }
 

@@ -113,7 +113,7 @@ static int placement_full(const struct placement *p, uint64_t oid,
 	if ((tmpl->opcode != SDFS_OP_OBJ_WRITE && tmpl->opcode != SDFS_OP_OBJ_REPLACE &&
 	     tmpl->opcode != SDFS_OP_OBJ_CREATE && tmpl->opcode != SDFS_OP_OBJ_COPY) ||
 	    kind == OID_KIND_MDS ||
-	    (kind == OID_KIND_FILE && token))
+	    (oid_is_file(oid) && token))
 		return 0;
 	for (size_t i = 0; i < p->nup; i++)
 		if (p->up[i]->full)

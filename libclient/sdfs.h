@@ -410,6 +410,11 @@ int sdfs_ns_getattr(struct sdfs *s, uint64_t ino, struct sdfs_stat *st);
 int sdfs_ns_access(struct sdfs *s, uint64_t ino, int mask, struct sdfs_stat *st);
 int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 		    struct sdfs_stat *st);
+/* Directory @ino's redundancy policy: regular files, volumes and
+ * directories made in it from now on get @copies (1..15; 0: the
+ * cluster's) and keep it (st->copies); what exists is not changed.
+ * Root only: -EPERM; -ENOTDIR, -EINVAL (also from an mds before 2.3). */
+int sdfs_ns_setpolicy(struct sdfs *s, uint64_t ino, unsigned copies, struct sdfs_stat *st);
 /*
  * setattr, with a report of the data objects (chunks, @chunks[i] the
  * chunk index; with SDFS_CHUNK_GONE set: removed, a punched hole) this
@@ -604,11 +609,12 @@ int sdfs_file_pwrite(struct sdfs *s, const struct sdfs_stat *st, const void *buf
 /* The largest size a file of chunks of @obj_size bytes can have (its
  * chunk numbers run out): writes and sizes past it are EFBIG. */
 uint64_t sdfs_file_max_size(uint32_t obj_size);
-/* fsync's data half: chunks @chunks[0..n) of regular file @ino (chunk
- * i holds bytes [i * obj_size, (i + 1) * obj_size)) made durable on
- * every replica, all at once; a chunk that is gone (truncated or
+/* fsync's data half: chunks @chunks[0..n) of regular file @st->ino
+ * (chunk i holds bytes [i * obj_size, (i + 1) * obj_size)) made durable
+ * on every replica, all at once; a chunk that is gone (truncated or
  * punched meanwhile) is fine. 0 or -errno. */
-int sdfs_file_flush(struct sdfs *s, uint64_t ino, const uint64_t *chunks, size_t n);
+int sdfs_file_flush(struct sdfs *s, const struct sdfs_stat *st, const uint64_t *chunks,
+		    size_t n);
 /* Zero [@off, @off + @len) of the file: a chunk it covers whole is
  * removed (@gone(@arg, chunk) is called for each, if set; the caller
  * tells the mds, sdfs_ns_setattr_chunks), the part of another that

@@ -241,8 +241,9 @@ void purge_stop(struct ns *ns);
 /* Strays now: inodes without a name ('O' records) that some client
  * holds open. */
 uint64_t purge_count_strays(struct ns *ns);
-/* Free the data of @ino beyond @size (chunks past it removed, the tail
- * of the last one zeroed). */
-int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size,
-	       uint64_t new_size);
+/* Free the data of @ino (objects of @obj_size bytes, @copies as its
+ * inode says) beyond @new_size (chunks past it removed, the tail of the
+ * last one zeroed). */
+int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, unsigned copies,
+	       uint64_t old_size, uint64_t new_size);
 #endif

@@ -204,6 +204,9 @@ int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 	ret = nsacl_create(ns, b, &dir, &in, r->flags);
 	if (ret)
 		goto out;
+	/* the directory's policy goes to what is made in it (docs/policy.md) */
+	if (S_ISDIR(mode) || S_ISREG(mode))
+		in.a.copies = dir.a.copies;
 	if (S_ISDIR(mode)) {
 		in.a.parent = dir.a.ino;
 		in.next_seq = NS_FIRST_COOKIE;
@@ -418,6 +421,35 @@ out:
 	return ret;
 }
 
+/* SETATTR with SDFS_SET_COPIES alone: a directory's policy, root only. */
+static int set_policy(struct ns *ns, const struct ns_caller *who,
+		      const struct sdfs_ns_req *r, struct kvbatch *b, struct ns_reply *rep)
+{
+	struct inode in;
+	struct lockset ls;
+	int ret;
+
+	if (r->flags != SDFS_SET_COPIES || r->max > OID_COPIES_MAX || r->data_len)
+		return -EINVAL;
+	if (!perm_is_root(who))
+		return -EPERM;
+	ns_lock(ns, &ls, &r->ino, 1);
+	ret = inode_get(ns, r->ino, &in);
+	if (!ret && !S_ISDIR(in.a.mode))
+		ret = -ENOTDIR;         /* a file's copies are fixed at its making */
+	if (ret)
+		goto out;
+	in.a.copies = (uint16_t)r->max;
+	in.a.ctime_ns = ns_now();
+	inode_put(b, &in);
+	ret = reply_attr_ns(ns, rep, &in, 0);
+	if (!ret)
+		ret = ns_commit_op(ns, r, b, rep);
+out:
+	ns_unlock(ns, &ls);
+	return ret;
+}
+
 int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_req *r,
 	       const uint8_t *data, struct kvbatch *b, struct ns_reply *rep)
 {
@@ -427,8 +459,10 @@ int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_
 	int64_t now = ns_now();
 	int may_read = -EACCES, may_write, ret;
 
-	if (m & ~0x7ffu)
+	if (m & ~0xfffu)
 		return -EINVAL;
+	if (m & SDFS_SET_COPIES)
+		return set_policy(ns, who, r, b, rep);
 	/* 1.6: the chunks the writer made or removed (ns_space.c) */
 	int report = r->data_len > 0;
 
@@ -471,7 +505,8 @@ int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_
 		} else if (r->arg < in.a.size) {
 			/* Free the data first: an unacknowledged truncate may
 			 * lose the tail, an acknowledged one never shows it. */
-			ret = purge_data(ns, in.a.ino, in.a.obj_size, in.a.size, r->arg);
+			ret = purge_data(ns, in.a.ino, in.a.obj_size, in.a.copies, in.a.size,
+					 r->arg);
 			if (!ret)
 				ret = space_cut(ns, b, &in, r->arg);
 			if (ret)

@@ -31,8 +31,8 @@
 #define REPLY_MAX_AGE_MS (10 * 60 * 1000)
 #define SWEEP_PERIOD_MS  (60 * 1000)
 
-int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size,
-	       uint64_t new_size)
+int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, unsigned copies,
+	       uint64_t old_size, uint64_t new_size)
 {
 	uint64_t first_whole, last;
 	int ret;
@@ -44,7 +44,7 @@ int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size
 	/* the partial chunk's tail reads as zeros from now on */
 	if (new_size % obj_size) {
 		uint64_t chunk = new_size / obj_size, off = new_size % obj_size;
-		uint64_t oid = oid_make(OID_KIND_FILE, ino, chunk);
+		uint64_t oid = oid_file(ino, chunk, copies);
 		struct sdfs_obj_info info;
 
 		ret = sdfs_obj_stat(ns->sdfs, oid, &info);
@@ -61,7 +61,7 @@ int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, uint64_t old_size
 			return ret;
 	}
 	for (uint64_t c = first_whole; c <= last; c++) {
-		ret = sdfs_obj_remove(ns->sdfs, oid_make(OID_KIND_FILE, ino, c));
+		ret = sdfs_obj_remove(ns->sdfs, oid_file(ino, c, copies));
 		if (ret && ret != -ENOENT)
 			return ret;
 	}
@@ -164,7 +164,8 @@ static int purge_orphans(struct ns *ns, int64_t *next_ms)
 			/* its data is a volume's: the states go to reclaim */
 			if (vol_file_gone(ns, inos[i], sizes[i]))
 				continue;       /* next round */
-		} else if (purge_data(ns, inos[i], osz[i], sizes[i], 0)) {
+		} else if (purge_data(ns, inos[i], osz[i], have ? in.a.copies : 0,
+				      sizes[i], 0)) {
 			continue;       /* next round */
 		}
 		if (drop_records(ns, inos[i]))

@@ -126,7 +126,8 @@ static int op_vol_create(struct ns *ns, const struct sdfs_ns_req *r, const char 
 	v.ino = in.a.ino;
 	v.size = r->arg;
 	v.obj_size = obj_size;
-	v.copies = (uint16_t)r->flags;
+	/* none asked: the directory's policy (`sdfs fs setpolicy`) */
+	v.copies = (uint16_t)(r->flags ? r->flags : dir.a.copies);
 	v.state = SDFS_VS_LIVE;
 	v.ctime_ns = ns_now();
 	ret = vol_index_write(ns, &v, NULL, 0);

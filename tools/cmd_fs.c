@@ -479,6 +479,9 @@ static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		       "\nlayout    %u%s\nobj_size  %" PRIu32 "\ncopies    %u%s\n", at, mt,
 		       ct, st.parent, st.layout, st.layout == 1 ? " (data in objects)" : "",
 		       st.obj_size, st.copies, st.copies ? "" : " (the cluster's)");
+		if (S_ISDIR(st.mode))
+			printf("policy    copies %u%s for what is made in it\n", st.copies,
+			       st.copies ? "" : " (the cluster's)");
 	}
 	free(target);
 	return 0;
@@ -589,6 +592,66 @@ out:
 	if (ret)
 		*failed = strdup(path);
 	return ret;
+}
+
+/* POLICY of `fs setpolicy`: copies=N (1..15) or default (the cluster's). */
+static int policy_parse(const char *w, unsigned *copies)
+{
+	char *end;
+	unsigned long n;
+
+	if (!strcmp(w, "default")) {
+		*copies = 0;
+		return 0;
+	}
+	if (strncmp(w, "copies=", 7))
+		return -1;
+	errno = 0;
+	n = strtoul(w + 7, &end, 10);
+	if (errno || end == w + 7 || *end || n < 1 || n > 15)
+		return -1;
+	*copies = (unsigned)n;
+	return 0;
+}
+
+/* A directory's redundancy policy for what is made in it from now on
+ * (docs/policy.md). */
+static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a)
+{
+	const char *path = a->pos[0], *pol = a->pos[1];
+	struct sdfs_stat st;
+	unsigned copies;
+	int ret;
+
+	if (!path_ok("setpolicy", path))
+		return 2;
+	if (!strncmp(pol, "ec=", 3))
+		return cli_fail("fs setpolicy %s: %s: erasure coding is not available for "
+				"files and volumes yet; use copies=N", path, pol);
+	if (policy_parse(pol, &copies))
+		return cli_fail("fs setpolicy %s: %s: want copies=N (1..15) or default",
+				path, pol);
+	ret = sdfs_ns_resolve(s, path, 1, &st);
+	if (!ret && !S_ISDIR(st.mode))
+		ret = -ENOTDIR;
+	if (!ret)
+		ret = sdfs_ns_setpolicy(s, st.ino, copies, &st);
+	if (ret == -EPERM)
+		return cli_fail("fs setpolicy %s: only root may set a policy", path);
+	if (ret == -EINVAL)
+		return cli_fail("fs setpolicy %s: refused (an mds before protocol 2.3 "
+				"has no policies)", path);
+	if (ret)
+		return fs_fail(s, "setpolicy", path, ret);
+	if (cli->json) {
+		printf("{\"path\": ");
+		cli_json_str(stdout, path);
+		printf(", \"copies\": %u}\n", st.copies);
+	} else {
+		printf("%s: copies %u%s for what is made in it from now on\n", path,
+		       st.copies, st.copies ? "" : " (the cluster's)");
+	}
+	return 0;
 }
 
 /* Every namespace change acknowledged so far: durable (syncfs(2) does
@@ -909,6 +972,8 @@ static const struct fs_cmd fs_cmds[] = {
 	{ "put", { NULL }, 2, 2, "sdfs fs put LOCAL PATH  (LOCAL '-': stdin)", fs_put },
 	{ "cat", { NULL }, 1, 1, "sdfs fs cat PATH", fs_cat },
 	{ "sync", { NULL }, 0, 0, "sdfs fs sync", fs_sync },
+	{ "setpolicy", { NULL }, 2, 2, "sdfs fs setpolicy [--json] DIR copies=N|default",
+	  fs_setpolicy },
 };
 
 /* Options (known to @c) anywhere before "--"; "-" is an argument. */
@@ -949,7 +1014,7 @@ int cmd_fs(struct cli *cli)
 	int ret;
 
 	if (cli->argc < 1)
-		return cli_usage("sdfs fs ls|stat|mkdir|rm|mv|ln|put|cat ...");
+		return cli_usage("sdfs fs ls|stat|mkdir|rm|mv|ln|put|cat|sync|setpolicy ...");
 	for (size_t i = 0; i < sizeof(fs_cmds) / sizeof(fs_cmds[0]); i++)
 		if (!strcmp(cli->argv[0], fs_cmds[i].name))
 			c = &fs_cmds[i];

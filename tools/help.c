@@ -95,6 +95,7 @@ static const struct help_entry entries[] = {
 	{ "fs", "put", "fs put LOCAL PATH", "copy a local file ('-': stdin) into sdfs", NULL },
 	{ "fs", "cat", "fs cat PATH", "write a file to stdout", NULL },
 	{ "fs", "sync", "fs sync", "make every namespace change acknowledged so far durable (power-loss safe)", NULL },
+	{ "fs", "setpolicy", "fs setpolicy DIR copies=N|default", "the copies of files, volumes and directories made in DIR from now on (root; docs/policy.md)", NULL },
 	{ "vol", "create", "vol create PATH SIZE [--copies N [--force]] [--obj-size SIZE]",
 	  "a new, empty (thin) volume file (VM disk)",
 	  "  SIZE              the volume's size, more than 0: 10G, 512M\n"

@@ -390,6 +390,26 @@ int cli_ns_fail(struct sdfs *s, const char *what, int err)
  * unless @force. A cluster no node has joined yet (a first format: block
  * daemons join after it) cannot be judged: a note says what it needs.
  */
+int cli_policy_arg(const char *what, const char *arg, unsigned *copies)
+{
+	char *end;
+	unsigned long n;
+
+	if (!strcmp(arg, "default")) {
+		*copies = 0;
+		return 0;
+	}
+	if (!strncmp(arg, "ec=", 3))
+		return cli_fail("%s: %s: erasure coding is not available for files and "
+				"volumes yet; use copies=N", what, arg);
+	errno = 0;
+	n = strncmp(arg, "copies=", 7) ? 0 : strtoul(arg + 7, &end, 10);
+	if (!n || errno || *end || n > 15)
+		return cli_fail("%s: %s: want copies=N (1..15) or default", what, arg);
+	*copies = (unsigned)n;
+	return 0;
+}
+
 int cli_copies_fit(struct sdfs *s, const char *what, unsigned copies, int force)
 {
 	struct sdfs_node_status *nodes;

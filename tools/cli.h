@@ -58,6 +58,12 @@ struct sdfs *cli_open(const struct cli *cli);
  * fewer placed nodes than copies are up (docs/operations.md).
  */
 int cli_copies_fit(struct sdfs *s, const char *what, unsigned copies, int force);
+/*
+ * A redundancy policy argument (docs/policy.md): "copies=N" (1..15) or
+ * "default" (the cluster's: 0) into *@copies. 0; or cli_fail's 1 with a
+ * line naming @what: "ec=K+M" (not available yet) or anything else.
+ */
+int cli_policy_arg(const char *what, const char *arg, unsigned *copies);
 
 /* OIDs: "0x1f", "31" or 16 hex digits. -1 on bad input. */
 int cli_parse_oid(const char *s, uint64_t *oid);

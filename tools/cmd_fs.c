@@ -594,26 +594,6 @@ out:
 	return ret;
 }
 
-/* POLICY of `fs setpolicy`: copies=N (1..15) or default (the cluster's). */
-static int policy_parse(const char *w, unsigned *copies)
-{
-	char *end;
-	unsigned long n;
-
-	if (!strcmp(w, "default")) {
-		*copies = 0;
-		return 0;
-	}
-	if (strncmp(w, "copies=", 7))
-		return -1;
-	errno = 0;
-	n = strtoul(w + 7, &end, 10);
-	if (errno || end == w + 7 || *end || n < 1 || n > 15)
-		return -1;
-	*copies = (unsigned)n;
-	return 0;
-}
-
 /* A directory's redundancy policy for what is made in it from now on
  * (docs/policy.md). */
 static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a)
@@ -625,12 +605,9 @@ static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a
 
 	if (!path_ok("setpolicy", path))
 		return 2;
-	if (!strncmp(pol, "ec=", 3))
-		return cli_fail("fs setpolicy %s: %s: erasure coding is not available for "
-				"files and volumes yet; use copies=N", path, pol);
-	if (policy_parse(pol, &copies))
-		return cli_fail("fs setpolicy %s: %s: want copies=N (1..15) or default",
-				path, pol);
+	if ((ret = cli_policy_arg("fs setpolicy", pol, &copies)) ||
+	    (copies && (ret = cli_copies_fit(s, "copies", copies, a->flag[0]))))
+		return ret;
 	ret = sdfs_ns_resolve(s, path, 1, &st);
 	if (!ret && !S_ISDIR(st.mode))
 		ret = -ENOTDIR;
@@ -972,7 +949,8 @@ static const struct fs_cmd fs_cmds[] = {
 	{ "put", { NULL }, 2, 2, "sdfs fs put LOCAL PATH  (LOCAL '-': stdin)", fs_put },
 	{ "cat", { NULL }, 1, 1, "sdfs fs cat PATH", fs_cat },
 	{ "sync", { NULL }, 0, 0, "sdfs fs sync", fs_sync },
-	{ "setpolicy", { NULL }, 2, 2, "sdfs fs setpolicy [--json] DIR copies=N|default",
+	{ "setpolicy", { "--force", NULL }, 2, 2,
+	  "sdfs fs setpolicy [--json] [--force] DIR copies=N|default",
 	  fs_setpolicy },
 };
 

@@ -68,8 +68,11 @@ static int vol_create(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	uint32_t obj_size = 0;
 	int ret;
 
+	if (a->val[0] && a->val[3])
+		return cli_usage("sdfs vol create: --copies or --policy, not both");
 	if ((ret = parse_size_arg("vol create", path, a->pos[1], &size)) ||
 	    (a->val[0] && (ret = vol_cli_copies_arg(a->val[0], &copies))) ||
+	    (a->val[3] && (ret = cli_policy_arg("vol create --policy", a->val[3], &copies))) ||
 	    (a->val[1] && (ret = vol_cli_obj_size_arg(a->val[1], &obj_size))))
 		return ret;
 	if (!cli_path_ok("vol create", path))
@@ -617,8 +620,9 @@ out_signals:
 }
 
 static const struct vol_cmd vol_cmds[] = {
-	{ "create", { "--copies=", "--obj-size=", "--force", NULL }, 2, 2,
-	  "sdfs vol create PATH SIZE [--copies N [--force]] [--obj-size SIZE] [--json]",
+	{ "create", { "--copies=", "--obj-size=", "--force", "--policy=", NULL }, 2, 2,
+	  "sdfs vol create PATH SIZE [--copies N|--policy copies=N [--force]] [--obj-size SIZE] "
+	  "[--json]",
 	  vol_create },
 	{ "info", { NULL }, 1, 1, "sdfs vol info PATH[@SNAP] [--json]", vol_info },
 	{ "import", { "--size=", "--copies=", "--obj-size=", "--diff", "--force", NULL }, 1, 1,

@@ -96,11 +96,13 @@ static const struct help_entry entries[] = {
 	{ "fs", "cat", "fs cat PATH", "write a file to stdout", NULL },
 	{ "fs", "sync", "fs sync", "make every namespace change acknowledged so far durable (power-loss safe)", NULL },
 	{ "fs", "setpolicy", "fs setpolicy DIR copies=N|default", "the copies of files, volumes and directories made in DIR from now on (root; docs/policy.md)", NULL },
-	{ "vol", "create", "vol create PATH SIZE [--copies N [--force]] [--obj-size SIZE]",
+	{ "vol", "create", "vol create PATH SIZE [--copies N|--policy POLICY [--force]] [--obj-size SIZE]",
 	  "a new, empty (thin) volume file (VM disk)",
 	  "  SIZE              the volume's size, more than 0: 10G, 512M\n"
-	  "  --copies N        copies of its objects, 1..15 (default: the cluster's);\n"
+	  "  --copies N        copies of its objects, 1..15 (default: the policy of\n"
+	  "                    its directory, else the cluster's: docs/policy.md);\n"
 	  "                    more than the map's nodes is refused without --force\n"
+	  "  --policy POLICY   the same as copies=N, or default\n"
 	  "  --obj-size SIZE   its object size, a power of 2 from 4K up to the\n"
 	  "                    cluster's object size (default: the cluster's)\n" },
 	{ "vol", "info", "vol info PATH[@SNAP]",

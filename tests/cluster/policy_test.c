@@ -249,4 +249,13 @@ Test(policy, a_volume_made_under_a_policy_gets_its_copies)
 	free(out);
 	free(err);
 	cr_assert_eq(resolve("/v/three").copies, 3, "--copies lost to the policy");
+	cr_assert_eq(tcluster_sdfs(tc, &out, &err, "vol create /v/one 64M --policy copies=1"),
+		     0, "%s", err);
+	free(out);
+	free(err);
+	cr_assert_eq(resolve("/v/one").copies, 1);
+	cr_assert_neq(tcluster_sdfs(tc, &out, &err, "vol create /v/ec 64M --policy ec=4+2"), 0);
+	cr_assert(strstr(err, "erasure coding"), "%s", err);
+	free(out);
+	free(err);
 }

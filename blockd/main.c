@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/stripstore.h"
 #include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/lease.h"
@@ -376,6 +377,11 @@ int main(int argc, char **argv)
 		log_err("%s: cannot open object store: %s", bd.dir, strerror(-ret));
 		goto out_coord;
 	}
+	ret = stripstore_open(bd.dir, bd.cfg.obj_size, &bd.strips);
+	if (ret) {
+		log_err("%s: cannot open the strip store: %s", bd.dir, strerror(-ret));
+		goto out_store;
+	}
 	ret = fence_open(bd.dir, &bd.fence);
 	if (ret) {
 		log_err("%s: cannot read the mds fence: %s", bd.dir, strerror(-ret));
@@ -485,6 +491,7 @@ out_store:
 	fence_close(bd.fence);
 	if (bd.store)
 		objstore_sync_all(bd.store);
+	stripstore_close(bd.strips);
 	objstore_close(bd.store);
 out_coord:
 	coord_close(bd.coord);

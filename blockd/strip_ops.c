@@ -114,7 +114,7 @@ static void strip_done(struct work *w)
 static int strip_req_check(struct blockd *bd, const struct sdfs_hdr *h,
 			   const uint8_t *payload, struct sdfs_strip *st)
 {
-	uint32_t ids[RING_MAX_COPIES];
+	uint32_t ids[RING_MAX_PLACE];
 	int n;
 
 	if (h->opcode == SDFS_OP_STRIP_STAT)

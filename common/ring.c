@@ -49,7 +49,7 @@ struct ring_pick {
 /* A bounded list of picks, best first. */
 struct ring_top {
 	unsigned len;
-	struct ring_pick p[RING_MAX_COPIES];
+	struct ring_pick p[RING_MAX_PLACE];
 };
 
 static int node_id_cmp(const void *a, const void *b)
@@ -204,7 +204,7 @@ int ring_place(const struct ring *r, uint64_t oid, unsigned copies,
 	unsigned placed, i;
 	size_t j;
 
-	if (copies == 0 || copies > RING_MAX_COPIES)
+	if (copies == 0 || copies > RING_MAX_PLACE)
 		return -EINVAL;
 	/* One pass fills both lists. The fallback for lack of zones needs
 	 * the best nodes outside by_zone; they are all among the best
@@ -264,7 +264,7 @@ int ring_place_strips(const struct ring *r, uint64_t oid, unsigned k, unsigned m
 	uint32_t first_zone = 0;
 	int n;
 
-	if (m == 0 || want == 0 || want > RING_MAX_COPIES)
+	if (m == 0 || want == 0 || want > RING_MAX_PLACE)
 		return -EINVAL;
 	n = ring_place(r, oid, want, out);
 	if (n < 0)

@@ -16,7 +16,10 @@
 #include <stdint.h>
 
 #define RING_MAX_NODES  4096
-#define RING_MAX_COPIES 20      /* covers EC_STRIPS_MAX (common/ec.h) */
+#define RING_MAX_COPIES 16      /* replicas of an object (cmap.h copies) */
+#define RING_MAX_PLACE  20      /* nodes one placement may name: copies, or
+				   the k + m strips of an erasure-coded
+				   object (EC_STRIPS_MAX, common/ec.h) */
 
 struct ring;                    /* opaque; see ring.c */
 
@@ -47,7 +50,7 @@ size_t ring_nodes(const struct ring *r); /* number of nodes it was built from */
  * fewer zones than @copies the rest go to distinct nodes of already used
  * zones. Nodes with weight 0 are never chosen. Returns the number placed,
  * min(@copies, nodes with weight > 0), or -EINVAL when @copies is 0 or
- * above RING_MAX_COPIES. Pure: safe from any thread.
+ * above RING_MAX_PLACE (@out must hold @copies). Pure: safe from any thread.
  */
 int ring_place(const struct ring *r, uint64_t oid, unsigned copies,
 	       uint32_t out[]);
@@ -63,7 +66,7 @@ int ring_place(const struct ring *r, uint64_t oid, unsigned copies,
  * strips just go to distinct nodes. Never two strips on one node.
  * Returns the number placed; fewer than k + m means the ring cannot
  * hold such a stripe (the caller refuses the write). -EINVAL if k + m
- * is 0 or above RING_MAX_COPIES, or @m is 0.
+ * is 0 or above RING_MAX_PLACE, or @m is 0.
  */
 int ring_place_strips(const struct ring *r, uint64_t oid, unsigned k, unsigned m,
 		      uint32_t out[]);

@@ -487,10 +487,10 @@ Test(ring, copies_zero_or_above_max_is_einval)
 {
 	static const struct ring_node nodes[2] = { { 1, 1, 1 }, { 2, 2, 1 } };
 	struct ring *r = make_ring(nodes, 2);
-	uint32_t out[RING_MAX_COPIES + 1] = { 0 };
+	uint32_t out[RING_MAX_PLACE + 1] = { 0 };
 
 	cr_assert_eq(ring_place(r, 1, 0, out), -EINVAL);
-	cr_assert_eq(ring_place(r, 1, RING_MAX_COPIES + 1, out), -EINVAL);
+	cr_assert_eq(ring_place(r, 1, RING_MAX_PLACE + 1, out), -EINVAL);
 	cr_assert_eq(out[0], 0, "out written on error");
 	ring_put(r);
 }
@@ -673,7 +673,7 @@ Test(ring, get_and_put_count_references)
 static void check_stripe(struct ring *r, const struct ring_node *nodes, size_t n,
 			 uint64_t oid, unsigned k, unsigned m, int zoned)
 {
-	uint32_t out[RING_MAX_COPIES], plain[RING_MAX_COPIES];
+	uint32_t out[RING_MAX_PLACE], plain[RING_MAX_PLACE];
 	unsigned per_zone[64] = { 0 }, i, j;
 	int got = ring_place_strips(r, oid, k, m, out), np, capped = 1;
 
@@ -741,7 +741,7 @@ Test(ring, strips_at_most_m_per_zone_with_fewer_zones)
 Test(ring, strips_too_few_nodes_or_zones_place_fewer)
 {
 	struct ring_node five[5], two_zones[8];
-	uint32_t out[RING_MAX_COPIES];
+	uint32_t out[RING_MAX_PLACE];
 	struct ring *r;
 
 	for (unsigned i = 0; i < 5; i++)
@@ -774,10 +774,10 @@ Test(ring, strips_one_zone_go_to_distinct_nodes)
 Test(ring, strips_up_to_twenty_and_bad_arguments)
 {
 	struct ring_node nodes[24];
-	uint32_t out[RING_MAX_COPIES];
+	uint32_t out[RING_MAX_PLACE];
 	struct ring *r;
 
-	cr_assert_geq(RING_MAX_COPIES, 20);
+	cr_assert_geq(RING_MAX_PLACE, 20);
 	for (unsigned i = 0; i < 24; i++)
 		nodes[i] = (struct ring_node){ 1 + i, i % 6, 1 };
 	r = make_ring(nodes, 24);

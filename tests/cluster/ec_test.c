@@ -15,6 +15,10 @@
  *                      of the new version lost; the next whole put
  *                      commits and leaves one version of each strip.
  *   too_small          5 nodes cannot hold 4+2: refused, clearly.
+ *   holders_killed     8 nodes: a writer overwrites 12 objects in a loop
+ *                      while two strip holders are SIGKILLed; its puts
+ *                      wait until the map has them out and go on; every
+ *                      object then reads as its last acknowledged put.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -22,6 +26,7 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,4 +365,94 @@ Test(ec_small, too_small, .timeout = 200)
 	free(out);
 	free(err);
 	tcluster_stop(small);
+}
+
+/* ---- two holders killed while a writer overwrites ---- */
+
+#define KOBJ 12
+#define KPUTS 60
+#define KLEN (3 * 65536 + 777)
+
+struct writer {
+	struct sdfs *s;
+	uint64_t seed;
+	unsigned done;                  /* puts acknowledged so far */
+	unsigned acked[KOBJ];           /* round of each object's last acked put */
+	int err;
+	pthread_mutex_t mu;
+};
+
+static uint64_t kseed(const struct writer *w, unsigned obj, unsigned round)
+{
+	return w->seed ^ ((uint64_t)obj << 32 | round);
+}
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	uint8_t *b = malloc(KLEN);
+
+	for (unsigned i = 0; i < KPUTS && !w->err; i++) {
+		unsigned obj = i % KOBJ, round = 1 + i / KOBJ;
+		int r;
+
+		tfill_random(b, KLEN, kseed(w, obj, round));
+		r = sdfs_ec_put(w->s, OID0 + 0x20000 + obj, K, M, b, KLEN);
+		pthread_mutex_lock(&w->mu);
+		if (r)
+			w->err = r;
+		else {
+			w->acked[obj] = round;
+			w->done++;
+		}
+		pthread_mutex_unlock(&w->mu);
+	}
+	free(b);
+	return NULL;
+}
+
+static void up8(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 8, .out_grace_s = 3 });
+}
+
+Test(ec_kill, holders_killed, .init = up8, .fini = down, .timeout = 300)
+{
+	struct writer w = { .s = tcluster_client(tc), .seed = tseed("ec holders_killed") };
+	uint8_t *want = malloc(KLEN), *buf = malloc(KLEN + 4096);
+	uint32_t ids[K + M];
+	char a[32], b[32];
+	pthread_t t;
+	int64_t t0;
+
+	pthread_mutex_init(&w.mu, NULL);
+	sdfs_set_timeout(w.s, 60000);   /* longer than a node's way out */
+	cr_assert_eq(sdfs_ec_locate(w.s, OID0 + 0x20000, K, M, ids, K + M), K + M);
+	name_of(ids[1], a, sizeof(a));
+	name_of(ids[4], b, sizeof(b));
+	cr_assert_eq(pthread_create(&t, NULL, writer_fn, &w), 0);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 60000; tsleep_ms(20)) {
+		pthread_mutex_lock(&w.mu);
+		unsigned d = w.done;
+		pthread_mutex_unlock(&w.mu);
+		if (d >= KOBJ + 3)
+			break;
+	}
+	cr_log_info("killing %s and %s (strips 1 and 4 of the first object) after %u puts",
+		    a, b, w.done);
+	cr_assert_eq(tcluster_kill(tc, a), 0);
+	cr_assert_eq(tcluster_kill(tc, b), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(w.err, 0, "a put failed: %s", strerror(-w.err));
+	cr_assert_eq(w.done, KPUTS);
+	for (unsigned obj = 0; obj < KOBJ; obj++) {
+		ssize_t got = sdfs_ec_read(w.s, OID0 + 0x20000 + obj, K, M, buf, KLEN + 4096, 0);
+
+		tfill_random(want, KLEN, kseed(&w, obj, w.acked[obj]));
+		cr_assert_eq(got, KLEN, "object %u: %zd", obj, got);
+		cr_assert(!memcmp(buf, want, KLEN), "object %u is not its last put (round %u)",
+			  obj, w.acked[obj]);
+	}
+	free(want);
+	free(buf);
 }

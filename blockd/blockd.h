@@ -67,6 +67,7 @@ struct blockd {
 	struct lease *lease;            /* serving lease (lease.h) */
 	struct objstore *store;
 	struct stripstore *strips;      /* EC strips (stripstore.h) */
+	struct strip_recover *strip_rec;/* rebuilding them (strip_recover.h) */
 	struct recover *recover;
 	struct scrub *scrub;            /* background scrub (scrub.h) */
 	struct fence *fence;            /* the MDS fence (fence.h) */

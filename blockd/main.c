@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/strip_recover.h"
 #include "blockd/stripstore.h"
 #include "blockd/copy.h"
 #include "blockd/fence.h"
@@ -441,6 +442,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = recover_new(&bd, &bd.rec_opts, &bd.recover);
 	if (!ret)
+		ret = strip_recover_new(&bd, &bd.strip_rec);
+	if (!ret)
 		ret = scrub_new(&bd, &bd.scrub_opts, &bd.scrub);
 	if (!ret)
 		ret = client_conn_start(&bd);
@@ -471,6 +474,7 @@ out_workq:
 	main_loop = NULL;
 	/* In order of who uses what: requests use recovery, recovery and the
 	 * map updates use ZooKeeper. */
+	strip_recover_free(bd.strip_rec);
 	order_free(bd.order);
 	copy_free(bd.copy);
 	scrub_free(bd.scrub);   /* it repairs with recover and io_q's depth */

@@ -501,3 +501,57 @@ int stripstore_commit(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t 
 		*dropped = a.dropped;
 	return ret;
 }
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int stripstore_each_oid(struct stripstore *ss, int (*fn)(void *arg, uint64_t oid),
+			void *arg)
+{
+	char dir[PATH_MAX];
+	uint64_t *oids = NULL;
+	size_t cap = 0;
+	int ret = 0;
+
+	for (unsigned i = 0; i < 256 && !ret; i++) {
+		struct dirent *de;
+		size_t n = 0;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "%s/%02x", ss->root, i);
+		d = opendir(dir);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			uint64_t o, v;
+			unsigned s;
+
+			if (parse_name(de->d_name, &o, &s, &v))
+				continue;
+			if (n == cap) {
+				uint64_t *no = realloc(oids, (cap ? 2 * cap : 64) * sizeof(*no));
+
+				if (!no) {
+					ret = -ENOMEM;
+					break;
+				}
+				oids = no;
+				cap = cap ? 2 * cap : 64;
+			}
+			oids[n++] = o;
+		}
+		closedir(d);
+		if (ret)
+			break;
+		qsort(oids, n, sizeof(*oids), u64_cmp);
+		for (size_t j = 0; j < n && !ret; j++)
+			if (j == 0 || oids[j] != oids[j - 1])
+				ret = fn(arg, oids[j]);
+	}
+	free(oids);
+	return ret;
+}

@@ -68,6 +68,12 @@ int stripstore_list(struct stripstore *ss, uint64_t oid, struct sdfs_strip *out,
 int stripstore_commit(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t version,
 		      unsigned *dropped);
 
+/* Call @fn(@arg, oid) once for every oid with strip files here (one
+ * directory at a time, in no set order); stops at @fn's first nonzero
+ * return, which it returns. */
+int stripstore_each_oid(struct stripstore *ss, int (*fn)(void *arg, uint64_t oid),
+			void *arg);
+
 /* The path of a strip version's file (tests, operators). */
 int stripstore_path(const struct stripstore *ss, uint64_t oid, unsigned s,
 		    uint64_t version, char *buf, size_t len);

@@ -94,8 +94,10 @@ static void place_done(struct ec_place *p)
 }
 
 /* Strip holders of @oid in the current map; -ENODEV when it cannot
- * place k + m strips (ring.h ring_place_strips). */
-static int place(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, struct ec_place *p)
+ * place k + m strips (ring.h ring_place_strips) and @all says it must
+ * (a put); a read takes the nodes there are. */
+static int place(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, int all,
+		 struct ec_place *p)
 {
 	uint32_t ids[RING_MAX_PLACE];
 	int err = 0, n;
@@ -109,14 +111,14 @@ static int place(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, struct ec
 		place_done(p);
 		return n;
 	}
-	if ((unsigned)n < k + m) {
+	if ((unsigned)n < k + m && (all || n == 0)) {
 		log_warn("oid=%016" PRIx64 ": %u+%u needs %u block daemons, at most %u "
 			 "in a zone; the map (epoch %" PRIu64 ") can place %d", oid, k, m,
 			 k + m, m, p->m->map->epoch, n);
 		place_done(p);
 		return -ENODEV;
 	}
-	p->n = k + m;
+	p->n = (unsigned)n;
 	for (unsigned i = 0; i < p->n; i++)
 		p->node[i] = cmap_find(p->m->map, ids[i]);
 	return 0;
@@ -278,7 +280,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 				 strerror(-ret));
 			goto out;
 		}
-		ret = place(s, oid, k, m, &p);
+		ret = place(s, oid, k, m, 1, &p);
 		if (ret)
 			goto out;
 		for (unsigned i = 0; i < n; i++)
@@ -569,7 +571,7 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 		struct ec_place p;
 		unsigned ng, unreached;
 
-		ret = place(s, oid, k, m, &p);
+		ret = place(s, oid, k, m, 0, &p);
 		if (ret)
 			return ret;
 		ret = stat_groups(s, &p, oid, k, m, deadline, g, &ng, &unreached);
@@ -577,6 +579,7 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 			place_done(&p);
 			return ret;
 		}
+		unreached += k + m - p.n;       /* positions the map cannot place */
 		for (unsigned j = 0; j < ng; j++) {
 			ssize_t r;
 
@@ -625,7 +628,7 @@ int sdfs_ec_locate(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, uint32_
 		   size_t max)
 {
 	struct ec_place p;
-	int ret = place(s, oid, k, m, &p);
+	int ret = place(s, oid, k, m, 1, &p);
 
 	if (ret)
 		return ret;

@@ -19,6 +19,11 @@
  *                      while two strip holders are SIGKILLed; its puts
  *                      wait until the map has them out and go on; every
  *                      object then reads as its last acknowledged put.
+ *   recovery           8 nodes: two strip holders die and go out; the
+ *                      survivors rebuild every lost strip on the new
+ *                      holders (blockd/strip_recover.c); then two more
+ *                      die and every object still reads back right,
+ *                      which it could not without the rebuild.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -455,4 +460,69 @@ Test(ec_kill, holders_killed, .init = up8, .fini = down, .timeout = 300)
 	}
 	free(want);
 	free(buf);
+}
+
+/* Does every position of @oid's placement hold its strip (any version)? */
+static int stripe_whole(uint64_t oid)
+{
+	uint32_t ids[K + M];
+	char name[32];
+
+	if (sdfs_ec_locate(tcluster_client(tc), oid, K, M, ids, K + M) != K + M)
+		return 0;
+	for (unsigned p = 0; p < K + M; p++) {
+		char pat[1024];
+		glob_t g;
+		int r;
+
+		if (!tcluster_node_name(tc, ids[p], name, sizeof(name)))
+			return 0;
+		snprintf(pat, sizeof(pat), "%s/%s/strip/%02x/%016" PRIx64 ".%02x.*",
+			 tcluster_dir(tc), name, (unsigned)(oid & 0xff), oid, p);
+		r = glob(pat, 0, NULL, &g);
+		globfree(&g);
+		if (r)
+			return 0;
+	}
+	return 1;
+}
+
+Test(ec_kill, recovery, .init = up8, .fini = down, .timeout = 300)
+{
+	enum { N = 24 };
+	struct obj *o = put_all(N, tseed("ec recovery"));
+	struct sdfs *s = tcluster_client(tc);
+	uint32_t ids[K + M];
+	char a[32], b[32];
+	unsigned whole = 0;
+	int64_t t0;
+
+	cr_assert_eq(sdfs_ec_locate(s, o[10].oid, K, M, ids, K + M), K + M);
+	name_of(ids[0], a, sizeof(a));
+	name_of(ids[3], b, sizeof(b));
+	cr_log_info("killing %s and %s, waiting for them to go out", a, b);
+	cr_assert_eq(tcluster_kill(tc, a), 0);
+	cr_assert_eq(tcluster_kill(tc, b), 0);
+	cr_assert_eq(tcluster_wait_state(tc, a, "out", 60000), 0);
+	cr_assert_eq(tcluster_wait_state(tc, b, "out", 60000), 0);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 90000; tsleep_ms(250)) {
+		whole = 0;
+		for (unsigned i = 0; i < N; i++)
+			whole += stripe_whole(o[i].oid);
+		if (whole == N)
+			break;
+	}
+	cr_assert_eq(whole, N, "%u of %u stripes whole again after %" PRId64 " ms", whole, N,
+		     tnow_ms() - t0);
+	cr_log_info("every stripe whole again after %" PRId64 " ms", tnow_ms() - t0);
+	cr_assert_eq(read_all(o, N, "after recovery"), 0);
+	/* two more die: only a rebuilt stripe has k strips left everywhere */
+	cr_assert_eq(sdfs_ec_locate(s, o[10].oid, K, M, ids, K + M), K + M);
+	name_of(ids[1], a, sizeof(a));
+	name_of(ids[2], b, sizeof(b));
+	cr_log_info("killing %s and %s", a, b);
+	cr_assert_eq(tcluster_kill(tc, a), 0);
+	cr_assert_eq(tcluster_kill(tc, b), 0);
+	cr_assert_gt(read_all(o, N, "two more killed"), 0);
+	free_all(o, N);
 }

@@ -17,7 +17,8 @@
  * short bound: a lost commit only keeps an old version longer) and
  * return 0. Nothing before that drops the previous version anywhere.
  *
- * Read: STRIP_STAT of every holder that is up, the strip versions
+ * Read: STRIP_STAT of every holder that is up (of the nodes the map
+ * places, even fewer than k + m), the strip versions
  * grouped by (version, tag); the newest group with at least k strips
  * is read, else the next older. A range is read from its data strips;
  * the pieces that fail are rebuilt together from the same range of k

@@ -24,7 +24,7 @@
 #define RETRY_S 30              /* a pass this long after the last anyway */
 #define SOON_MS 1000            /* ... or this soon after one that missed
 				   peers (another epoch, unreachable) */
-#define CALL_MS 10000           /* one round of calls to the holders */
+#define CALL_MS 5000            /* one round of calls to the holders */
 #define GROUPS_MAX 32u
 #define LOCAL_MAX 64u
 
@@ -205,6 +205,11 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 
 		if (!node[p] || best->has[p] & 1u << p)
 			continue;               /* down, or has its strip */
+		pthread_mutex_lock(&sr->mu);
+		int stop = sr->stop;
+		pthread_mutex_unlock(&sr->mu);
+		if (stop)
+			break;
 		if (best->at[p] >= 0)
 			r = fetch(sr, node[best->at[p]], oid, m->epoch, best, p,
 				  out);

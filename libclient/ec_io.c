@@ -149,7 +149,7 @@ static int stat_groups(struct sdfs *s, const struct ec_place *p, uint64_t oid,
 		       unsigned *ng, unsigned *unreached)
 {
 	struct rpc_call calls[RING_MAX_PLACE];
-	size_t at[RING_MAX_PLACE], nc = 0;
+	size_t nc = 0;
 	int ret = 0;
 
 	*ng = 0;
@@ -163,15 +163,13 @@ static int stat_groups(struct sdfs *s, const struct ec_place *p, uint64_t oid,
 		calls[nc].node = p->node[i];
 		calls[nc].req.opcode = SDFS_OP_STRIP_STAT;
 		calls[nc].req.oid = oid;
-		calls[nc].req.epoch = (uint32_t)p->m->map->epoch;
-		at[nc++] = i;
+		calls[nc++].req.epoch = (uint32_t)p->m->map->epoch;
 	}
 	rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
 	for (size_t c = 0; c < nc; c++) {
 		int r = rpc_result(&calls[c]);
 		size_t ne = calls[c].reply.payload_len / SDFS_STRIP_SIZE;
 
-		(void)at;
 		if (r) {
 			if (!retryable(r) && r != -EOPNOTSUPP && !ret)
 				ret = r;

@@ -94,7 +94,7 @@ static void strip_done(struct work *w)
 	struct stripreq *q = (struct stripreq *)w;
 	struct sdfs_hdr reply;
 
-	if (q->ret && q->ret != -ENOENT && q->ret != -EBADMSG)
+	if (q->ret && q->ret != -ENOENT && q->ret != -EBADMSG && q->ret != -EEXIST)
 		log_warn("oid=%016" PRIx64 " op=%s strip=%u: %s", q->h.oid,
 			 proto_op_name(q->h.opcode), q->st.s, strerror(-q->ret));
 	proto_reply_init(&reply, &q->h, proto_res_from_errno(q->ret));

@@ -303,6 +303,23 @@ int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip 
 	subdir(ss, oid, dir, sizeof(dir));
 
 	pthread_mutex_lock(lock_of(ss, oid));
+	/* One version number, one write: a different tag there is another
+	 * writer's stripe, which must not get our strips mixed into it. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		uint8_t h[STRIP_HDR];
+		struct sdfs_strip have;
+		size_t got = 0;
+
+		if (!pread_all(fd, h, STRIP_HDR, 0, &got) && got == STRIP_HDR &&
+		    !hdr_decode(ss, h, oid, st->s, st->version, &have) && have.tag != st->tag)
+			ret = -EEXIST;
+		else
+			ret = 0;
+		close(fd);
+		if (ret)
+			goto out;
+	}
 	unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -324,6 +341,8 @@ int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip 
 out:
 	pthread_mutex_unlock(lock_of(ss, oid));
 	free(head);
+	if (ret == -EEXIST)
+		return ret;
 	if (ret)
 		log_warn("oid=%016" PRIx64 " strip=%u version=%016" PRIx64 ": cannot store "
 			 "strip: %s", oid, st->s, st->version, strerror(-ret));

@@ -41,8 +41,9 @@ void stripstore_close(struct stripstore *ss);           /* NULL ok */
 int stripstore_check(const struct stripstore *ss, const struct sdfs_strip *st);
 
 /* Store strip @st of @oid: its st->strip_len bytes at @data, durably,
- * replacing a file of the same (oid, s, version) if any. 0, -EINVAL,
- * -ENOSPC, -EIO. */
+ * replacing a file of the same (oid, s, version) and tag if any (a
+ * retry). -EEXIST if that version is here with another tag (another
+ * writer's: the caller tries a newer version), -EINVAL, -ENOSPC, -EIO. */
 int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip *st,
 		   const void *data);
 

@@ -201,3 +201,19 @@ Test(stripstore, bad_strips_refused)
 	cr_assert_eq(stripstore_put(ss, 1, &st, b), -EINVAL);
 	free(b);
 }
+
+Test(stripstore, same_version_other_tag_refused)
+{
+	struct sdfs_strip st = strip(1, 4, 4096);
+	uint8_t *b = bytes(4096, 7), *c = bytes(4096, 8), out[4096];
+	size_t got;
+
+	cr_assert_eq(stripstore_put(ss, 0x55, &st, b), 0);
+	cr_assert_eq(stripstore_put(ss, 0x55, &st, c), 0);     /* same tag: a retry */
+	st.tag = 78;
+	cr_assert_eq(stripstore_put(ss, 0x55, &st, b), -EEXIST);
+	cr_assert_eq(stripstore_read(ss, 0x55, 1, 4, 77, 0, out, 4096, &got), 0);
+	cr_assert_arr_eq(out, c, 4096);
+	free(b);
+	free(c);
+}

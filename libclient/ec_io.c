@@ -310,8 +310,10 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 			backoff(attempt, deadline);
 			continue;
 		}
-		/* Past every version any holder has (of any code), and past
-		 * this epoch's start: versions only grow. */
+		/* Past every version of this code the holders have, and
+		 * past this epoch's start: versions only grow. A version a
+		 * concurrent writer took first is refused (EEXIST, another
+		 * tag): this try is done again with the next one. */
 		st.version = epoch << 32 | 1;
 		for (unsigned j = 0; j < ng; j++)
 			if (g[j].version >= st.version)
@@ -345,7 +347,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 
 			if (!r)
 				continue;
-			if (retryable(r)) {
+			if (retryable(r) || r == -EEXIST) {
 				retry = 1;
 				last = rpc_is_transport(r) || r == -ENODATA ? -EIO : r;
 				log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64

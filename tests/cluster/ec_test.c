@@ -15,6 +15,9 @@
  *                      of the new version lost; the next whole put
  *                      commits and leaves one version of each strip.
  *   too_small          5 nodes cannot hold 4+2: refused, clearly.
+ *   two_writers        two threads put one object 15 times each at once:
+ *                      every put succeeds, and the object reads as one
+ *                      of the two last puts, byte-exact.
  *   holders_killed     8 nodes: a writer overwrites 12 objects in a loop
  *                      while two strip holders are SIGKILLed; its puts
  *                      wait until the map has them out and go on; every
@@ -525,4 +528,48 @@ Test(ec_kill, recovery, .init = up8, .fini = down, .timeout = 300)
 	cr_assert_eq(tcluster_kill(tc, b), 0);
 	cr_assert_gt(read_all(o, N, "two more killed"), 0);
 	free_all(o, N);
+}
+
+struct two {
+	unsigned id;
+	uint64_t seed;
+	int err;
+};
+
+static void *two_fn(void *arg)
+{
+	struct two *t = arg;
+	uint8_t *b = malloc(KLEN);
+
+	for (unsigned r = 1; r <= 15 && !t->err; r++) {
+		tfill_random(b, KLEN, t->seed + t->id * 1000 + r);
+		t->err = sdfs_ec_put(tcluster_client(tc), OID0 + 0x30000, K, M, b, KLEN);
+	}
+	free(b);
+	return NULL;
+}
+
+Test(ec, two_writers)
+{
+	struct two a = { .id = 1, .seed = tseed("ec two_writers") }, b = a;
+	uint8_t *buf = malloc(KLEN + 1), *wa = malloc(KLEN), *wb = malloc(KLEN);
+	pthread_t ta, tb;
+	ssize_t got;
+
+	b.id = 2;
+	cr_assert_eq(pthread_create(&ta, NULL, two_fn, &a), 0);
+	cr_assert_eq(pthread_create(&tb, NULL, two_fn, &b), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	cr_assert_eq(a.err, 0, "writer 1: %s", strerror(-a.err));
+	cr_assert_eq(b.err, 0, "writer 2: %s", strerror(-b.err));
+	got = sdfs_ec_read(tcluster_client(tc), OID0 + 0x30000, K, M, buf, KLEN + 1, 0);
+	cr_assert_eq(got, KLEN);
+	tfill_random(wa, KLEN, a.seed + 1000 + 15);
+	tfill_random(wb, KLEN, b.seed + 2000 + 15);
+	cr_assert(!memcmp(buf, wa, KLEN) || !memcmp(buf, wb, KLEN),
+		  "the object is neither writer's last put");
+	free(buf);
+	free(wa);
+	free(wb);
 }

@@ -15,6 +15,8 @@
  *   order.c        shared objects' mutations, ordered by their primary
  *                  (order.h)
  *   copy.c         OBJ_COPY: a volume's copy-on-write (copy.h)
+ *   strip*.c       strips of erasure-coded objects (strip_ops.h,
+ *                  stripstore.h)
  *   scrub*.c       re-reading every copy in the background, repairing
  *                  the corrupt ones (scrub.h); recover_repair.c
  *   lease.c        the serving lease: serve only while ZooKeeper says we
@@ -64,6 +66,8 @@ struct blockd {
 	struct copy *copy;              /* OBJ_COPY: copy-on-write here (copy.h) */
 	struct lease *lease;            /* serving lease (lease.h) */
 	struct objstore *store;
+	struct stripstore *strips;      /* EC strips (stripstore.h) */
+	struct strip_recover *strip_rec;/* rebuilding them (strip_recover.h) */
 	struct recover *recover;
 	struct scrub *scrub;            /* background scrub (scrub.h) */
 	struct fence *fence;            /* the MDS fence (fence.h) */

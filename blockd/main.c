@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/strip_recover.h"
+#include "blockd/stripstore.h"
 #include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/lease.h"
@@ -376,6 +378,11 @@ int main(int argc, char **argv)
 		log_err("%s: cannot open object store: %s", bd.dir, strerror(-ret));
 		goto out_coord;
 	}
+	ret = stripstore_open(bd.dir, bd.cfg.obj_size, &bd.strips);
+	if (ret) {
+		log_err("%s: cannot open the strip store: %s", bd.dir, strerror(-ret));
+		goto out_store;
+	}
 	ret = fence_open(bd.dir, &bd.fence);
 	if (ret) {
 		log_err("%s: cannot read the mds fence: %s", bd.dir, strerror(-ret));
@@ -435,6 +442,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = recover_new(&bd, &bd.rec_opts, &bd.recover);
 	if (!ret)
+		ret = strip_recover_new(&bd, &bd.strip_rec);
+	if (!ret)
 		ret = scrub_new(&bd, &bd.scrub_opts, &bd.scrub);
 	if (!ret)
 		ret = client_conn_start(&bd);
@@ -465,6 +474,7 @@ out_workq:
 	main_loop = NULL;
 	/* In order of who uses what: requests use recovery, recovery and the
 	 * map updates use ZooKeeper. */
+	strip_recover_free(bd.strip_rec);
 	order_free(bd.order);
 	copy_free(bd.copy);
 	scrub_free(bd.scrub);   /* it repairs with recover and io_q's depth */
@@ -485,6 +495,7 @@ out_store:
 	fence_close(bd.fence);
 	if (bd.store)
 		objstore_sync_all(bd.store);
+	stripstore_close(bd.strips);
 	objstore_close(bd.store);
 out_coord:
 	coord_close(bd.coord);

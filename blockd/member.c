@@ -47,6 +47,7 @@
 #include "blockd/datadir.h"
 #include "blockd/fence.h"
 #include "blockd/lease.h"
+#include "blockd/strip_recover.h"
 #include "blockd/vfence.h"
 #include "common/coord_mds.h"
 #include "common/coord_suspect.h"
@@ -381,6 +382,7 @@ static void reconcile_done(struct work *w)
 			atomic_store(&bd->map_epoch, bd->map->epoch);
 			atomic_store(&bd->map_zversion, bd->map->zversion);
 			recover_map_changed(bd->recover, bd->map);
+			strip_recover_map_changed(bd->strip_rec, bd->map);
 		}
 	} else if (j->ret) {
 		log_warn("node=%" PRIu32 ": cluster map update failed: %s; will retry",

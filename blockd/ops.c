@@ -38,6 +38,7 @@
 #include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/order.h"
+#include "blockd/strip_ops.h"
 #include "blockd/vfence.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -610,8 +611,8 @@ static void op_scrub(struct work *w)
 	r->out_len = SDFS_SCRUB_INFO_SIZE;
 }
 
-/* OBJ_COPY runs on copy.c's workers (copy_dispatch); applied as it is
- * (ops_apply) it makes no sense. */
+/* OBJ_COPY runs on copy.c's workers (copy_dispatch), the strip ops in
+ * strip_ops.c; applied as they are (ops_apply) they make no sense. */
 static void op_copy(struct work *w)
 {
 	((struct req *)w)->ret = -EINVAL;
@@ -631,6 +632,11 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_MDS_FENCE]   = { "MDS_FENCE",   op_mds_fence, 0 },
 	[SDFS_OP_VOL_FENCE]   = { "VOL_FENCE",   op_vol_fence, 0 },
 	[SDFS_OP_SCRUB]       = { "SCRUB",       op_scrub,   0 },
+	/* 2.4 (ec): strip_ops.h */
+	[SDFS_OP_STRIP_PUT]    = { "STRIP_PUT",    op_copy, 1 },
+	[SDFS_OP_STRIP_GET]    = { "STRIP_GET",    op_copy, 0 },
+	[SDFS_OP_STRIP_STAT]   = { "STRIP_STAT",   op_copy, 0 },
+	[SDFS_OP_STRIP_COMMIT] = { "STRIP_COMMIT", op_copy, 1 },
 	/* applied as the object's primary ordered them (order.h) */
 	[SDFS_OP_REPL_WRITE]   = { "REPL_WRITE",   op_write,   1 },
 	[SDFS_OP_REPL_CREATE]  = { "REPL_CREATE",  op_create,  1 },
@@ -806,6 +812,10 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *hin,
 	}
 	if (h->opcode == SDFS_OP_OBJ_COPY) {
 		copy_dispatch(bd, c, h, payload);
+		return;
+	}
+	if (strip_is_op(h->opcode)) {
+		strip_dispatch(bd, c, h, payload);
 		return;
 	}
 

@@ -141,6 +141,8 @@ static const char *const op_names[SDFS_OP_MAX] = {
 	[SDFS_OP_NODE_INFO] = "NODE_INFO", [SDFS_OP_MDS_FENCE] = "MDS_FENCE",
 	[SDFS_OP_VOL_FENCE] = "VOL_FENCE", [SDFS_OP_OBJ_COPY] = "OBJ_COPY",
 	[SDFS_OP_SCRUB] = "SCRUB",
+	[SDFS_OP_STRIP_PUT] = "STRIP_PUT", [SDFS_OP_STRIP_GET] = "STRIP_GET",
+	[SDFS_OP_STRIP_STAT] = "STRIP_STAT", [SDFS_OP_STRIP_COMMIT] = "STRIP_COMMIT",
 	[SDFS_OP_NS_SUBSCRIBE] = "NS_SUBSCRIBE", [SDFS_OP_NS_NOTIFY] = "NS_NOTIFY",
 	[SDFS_OP_NS_OPEN] = "NS_OPEN", [SDFS_OP_NS_OBJCAP] = "NS_OBJCAP",
 	[SDFS_OP_NS_SYNC] = "NS_SYNC",
@@ -216,6 +218,33 @@ int proto_obj_copy_decode(const uint8_t *in, size_t len, uint32_t max_piece,
 		return -EPROTO;
 	*piece = in + SDFS_OBJ_COPY_SIZE;
 	return 0;
+}
+
+void proto_strip_encode(const struct sdfs_strip *st, uint8_t *out)
+{
+	put64(out + 0, st->version);
+	put64(out + 8, st->tag);
+	put64(out + 16, st->obj_size);
+	put32(out + 24, st->strip_len);
+	out[28] = st->k;
+	out[29] = st->m;
+	out[30] = st->s;
+	out[31] = st->flags;
+}
+
+int proto_strip_decode(const uint8_t *in, size_t len, struct sdfs_strip *st)
+{
+	if (!in || len < SDFS_STRIP_SIZE)
+		return -EPROTO;
+	st->version = get64(in + 0);
+	st->tag = get64(in + 8);
+	st->obj_size = get64(in + 16);
+	st->strip_len = get32(in + 24);
+	st->k = in[28];
+	st->m = in[29];
+	st->s = in[30];
+	st->flags = in[31];
+	return st->flags ? -EPROTO : 0;
 }
 
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out)

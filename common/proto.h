@@ -62,6 +62,11 @@ void proto_obj_copy_encode(const struct sdfs_obj_copy *c, uint8_t *out);
 int proto_obj_copy_decode(const uint8_t *in, size_t len, uint32_t max_piece,
 			  struct sdfs_obj_copy *c, const uint8_t **piece);
 
+/* sdfs_strip (2.4, ec): SDFS_STRIP_SIZE bytes at @in (more may follow:
+ * the strip's bytes); decode: -EPROTO if short or flags set. */
+void proto_strip_encode(const struct sdfs_strip *st, uint8_t *out);
+int proto_strip_decode(const uint8_t *in, size_t len, struct sdfs_strip *st);
+
 
 /* OBJ_LIST payloads: @n oids <-> le64 array of 8 * n bytes. */
 void proto_oids_encode(const uint64_t *oids, size_t n, uint8_t *out);

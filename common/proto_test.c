@@ -1328,8 +1328,8 @@ Test(proto_ns, result_takes_the_errno_from_length)
 	cr_assert_eq(proto_ns_result(&h), -EIO);
 }
 
-/* An inode note's flags byte (2.3) round-trips at offset 1, and a 2.2
- * record (0 there) decodes with no flags. */
+/* An inode note's flags byte (2.4) round-trips at offset 1, and an
+ * older mds's record (0 there) decodes with no flags. */
 Test(proto_note, flags_round_trip_at_offset_one)
 {
 	struct sdfs_note in = { .kind = SDFS_NOTE_INODE, .flags = SDFS_NOTE_F_ATIME,
@@ -1346,4 +1346,27 @@ Test(proto_note, flags_round_trip_at_offset_one)
 	b[1] = 0;
 	cr_assert_eq(proto_note_decode(b, sizeof(b), &out), (ssize_t)SDFS_NOTE_HDR_SIZE);
 	cr_assert_eq(out.flags, 0);
+}
+
+Test(proto_strip, round_trips_and_checks_flags)
+{
+	struct sdfs_strip a = { .version = 0x0000000700000003ull, .tag = 0x1122334455667788ull,
+				.obj_size = 4194303, .strip_len = 1u << 20, .k = 4, .m = 2,
+				.s = 5 }, b;
+	uint8_t w[SDFS_STRIP_SIZE + 3];
+
+	proto_strip_encode(&a, w);
+	cr_assert_eq(w[0], 0x03);               /* little-endian version */
+	cr_assert_eq(w[30], 5);
+	cr_assert_eq(proto_strip_decode(w, sizeof(w), &b), 0);  /* bytes may follow */
+	cr_assert_eq(b.version, a.version);
+	cr_assert_eq(b.tag, a.tag);
+	cr_assert_eq(b.obj_size, a.obj_size);
+	cr_assert_eq(b.strip_len, a.strip_len);
+	cr_assert(b.k == 4 && b.m == 2 && b.s == 5 && b.flags == 0);
+	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE - 1, &b), -EPROTO);
+	cr_assert_eq(proto_strip_decode(NULL, 0, &b), -EPROTO);
+	w[31] = 1;
+	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE, &b), -EPROTO);
+	cr_assert_str_eq(proto_op_name(SDFS_OP_STRIP_COMMIT), "STRIP_COMMIT");
 }

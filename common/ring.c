@@ -49,7 +49,7 @@ struct ring_pick {
 /* A bounded list of picks, best first. */
 struct ring_top {
 	unsigned len;
-	struct ring_pick p[RING_MAX_COPIES];
+	struct ring_pick p[RING_MAX_PLACE];
 };
 
 static int node_id_cmp(const void *a, const void *b)
@@ -204,7 +204,7 @@ int ring_place(const struct ring *r, uint64_t oid, unsigned copies,
 	unsigned placed, i;
 	size_t j;
 
-	if (copies == 0 || copies > RING_MAX_COPIES)
+	if (copies == 0 || copies > RING_MAX_PLACE)
 		return -EINVAL;
 	/* One pass fills both lists. The fallback for lack of zones needs
 	 * the best nodes outside by_zone; they are all among the best
@@ -227,5 +227,98 @@ int ring_place(const struct ring *r, uint64_t oid, unsigned copies,
 	for (i = 0; i < any.len && placed < copies; i++)
 		if (!top_has_node(&by_zone, any.p[i].node_id))
 			out[placed++] = any.p[i].node_id;
+	return (int)placed;
+}
+
+/* The zone of node @id (one of the ring's). */
+static uint32_t node_zone(const struct ring *r, uint32_t id)
+{
+	size_t lo = 0, hi = r->n;
+
+	while (lo < hi) {                       /* nodes are sorted by id */
+		size_t mid = (lo + hi) / 2;
+
+		if (r->nodes[mid].node_id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->n ? r->nodes[lo].zone : UINT32_MAX;
+}
+
+/* How many of @out[0..n) are in @zone. */
+static unsigned zone_count(const struct ring *r, const uint32_t *out, unsigned n,
+			   uint32_t zone)
+{
+	unsigned c = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		c += node_zone(r, out[i]) == zone;
+	return c;
+}
+
+int ring_place_strips(const struct ring *r, uint64_t oid, unsigned k, unsigned m,
+		      uint32_t out[])
+{
+	unsigned want = k + m, placed, zones = 0;
+	uint32_t first_zone = 0;
+	int n;
+
+	if (m == 0 || want == 0 || want > RING_MAX_PLACE)
+		return -EINVAL;
+	n = ring_place(r, oid, want, out);
+	if (n < 0)
+		return n;
+	for (size_t j = 0; j < r->n && zones < 2; j++) {
+		if (r->nodes[j].weight == 0)
+			continue;
+		if (zones == 0) {
+			first_zone = r->nodes[j].zone;
+			zones = 1;
+		} else if (r->nodes[j].zone != first_zone)
+			zones = 2;
+	}
+	if (zones < 2)
+		return n;                       /* one failure domain */
+	/* ring_place gave the best node of each zone first (distinct
+	 * zones), then fill-ins by draw. Keep the distinct-zone head,
+	 * redo the fill-ins with the cap of m per zone. */
+	placed = 0;
+	for (unsigned i = 0; i < (unsigned)n; i++) {
+		if (zone_count(r, out, placed, node_zone(r, out[i])) >= m)
+			break;
+		out[placed++] = out[i];
+	}
+	if (placed == want)
+		return (int)placed;
+	/* Fill the rest: the best remaining nodes by draw whose zone has
+	 * fewer than m strips. O(nodes * (k + m)): EC writes only. */
+	while (placed < want) {
+		struct ring_pick best = { .draw = 0, .node_id = 0 };
+		int found = 0;
+
+		for (size_t j = 0; j < r->n; j++) {
+			const struct ring_node *node = &r->nodes[j];
+			struct ring_pick c;
+			unsigned i;
+
+			if (node->weight == 0)
+				continue;
+			for (i = 0; i < placed && out[i] != node->node_id; i++)
+				;
+			if (i < placed || zone_count(r, out, placed, node->zone) >= m)
+				continue;
+			c.draw = node_draw(oid, node);
+			c.node_id = node->node_id;
+			c.zone = node->zone;
+			if (!found || pick_is_better(&c, &best)) {
+				best = c;
+				found = 1;
+			}
+		}
+		if (!found)
+			break;
+		out[placed++] = best.node_id;
+	}
 	return (int)placed;
 }

@@ -16,7 +16,10 @@
 #include <stdint.h>
 
 #define RING_MAX_NODES  4096
-#define RING_MAX_COPIES 16
+#define RING_MAX_COPIES 16      /* replicas of an object (cmap.h copies) */
+#define RING_MAX_PLACE  20      /* nodes one placement may name: copies, or
+				   the k + m strips of an erasure-coded
+				   object (EC_STRIPS_MAX, common/ec.h) */
 
 struct ring;                    /* opaque; see ring.c */
 
@@ -47,8 +50,24 @@ size_t ring_nodes(const struct ring *r); /* number of nodes it was built from */
  * fewer zones than @copies the rest go to distinct nodes of already used
  * zones. Nodes with weight 0 are never chosen. Returns the number placed,
  * min(@copies, nodes with weight > 0), or -EINVAL when @copies is 0 or
- * above RING_MAX_COPIES. Pure: safe from any thread.
+ * above RING_MAX_PLACE (@out must hold @copies). Pure: safe from any thread.
  */
 int ring_place(const struct ring *r, uint64_t oid, unsigned copies,
 	       uint32_t out[]);
+
+/*
+ * The holders of the k + @m strips of an erasure-coded object @oid
+ * (docs/ec.md): strip s on out[s]. As ring_place(r, oid, k + m) while
+ * there are at least k + m zones, so strips go to distinct zones; with
+ * fewer zones (but more than one), the rest go to distinct nodes in
+ * draw order, skipping any node whose zone already has @m strips, so
+ * that losing one zone loses at most m strips. A ring of one zone only
+ * (every node zone 0, say) has no failure domains to spread over: its
+ * strips just go to distinct nodes. Never two strips on one node.
+ * Returns the number placed; fewer than k + m means the ring cannot
+ * hold such a stripe (the caller refuses the write). -EINVAL if k + m
+ * is 0 or above RING_MAX_PLACE, or @m is 0.
+ */
+int ring_place_strips(const struct ring *r, uint64_t oid, unsigned k, unsigned m,
+		      uint32_t out[]);
 #endif

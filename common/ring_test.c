@@ -487,10 +487,10 @@ Test(ring, copies_zero_or_above_max_is_einval)
 {
 	static const struct ring_node nodes[2] = { { 1, 1, 1 }, { 2, 2, 1 } };
 	struct ring *r = make_ring(nodes, 2);
-	uint32_t out[RING_MAX_COPIES + 1] = { 0 };
+	uint32_t out[RING_MAX_PLACE + 1] = { 0 };
 
 	cr_assert_eq(ring_place(r, 1, 0, out), -EINVAL);
-	cr_assert_eq(ring_place(r, 1, RING_MAX_COPIES + 1, out), -EINVAL);
+	cr_assert_eq(ring_place(r, 1, RING_MAX_PLACE + 1, out), -EINVAL);
 	cr_assert_eq(out[0], 0, "out written on error");
 	ring_put(r);
 }
@@ -663,4 +663,128 @@ Test(ring, get_and_put_count_references)
 	ring_put(r);                            /* frees; valgrind/ASan */
 	ring_put(NULL);
 	cr_assert_null(ring_get(NULL));
+}
+
+/* ---- strips of erasure-coded objects (ring_place_strips) ---- */
+
+/* Check one stripe: k + m distinct nodes, at most m in a zone when the
+ * ring has zones, and the same as ring_place whenever that already met
+ * the cap. */
+static void check_stripe(struct ring *r, const struct ring_node *nodes, size_t n,
+			 uint64_t oid, unsigned k, unsigned m, int zoned)
+{
+	uint32_t out[RING_MAX_PLACE], plain[RING_MAX_PLACE];
+	unsigned per_zone[64] = { 0 }, i, j;
+	int got = ring_place_strips(r, oid, k, m, out), np, capped = 1;
+
+	cr_assert_eq(got, (int)(k + m), "oid %llu: %d placed", (unsigned long long)oid, got);
+	for (i = 0; i < k + m; i++) {
+		for (j = 0; j < i; j++)
+			cr_assert_neq(out[i], out[j], "two strips on node %u", out[i]);
+		for (j = 0; j < n && nodes[j].node_id != out[i]; j++)
+			;
+		cr_assert_lt(j, n);
+		per_zone[nodes[j].zone % 64]++;
+	}
+	for (i = 0; zoned && i < 64; i++)
+		cr_assert_leq(per_zone[i], m, "zone %u holds %u strips of %u+%u", i,
+			      per_zone[i], k, m);
+	np = ring_place(r, oid, k + m, plain);
+	memset(per_zone, 0, sizeof(per_zone));
+	for (i = 0; i < (unsigned)np; i++)
+		for (j = 0; j < n; j++)
+			if (nodes[j].node_id == plain[i] && ++per_zone[nodes[j].zone % 64] > m)
+				capped = 0;
+	if (capped || !zoned)
+		cr_assert_arr_eq(out, plain, (k + m) * sizeof(out[0]));
+}
+
+Test(ring, strips_one_per_zone_when_zones_suffice)
+{
+	struct ring_node nodes[10];
+	struct ring *r;
+
+	for (unsigned i = 0; i < 10; i++)
+		nodes[i] = (struct ring_node){ 100 + i, i, 1 + i % 3 };
+	r = make_ring(nodes, 10);
+	for (uint64_t oid = 0; oid < 3000; oid++)
+		check_stripe(r, nodes, 10, oid, 4, 2, 1);
+	ring_put(r);
+}
+
+Test(ring, strips_at_most_m_per_zone_with_fewer_zones)
+{
+	/* 12 nodes in 3 zones, 4+2: two strips per zone at most, so all
+	 * three zones get exactly two. ring_place alone would put up to
+	 * four in one zone. */
+	struct ring_node nodes[12];
+	struct ring *r;
+	unsigned over = 0;
+
+	for (unsigned i = 0; i < 12; i++)
+		nodes[i] = (struct ring_node){ 1 + i, i % 3, 1 };
+	r = make_ring(nodes, 12);
+	for (uint64_t oid = 0; oid < 3000; oid++) {
+		uint32_t plain[6];
+		unsigned z[3] = { 0 };
+
+		check_stripe(r, nodes, 12, oid, 4, 2, 1);
+		cr_assert_eq(ring_place(r, oid, 6, plain), 6);
+		for (unsigned i = 0; i < 6; i++)
+			z[(plain[i] - 1) % 3]++;
+		over += z[0] > 2 || z[1] > 2 || z[2] > 2;
+	}
+	cr_assert_gt(over, 0, "the test never needed the cap");
+	ring_put(r);
+}
+
+Test(ring, strips_too_few_nodes_or_zones_place_fewer)
+{
+	struct ring_node five[5], two_zones[8];
+	uint32_t out[RING_MAX_PLACE];
+	struct ring *r;
+
+	for (unsigned i = 0; i < 5; i++)
+		five[i] = (struct ring_node){ 1 + i, i, 1 };
+	r = make_ring(five, 5);
+	cr_assert_eq(ring_place_strips(r, 9, 4, 2, out), 5);
+	ring_put(r);
+	/* 8 nodes but 2 zones: 4+2 fits at most 2 + 2 */
+	for (unsigned i = 0; i < 8; i++)
+		two_zones[i] = (struct ring_node){ 1 + i, i % 2, 1 };
+	r = make_ring(two_zones, 8);
+	cr_assert_eq(ring_place_strips(r, 9, 4, 2, out), 4);
+	cr_assert_eq(ring_place_strips(r, 9, 2, 2, out), 4);
+	ring_put(r);
+}
+
+Test(ring, strips_one_zone_go_to_distinct_nodes)
+{
+	struct ring_node nodes[7];
+	struct ring *r;
+
+	for (unsigned i = 0; i < 7; i++)
+		nodes[i] = (struct ring_node){ 1 + i, 0, 1 };
+	r = make_ring(nodes, 7);
+	for (uint64_t oid = 0; oid < 1000; oid++)
+		check_stripe(r, nodes, 7, oid, 4, 2, 0);
+	ring_put(r);
+}
+
+Test(ring, strips_up_to_twenty_and_bad_arguments)
+{
+	struct ring_node nodes[24];
+	uint32_t out[RING_MAX_PLACE];
+	struct ring *r;
+
+	cr_assert_geq(RING_MAX_PLACE, 20);
+	for (unsigned i = 0; i < 24; i++)
+		nodes[i] = (struct ring_node){ 1 + i, i % 6, 1 };
+	r = make_ring(nodes, 24);
+	for (uint64_t oid = 0; oid < 300; oid++)
+		check_stripe(r, nodes, 24, oid, 16, 4, 1);
+	cr_assert_eq(ring_place_strips(r, 1, 16, 0, out), -EINVAL);
+	cr_assert_eq(ring_place_strips(r, 1, 17, 4, out), -EINVAL);
+	cr_assert_eq(ring_place(r, 1, 20, out), 20);
+	ring_put(r);
 }

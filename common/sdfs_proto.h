@@ -97,6 +97,13 @@
  *        SDFS_ATTR_F_WRITEBACK on a GETATTR's attributes when another
  *        client does. A 2.2 mds answers the flag with EINVAL; the client
  *        then pushes the mtime at every fsync, as before.
+ *   2.4  (ec) erasure-coded strips (docs/ec.md): STRIP_PUT, STRIP_GET,
+ *        STRIP_STAT, STRIP_COMMIT and the sdfs_strip payload; a strip is
+ *        stored under (oid, strip number, version), apart from the
+ *        replicated objects. A 2.3 daemon answers UNKNOWN_OP.
+ *        Also: SDFS_NOTE_F_ATIME in NS_NOTIFY's inode records (an older
+ *        mds sends 0, an older client ignores it) and SETATTR's
+ *        SDFS_SET_COPIES, a directory's policy (an older mds: EINVAL).
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -106,7 +113,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 3              /* bump = additions only */
+#define SDFS_PROTO_MINOR 4              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -129,6 +136,12 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_SCRUB       = 0x13,     /* 2.3: offset = SDFS_SCRUB_*,
 					   length = start's rate in KiB/s
 					   (0: the daemon's own) */
+	/* 2.4 (ec): strips of erasure-coded objects (docs/ec.md); payload
+	 * an sdfs_strip first. Admin and daemon keys only for now. */
+	SDFS_OP_STRIP_PUT    = 0x1c,    /* sdfs_strip, strip_len bytes -> - */
+	SDFS_OP_STRIP_GET    = 0x1d,    /* offset, length; sdfs_strip -> bytes */
+	SDFS_OP_STRIP_STAT   = 0x1e,    /* - -> sdfs_strip[] held of oid */
+	SDFS_OP_STRIP_COMMIT = 0x1f,    /* sdfs_strip -> -: drop s's older versions */
 	/* 1.2: namespace, client -> sdfs-mds (payload: sdfs_ns_req) */
 	SDFS_OP_NS_LOOKUP   = 0x20,
 	SDFS_OP_NS_GETATTR  = 0x21,
@@ -391,6 +404,22 @@ struct sdfs_obj_copy {
 #define SDFS_OBJ_COPY_SIZE 16u
 #define SDFS_COPY_ZERO 0x1u     /* the piece is zeros; no bytes follow */
 
+/*
+ * 2.4 (ec): one strip version of an erasure-coded object (docs/ec.md,
+ * "Strips on the wire"), 32 bytes: le64 version, le64 tag (the put's
+ * random stripe id: strips of one version with different tags are of
+ * different writes, never mixed), le64 obj_size (the object's bytes),
+ * le32 strip_len (bytes of every strip of the stripe, a multiple of
+ * 4096), u8 k, u8 m, u8 s (this strip's number, 0..k+m-1), u8 flags
+ * (0). STRIP_STAT's reply is one per strip version held.
+ */
+struct sdfs_strip {
+	uint64_t version, tag, obj_size;
+	uint32_t strip_len;
+	uint8_t k, m, s, flags;
+};
+#define SDFS_STRIP_SIZE 32u
+
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {
 	uint64_t size;          /* high-water mark */
@@ -551,7 +580,7 @@ struct sdfs_ns_req {
 #define SDFS_SET_COPIES    0x800u /* alone, on a directory, root only: the
 				    copies (`max`, 0..15; 0 the cluster's)
 				    of the files, volumes and directories
-				    made in it from now on (2.3) */
+				    made in it from now on (2.4) */
 #define SDFS_NS_PLUS       0x1u  /* READDIR: each entry with its sdfs_attr */
 /* GETATTR (2.0): flags & 7 is the access (4 read, 2 write, 1 execute)
  * the caller is about to make, as an open does: -EACCES unless it may */
@@ -680,7 +709,7 @@ enum sdfs_lock_type { SDFS_LOCK_UN = 0, SDFS_LOCK_RD = 1, SDFS_LOCK_WR = 2 };
  *                 the client's cache time since it last got that state
  *                 has passed).
  * A record on the wire: u8 kind, u8 flags, le16 name_len, le32 0, le64 ino,
- * then name_len bytes of name (SDFS_NOTE_ENTRY only). flags (2.3; 0 from
+ * then name_len bytes of name (SDFS_NOTE_ENTRY only). flags (2.4; 0 from
  * an older mds, ignored by an older client): SDFS_NOTE_F_ATIME.
  */
 enum sdfs_note_kind {

@@ -289,6 +289,51 @@ int sdfs_obj_flush(struct sdfs *s, uint64_t oid);
  */
 int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n);
 
+/*
+ * ---- erasure-coded objects (docs/ec.md) ----
+ * An object stored as @k data + @m parity strips (1 <= k <= 16,
+ * 1 <= m <= 4) on k + m distinct nodes (at most m in a zone), any m of
+ * which may be lost. A separate name space from the replicated objects
+ * above: the same oid may name one of each. The caller says the code,
+ * for the put and for every read (volumes and files will carry it).
+ *
+ * sdfs_ec_put: the whole object (at most the object size) as a new
+ * version of all k + m strips; 0 once every strip is stored durably,
+ * after which the older version is dropped. A crash or failure before
+ * leaves the object reading as its old or its new contents, never a
+ * mix. -ENODEV: the cluster cannot place k + m strips (too few nodes
+ * with weight, or of zones holding at most m each); -EIO / -ETIMEDOUT:
+ * a strip holder stayed down or unreachable; -EINVAL: bad k or m.
+ * sdfs_ec_read: up to @len bytes at @off (short at the end), from the
+ * newest version with k good strips, rebuilding what a missing or
+ * corrupt strip held; -ENOENT if no holder has any strip of it.
+ * Admin and daemon keys only for now (no object capabilities).
+ */
+struct sdfs_ec_opts {
+	unsigned stop_after;    /* test hook: 1..k+m-1: store strips
+				   0..stop_after-1 of the new version, one
+				   after the other, and stop (-ECANCELED),
+				   as a writer killed between strips */
+};
+int sdfs_ec_put(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
+		size_t len);
+int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
+		   size_t len, const struct sdfs_ec_opts *o);
+struct sdfs_ec_rstat {
+	uint64_t version;       /* the version read */
+	uint64_t size;          /* the object's size in that version */
+	unsigned strips_read;   /* strip reads sent */
+	unsigned rebuilt;       /* data strips decoded from others */
+};
+ssize_t sdfs_ec_read(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+		     size_t len, uint64_t off);
+ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+			size_t len, uint64_t off, struct sdfs_ec_rstat *rs);
+/* The node ids holding strips 0..k+m-1 in the current map into @ids (at
+ * most @max); returns k + m, or -ENODEV as sdfs_ec_put. */
+int sdfs_ec_locate(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, uint32_t *ids,
+		   size_t max);
+
 struct sdfs_obj_info {
 	uint64_t size;
 	uint64_t epoch;         /* epoch of its last write */
@@ -413,7 +458,7 @@ int sdfs_ns_setattr(struct sdfs *s, uint64_t ino, const struct sdfs_setattr *sa,
 /* Directory @ino's redundancy policy: regular files, volumes and
  * directories made in it from now on get @copies (1..15; 0: the
  * cluster's) and keep it (st->copies); what exists is not changed.
- * Root only: -EPERM; -ENOTDIR, -EINVAL (also from an mds before 2.3). */
+ * Root only: -EPERM; -ENOTDIR, -EINVAL (also from an mds before 2.4). */
 int sdfs_ns_setpolicy(struct sdfs *s, uint64_t ino, unsigned copies, struct sdfs_stat *st);
 /*
  * setattr, with a report of the data objects (chunks, @chunks[i] the
@@ -573,7 +618,7 @@ enum sdfs_inval_kind {
 	SDFS_INVAL_ALL = 0x80,
 };
 /* SDFS_INVAL_INODE: only the atime moved (another client's read): the
- * data, size, ctime and names are as they were (from a 2.3 mds). */
+ * data, size, ctime and names are as they were (from a 2.4 mds). */
 #define SDFS_INVAL_F_ATIME 0x1u
 struct sdfs_inval {
 	uint8_t kind;           /* enum sdfs_inval_kind */

@@ -616,7 +616,7 @@ static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a
 	if (ret == -EPERM)
 		return cli_fail("fs setpolicy %s: only root may set a policy", path);
 	if (ret == -EINVAL)
-		return cli_fail("fs setpolicy %s: refused (an mds before protocol 2.3 "
+		return cli_fail("fs setpolicy %s: refused (an mds before protocol 2.4 "
 				"has no policies)", path);
 	if (ret)
 		return fs_fail(s, "setpolicy", path, ret);

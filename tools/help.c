@@ -143,12 +143,18 @@ static const struct help_entry entries[] = {
 	  "remove a snapshot (its data is reclaimed)",
 	  "PATH@NAME names the snapshot too.\n" },
 	{ "mds", "status", "mds status", "the active metadata server and standbys", NULL },
-	{ "obj", "put", "obj put OID FILE", "store FILE ('-': stdin) as object OID", NULL },
-	{ "obj", "get", "obj get OID [FILE]", "write object OID to FILE (default stdout)",
-	  NULL },
+	{ "obj", "put", "obj put [--ec K+M] OID FILE", "store FILE ('-': stdin) as object OID",
+	  "  --ec K+M   erasure-coded: K data + M parity strips on K+M nodes\n"
+	  "             (docs/ec.md); a separate object from a replicated OID\n" },
+	{ "obj", "get", "obj get [--ec K+M] OID [FILE]",
+	  "write object OID to FILE (default stdout)",
+	  "  --ec K+M   the erasure-coded object OID (rebuilt if strips are lost)\n" },
 	{ "obj", "rm", "obj rm OID", "remove object OID", NULL },
-	{ "obj", "stat", "obj stat OID", "size and epoch of object OID", NULL },
-	{ "obj", "locate", "obj locate OID", "which nodes hold OID, and their paths", NULL },
+	{ "obj", "stat", "obj stat [--ec K+M] OID", "size and epoch of object OID",
+	  "  --ec K+M   the erasure-coded object: size, version read, strips\n"
+	  "             read and rebuilt\n" },
+	{ "obj", "locate", "obj locate [--ec K+M] OID", "which nodes hold OID, and their paths",
+	  "  --ec K+M   the holder of each strip, in strip order\n" },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
 	  "       [--out-grace S] [--recovery-mbps N] [--scrub-mbps N] [--netns]\n"
 	  "       [--zk-servers N] [--auth none] [--cluster-net]",

@@ -1,0 +1,391 @@
+/*
+ * strip_recover.c - rebuilding lost strips on their holders
+ * (strip_recover.h).
+ */
+#include "blockd/strip_recover.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "blockd/blockd.h"
+#include "blockd/stripstore.h"
+#include "common/cmap.h"
+#include "common/ec.h"
+#include "common/log.h"
+#include "common/proto.h"
+#include "common/ring.h"
+#include "common/rpc.h"
+
+#define RETRY_S 30              /* a pass this long after the last anyway */
+#define SOON_MS 1000            /* ... or this soon after one that missed
+				   peers (another epoch, unreachable) */
+#define CALL_MS 5000            /* one round of calls to the holders */
+#define GROUPS_MAX 32u
+#define LOCAL_MAX 64u
+
+struct strip_recover {
+	struct blockd *bd;
+	struct pool *pool;
+	atomic_uint_fast64_t req_id;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	struct cmap *next;              /* the newest map not yet passed */
+	int stop;
+	int missed;                     /* this pass missed a peer: retry soon */
+	uint64_t rebuilt, copied;       /* strips sent, this daemon's life */
+};
+
+struct group {
+	uint64_t version, tag, size;
+	uint32_t strip_len;
+	unsigned count;
+	int at[RING_MAX_PLACE];         /* strip s: index into the holders, or -1 */
+	uint32_t has[RING_MAX_PLACE];   /* per holder index: strips it has */
+};
+
+static uint64_t next_req_id(void *arg)
+{
+	struct strip_recover *sr = arg;
+
+	return atomic_fetch_add(&sr->req_id, 1) + 1;
+}
+
+static void call_init(struct rpc_call *c, const struct cmap_node *nd, unsigned op,
+		      uint64_t oid, uint64_t epoch, const void *payload, uint32_t plen)
+{
+	memset(c, 0, sizeof(*c));
+	c->node = nd;
+	c->req.opcode = (uint8_t)op;
+	c->req.oid = oid;
+	c->req.epoch = (uint32_t)epoch;
+	c->req.payload_len = plen;
+	c->payload = payload;
+}
+
+/* Fetch all of strip @s of @g from holder @h into @dst; 0 or -errno. */
+static int fetch(struct strip_recover *sr, const struct cmap_node *h, uint64_t oid,
+		 uint64_t epoch, const struct group *g, unsigned s, uint8_t *dst)
+{
+	struct sdfs_strip st = { .version = g->version, .tag = g->tag, .s = (uint8_t)s };
+	uint8_t hdr[SDFS_STRIP_SIZE];
+	struct rpc_call c;
+	int r;
+
+	proto_strip_encode(&st, hdr);
+	call_init(&c, h, SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
+	c.req.length = g->strip_len;
+	c.rbuf = dst;
+	c.rbuf_len = g->strip_len;
+	rpc_run(sr->pool, &c, 1, CALL_MS, next_req_id, sr);
+	r = rpc_result(&c);
+	if (!r && c.reply.payload_len != g->strip_len)
+		r = -EPROTO;
+	rpc_calls_free(&c, 1);
+	return r;
+}
+
+/*
+ * The stripe of @oid (k + m) in map @m: make every position's node hold
+ * its strip of the newest version with k strips, if this node leads.
+ */
+static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t oid,
+			unsigned k, unsigned mm)
+{
+	struct blockd *bd = sr->bd;
+	uint32_t ids[RING_MAX_PLACE];
+	struct cmap_node peer[RING_MAX_PLACE];
+	const struct cmap_node *node[RING_MAX_PLACE];
+	struct rpc_call calls[RING_MAX_PLACE];
+	struct group g[GROUPS_MAX], *best = NULL;
+	const struct ec_code *code;
+	unsigned ng = 0, n, leader = RING_MAX_PLACE;
+	int miss = 0;
+	int placed = ring_place_strips(m->ring, oid, k, mm, ids);
+	uint8_t *buf = NULL;
+
+	if (placed <= 0 || ec_code_get(k, mm, &code))
+		return;
+	n = (unsigned)placed;
+	memset(calls, 0, sizeof(calls));
+	for (unsigned i = 0; i < n; i++) {
+		const struct cmap_node *nd = cmap_find(m, ids[i]);
+
+		node[i] = nd && nd->state == CMAP_UP ? cmap_node_peer(nd, &peer[i]) : NULL;
+		call_init(&calls[i], node[i] ? node[i] : nd, SDFS_OP_STRIP_STAT, oid,
+			  m->epoch, NULL, 0);
+	}
+	/* ask the up ones only, all at once */
+	{
+		struct rpc_call up[RING_MAX_PLACE];
+		unsigned nu = 0, at[RING_MAX_PLACE];
+
+		for (unsigned i = 0; i < n; i++)
+			if (node[i]) {
+				at[nu] = i;
+				up[nu++] = calls[i];
+			}
+		rpc_run(sr->pool, up, nu, CALL_MS, next_req_id, sr);
+		for (unsigned u = 0; u < nu; u++)
+			calls[at[u]] = up[u];
+	}
+	for (unsigned i = 0; i < n; i++) {
+		size_t ne;
+
+		if (!node[i] || rpc_result(&calls[i])) {
+			if (node[i])
+				miss = 1;
+			node[i] = NULL;
+			continue;
+		}
+		ne = calls[i].reply.payload_len / SDFS_STRIP_SIZE;
+		for (size_t e = 0; e < ne; e++) {
+			struct sdfs_strip st;
+			unsigned j;
+
+			if (proto_strip_decode(calls[i].rpayload + e * SDFS_STRIP_SIZE,
+					       SDFS_STRIP_SIZE, &st) ||
+			    st.k != k || st.m != mm || st.s >= k + mm)
+				continue;
+			for (j = 0; j < ng; j++)
+				if (g[j].version == st.version && g[j].tag == st.tag)
+					break;
+			if (j == ng) {
+				if (ng == GROUPS_MAX)
+					continue;
+				memset(&g[j], 0, sizeof(g[j]));
+				memset(g[j].at, 0xff, sizeof(g[j].at));
+				g[j].version = st.version;
+				g[j].tag = st.tag;
+				g[j].size = st.obj_size;
+				g[j].strip_len = st.strip_len;
+				ng++;
+			}
+			if (g[j].size != st.obj_size || g[j].strip_len != st.strip_len)
+				continue;
+			g[j].has[i] |= 1u << st.s;
+			if (g[j].at[st.s] < 0) {
+				g[j].at[st.s] = (int)i;
+				g[j].count++;
+			}
+		}
+	}
+	rpc_calls_free(calls, n);
+	for (unsigned j = 0; j < ng; j++)
+		if (g[j].count >= k && (!best || g[j].version > best->version ||
+		    (g[j].version == best->version && g[j].tag > best->tag)))
+			best = &g[j];
+	sr->missed |= miss;             /* only this thread touches it unlocked */
+	if (!best) {
+		if (ng && !miss)
+			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": no version "
+				  "of its %u+%u stripe has %u strips on the up holders; "
+				  "nothing rebuilt (UNAVAIL)", oid, k, mm, k);
+		return;
+	}
+	for (unsigned i = 0; i < n && leader == RING_MAX_PLACE; i++)
+		if (node[i] && best->has[i])
+			leader = i;
+	if (leader == RING_MAX_PLACE || ids[leader] != bd->node_id)
+		return;
+	buf = malloc((size_t)(k + 1) * best->strip_len);
+	if (!buf)
+		return;
+	for (unsigned p = 0; p < n && p < k + mm; p++) {
+		struct sdfs_strip st = { .version = best->version, .tag = best->tag,
+					 .obj_size = best->size, .strip_len = best->strip_len,
+					 .k = (uint8_t)k, .m = (uint8_t)mm, .s = (uint8_t)p };
+		uint8_t *out = buf + (size_t)k * best->strip_len, *put;
+		int r = -ENOENT, decoded = 0;
+
+		if (!node[p] || best->has[p] & 1u << p)
+			continue;               /* down, or has its strip */
+		pthread_mutex_lock(&sr->mu);
+		int stop = sr->stop;
+		pthread_mutex_unlock(&sr->mu);
+		if (stop)
+			break;
+		if (best->at[p] >= 0)
+			r = fetch(sr, node[best->at[p]], oid, m->epoch, best, p,
+				  out);
+		if (r) {
+			/* rebuild it from k others, data strips first */
+			uint8_t *ptr[RING_MAX_PLACE] = { 0 };
+			uint32_t missing = (1u << (k + mm)) - 1;
+			unsigned got = 0;
+
+			for (unsigned s = 0; s < k + mm && got < k; s++) {
+				if (s == p || best->at[s] < 0 ||
+				    fetch(sr, node[best->at[s]], oid, m->epoch, best, s,
+					  buf + (size_t)got * best->strip_len))
+					continue;
+				ptr[s] = buf + (size_t)got * best->strip_len;
+				missing &= ~(1u << s);
+				got++;
+			}
+			if (got < k) {
+				sr->missed = 1;
+				log_warn("oid=%016" PRIx64 " strip=%u: fewer than %u strips of "
+					 "version %016" PRIx64 " readable; not rebuilt", oid, p,
+					 k, best->version);
+				continue;
+			}
+			ptr[p] = out;
+			r = ec_decode(code, best->strip_len, missing, ptr);
+			if (r)
+				continue;
+			decoded = 1;
+		}
+		/* STRIP_PUT wants sdfs_strip + bytes in one buffer */
+		put = malloc(SDFS_STRIP_SIZE + (size_t)best->strip_len);
+		if (!put)
+			break;
+		proto_strip_encode(&st, put);
+		memcpy(put + SDFS_STRIP_SIZE, out, best->strip_len);
+		call_init(&calls[0], node[p], SDFS_OP_STRIP_PUT, oid, m->epoch, put,
+			  SDFS_STRIP_SIZE + best->strip_len);
+		rpc_run(sr->pool, &calls[0], 1, CALL_MS, next_req_id, sr);
+		r = rpc_result(&calls[0]);
+		rpc_calls_free(&calls[0], 1);
+		free(put);
+		if (r) {
+			sr->missed = 1;
+			log_warn("oid=%016" PRIx64 " strip=%u: storing it on node=%" PRIu32
+				 ": %s", oid, p, ids[p], strerror(-r));
+			continue;
+		}
+		log_info("oid=%016" PRIx64 " strip=%u version=%016" PRIx64 ": %s node=%"
+			 PRIu32, oid, p, best->version, decoded ? "rebuilt on" : "copied to",
+			 ids[p]);
+		pthread_mutex_lock(&sr->mu);
+		if (decoded)
+			sr->rebuilt++;
+		else
+			sr->copied++;
+		pthread_mutex_unlock(&sr->mu);
+	}
+	free(buf);
+}
+
+struct pass {
+	struct strip_recover *sr;
+	const struct cmap *m;
+};
+
+static int pass_oid(void *arg, uint64_t oid)
+{
+	struct pass *ps = arg;
+	struct sdfs_strip l[LOCAL_MAX];
+	size_t n = 0;
+	int stop;
+
+	pthread_mutex_lock(&ps->sr->mu);
+	stop = ps->sr->stop || ps->sr->next;    /* a newer map: start over */
+	pthread_mutex_unlock(&ps->sr->mu);
+	if (stop)
+		return 1;
+	if (stripstore_list(ps->sr->bd->strips, oid, l, LOCAL_MAX, &n) || n == 0)
+		return 0;
+	recover_oid(ps->sr, ps->m, oid, l[0].k, l[0].m);
+	return 0;
+}
+
+static void *run(void *arg)
+{
+	struct strip_recover *sr = arg;
+	struct cmap *cur = NULL;
+
+	pthread_mutex_lock(&sr->mu);
+	while (!sr->stop) {
+		struct timespec until;
+
+		if (!sr->next) {
+			clock_gettime(CLOCK_REALTIME, &until);
+			if (sr->missed) {
+				until.tv_nsec += SOON_MS % 1000 * 1000000L;
+				until.tv_sec += SOON_MS / 1000 + until.tv_nsec / 1000000000L;
+				until.tv_nsec %= 1000000000L;
+			} else
+				until.tv_sec += RETRY_S;
+			if (pthread_cond_timedwait(&sr->cond, &sr->mu, &until) == 0 ||
+			    sr->stop)
+				continue;       /* woken: look again */
+		}
+		if (sr->next) {
+			cmap_free(cur);
+			cur = sr->next;
+			sr->next = NULL;
+		}
+		if (!cur)
+			continue;
+		struct pass ps = { .sr = sr, .m = cur };
+		uint64_t r0 = sr->rebuilt, c0 = sr->copied;
+
+		sr->missed = 0;
+		pthread_mutex_unlock(&sr->mu);
+
+		stripstore_each_oid(sr->bd->strips, pass_oid, &ps);
+		pthread_mutex_lock(&sr->mu);
+		if (sr->rebuilt != r0 || sr->copied != c0)
+			log_info("node=%" PRIu32 " epoch=%" PRIu64 ": strip recovery pass: %"
+				 PRIu64 " rebuilt, %" PRIu64 " copied", sr->bd->node_id,
+				 cur->epoch, sr->rebuilt - r0, sr->copied - c0);
+	}
+	pthread_mutex_unlock(&sr->mu);
+	cmap_free(cur);
+	return NULL;
+}
+
+void strip_recover_map_changed(struct strip_recover *sr, const struct cmap *m)
+{
+	struct cmap *copy = NULL;
+
+	if (!sr || cmap_new(m->epoch, m->nodes, m->n, &copy))
+		return;
+	pthread_mutex_lock(&sr->mu);
+	cmap_free(sr->next);
+	sr->next = copy;
+	pthread_cond_signal(&sr->cond);
+	pthread_mutex_unlock(&sr->mu);
+}
+
+int strip_recover_new(struct blockd *bd, struct strip_recover **out)
+{
+	struct strip_recover *sr = calloc(1, sizeof(*sr));
+	int ret;
+
+	if (!sr)
+		return -ENOMEM;
+	sr->bd = bd;
+	pthread_mutex_init(&sr->mu, NULL);
+	pthread_cond_init(&sr->cond, NULL);
+	ret = pool_new(&sr->pool);
+	if (!ret)
+		ret = -pthread_create(&sr->thread, NULL, run, sr);
+	if (ret) {
+		pool_free(sr->pool);
+		free(sr);
+		return ret;
+	}
+	*out = sr;
+	return 0;
+}
+
+void strip_recover_free(struct strip_recover *sr)
+{
+	if (!sr)
+		return;
+	pthread_mutex_lock(&sr->mu);
+	sr->stop = 1;
+	pthread_cond_signal(&sr->cond);
+	pthread_mutex_unlock(&sr->mu);
+	pthread_join(sr->thread, NULL);
+	cmap_free(sr->next);
+	pool_free(sr->pool);
+	free(sr);
+}

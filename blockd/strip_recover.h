@@ -1,0 +1,38 @@
+/*
+ * strip_recover.h - rebuilding the strips of erasure-coded objects
+ * after a membership change (docs/ec.md "Recovery of lost strips").
+ *
+ * One thread per daemon. After every new map (and every 30 s, to retry
+ * what failed) it walks the oids this node has strip files of. For each
+ * it asks the holders of the stripe's placement in that map
+ * (ring_place_strips) which strip versions they have, takes the newest
+ * (version, tag) with at least k strips (the readers' rule), and if this
+ * node is its leader — the first position whose node answered holding a
+ * strip of that version — it makes every position hold its own strip
+ * of it: a strip that exists on some node is fetched whole, a lost one
+ * rebuilt with ec_decode from k others, and sent to its holder with the
+ * version's own number and tag (STRIP_PUT, checked there like a
+ * client's). It never commits, drops or changes a version: a rebuilt
+ * strip is one more copy of bytes that already were the stripe's, and
+ * the next put's commit drops what is old. Fewer than k strips of any
+ * version: left alone (logged), never filled with older data.
+ *
+ * Threads: strip_recover_map_changed runs on the loop thread (it copies
+ * the map); the pass runs on its own thread, talking to peers with its
+ * own pool (blocking, as copy.c's workers; peers answer from their I/O
+ * workers, never waiting on this thread).
+ */
+#ifndef SDFS_BLOCKD_STRIP_RECOVER_H
+#define SDFS_BLOCKD_STRIP_RECOVER_H
+#include <stdint.h>
+
+struct blockd;
+struct cmap;
+struct strip_recover;
+
+int strip_recover_new(struct blockd *bd, struct strip_recover **out);
+void strip_recover_free(struct strip_recover *sr);      /* NULL ok; joins */
+
+/* Loop thread: @m is the node's new map; a pass follows. */
+void strip_recover_map_changed(struct strip_recover *sr, const struct cmap *m);
+#endif

@@ -1,0 +1,641 @@
+/*
+ * ec_io.c - erasure-coded objects (sdfs.h "erasure-coded objects",
+ * docs/ec.md): a whole object put as k + m strips of a new version on
+ * the nodes ring_place_strips names, then committed; reads of a range
+ * from the data strips, rebuilt from k others of the same version when
+ * one is missing, corrupt or unreachable.
+ *
+ * Put: every strip holder must be up (a strip is never put elsewhere;
+ * a stripe with a holder down waits for the map to move, as a
+ * replicated write's retry does, until the handle's timeout). The
+ * holders' STRIP_STAT gives the newest version they hold; the put's is
+ * past it and past epoch << 32, with a random tag. All k + m STRIP_PUTs
+ * go in parallel (each durable before its answer); a try that any
+ * holder did not take (another epoch, unreachable, not serving) is
+ * done again whole, as a newer version. Only once all k + m took it
+ * does the put send STRIP_COMMIT to them (not waited for beyond a
+ * short bound: a lost commit only keeps an old version longer) and
+ * return 0. Nothing before that drops the previous version anywhere.
+ *
+ * Read: STRIP_STAT of every holder that is up (of the nodes the map
+ * places, even fewer than k + m), the strip versions
+ * grouped by (version, tag); the newest group with at least k strips
+ * is read, else the next older. A range is read from its data strips;
+ * the pieces that fail are rebuilt together from the same range of k
+ * other strips of the group (data strips first), only the wanted
+ * strips decoded. A group that cannot give k good strips for the range
+ * (corruption found only now) gives way to the next older one: the
+ * older version is still whole there, since nothing was committed past
+ * it unless all k + m strips of the newer were stored.
+ *
+ * No mocks of the codec or the wire here: common/ec.h encodes, rpc.h
+ * talks. Strip ops take admin or daemon keys (no object caps yet).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "common/ec.h"
+#include "common/log.h"
+#include "common/net.h"
+#include "common/proto.h"
+#include "common/ring.h"
+#include "common/rpc.h"
+#include "libclient/client.h"
+
+#define EC_GROUPS_MAX 32u       /* (version, tag) groups one read weighs */
+#define EC_STAT_MAX 256u        /* strip versions one node lists */
+#define COMMIT_MS 1000          /* the bound on a put's commit round */
+
+struct ec_place {
+	struct map_ref *m;
+	unsigned n;                                     /* k + m */
+	const struct cmap_node *node[RING_MAX_PLACE];   /* strip s's holder */
+};
+
+/* One version of the object's stripe as the holders listed it. */
+struct ec_group {
+	uint64_t version, tag, size;
+	uint32_t strip_len;
+	unsigned count;                                 /* strips found */
+	const struct cmap_node *at[RING_MAX_PLACE];     /* a holder of strip s */
+};
+
+static uint64_t next_req_id(void *arg)
+{
+	return client_req_id(arg);
+}
+
+static void backoff(int attempt, int64_t deadline)
+{
+	int64_t ms = 20 << (attempt < 5 ? attempt : 5), left = deadline - net_now_ms();
+
+	if (ms > 500)
+		ms = 500;
+	if (ms > left)
+		ms = left;
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000);
+}
+
+static int try_bound(struct sdfs *s, int64_t deadline)
+{
+	int64_t b = atomic_load(&s->replica_timeout_ms) + 2000, left = deadline - net_now_ms();
+
+	return (int)(b < left ? b : left > 1 ? left : 1);
+}
+
+static void place_done(struct ec_place *p)
+{
+	client_map_put(p->m);
+	p->m = NULL;
+}
+
+/* Strip holders of @oid in the current map; -ENODEV when it cannot
+ * place k + m strips (ring.h ring_place_strips) and @all says it must
+ * (a put); a read takes the nodes there are. */
+static int place(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, int all,
+		 struct ec_place *p)
+{
+	uint32_t ids[RING_MAX_PLACE];
+	int err = 0, n;
+
+	memset(p, 0, sizeof(*p));
+	p->m = client_map_get(s, &err);
+	if (!p->m)
+		return err;
+	n = ring_place_strips(p->m->map->ring, oid, k, m, ids);
+	if (n < 0) {
+		place_done(p);
+		return n;
+	}
+	if ((unsigned)n < k + m && (all || n == 0)) {
+		log_warn("oid=%016" PRIx64 ": %u+%u needs %u block daemons, at most %u "
+			 "in a zone; the map (epoch %" PRIu64 ") can place %d", oid, k, m,
+			 k + m, m, p->m->map->epoch, n);
+		place_done(p);
+		return -ENODEV;
+	}
+	p->n = (unsigned)n;
+	for (unsigned i = 0; i < p->n; i++)
+		p->node[i] = cmap_find(p->m->map, ids[i]);
+	return 0;
+}
+
+static int code_of(unsigned k, unsigned m, const struct ec_code **code)
+{
+	if (k < 1 || k > EC_K_MAX || m < 1 || m > EC_M_MAX)
+		return -EINVAL;
+	return ec_code_get(k, m, code);
+}
+
+/* Is @r worth another try (a new map, a node back)? */
+static int retryable(int r)
+{
+	return r == -ESTALE || r == -EAGAIN || r == -ESHUTDOWN || r == -ENODATA ||
+	       rpc_is_transport(r);
+}
+
+/*
+ * STRIP_STAT of every up holder: their strip versions of (@k, @m)
+ * grouped into @g (newest first), *@ng groups; *@unreached counts the
+ * holders down or not answering. 0, or a lasting error.
+ */
+static int stat_groups(struct sdfs *s, const struct ec_place *p, uint64_t oid,
+		       unsigned k, unsigned m, int64_t deadline, struct ec_group *g,
+		       unsigned *ng, unsigned *unreached)
+{
+	struct rpc_call calls[RING_MAX_PLACE];
+	size_t nc = 0;
+	int ret = 0;
+
+	*ng = 0;
+	*unreached = 0;
+	memset(calls, 0, sizeof(calls));
+	for (unsigned i = 0; i < p->n; i++) {
+		if (!p->node[i] || p->node[i]->state != CMAP_UP) {
+			(*unreached)++;
+			continue;
+		}
+		calls[nc].node = p->node[i];
+		calls[nc].req.opcode = SDFS_OP_STRIP_STAT;
+		calls[nc].req.oid = oid;
+		calls[nc++].req.epoch = (uint32_t)p->m->map->epoch;
+	}
+	rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
+	for (size_t c = 0; c < nc; c++) {
+		int r = rpc_result(&calls[c]);
+		size_t ne = calls[c].reply.payload_len / SDFS_STRIP_SIZE;
+
+		if (r) {
+			if (!retryable(r) && r != -EOPNOTSUPP && !ret)
+				ret = r;
+			(*unreached)++;
+			continue;
+		}
+		for (size_t e = 0; e < ne && e < EC_STAT_MAX; e++) {
+			struct sdfs_strip st;
+			unsigned j;
+
+			if (proto_strip_decode(calls[c].rpayload + e * SDFS_STRIP_SIZE,
+					       SDFS_STRIP_SIZE, &st) ||
+			    st.k != k || st.m != m || st.s >= k + m)
+				continue;
+			for (j = 0; j < *ng; j++)
+				if (g[j].version == st.version && g[j].tag == st.tag)
+					break;
+			if (j == *ng) {
+				if (*ng == EC_GROUPS_MAX)
+					continue;
+				memset(&g[j], 0, sizeof(g[j]));
+				g[j].version = st.version;
+				g[j].tag = st.tag;
+				g[j].size = st.obj_size;
+				g[j].strip_len = st.strip_len;
+				(*ng)++;
+			}
+			if (g[j].size != st.obj_size || g[j].strip_len != st.strip_len ||
+			    g[j].at[st.s])
+				continue;       /* not of this stripe, or seen */
+			g[j].at[st.s] = calls[c].node;
+			g[j].count++;
+		}
+	}
+	/* newest first (a handful: insertion sort) */
+	for (unsigned i = 1; i < *ng; i++)
+		for (unsigned j = i; j > 0 && (g[j].version > g[j - 1].version ||
+		     (g[j].version == g[j - 1].version && g[j].tag > g[j - 1].tag)); j--) {
+			struct ec_group t = g[j];
+
+			g[j] = g[j - 1];
+			g[j - 1] = t;
+		}
+	/* the nodes in calls[] are the map's, which the caller holds */
+	rpc_calls_free(calls, nc);
+	return ret;
+}
+
+static void strip_req(struct rpc_call *c, const struct cmap_node *nd, unsigned op,
+		      uint64_t oid, uint64_t epoch, const void *payload, uint32_t plen)
+{
+	memset(c, 0, sizeof(*c));
+	c->node = nd;
+	c->req.opcode = (uint8_t)op;
+	c->req.oid = oid;
+	c->req.epoch = (uint32_t)epoch;
+	c->req.payload_len = plen;
+	c->payload = payload;
+}
+
+int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
+		   size_t len, const struct sdfs_ec_opts *o)
+{
+	const struct ec_code *code;
+	uint32_t max = sdfs_obj_size(s);
+	unsigned n = k + m, stop = o ? o->stop_after : 0;
+	int64_t deadline = net_now_ms() + s->timeout_ms;
+	uint8_t *mem, *strip[RING_MAX_PLACE];
+	size_t sl;
+	int ret = code_of(k, m, &code), last = -ETIMEDOUT;
+
+	if (ret)
+		return ret;
+	if (max == 0)
+		return -ENOENT;
+	if (len > max)
+		return -EFBIG;
+	if (stop >= n)
+		return -EINVAL;
+	sl = ec_strip_len(len, k);
+	if (sl == 0)
+		sl = EC_STRIP_ALIGN;            /* an empty object: one zero block */
+	mem = malloc(n * (SDFS_STRIP_SIZE + sl));
+	if (!mem)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		strip[i] = mem + i * (SDFS_STRIP_SIZE + sl) + SDFS_STRIP_SIZE;
+	ret = ec_split(k, buf, len, sl, strip);
+	if (!ret)
+		ret = ec_encode(code, sl, (const uint8_t *const *)strip, strip + k);
+	if (ret)
+		goto out;
+
+	for (int attempt = 0;; attempt++) {
+		struct rpc_call calls[RING_MAX_PLACE];
+		struct ec_group g[EC_GROUPS_MAX];
+		struct sdfs_strip st = { .obj_size = len, .strip_len = (uint32_t)sl,
+					 .k = (uint8_t)k, .m = (uint8_t)m };
+		struct ec_place p;
+		unsigned ng, unreached, down = 0;
+		uint64_t epoch;
+		int retry = 0, fatal = 0;
+
+		if (net_now_ms() >= deadline) {
+			ret = last;
+			log_warn("oid=%016" PRIx64 ": ec put %u+%u gave up: %s", oid, k, m,
+				 strerror(-ret));
+			goto out;
+		}
+		ret = place(s, oid, k, m, 1, &p);
+		if (ret)
+			goto out;
+		for (unsigned i = 0; i < n; i++)
+			if (!p.node[i] || p.node[i]->state != CMAP_UP) {
+				down++;
+				log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64
+					  ": strip %u's holder node=%" PRIu32 " is not up; "
+					  "waiting for the map", oid, i,
+					  p.node[i] ? p.node[i]->node_id : 0);
+			}
+		if (down) {
+			last = -EIO;
+			place_done(&p);
+			client_map_refresh(s);
+			backoff(attempt, deadline);
+			continue;
+		}
+		epoch = p.m->map->epoch;
+		ret = stat_groups(s, &p, oid, k, m, deadline, g, &ng, &unreached);
+		if (ret) {
+			place_done(&p);
+			goto out;
+		}
+		if (unreached) {
+			last = -EIO;
+			place_done(&p);
+			client_map_refresh(s);
+			backoff(attempt, deadline);
+			continue;
+		}
+		/* Past every version of this code the holders have, and
+		 * past this epoch's start: versions only grow. A version a
+		 * concurrent writer took first is refused (EEXIST, another
+		 * tag): this try is done again with the next one. */
+		st.version = epoch << 32 | 1;
+		for (unsigned j = 0; j < ng; j++)
+			if (g[j].version >= st.version)
+				st.version = g[j].version + 1;
+		do {
+			if (getrandom(&st.tag, sizeof(st.tag), 0) != sizeof(st.tag))
+				st.tag = (uint64_t)net_now_ms() ^ (uint64_t)getpid() << 40;
+		} while (st.tag == 0);
+		for (unsigned i = 0; i < n; i++) {
+			st.s = (uint8_t)i;
+			proto_strip_encode(&st, strip[i] - SDFS_STRIP_SIZE);
+			strip_req(&calls[i], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch,
+				  strip[i] - SDFS_STRIP_SIZE, (uint32_t)(SDFS_STRIP_SIZE + sl));
+		}
+		if (stop) {
+			/* Test hook: a writer that dies after @stop strips,
+			 * each stored before the next is sent. */
+			for (unsigned i = 0; i < stop; i++)
+				rpc_run(s->pool, &calls[i], 1, try_bound(s, deadline),
+					next_req_id, s);
+			for (unsigned i = 0; i < stop && !fatal; i++)
+				fatal = rpc_result(&calls[i]);
+			rpc_calls_free(calls, stop);
+			place_done(&p);
+			ret = fatal ? fatal : -ECANCELED;
+			goto out;
+		}
+		rpc_run(s->pool, calls, n, try_bound(s, deadline), next_req_id, s);
+		for (unsigned i = 0; i < n; i++) {
+			int r = rpc_result(&calls[i]);
+
+			if (!r)
+				continue;
+			if (retryable(r) || r == -EEXIST) {
+				retry = 1;
+				last = rpc_is_transport(r) || r == -ENODATA ? -EIO : r;
+				log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64
+					  " strip=%u node=%" PRIu32 ": %s; putting the "
+					  "stripe again", oid, i, p.node[i]->node_id,
+					  strerror(-r));
+			} else if (!fatal)
+				fatal = r;
+		}
+		rpc_calls_free(calls, n);
+		if (fatal || retry) {
+			place_done(&p);
+			if (fatal) {
+				ret = fatal == -EKEYREJECTED ? -EACCES : fatal;
+				log_warn("oid=%016" PRIx64 ": ec put %u+%u refused: %s", oid,
+					 k, m, strerror(-ret));
+				goto out;
+			}
+			client_map_refresh(s);
+			backoff(attempt, deadline);
+			continue;
+		}
+		/* All k + m stored: the older versions may go. A commit
+		 * that does not arrive keeps them a while longer, no more
+		 * (the next put's commit drops them). */
+		for (unsigned i = 0; i < n; i++) {
+			st.s = (uint8_t)i;
+			proto_strip_encode(&st, strip[i] - SDFS_STRIP_SIZE);
+			strip_req(&calls[i], p.node[i], SDFS_OP_STRIP_COMMIT, oid, epoch,
+				  strip[i] - SDFS_STRIP_SIZE, SDFS_STRIP_SIZE);
+		}
+		rpc_run(s->pool, calls, n, COMMIT_MS, next_req_id, s);
+		for (unsigned i = 0; i < n; i++)
+			if (rpc_result(&calls[i]))
+				log_debug("oid=%016" PRIx64 " strip=%u: commit: %s", oid, i,
+					  strerror(-rpc_result(&calls[i])));
+		rpc_calls_free(calls, n);
+		place_done(&p);
+		ret = 0;
+		goto out;
+	}
+out:
+	free(mem);
+	return ret;
+}
+
+int sdfs_ec_put(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
+		size_t len)
+{
+	return sdfs_ec_put_ex(s, oid, k, m, buf, len, NULL);
+}
+
+/* A STRIP_GET of [@r0, @r1) of strip @j of group @g into @dst. */
+static void get_req(struct rpc_call *c, const struct ec_group *g, unsigned j,
+		    uint64_t oid, uint64_t epoch, uint8_t *hdr, uint64_t r0, uint64_t r1,
+		    void *dst)
+{
+	struct sdfs_strip st = { .version = g->version, .tag = g->tag, .s = (uint8_t)j };
+
+	proto_strip_encode(&st, hdr);
+	strip_req(c, g->at[j], SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
+	c->req.offset = r0;
+	c->req.length = (uint32_t)(r1 - r0);
+	c->rbuf = dst;
+	c->rbuf_len = (size_t)(r1 - r0);
+}
+
+static int got_all(const struct rpc_call *c)
+{
+	return rpc_result(c) == 0 && c->reply.payload_len == c->req.length;
+}
+
+static const char *err_text(const struct rpc_call *c)
+{
+	int r = rpc_result(c);
+
+	return r ? strerror(-r) : "short reply";
+}
+
+/*
+ * Read @len bytes at @off of the object as group @g has it into @buf.
+ * The length, or -EAGAIN when fewer than k strips of @g give the
+ * range (the caller tries an older group), or -ENOMEM.
+ */
+static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k,
+			  unsigned m, uint64_t oid, uint64_t epoch, const struct ec_group *g,
+			  void *buf, size_t len, uint64_t off, int64_t deadline,
+			  struct sdfs_ec_rstat *rs)
+{
+	uint64_t sl = g->strip_len, lo[EC_K_MAX], hi[EC_K_MAX], r0 = UINT64_MAX, r1 = 0;
+	uint8_t hdrs[RING_MAX_PLACE][SDFS_STRIP_SIZE], *dst[EC_K_MAX];
+	struct rpc_call calls[RING_MAX_PLACE];
+	unsigned first, last, nc = 0, nbad = 0, n = k + m, cidx[RING_MAX_PLACE];
+	uint32_t bad = 0, failed = 0;
+	uint8_t *tmp = NULL;
+	ssize_t ret;
+
+	if (off >= g->size)
+		return 0;
+	if (len > g->size - off)
+		len = (size_t)(g->size - off);
+	if (len == 0)
+		return 0;
+	first = (unsigned)(off / sl);
+	last = (unsigned)((off + len - 1) / sl);
+	memset(calls, 0, sizeof(calls));
+	for (unsigned i = first; i <= last; i++) {
+		lo[i] = i == first ? off - i * sl : 0;
+		hi[i] = i == last ? off + len - i * sl : sl;
+		dst[i] = (uint8_t *)buf + (i * sl + lo[i] - off);
+		if (!g->at[i]) {
+			bad |= 1u << i;
+			continue;
+		}
+		cidx[nc] = i;
+		get_req(&calls[nc++], g, i, oid, epoch, hdrs[i], lo[i], hi[i], dst[i]);
+	}
+	rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
+	for (unsigned c = 0; c < nc; c++) {
+		unsigned i = cidx[c];
+
+		if (!got_all(&calls[c])) {
+			bad |= 1u << i;
+			failed |= 1u << i;
+			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 " strip=%u node=%"
+				  PRIu32 ": %s; rebuilding it from %u others", oid, i,
+				  g->at[i]->node_id, err_text(&calls[c]),
+				  k);
+		}
+	}
+	rpc_calls_free(calls, nc);
+	if (rs)
+		rs->strips_read += nc;
+	if (!bad)
+		return (ssize_t)len;
+
+	/* Degraded: the union of the lost pieces' ranges, from k others. */
+	for (unsigned i = first; i <= last; i++)
+		if (bad & 1u << i) {
+			nbad++;
+			r0 = lo[i] < r0 ? lo[i] : r0;
+			r1 = hi[i] > r1 ? hi[i] : r1;
+		}
+	size_t rl = (size_t)(r1 - r0);
+	uint8_t *ptr[RING_MAX_PLACE];
+
+	tmp = malloc((size_t)(k + nbad) * rl);
+	if (!tmp)
+		return -ENOMEM;
+	for (;;) {
+		unsigned src[RING_MAX_PLACE], ns = 0;
+
+		/* data strips first, then parity: the first k good ones */
+		for (unsigned j = 0; j < n && ns < k; j++)
+			if (g->at[j] && !(bad & 1u << j) && !(failed & 1u << j))
+				src[ns++] = j;
+		if (ns < k) {
+			ret = -EAGAIN;
+			break;
+		}
+		nc = 0;
+		for (unsigned x = 0; x < k; x++)
+			get_req(&calls[nc++], g, src[x], oid, epoch, hdrs[src[x]], r0, r1,
+				tmp + (size_t)x * rl);
+		rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
+		int again = 0;
+
+		for (unsigned x = 0; x < k; x++)
+			if (!got_all(&calls[x])) {
+				failed |= 1u << src[x];
+				again = 1;
+				log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 " strip=%u "
+					  "node=%" PRIu32 ": %s (degraded read)", oid, src[x],
+					  g->at[src[x]]->node_id,
+					  err_text(&calls[x]));
+			}
+		rpc_calls_free(calls, nc);
+		if (rs)
+			rs->strips_read += k;
+		if (again)
+			continue;
+		uint32_t missing = (n >= 32 ? 0xffffffffu : (1u << n) - 1);
+		unsigned w = 0;
+
+		memset(ptr, 0, sizeof(ptr));
+		for (unsigned x = 0; x < k; x++) {
+			ptr[src[x]] = tmp + (size_t)x * rl;
+			missing &= ~(1u << src[x]);
+		}
+		for (unsigned i = first; i <= last; i++)
+			if (bad & 1u << i)
+				ptr[i] = tmp + (size_t)(k + w++) * rl;
+		ret = ec_decode(code, rl, missing, ptr);
+		if (ret)
+			break;
+		for (unsigned i = first; i <= last; i++)
+			if (bad & 1u << i)
+				memcpy(dst[i], ptr[i] + (lo[i] - r0), (size_t)(hi[i] - lo[i]));
+		if (rs)
+			rs->rebuilt += nbad;
+		ret = (ssize_t)len;
+		break;
+	}
+	free(tmp);
+	return ret;
+}
+
+ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+			size_t len, uint64_t off, struct sdfs_ec_rstat *rs)
+{
+	const struct ec_code *code;
+	int64_t deadline = net_now_ms() + s->timeout_ms;
+	ssize_t last = -EIO;
+	int ret = code_of(k, m, &code);
+
+	if (ret)
+		return ret;
+	if (rs)
+		memset(rs, 0, sizeof(*rs));
+	for (int attempt = 0;; attempt++) {
+		struct ec_group g[EC_GROUPS_MAX];
+		struct ec_place p;
+		unsigned ng, unreached;
+
+		ret = place(s, oid, k, m, 0, &p);
+		if (ret)
+			return ret;
+		ret = stat_groups(s, &p, oid, k, m, deadline, g, &ng, &unreached);
+		if (ret) {
+			place_done(&p);
+			return ret;
+		}
+		unreached += k + m - p.n;       /* positions the map cannot place */
+		for (unsigned j = 0; j < ng; j++) {
+			ssize_t r;
+
+			if (g[j].count < k)
+				continue;       /* never complete, or lost too much */
+			r = read_group(s, code, k, m, oid, p.m->map->epoch, &g[j], buf, len,
+				       off, deadline, rs);
+			if (r == -EAGAIN)
+				continue;
+			if (rs && r >= 0) {
+				rs->version = g[j].version;
+				rs->size = g[j].size;
+			}
+			place_done(&p);
+			return r;
+		}
+		place_done(&p);
+		/* Nothing of it anywhere, and enough holders answered that
+		 * a whole stripe would have shown k strips: no object. */
+		if (ng == 0 && unreached <= m)
+			return -ENOENT;
+		/* Every holder answered: no version has k good strips, and
+		 * none will by waiting (more than m lost or corrupt). */
+		if (unreached == 0) {
+			log_warn("oid=%016" PRIx64 ": ec read %u+%u: no version with %u good "
+				 "strips", oid, k, m, k);
+			return -EIO;
+		}
+		if (net_now_ms() >= deadline) {
+			log_warn("oid=%016" PRIx64 ": ec read %u+%u: no version with %u good "
+				 "strips (%u holders unreachable)", oid, k, m, k, unreached);
+			return last;
+		}
+		client_map_refresh(s);
+		backoff(attempt, deadline);
+	}
+}
+
+ssize_t sdfs_ec_read(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+		     size_t len, uint64_t off)
+{
+	return sdfs_ec_read_ex(s, oid, k, m, buf, len, off, NULL);
+}
+
+int sdfs_ec_locate(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, uint32_t *ids,
+		   size_t max)
+{
+	struct ec_place p;
+	int ret = place(s, oid, k, m, 1, &p);
+
+	if (ret)
+		return ret;
+	for (unsigned i = 0; i < p.n && i < max; i++)
+		ids[i] = p.node[i] ? p.node[i]->node_id : 0;
+	ret = (int)p.n;
+	place_done(&p);
+	return ret;
+}

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "blockd/blockd.h"
+#include "blockd/backing.h"
 #include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/lease.h"
@@ -435,6 +436,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = recover_new(&bd, &bd.rec_opts, &bd.recover);
 	if (!ret)
+		ret = backing_new(&bd, &bd.backing);
+	if (!ret)
 		ret = scrub_new(&bd, &bd.scrub_opts, &bd.scrub);
 	if (!ret)
 		ret = client_conn_start(&bd);
@@ -458,6 +461,9 @@ int main(int argc, char **argv)
 		log_info("node=%" PRIu32 ": stopping (volume chunks copied here: %"
 			 PRIu64 " from this node's copy, %" PRIu64 " from a peer's)",
 			 bd.node_id, cl, cf);
+		backing_counts(bd.backing, &cl, &cf);
+		log_info("node=%" PRIu32 ": backed objects filled: %" PRIu64 ", still "
+			 "backed: %" PRIu64 " (filled after the restart)", bd.node_id, cl, cf);
 	}
 	bd.stopping = 1;
 	ret = 0;
@@ -467,6 +473,7 @@ out_workq:
 	 * map updates use ZooKeeper. */
 	order_free(bd.order);
 	copy_free(bd.copy);
+	backing_free(bd.backing);       /* uses recover and io_q's depth */
 	scrub_free(bd.scrub);   /* it repairs with recover and io_q's depth */
 	workq_free(bd.io_q);
 	recover_free(bd.recover);

@@ -106,7 +106,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 3              /* bump = additions only */
+#define SDFS_PROTO_MINOR 4              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -129,6 +129,9 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_SCRUB       = 0x13,     /* 2.3: offset = SDFS_SCRUB_*,
 					   length = start's rate in KiB/s
 					   (0: the daemon's own) */
+	SDFS_OP_OBJ_FILL    = 0x14,     /* 2.4: offset = a vid; fill every
+					   object here backed by one of its
+					   (docs/volumes.md "Copy-on-write") */
 	/* 1.2: namespace, client -> sdfs-mds (payload: sdfs_ns_req) */
 	SDFS_OP_NS_LOOKUP   = 0x20,
 	SDFS_OP_NS_GETATTR  = 0x21,

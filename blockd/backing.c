@@ -23,7 +23,7 @@
 #define BLK CSUM_BLOCK_SIZE
 #define FILL_CHUNK (256u << 10)         /* filled per step */
 #define REMOTE_THREADS 4                /* deferred reads, OBJ_FILL */
-#define PEER_TIMEOUT_MS 3000            /* a source read from a peer */
+#define PEER_TIMEOUT_MS 3000            /* the filler's source reads */
 #define FILL_WAIT_MS 20000              /* OBJ_FILL answers within this */
 #define RETRY_MS 1000                   /* a failed fill waits this long */
 #define IDLE_WAIT_MS 50                 /* at most, for busy I/O workers */
@@ -56,6 +56,15 @@ struct backing {
 };
 
 static _Thread_local int depth;         /* backing_read nesting */
+
+/* A client waits replica_timeout_ms for us: a source read for one of
+ * its requests keeps within 3/4 of it (as copy.c). */
+static int client_timeout_ms(const struct blockd *bd)
+{
+	int t = bd->conf.replica_timeout_ms > 0 ? bd->conf.replica_timeout_ms : 1500;
+
+	return t * 3 / 4;
+}
 
 static uint64_t next_req_id(void *arg)
 {
@@ -270,7 +279,7 @@ int backing_read(struct blockd *bd, uint64_t oid, uint64_t epoch, uint64_t off,
 			break;
 		}
 		ret = backing_src_read(bd, backing_src(oid, tag), epoch, lo, tmp, hi - lo,
-				       NULL, remote, PEER_TIMEOUT_MS);
+				       NULL, remote, client_timeout_ms(bd));
 		if (ret == 0) {
 			for (size_t i = fa; i <= la; i++) {
 				uint64_t s = (b0 + i) * BLK, e = s + BLK;
@@ -316,10 +325,10 @@ int backing_src_blocks(struct blockd *bd, uint64_t oid, uint64_t epoch, uint64_t
 		return ret == -ENOENT || !tag ? 1 : ret;
 	src = backing_src(oid, tag);
 	ret = backing_src_read(bd, src, epoch, hb * BLK, head, BLK, NULL, remote,
-			       PEER_TIMEOUT_MS);
+			       client_timeout_ms(bd));
 	if (!ret && tb != hb)
 		ret = backing_src_read(bd, src, epoch, tb * BLK, tail, BLK, NULL, remote,
-				       PEER_TIMEOUT_MS);
+				       client_timeout_ms(bd));
 	else if (!ret)
 		memcpy(tail, head, BLK);
 	if (ret == -ENOENT) {

@@ -97,6 +97,12 @@
  *        SDFS_ATTR_F_WRITEBACK on a GETATTR's attributes when another
  *        client does. A 2.2 mds answers the flag with EINVAL; the client
  *        then pushes the mtime at every fsync, as before.
+ *   2.4  OBJ_COPY makes DST a *backed* object (blockd/backing.h): the
+ *        piece's blocks only, the rest read through SRC until the
+ *        daemon fills it; request and reply unchanged. OBJ_FILL (offset
+ *        = a vid; admin and daemon keys): fill now every object on the
+ *        node backed by one of that vid's, before they are freed. A 2.3
+ *        daemon answers UNKNOWN_OP (it has none).
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H

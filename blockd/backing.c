@@ -134,13 +134,15 @@ void backing_counts(struct backing *b, uint64_t *filled, uint64_t *backed)
 
 /* @src's bytes from its up holders other than this node: a raw stat for
  * its size when asked, then an ordinary read (the peer vouches for its
- * copy, checks it, and reads through its own backing). */
+ * copy, checks it, and reads through its own backing). -ENOENT only
+ * when every one said it has none; -EAGAIN when the map moves; else
+ * the last other error (unreachable, corrupt: try later). */
 static int read_peers(struct blockd *bd, const struct cmap *m, const uint32_t *ids,
 		      int n, uint64_t src, uint64_t epoch, uint64_t off, void *buf,
 		      size_t len, uint64_t *size, int timeout_ms)
 {
 	struct backing *b = bd->backing;
-	int ret = -ENOENT, again = 0;
+	int failed = 0, again = 0;
 
 	for (int i = 0; i < n; i++) {
 		const struct cmap_node *nd = cmap_find(m, ids[i]);
@@ -190,12 +192,14 @@ static int read_peers(struct blockd *bd, const struct cmap *m, const uint32_t *i
 			return 0;
 		if (r == -ESTALE || r == -EAGAIN)
 			again = 1;
-		else if (r != -ENOENT)
+		else if (r != -ENOENT) {
+			failed = r == -EBADMSG ? -EIO : r;
 			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": reading it "
 				  "from node %" PRIu32 " through a backed object: %s", src,
 				  nd->node_id, strerror(-r));
+		}
 	}
-	return again ? -EAGAIN : ret;
+	return again ? -EAGAIN : failed ? failed : -ENOENT;
 }
 
 int backing_src_read(struct blockd *bd, uint64_t src, uint64_t epoch, uint64_t off,
@@ -241,7 +245,10 @@ int backing_src_read(struct blockd *bd, uint64_t src, uint64_t epoch, uint64_t o
 		return ret == -EREMOTE ? -ENOENT : ret;
 	if (!remote)
 		return -EREMOTE;
-	return read_peers(bd, m, ids, n, src, epoch, off, buf, len, size, timeout_ms);
+	int pr = read_peers(bd, m, ids, n, src, epoch, off, buf, len, size, timeout_ms);
+
+	/* gone only if gone here too */
+	return pr == -ENOENT && self && ret != -ENOENT && ret != -EREMOTE ? ret : pr;
 }
 
 int backing_read(struct blockd *bd, uint64_t oid, uint64_t epoch, uint64_t off,
@@ -380,6 +387,13 @@ static int fill_one(struct backing *b, uint64_t oid, uint32_t tag, int slow)
 		size_t n = size - off < FILL_CHUNK ? size - off : FILL_CHUNK;
 
 		ret = backing_src_read(bd, src, epoch, off, buf, n, NULL, 1, PEER_TIMEOUT_MS);
+		if (ret == -ENOENT) {
+			log_every(LOG_EVERY_MS, LOG_ERR, "node=%" PRIu32 " oid=%016" PRIx64
+				  ": the source %016" PRIx64 " of this backed copy is gone: "
+				  "the copy is bad (reads of it fail, other replicas answer)",
+				  bd->node_id, oid, src);
+			ret = -EIO;     /* not done: kept, tried again */
+		}
 		if (!ret)
 			ret = objstore_fill(bd->store, oid, tag, off, buf, n);
 		if (!ret && slow)

@@ -42,6 +42,8 @@
 
 static struct tcluster *tc;
 
+static void wait_filled(uint64_t vid, unsigned copies, const char *what);
+
 static void up(void)
 {
 	tc = tcluster_start(&(struct tcluster_opts){
@@ -257,6 +259,9 @@ Test(vol_cow, a_blockd_killed_in_the_middle_of_the_copies)
 	vt_info(tc, ino, NULL, &vi);
 	replicas_agree(vi.vid, vi.copies);
 	check(ino, w.model, snap, "the live volume, healthy again");
+	/* the killed daemon's filler resumed: nothing stays backed */
+	wait_filled(vi.vid, vi.copies, "after the kill");
+	check(ino, w.model, snap, "the live volume, filled");
 	free(snap);
 	free(w.model);
 }

@@ -366,6 +366,74 @@ static void throttle(struct backing *b, size_t bytes)
 		sleep_ms(2);
 }
 
+/*
+ * Backed copy @oid of @tag whose source is gone everywhere: a bad copy.
+ * Rewrite it whole from another up holder's copy of the same version
+ * (a raw read: its holder reads through its own backing, or has none),
+ * as recovery would, under the object's lock, and only if this copy's
+ * version is still that one. 0, or -errno (try later).
+ */
+static int repair(struct backing *b, uint64_t oid, uint32_t tag, uint64_t epoch)
+{
+	struct blockd *bd = b->bd;
+	uint32_t ids[RING_MAX_COPIES];
+	const struct cmap *m;
+	int n, ret = -ENODATA;
+
+	if (recover_map(bd->recover, epoch, &m))
+		return -EAGAIN;
+	n = history_up_holders(m, oid, bd->cfg.copies, ids);
+	for (int i = 0; i < n && ret; i++) {
+		const struct cmap_node *nd = cmap_find(m, ids[i]);
+		struct sdfs_obj_stat st = { 0 };
+		struct rpc_call call = { 0 };
+		uint64_t size, version = 0;
+		struct cmap_node peer;
+		uint32_t now_tag = 0;
+		int r;
+
+		if (!nd || nd->node_id == bd->node_id)
+			continue;
+		call.node = cmap_node_peer(nd, &peer);
+		call.req.opcode = SDFS_OP_OBJ_STAT;
+		call.req.flags = SDFS_F_RAW;
+		call.req.oid = oid;
+		call.req.epoch = (uint32_t)epoch;
+		rpc_run(b->pool, &call, 1, PEER_TIMEOUT_MS, next_req_id, b);
+		r = rpc_result(&call);
+		if (r == 0 && (!call.rpayload || proto_obj_stat_decode(call.rpayload,
+				call.reply.payload_len, &st) || st.size == SDFS_SIZE_TOMBSTONE))
+			r = -ENOENT;
+		rpc_calls_free(&call, 1);
+		if (r)
+			continue;
+		memset(&call, 0, sizeof(call));
+		call.node = &peer;
+		call.req.opcode = SDFS_OP_OBJ_READ;
+		call.req.flags = SDFS_F_RAW;
+		call.req.oid = oid;
+		call.req.length = bd->cfg.obj_size;
+		call.req.epoch = (uint32_t)epoch;
+		rpc_run(b->pool, &call, 1, PEER_TIMEOUT_MS, next_req_id, b);
+		r = rpc_result(&call);
+		if (r == 0 && !recover_mutate_begin(bd->recover, oid, epoch, 0)) {
+			if (objstore_head(bd->store, oid, &size, &version, NULL) == 0 &&
+			    version == st.epoch &&
+			    objstore_backing(bd->store, oid, &now_tag, NULL) == 0 && now_tag == tag)
+				ret = objstore_replace(bd->store, oid, call.rpayload,
+						       call.reply.payload_len, version);
+			else
+				ret = -EAGAIN;
+			recover_mutate_end(bd->recover, oid, epoch, 0);
+		}
+		rpc_calls_free(&call, 1);
+	}
+	if (ret == 0)
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": backed copy whose source "
+			 "is gone rewritten from a peer's copy", bd->node_id, oid);
+	return ret;
+}
+
 /* Fill backed object @oid of @tag and end its backing: 0 (or -ESTALE /
  * -ENOENT: not backed by it any more), else -errno (try later). */
 static int fill_one(struct backing *b, uint64_t oid, uint32_t tag, int slow)
@@ -390,9 +458,11 @@ static int fill_one(struct backing *b, uint64_t oid, uint32_t tag, int slow)
 		if (ret == -ENOENT) {
 			log_every(LOG_EVERY_MS, LOG_ERR, "node=%" PRIu32 " oid=%016" PRIx64
 				  ": the source %016" PRIx64 " of this backed copy is gone: "
-				  "the copy is bad (reads of it fail, other replicas answer)",
-				  bd->node_id, oid, src);
-			ret = -EIO;     /* not done: kept, tried again */
+				  "the copy is bad; rewriting it from a peer's", bd->node_id,
+				  oid, src);
+			free(buf);
+			ret = repair(b, oid, tag, epoch);
+			return ret ? -EIO : 0;  /* not done: kept, tried again */
 		}
 		if (!ret)
 			ret = objstore_fill(bd->store, oid, tag, off, buf, n);

@@ -433,6 +433,24 @@ Test(vol_cow, backed_objects_read_through_until_filled_also_across_restarts)
 	free(snap);
 }
 
+/* How many copies of @vid's chunk objects the up nodes hold. */
+static size_t copies_of(uint64_t vid, unsigned copies)
+{
+	struct sdfs *s = tcluster_client(tc);
+	size_t left = 0;
+
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		struct sdfs_replica rep[4];
+		size_t n = 0;
+		int ret = sdfs_obj_locate(s, oid_vdata(vid, c, copies), rep, 4, &n);
+
+		cr_assert_eq(ret, 0, "locate: %s", strerror(-ret));
+		for (size_t i = 0; i < n; i++)
+			left += rep[i].result == 0;
+	}
+	return left;
+}
+
 Test(vol_cow, a_snapshot_deleted_while_objects_are_backed_by_it)
 {
 	struct sdfs *s = tcluster_client(tc);
@@ -441,6 +459,7 @@ Test(vol_cow, a_snapshot_deleted_while_objects_are_backed_by_it)
 	struct sdfs_vol_info old, vi;
 	struct sdfs_vol *v;
 	int64_t end;
+	size_t left;
 	int ret;
 
 	restart_all(1);
@@ -455,20 +474,7 @@ Test(vol_cow, a_snapshot_deleted_while_objects_are_backed_by_it)
 	cr_assert_eq(ret, 0, "delete the snapshot: %s", strerror(-ret));
 	/* reclaim frees the snapshot's objects, after OBJ_FILL filled ours */
 	end = tnow_ms() + 120000;
-	for (;;) {
-		size_t left = 0;
-
-		for (uint64_t c = 0; c < CHUNKS; c++) {
-			struct sdfs_replica rep[4];
-			size_t n = 0;
-
-			ret = sdfs_obj_locate(s, oid_vdata(old.vid, c, old.copies), rep, 4, &n);
-			cr_assert_eq(ret, 0, "locate: %s", strerror(-ret));
-			for (size_t i = 0; i < n; i++)
-				left += rep[i].result == 0;
-		}
-		if (!left)
-			break;
+	while ((left = copies_of(old.vid, old.copies)) != 0) {
 		cr_assert_lt(tnow_ms(), end, "%zu objects of the deleted snapshot remain", left);
 		tsleep_ms(500);
 	}
@@ -480,5 +486,60 @@ Test(vol_cow, a_snapshot_deleted_while_objects_are_backed_by_it)
 	restart_all(0);
 	free(model);
 	free(snap);
+	free(got);
+}
+
+/* With a block daemon down, its backed objects cannot be filled: reclaim
+ * frees nothing of the snapshot's until it is back. */
+Test(vol_cow, a_snapshot_delete_waits_for_a_down_daemon)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint8_t *model = vt_alloc(SIZE), *got = vt_alloc(SIZE);
+	uint64_t seed = tseed("vol_cow_down"), ino;
+	struct sdfs_reclaim_status rs;
+	struct sdfs_vol_info old, vi;
+	struct sdfs_vol *v;
+	uint64_t sweeps;
+	size_t before, left;
+	int64_t end;
+	int ret;
+
+	restart_all(1);
+	ino = make_snapped("cowdn", 71, model, &v, &old);
+	scatter_writes(v, model, &seed, 80);
+	sdfs_vol_get_info(v, &vi);
+	sdfs_vol_close(v);
+	cr_assert_eq(tcluster_kill(tc, "blockd.3"), 0);
+	before = copies_of(old.vid, old.copies);
+	cr_assert_gt(before, 0);
+	cr_assert_eq(sdfs_vol_reclaim_status(s, &rs), 0);
+	sweeps = rs.sweeps;
+	ret = sdfs_vol_snap_delete(s, ino, "snap");
+	cr_assert_eq(ret, 0, "delete the snapshot: %s", strerror(-ret));
+	/* two passes of reclaim over the family since the delete */
+	end = tnow_ms() + 120000;
+	do {
+		cr_assert_lt(tnow_ms(), end, "no reclaim pass");
+		tsleep_ms(500);
+		cr_assert_eq(sdfs_vol_reclaim_status(s, &rs), 0);
+	} while (rs.sweeps < sweeps + 2);
+	left = copies_of(old.vid, old.copies);
+	cr_log_info("copies of the snapshot's objects on the up nodes: %zu before the "
+		    "delete, %zu after %" PRIu64 " reclaim passes", before, left,
+		    rs.sweeps - sweeps);
+	cr_assert_eq(left, before, "reclaim freed objects with a daemon down");
+	/* back: filled, then freed */
+	cr_assert_eq(tcluster_restart(tc, "blockd.3"), 0);
+	end = tnow_ms() + 120000;
+	while ((left = copies_of(old.vid, old.copies)) != 0) {
+		cr_assert_lt(tnow_ms(), end, "%zu objects of the deleted snapshot remain", left);
+		tsleep_ms(500);
+	}
+	cr_assert_eq(backed_replicas(vi.vid, vi.copies), 0, "filled before the free");
+	vt_read_vol(tc, ino, NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume after the reclaim");
+	replicas_agree(vi.vid, vi.copies);
+	restart_all(0);
+	free(model);
 	free(got);
 }

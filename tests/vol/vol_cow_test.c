@@ -15,6 +15,18 @@
  * answering OBJ_COPY as a 2.1 daemon (UNKNOWN_OP; blockd/copy.h's test
  * hook), the client copies the chunks itself, correctly.
  *
+ * Since 2.4 the new objects are *backed* (blockd/backing.h): the piece
+ * is written, the rest read through the snapshot's object until each
+ * daemon's filler copies it. With the filler stopped (test hook
+ * no_fill) every new replica must be backed, and the live volume must
+ * read back byte for byte while it is (the snapshot's data is nowhere
+ * zero: an absent block read as zeros fails it), after a daemon
+ * restarted, after more writes, and once the daemons, restarted with
+ * the filler on, filled everything (no replica backed any more). A
+ * snapshot deleted while the objects are backed by it is freed by
+ * reclaim only after every daemon filled them (OBJ_FILL), and not at
+ * all while a daemon is down.
+ *
  * Through libsdfs (no mount). SDFS_VOL_COW=client (the old path, the
  * client copies) makes the counter checks fail: that is how this test
  * was checked to fail without the change.

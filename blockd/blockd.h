@@ -17,6 +17,8 @@
  *   copy.c         OBJ_COPY: a volume's copy-on-write (copy.h)
  *   strip*.c       strips of erasure-coded objects (strip_ops.h,
  *                  stripstore.h)
+ *   backing.c      the objects OBJ_COPY makes backed by their source:
+ *                  read-through, the filler, OBJ_FILL (backing.h)
  *   scrub*.c       re-reading every copy in the background, repairing
  *                  the corrupt ones (scrub.h); recover_repair.c
  *   lease.c        the serving lease: serve only while ZooKeeper says we
@@ -64,6 +66,7 @@ struct blockd {
 	struct workq *coord_q;          /* ZooKeeper calls (one thread) */
 	struct order *order;            /* primary-ordered mutations (order.h) */
 	struct copy *copy;              /* OBJ_COPY: copy-on-write here (copy.h) */
+	struct backing *backing;        /* backed objects, the filler (backing.h) */
 	struct lease *lease;            /* serving lease (lease.h) */
 	struct objstore *store;
 	struct stripstore *strips;      /* EC strips (stripstore.h) */
@@ -138,6 +141,13 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
  * epoch was checked at dispatch and is checked again under the object's
  * lock. 0 or -errno. */
 int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payload);
+/* OBJ_COPY's write (copy.c): replace @h->oid, as a REPL_REPLACE would
+ * (fences, recovery lock, space check, the next version in h->epoch), by
+ * an object backed by @backing of @size bytes holding @piece[0..len) at
+ * h->offset (objstore_put_backed). 0 or -errno. */
+int ops_put_backed(struct blockd *bd, const struct sdfs_hdr *h, uint32_t backing,
+		   uint64_t size, const uint8_t *piece, uint32_t len,
+		   const struct objstore_src *src);
 /* Queue a reply on @c, from any thread; takes ownership of @payload
  * (free(), may be NULL). */
 void client_conn_reply(struct conn *c, struct sdfs_hdr *h, uint8_t *payload);

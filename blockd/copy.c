@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blockd/backing.h"
 #include "blockd/blockd.h"
 #include "blockd/copy.h"
 #include "blockd/history.h"
@@ -19,19 +20,11 @@
 #include "common/ring.h"
 #include "common/rpc.h"
 
-#define BUFS_KEEP 8
-#define BUF_KEEP_MAX (8u << 20)
-
 struct copy {
 	struct workq *q;
-	struct pool *pool;
 	int timeout_ms;                 /* the client's bound on a replica */
-	atomic_uint_fast64_t req_id;
 	atomic_uint_fast64_t local, fetched;
 	int unknown;                    /* test hook: answer as a 2.1 daemon */
-	pthread_mutex_t mu;             /* the kept buffers */
-	uint8_t *bufs[BUFS_KEEP];
-	size_t nbufs;
 };
 
 struct copyreq {
@@ -41,44 +34,9 @@ struct copyreq {
 	struct sdfs_hdr h;
 	uint8_t *payload;
 	int self;                       /* an up holder of SRC here */
-	size_t n;                       /* SRC's other up holders */
-	struct cmap_node node[RING_MAX_COPIES];
 	int64_t arrived_ms;             /* net_now_ms() at dispatch */
 	int ret;
 };
-
-/* A copy's object buffer comes from those kept: a fresh 4 MiB
- * allocation is an mmap whose 1024 pages fault in on every copy (a
- * millisecond or more of the copy's time). At most BUFS_KEEP are kept
- * (one per busy worker), and only for objects up to BUF_KEEP_MAX. */
-static uint8_t *buf_get(struct copy *c, size_t size)
-{
-	uint8_t *b = NULL;
-
-	pthread_mutex_lock(&c->mu);
-	if (c->nbufs)
-		b = c->bufs[--c->nbufs];
-	pthread_mutex_unlock(&c->mu);
-	return b ? b : malloc(size);
-}
-
-static void buf_put(struct copy *c, uint8_t *b, size_t size)
-{
-	pthread_mutex_lock(&c->mu);
-	if (size <= BUF_KEEP_MAX && c->nbufs < BUFS_KEEP) {
-		c->bufs[c->nbufs++] = b;
-		b = NULL;
-	}
-	pthread_mutex_unlock(&c->mu);
-	free(b);
-}
-
-static uint64_t next_req_id(void *arg)
-{
-	struct copy *c = arg;
-
-	return atomic_fetch_add(&c->req_id, 1) + 1;
-}
 
 /* Is @src a right source for @dst: volume data of one chunk and one
  * number of copies, another vid's? */
@@ -89,65 +47,38 @@ static int pair_ok(uint64_t dst, uint64_t src)
 	       oid_owner(src) != 0;
 }
 
-/* SRC's bytes from this node's store: current, every block verified. */
-static int read_local(struct copyreq *q, uint64_t src, uint8_t *buf, size_t *got)
+/* What is left of the client's bound on us (replica_timeout_ms since the
+ * request came), less a quarter for our own write. */
+static int time_left(const struct copyreq *q)
 {
-	struct blockd *bd = q->bd;
-	int ret = recover_ensure(bd->recover, src, q->h.epoch);
+	const struct copy *cp = q->bd->copy;
 
-	if (!ret)
-		ret = objstore_read(bd->store, src, 0, buf, bd->cfg.obj_size, got);
-	if (ret == -EBADMSG)
-		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": checksum mismatch in local "
-			"replica; copying it from a peer instead", bd->node_id, src);
-	else if (ret && ret != -ENOENT)
-		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": local copy unusable (%s); "
-			 "copying it from a peer instead", bd->node_id, src, strerror(-ret));
-	return ret;
+	return (int)(cp->timeout_ms * 3 / 4 - (net_now_ms() - q->arrived_ms));
 }
 
-/* SRC's bytes from its other up holders, one after the other: an
- * ordinary read, so the peer vouches for its copy and checks it. Within
- * what is left of the client's bound on us (replica_timeout_ms since
- * the request came, less a quarter for our own write): a slow peer must
- * not make the client report this node unresponsive. Peers on another
- * epoch: -EAGAIN (the client retries); none gave it (absent, corrupt,
- * silent, unable to vouch): -ENOENT (the client copies it itself, its
- * own reads hedged across the holders). */
-static int read_peers(struct copyreq *q, uint64_t src, uint8_t *buf, size_t *got)
+/*
+ * SRC's size and its first and last block under the piece [off, off +
+ * len) (what a partly written block keeps of SRC): from this node's
+ * copy when it is an up holder, else from SRC's other up holders
+ * (backing_src_read), within time_left.
+ */
+static int src_get(struct copyreq *q, uint64_t src, uint64_t off, uint32_t len,
+		   uint8_t *head, uint8_t *tail, uint64_t *size)
 {
-	struct copy *cp = q->bd->copy;
-	int ret = -ENOENT, again = 0;
+	uint64_t hb = off / OBJSTORE_BLOCK, tb = len ? (off + len - 1) / OBJSTORE_BLOCK : hb;
+	int left = time_left(q), ret;
 
-	for (size_t i = 0; i < q->n; i++) {
-		struct rpc_call call = { 0 };
-		int64_t left = cp->timeout_ms * 3 / 4 - (net_now_ms() - q->arrived_ms);
-		int r;
-
-		if (left < cp->timeout_ms / 8)
-			break;
-		call.node = &q->node[i];
-		call.req.opcode = SDFS_OP_OBJ_READ;
-		call.req.oid = src;
-		call.req.length = q->bd->cfg.obj_size;
-		call.req.epoch = q->h.epoch;
-		call.rbuf = buf;
-		call.rbuf_len = q->bd->cfg.obj_size;
-		rpc_run(cp->pool, &call, 1, (int)left, next_req_id, cp);
-		r = rpc_result(&call);
-		if (r == 0)
-			*got = call.reply.payload_len;
-		rpc_calls_free(&call, 1);
-		if (r == 0)
-			return 0;
-		if (r == -ESTALE || r == -EAGAIN)
-			again = 1;      /* the map moves: the client retries */
-		else if (r != -ENOENT)
-			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": reading "
-				  "it from node %" PRIu32 " for a copy: %s", src,
-				  q->node[i].node_id, strerror(-r));
-	}
-	return again ? -EAGAIN : ret;
+	if (left < q->bd->copy->timeout_ms / 8)
+		return -ENOENT;
+	ret = backing_src_read(q->bd, src, q->h.epoch, hb * OBJSTORE_BLOCK, head,
+			       OBJSTORE_BLOCK, size, 1, left);
+	if (ret || tb == hb)
+		return ret;
+	left = time_left(q);
+	if (left < q->bd->copy->timeout_ms / 8)
+		return -ENOENT;
+	return backing_src_read(q->bd, src, q->h.epoch, tb * OBJSTORE_BLOCK, tail,
+				OBJSTORE_BLOCK, NULL, 1, left);
 }
 
 static void copy_fn(struct work *w)
@@ -155,11 +86,12 @@ static void copy_fn(struct work *w)
 	struct copyreq *q = (struct copyreq *)w;
 	struct blockd *bd = q->bd;
 	uint32_t osz = bd->cfg.obj_size;
+	uint8_t blk[2 * OBJSTORE_BLOCK], *zeros = NULL;
+	struct objstore_src sb = { blk, blk + OBJSTORE_BLOCK };
 	struct sdfs_obj_copy c;
 	const uint8_t *piece;
+	uint64_t size = 0;
 	struct sdfs_hdr h;
-	size_t got = 0, len;
-	uint8_t *buf;
 	int ret;
 
 	if (proto_obj_copy_decode(q->payload, q->h.payload_len, osz, &c, &piece) ||
@@ -167,40 +99,32 @@ static void copy_fn(struct work *w)
 		q->ret = -EINVAL;
 		return;
 	}
-	buf = buf_get(bd->copy, osz);
-	if (!buf) {
-		q->ret = -ENOMEM;
-		return;
-	}
-	ret = q->self ? read_local(q, c.src, buf, &got) : -ENOENT;
-	if (ret == 0)
-		atomic_fetch_add(&bd->copy->local, 1);
-	else if ((ret = read_peers(q, c.src, buf, &got)) == 0)
-		atomic_fetch_add(&bd->copy->fetched, 1);
+	ret = src_get(q, c.src, q->h.offset, c.len, blk, blk + OBJSTORE_BLOCK, &size);
 	if (ret) {
-		buf_put(bd->copy, buf, osz);
 		q->ret = ret == -EAGAIN || ret == -ESTALE || ret == -ENOMEM ? ret : -ENOENT;
 		return;
 	}
-	len = q->h.offset + c.len;
-	if (got > len)
-		len = got;
-	else if (got < q->h.offset)
-		memset(buf + got, 0, q->h.offset - got);
-	if (c.flags & SDFS_COPY_ZERO)
-		memset(buf + q->h.offset, 0, c.len);
-	else
-		memcpy(buf + q->h.offset, piece, c.len);
-	/* DST as an OBJ_REPLACE of these bytes would make it, fences,
-	 * recovery lock, space check and all (ops.c). */
+	atomic_fetch_add(q->self ? &bd->copy->local : &bd->copy->fetched, 1);
+	if (c.flags & SDFS_COPY_ZERO) {
+		zeros = calloc(1, c.len ? c.len : 1);
+		if (!zeros) {
+			q->ret = -ENOMEM;
+			return;
+		}
+		piece = zeros;
+	}
+	if (size < q->h.offset + c.len)
+		size = q->h.offset + c.len;
+	/* DST backed by SRC with the piece's blocks in it, as an
+	 * OBJ_REPLACE would make it: fences, recovery lock, space check
+	 * and all (ops.c); the filler copies the rest (backing.h). */
 	h = q->h;
-	h.opcode = SDFS_OP_REPL_REPLACE;
-	h.offset = 0;
-	h.payload_len = (uint32_t)len;
 	h.flags &= SDFS_F_SYNC;
-	q->ret = ops_apply(bd, &h, buf);
-	buf_put(bd->copy, buf, osz);
-	log_debug("oid=%016" PRIx64 ": copied from %016" PRIx64 " (%s), %" PRIu32
+	q->ret = ops_put_backed(bd, &h, (uint32_t)oid_owner(c.src), size, piece, c.len, &sb);
+	free(zeros);
+	if (q->ret == 0)
+		backing_note(bd->backing, q->h.oid, (uint32_t)oid_owner(c.src));
+	log_debug("oid=%016" PRIx64 ": backed by %016" PRIx64 " (%s), %" PRIu32
 		  " bytes at %" PRIu64 ": %d", q->h.oid, c.src, q->self ? "here" : "peer",
 		  c.len, q->h.offset, q->ret);
 }
@@ -254,8 +178,6 @@ void copy_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 			continue;
 		if (nd->node_id == bd->node_id)
 			q->self = 1;
-		else
-			cmap_node_peer(nd, &q->node[q->n++]);   /* cluster net */
 	}
 	q->bd = bd;
 	q->conn = c;
@@ -281,7 +203,6 @@ int copy_new(struct blockd *bd, int nthreads, struct copy **out)
 
 	if (!c)
 		return -ENOMEM;
-	pthread_mutex_init(&c->mu, NULL);
 	/* Test hook: SDFS_BLOCKD_FAULT=no_copy answers OBJ_COPY as a 2.1
 	 * daemon does (UNKNOWN_OP): tests/vol/vol_cow_test.c. */
 	c->unknown = getenv("SDFS_BLOCKD_FAULT") &&
@@ -289,12 +210,8 @@ int copy_new(struct blockd *bd, int nthreads, struct copy **out)
 	if (c->unknown)
 		log_warn("fault injection: OBJ_COPY answered as unknown (a 2.1 daemon)");
 	c->timeout_ms = bd->conf.replica_timeout_ms > 0 ? bd->conf.replica_timeout_ms : 1500;
-	ret = pool_new(&c->pool);
-	if (!ret)
-		ret = workq_new(bd->loop, "copy", nthreads, &c->q);
+	ret = workq_new(bd->loop, "copy", nthreads, &c->q);
 	if (ret) {
-		pool_free(c->pool);
-		pthread_mutex_destroy(&c->mu);
 		free(c);
 		return ret;
 	}
@@ -307,9 +224,5 @@ void copy_free(struct copy *c)
 	if (!c)
 		return;
 	workq_free(c->q);
-	pool_free(c->pool);
-	for (size_t i = 0; i < c->nbufs; i++)
-		free(c->bufs[i]);
-	pthread_mutex_destroy(&c->mu);
 	free(c);
 }

@@ -23,6 +23,7 @@
 #include "blockd/blockd.h"
 #include "blockd/strip_recover.h"
 #include "blockd/stripstore.h"
+#include "blockd/backing.h"
 #include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/lease.h"
@@ -444,6 +445,8 @@ int main(int argc, char **argv)
 	if (!ret)
 		ret = strip_recover_new(&bd, &bd.strip_rec);
 	if (!ret)
+		ret = backing_new(&bd, &bd.backing);
+	if (!ret)
 		ret = scrub_new(&bd, &bd.scrub_opts, &bd.scrub);
 	if (!ret)
 		ret = client_conn_start(&bd);
@@ -467,6 +470,9 @@ int main(int argc, char **argv)
 		log_info("node=%" PRIu32 ": stopping (volume chunks copied here: %"
 			 PRIu64 " from this node's copy, %" PRIu64 " from a peer's)",
 			 bd.node_id, cl, cf);
+		backing_counts(bd.backing, &cl, &cf);
+		log_info("node=%" PRIu32 ": backed objects filled: %" PRIu64 ", still "
+			 "backed: %" PRIu64 " (filled after the restart)", bd.node_id, cl, cf);
 	}
 	bd.stopping = 1;
 	ret = 0;
@@ -477,6 +483,7 @@ out_workq:
 	strip_recover_free(bd.strip_rec);
 	order_free(bd.order);
 	copy_free(bd.copy);
+	backing_free(bd.backing);       /* uses recover and io_q's depth */
 	scrub_free(bd.scrub);   /* it repairs with recover and io_q's depth */
 	workq_free(bd.io_q);
 	recover_free(bd.recover);

@@ -72,7 +72,8 @@
 #define OBJ_HDR_AREA    4096u           /* header, then zeros */
 #define OBJ_F_DIRTY     0x1u            /* entries may be unsettled */
 #define OBJ_F_DELETED   0x2u            /* a tombstone: removed at `epoch` */
-#define OBJ_F_KNOWN     (OBJ_F_DIRTY | OBJ_F_DELETED)
+#define OBJ_F_BACKED    0x4u            /* absent blocks read through a source */
+#define OBJ_F_KNOWN     (OBJ_F_DIRTY | OBJ_F_DELETED | OBJ_F_BACKED)
 #define OBJ_STRIPES     256
 #define OBJ_SLOTS       2               /* open objects kept per stripe */
 #define OBJ_CHUNK       1024u           /* blocks per table chunk: 16 KiB */
@@ -88,7 +89,7 @@ struct obj_hdr_disk {
 	uint64_t size;          /* high-water mark */
 	uint64_t epoch;         /* version of the last change (objstore.h) */
 	uint32_t flags;         /* OBJ_F_* */
-	uint32_t reserved;      /* zero */
+	uint32_t backing;       /* BACKED: the source's tag (objstore.h); else 0 */
 	uint64_t hdr_csum;
 };
 static_assert(sizeof(struct obj_hdr_disk) == 56, "object header is 56 bytes");
@@ -110,6 +111,7 @@ struct obj {
 	uint64_t size;
 	uint64_t epoch;
 	uint32_t flags;
+	uint32_t backing;       /* OBJ_F_BACKED: the caller's tag of the source */
 	uint64_t nblocks;       /* table entries: max_obj_size / BLK */
 	uint64_t data_off;
 };
@@ -217,8 +219,24 @@ static bool ent_accepts(const struct obj *o, const struct obj_ent *e,
 	if (ent_is_zero(e))
 		return c == csum_zero_block();
 	if (o->flags & OBJ_F_DIRTY)
-		return c == e->cur || c == e->prev;
+		return c == e->cur || c == e->prev ||
+		       (e->prev == 0 && c == csum_zero_block());
 	return c == e->cur && c == e->prev;
+}
+
+/*
+ * Is the block absent in a backed object (its bytes are the source's)?
+ * Never written ({0, 0}), or a first write of it interrupted before its
+ * data landed: entry {new, 0} and the data still zeros.
+ */
+static bool blk_absent(const struct obj *o, const struct obj_ent *e, uint64_t c)
+{
+	if (!(o->flags & OBJ_F_BACKED))
+		return false;
+	if (ent_is_zero(e))
+		return true;
+	return o->flags & OBJ_F_DIRTY && e->prev == 0 && c != e->cur &&
+	       c == csum_zero_block();
 }
 
 /* pread/pwrite of a whole iovec list. Reads stop at EOF: returns bytes
@@ -284,6 +302,7 @@ static int hdr_write(const struct obj *o)
 		.size = htole64(o->size),
 		.epoch = htole64(o->epoch),
 		.flags = htole32(o->flags),
+		.backing = htole32(o->backing),
 	};
 
 	d.hdr_csum = htole64(csum64(&d,
@@ -337,12 +356,14 @@ static int hdr_read(struct obj *o, uint64_t oid)
 		return hdr_bad(oid, "oid of another object");
 	if (le64toh(d.size) > max)
 		return hdr_bad(oid, "size");
-	if (le32toh(d.flags) & ~OBJ_F_KNOWN || d.reserved)
+	if (le32toh(d.flags) & ~OBJ_F_KNOWN ||
+	    !(le32toh(d.flags) & OBJ_F_BACKED) != !d.backing)
 		return hdr_bad(oid, "flags");
 	o->oid = oid;
 	o->size = le64toh(d.size);
 	o->epoch = le64toh(d.epoch);
 	o->flags = le32toh(d.flags);
+	o->backing = le32toh(d.backing);
 	obj_set_layout(o, max);
 	/* Every object file is created at least data_off long, so a shorter
 	 * one lost its table. */
@@ -632,11 +653,14 @@ static int data_read(const struct obj *o, uint64_t b0, const struct iovec *iov,
 	return 0;
 }
 
-/* Read partial block @b into @blk and check it. */
-static int blk_load(const struct obj *o, uint64_t b, unsigned char *blk)
+/* Read partial block @b into @blk and check it; a backed object's
+ * absent block is @src's (the source's block), -ENODATA without it. */
+static int blk_load(const struct obj *o, uint64_t b, unsigned char *blk,
+		    const void *src)
 {
 	struct iovec v = { blk, BLK };
 	struct obj_ent e;
+	uint64_t c;
 	int ret;
 
 	ret = tab_read(o, b, 1, &e);
@@ -645,7 +669,15 @@ static int blk_load(const struct obj *o, uint64_t b, unsigned char *blk)
 	ret = data_read(o, b, &v, 1);
 	if (ret < 0)
 		return ret;
-	return ent_accepts(o, &e, csum64(blk, BLK)) ? 0 : blk_bad(o, b);
+	c = csum64(blk, BLK);
+	if (!ent_accepts(o, &e, c))
+		return blk_bad(o, b);
+	if (blk_absent(o, &e, c)) {
+		if (!src)
+			return -ENODATA;
+		memcpy(blk, src, BLK);
+	}
+	return 0;
 }
 
 /*
@@ -679,6 +711,14 @@ static int obj_settle(struct obj *o)
 			if (ret < 0)
 				return ret;
 			c = csum64(blk, BLK);
+			if (c != e->cur && e->prev == 0 && c == csum_zero_block()) {
+				/* a first write into a backed object's absent
+				 * block that did not land: absent again */
+				e->cur = 0;
+				changed = true;
+				fixed++;
+				continue;
+			}
 			if (c != e->cur && c != e->prev) {
 				blk_bad(o, b0 + i);
 				continue;
@@ -705,7 +745,8 @@ static int obj_settle(struct obj *o)
  * block is old or new; on error the header stays dirty.
  */
 static int obj_write_blocks(struct obj *o, uint64_t off, const void *buf,
-			    size_t len, uint64_t version)
+			    size_t len, uint64_t version,
+			    const struct objstore_src *src)
 {
 	struct obj_ent ents[OBJ_CHUNK];
 	struct span sp;
@@ -720,13 +761,13 @@ static int obj_write_blocks(struct obj *o, uint64_t off, const void *buf,
 	/* Load partial blocks before touching anything: a corrupt one
 	 * fails the write with the object unchanged. */
 	if (len && !span_whole(&sp, sp.first)) {
-		ret = blk_load(o, sp.first, sp.head);
+		ret = blk_load(o, sp.first, sp.head, src ? src->head : NULL);
 		if (ret < 0)
 			return ret;
 		span_copy(&sp, sp.first, false);
 	}
 	if (len && sp.last != sp.first && !span_whole(&sp, sp.last)) {
-		ret = blk_load(o, sp.last, sp.tail);
+		ret = blk_load(o, sp.last, sp.tail, src ? src->tail : NULL);
 		if (ret < 0)
 			return ret;
 		span_copy(&sp, sp.last, false);
@@ -750,9 +791,13 @@ static int obj_write_blocks(struct obj *o, uint64_t off, const void *buf,
 		if (ret < 0)
 			return ret;
 		for (size_t i = 0; i < n; i++) {
-			/* Settled: cur is what the block holds now. */
-			ents[i].prev = ent_is_zero(&ents[i]) ? csum_zero_block()
-							     : ents[i].cur;
+			/* Settled: cur is what the block holds now; in a
+			 * backed object {0, 0} is absent, prev 0 says so. */
+			if (!ent_is_zero(&ents[i]))
+				ents[i].prev = ents[i].cur;
+			else
+				ents[i].prev = o->flags & OBJ_F_BACKED ? 0
+								     : csum_zero_block();
 			ents[i].cur = csum64(span_block(&sp, b0 + i), BLK);
 		}
 		ret = tab_write(o, b0, n, ents);
@@ -853,6 +898,7 @@ static int obj_new_tmp(struct objstore *s, uint64_t oid, uint64_t version,
 	o->size = 0;
 	o->epoch = version;
 	o->flags = 0;
+	o->backing = 0;
 	obj_set_layout(o, s->max_obj_size);
 	if (ftruncate(o->fd, o->data_off) < 0) {
 		ret = -errno;
@@ -927,7 +973,7 @@ static int obj_build(struct objstore *s, uint64_t oid, uint64_t off,
 	if (ret < 0)
 		return ret;
 	if (len) {
-		ret = obj_write_blocks(&o, off, buf, len, version);
+		ret = obj_write_blocks(&o, off, buf, len, version, NULL);
 		if (ret < 0)
 			goto out_drop;
 	}
@@ -1177,6 +1223,13 @@ int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch)
 int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 		   const void *buf, size_t len, uint64_t epoch, unsigned flags)
 {
+	return objstore_write_src(s, oid, off, buf, len, epoch, flags, NULL);
+}
+
+int objstore_write_src(struct objstore *s, uint64_t oid, uint64_t off,
+		       const void *buf, size_t len, uint64_t epoch, unsigned flags,
+		       const struct objstore_src *src)
+{
 	struct obj o;
 	int ret;
 
@@ -1201,7 +1254,7 @@ int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 		ret = -EFBIG;
 		goto out_close;
 	}
-	ret = obj_write_blocks(&o, off, buf, len, version_next(o.epoch, epoch));
+	ret = obj_write_blocks(&o, off, buf, len, version_next(o.epoch, epoch), src);
 	if (ret == 0)
 		slot_keep(s, &o);       /* header clean and as in o */
 out_close:
@@ -1245,7 +1298,213 @@ int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
 	return ret;
 }
 
-static int obj_read_range(struct obj *o, uint64_t off, void *buf, size_t len)
+int objstore_put_backed(struct objstore *s, uint64_t oid, uint32_t backing,
+			uint64_t size, uint64_t off, const void *buf, size_t len,
+			const struct objstore_src *src, uint64_t epoch)
+{
+	uint64_t was = 0, version;
+	struct obj o;
+	int ret;
+
+	if (!backing || size > s->max_obj_size || off > s->max_obj_size ||
+	    len > s->max_obj_size - off)
+		return -EINVAL;
+	stripe_wrlock(s, oid);
+	slot_drop(s, oid);
+	if (obj_open(s, oid, O_RDONLY, &o) == 0) {
+		was = o.epoch;
+		obj_close(&o);
+	}
+	version = version_next(was, epoch);
+	ret = obj_new_tmp(s, oid, version, &o);
+	if (ret < 0)
+		goto out_unlock;
+	o.flags = OBJ_F_BACKED;
+	o.backing = backing;
+	o.size = size;
+	ret = hdr_write(&o);
+	if (ret == 0 && len)
+		ret = obj_write_blocks(&o, off, buf, len, version, src);
+	obj_close(&o);
+	if (ret == 0)
+		ret = obj_commit_tmp(s, oid, true);
+	else
+		obj_drop_tmp(s, oid);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+/* Open @oid for writing as a backed object of @backing: -ESTALE if it
+ * is not (any more), settled. Stripe held for writing. */
+static int backed_open(struct objstore *s, uint64_t oid, uint32_t backing,
+		       struct obj *o)
+{
+	int ret = slot_take(s, oid, o) ? 0 : obj_open(s, oid, O_RDWR, o);
+
+	if (ret < 0)
+		return ret;
+	if (o->flags & OBJ_F_DELETED)
+		ret = -ENOENT;
+	else if (!(o->flags & OBJ_F_BACKED) || o->backing != backing)
+		ret = -ESTALE;
+	else if (o->flags & OBJ_F_DIRTY)
+		ret = obj_settle(o);
+	if (ret < 0)
+		obj_close(o);
+	return ret;
+}
+
+static bool blk_is_zero(const unsigned char *b)
+{
+	static const unsigned char zero[BLK];
+
+	return !memcmp(b, zero, BLK);
+}
+
+/* The source's blocks @data for the absent ones of [b0, b0 + n) (one
+ * table chunk at most), as any write does them, the version kept: the
+ * object's content does not change. An absent block's data is zeros, so
+ * a zero source block needs its entry only. */
+static int fill_chunk(struct obj *o, uint64_t b0, size_t n, const unsigned char *data)
+{
+	struct obj_ent ents[OBJ_CHUNK];
+	bool any = false, zeros = false;
+	int ret;
+
+	ret = tab_read(o, b0, n, ents);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		if (!ent_is_zero(&ents[i]))
+			continue;
+		if (blk_is_zero(data + i * BLK)) {
+			zeros = true;
+			continue;
+		}
+		any = true;
+	}
+	if (!any && !zeros)
+		return 0;
+	if (any && !(o->flags & OBJ_F_DIRTY)) {
+		o->flags |= OBJ_F_DIRTY;
+		ret = hdr_write(o);
+		if (ret < 0)
+			return ret;
+	}
+	if (any) {
+		struct obj_ent mid[OBJ_CHUNK];
+
+		memcpy(mid, ents, n * sizeof(*ents));
+		for (size_t i = 0; i < n; i++)
+			if (ent_is_zero(&ents[i]) && !blk_is_zero(data + i * BLK))
+				mid[i].cur = csum64(data + i * BLK, BLK);  /* {new, 0} */
+		ret = tab_write(o, b0, n, mid);
+		if (ret < 0)
+			return ret;
+		for (size_t i = 0; i < n; i++) {
+			if (!ent_is_zero(&ents[i]) || blk_is_zero(data + i * BLK))
+				continue;
+			ret = pwrite_full(o->fd, data + i * BLK, BLK,
+					  o->data_off + (b0 + i) * BLK);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ent_is_zero(&ents[i]))
+			ents[i].cur = ents[i].prev = csum64(data + i * BLK, BLK);
+	return tab_write(o, b0, n, ents);
+}
+
+int objstore_fill(struct objstore *s, uint64_t oid, uint32_t backing, uint64_t off,
+		  const void *buf, size_t len)
+{
+	struct obj o;
+	int ret;
+
+	if (off % BLK || len % BLK || off > s->max_obj_size ||
+	    len > s->max_obj_size - off)
+		return -EINVAL;
+	stripe_wrlock(s, oid);
+	ret = backed_open(s, oid, backing, &o);
+	if (ret < 0)
+		goto out_unlock;
+	for (uint64_t b0 = off / BLK; ret == 0 && b0 < (off + len) / BLK &&
+	     b0 < nblocks_of(o.size); b0 += OBJ_CHUNK) {
+		uint64_t end = (off + len) / BLK < nblocks_of(o.size) ?
+			       (off + len) / BLK : nblocks_of(o.size);
+		size_t n = end - b0 < OBJ_CHUNK ? end - b0 : OBJ_CHUNK;
+
+		ret = fill_chunk(&o, b0, n, (const unsigned char *)buf + (b0 * BLK - off));
+	}
+	if (ret == 0 && o.flags & OBJ_F_DIRTY) {
+		o.flags &= ~OBJ_F_DIRTY;
+		ret = hdr_write(&o);
+	}
+	if (ret == 0)
+		slot_keep(s, &o);
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_unback(struct objstore *s, uint64_t oid, uint32_t backing)
+{
+	struct obj_ent ents[OBJ_CHUNK];
+	struct obj o;
+	int ret;
+
+	stripe_wrlock(s, oid);
+	ret = backed_open(s, oid, backing, &o);
+	if (ret < 0)
+		goto out_unlock;
+	for (uint64_t b0 = 0; ret == 0 && b0 < nblocks_of(o.size); b0 += OBJ_CHUNK) {
+		size_t n = nblocks_of(o.size) - b0 < OBJ_CHUNK ? nblocks_of(o.size) - b0
+							       : OBJ_CHUNK;
+
+		ret = tab_read(&o, b0, n, ents);
+		for (size_t i = 0; ret == 0 && i < n; i++)
+			if (ent_is_zero(&ents[i]))
+				ret = -EAGAIN;
+	}
+	/* The filled blocks reach the disk before the header stops
+	 * reading through: after a power loss {0, 0} would mean zeros. */
+	if (ret == 0 && fdatasync(o.fd) < 0)
+		ret = -errno;
+	if (ret == 0) {
+		o.flags &= ~(OBJ_F_BACKED | OBJ_F_DIRTY);      /* settled */
+		o.backing = 0;
+		ret = hdr_write(&o);
+	}
+	if (ret == 0)
+		slot_keep(s, &o);
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+int objstore_backing(struct objstore *s, uint64_t oid, uint32_t *backing, uint64_t *size)
+{
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = obj_open_live(s, oid, O_RDONLY, &o);
+	if (ret == 0) {
+		*backing = o.backing;
+		if (size)
+			*size = o.size;
+		obj_close(&o);
+	}
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}
+
+static int obj_read_range(struct obj *o, uint64_t off, void *buf, size_t len,
+			  uint8_t *absent)
 {
 	struct obj_ent ents[OBJ_CHUNK];
 	struct span sp;
@@ -1268,9 +1527,12 @@ static int obj_read_range(struct obj *o, uint64_t off, void *buf, size_t len)
 		for (size_t i = 0; i < n; i++) {
 			uint64_t b = b0 + i;
 
-			if (!ent_accepts(o, &ents[i],
-					 csum64(span_block(&sp, b), BLK)))
+			uint64_t c = csum64(span_block(&sp, b), BLK);
+
+			if (!ent_accepts(o, &ents[i], c))
 				return blk_bad(o, b);
+			if (absent)
+				absent[b - sp.first] = blk_absent(o, &ents[i], c);
 			if (!span_whole(&sp, b))
 				span_copy(&sp, b, true);
 		}
@@ -1281,6 +1543,13 @@ static int obj_read_range(struct obj *o, uint64_t off, void *buf, size_t len)
 int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
 		  void *buf, size_t len, size_t *got)
 {
+	return objstore_read_map(s, oid, off, buf, len, got, NULL, NULL);
+}
+
+int objstore_read_map(struct objstore *s, uint64_t oid, uint64_t off,
+		      void *buf, size_t len, size_t *got, uint32_t *backing,
+		      uint8_t *absent)
+{
 	struct obj o;
 	int ret;
 
@@ -1288,13 +1557,15 @@ int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
 	ret = obj_open_live(s, oid, O_RDONLY, &o);
 	if (ret < 0)
 		goto out_unlock;
+	if (backing)
+		*backing = o.backing;
 	if (off >= o.size || len == 0) {
 		*got = 0;
 		goto out_close;
 	}
 	if (len > o.size - off)
 		len = o.size - off;
-	ret = obj_read_range(&o, off, buf, len);
+	ret = obj_read_range(&o, off, buf, len, absent);
 	if (ret < 0) {
 		memset(buf, 0, len);    /* no unchecked bytes leave here */
 		goto out_close;
@@ -1345,6 +1616,7 @@ int objstore_stat(struct objstore *s, uint64_t oid, struct objstore_stat *st)
 		goto out_free;
 	st->size = o.size;
 	st->version = o.epoch;
+	st->backing = o.backing;
 	st->csum = csum64(csums, nblocks_of(o.size) * sizeof(*csums));
 out_free:
 	free(csums);
@@ -1638,6 +1910,7 @@ static int obj_entomb_in_place(struct objstore *s, uint64_t oid, uint64_t versio
 	o.size = 0;
 	o.epoch = version;
 	o.flags = OBJ_F_DELETED;
+	o.backing = 0;
 	ret = hdr_write(&o);
 	if (ret == 0 && ftruncate(o.fd, (off_t)o.data_off) < 0)
 		ret = -errno;

@@ -35,6 +35,7 @@
 
 #define OBJSTORE_MAX_OBJ_SIZE   (64u << 20)     /* largest max_obj_size */
 #define OBJSTORE_CREATE         0x1u            /* write: create if missing */
+#define OBJSTORE_BLOCK          4096u           /* checksum block */
 
 struct objstore;
 
@@ -42,6 +43,27 @@ struct objstore_stat {
 	uint64_t size;          /* high-water mark: highest byte written + 1 */
 	uint64_t version;       /* of the last change (see above) */
 	uint64_t csum;          /* XXH3-64 over the block checksums, for scrub/compare */
+	uint32_t backing;       /* a backed object's tag (its csum covers the
+				   absent blocks as zeros), else 0 */
+};
+
+/*
+ * Backed objects (docs/format.md "Backed objects"): an object may be
+ * made *backed* by a source its caller names with a nonzero 32-bit tag
+ * (blockd/backing.h: a volume's ancestor vid). A block of it never
+ * written is *absent*: its bytes are the source's, which the store does
+ * not have. objstore_read_map says which blocks are absent; a write
+ * that covers an absent block only partly needs the source's bytes of
+ * that block (struct objstore_src), else -ENODATA and nothing changes;
+ * objstore_fill writes the source's bytes into the absent blocks (the
+ * version kept) and objstore_unback ends the backing once none is
+ * left. A kill -9 anywhere leaves each block old (absent included) or
+ * new, as for any write. Replace, put, remove and bury make an ordinary
+ * object (or tombstone) again.
+ */
+struct objstore_src {
+	const void *head;       /* the source's block off / 4096, or NULL */
+	const void *tail;       /* its block (off + len - 1) / 4096, or NULL */
 };
 
 /*
@@ -66,6 +88,39 @@ int objstore_create(struct objstore *s, uint64_t oid, uint64_t epoch);
 int objstore_write(struct objstore *s, uint64_t oid, uint64_t off,
 		   const void *buf, size_t len, uint64_t epoch, unsigned flags);
 
+/* objstore_write into a backed object: @src gives the source's bytes
+ * of partly written absent blocks (NULL: none; -ENODATA if one is). */
+int objstore_write_src(struct objstore *s, uint64_t oid, uint64_t off,
+		       const void *buf, size_t len, uint64_t epoch, unsigned flags,
+		       const struct objstore_src *src);
+
+/*
+ * Replace the object atomically (as objstore_put: the next version in
+ * @epoch) by one backed by @backing (nonzero), @size bytes long (at
+ * least off + len), every block absent but those of @buf[0..len) at
+ * @off; partly written blocks take the rest from @src (-ENODATA
+ * without). -EINVAL for a bad size, range or tag.
+ */
+int objstore_put_backed(struct objstore *s, uint64_t oid, uint32_t backing,
+			uint64_t size, uint64_t off, const void *buf, size_t len,
+			const struct objstore_src *src, uint64_t epoch);
+
+/*
+ * Fill the absent blocks of backed object @oid in [off, off + len) (whole
+ * blocks) with @buf, the source's bytes there; present blocks are left
+ * alone, the version is kept. -ESTALE if @oid is not backed by @backing
+ * (any more), -ENOENT if missing.
+ */
+int objstore_fill(struct objstore *s, uint64_t oid, uint32_t backing, uint64_t off,
+		  const void *buf, size_t len);
+/* End @oid's backing by @backing once no block below its size is absent
+ * (the object synced first): 0, -EAGAIN (absent blocks left), -ESTALE
+ * (not backed by it), -ENOENT. */
+int objstore_unback(struct objstore *s, uint64_t oid, uint32_t backing);
+/* The object's tag (0: not backed) and size, from its header. -ENOENT
+ * (a tombstone too), -EBADMSG. @size may be NULL. */
+int objstore_backing(struct objstore *s, uint64_t oid, uint32_t *backing, uint64_t *size);
+
 /*
  * Replace the whole object with @buf[0..len) atomically (a temporary
  * file renamed over it): after a crash it is wholly old or wholly new.
@@ -86,6 +141,13 @@ int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
  */
 int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
 		  void *buf, size_t len, size_t *got);
+/* objstore_read, saying in *@backing the object's tag (0: not backed)
+ * and, for a backed one, in @absent[i] (one byte per block from off /
+ * 4096 to the last read) whether block off / 4096 + i is absent (read
+ * as zeros here; its bytes are the source's). Either may be NULL. */
+int objstore_read_map(struct objstore *s, uint64_t oid, uint64_t off,
+		      void *buf, size_t len, size_t *got, uint32_t *backing,
+		      uint8_t *absent);
 
 int objstore_remove(struct objstore *s, uint64_t oid);   /* -ENOENT */
 int objstore_stat(struct objstore *s, uint64_t oid, struct objstore_stat *st);

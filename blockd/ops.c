@@ -26,6 +26,7 @@
  * stripped from the payload here, so nothing after sees them (REPL_*
  * forwards carry none: peers are daemons).
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -34,12 +35,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "blockd/backing.h"
 #include "blockd/blockd.h"
 #include "blockd/copy.h"
 #include "blockd/fence.h"
 #include "blockd/order.h"
 #include "blockd/strip_ops.h"
 #include "blockd/vfence.h"
+#include "common/csum.h"
 #include "common/log.h"
 #include "common/net.h"
 #include "common/objcap.h"
@@ -57,6 +60,7 @@ struct req {
 	uint32_t reply_flags;
 	uint64_t epoch;         /* the request's, else the node's at dispatch */
 	uint64_t fence;         /* MDS_FENCE, VOL_FENCE: the fence after it */
+	int remote;             /* on backing.c's threads: may ask peers */
 	int ret;                /* 0 or -errno */
 };
 
@@ -99,8 +103,10 @@ static void op_read(struct work *w)
 		r->ret = -ENOMEM;
 		return;
 	}
-	r->ret = objstore_read(r->bd->store, r->h.oid, r->h.offset, r->out,
-			       r->h.length, &got);
+	/* A backed object's absent blocks through its source (backing.h);
+	 * -EREMOTE: only a peer has it, req_done hands the read over. */
+	r->ret = backing_read(r->bd, r->h.oid, r->epoch, r->h.offset, r->out,
+			      r->h.length, &got, r->remote);
 	r->out_len = (uint32_t)got;
 }
 
@@ -346,21 +352,49 @@ static void mutate_end(struct req *r)
 			   r->ret == 0 || r->ret == -ENOENT);
 }
 
+/*
+ * A write that covers a backed object's absent block only partly
+ * (-ENODATA) takes the rest of that block from the source (backing.h),
+ * read outside the object's locks, then goes again; -EREMOTE: only a
+ * peer has the source, req_done hands the write over.
+ */
 static void op_write(struct work *w)
 {
 	struct req *r = (struct req *)w;
+	struct objstore_src src = { 0 };
+	uint8_t *blk = NULL;
 
-	if (space_refuses(r)) {
-		r->ret = -ENOSPC;
-		return;
+	for (int pass = 0;; pass++) {
+		int ret;
+
+		if (space_refuses(r)) {
+			r->ret = -ENOSPC;
+			break;
+		}
+		r->ret = mutate_begin(r, 1);
+		if (r->ret)
+			break;
+		r->ret = objstore_write_src(r->bd->store, r->h.oid, r->h.offset, r->payload,
+					    r->h.payload_len, r->h.epoch,
+					    r->h.flags & SDFS_F_CREATE ? OBJSTORE_CREATE : 0,
+					    blk ? &src : NULL);
+		mutate_end(r);
+		if (r->ret != -ENODATA || pass > 1)
+			break;
+		if (!blk && !(blk = malloc(2 * OBJSTORE_BLOCK))) {
+			r->ret = -ENOMEM;
+			break;
+		}
+		ret = backing_src_blocks(r->bd, r->h.oid, r->epoch, r->h.offset,
+					 r->h.payload_len, blk, blk + OBJSTORE_BLOCK, r->remote);
+		if (ret < 0) {
+			r->ret = ret;
+			break;
+		}
+		src.head = ret ? NULL : blk;
+		src.tail = ret ? NULL : blk + OBJSTORE_BLOCK;
 	}
-	r->ret = mutate_begin(r, 1);
-	if (r->ret)
-		return;
-	r->ret = objstore_write(r->bd->store, r->h.oid, r->h.offset, r->payload,
-				r->h.payload_len, r->h.epoch,
-				r->h.flags & SDFS_F_CREATE ? OBJSTORE_CREATE : 0);
-	mutate_end(r);
+	free(blk);
 }
 
 static void op_create(struct work *w)
@@ -508,6 +542,30 @@ static void op_list(struct work *w)
 	free(ents);
 }
 
+/* A backed object's csum is its content's, absent blocks read through
+ * the source (what it will be once filled): one full read. */
+static int backed_csum(struct req *r, struct objstore_stat *st)
+{
+	uint64_t nb = (st->size + OBJSTORE_BLOCK - 1) / OBJSTORE_BLOCK;
+	uint8_t *data = malloc(nb * OBJSTORE_BLOCK + 1);
+	uint64_t *cs = malloc((nb + 1) * sizeof(*cs));
+	size_t got = 0;
+	int ret = -ENOMEM;
+
+	if (data && cs)
+		ret = backing_read(r->bd, r->h.oid, r->epoch, 0, data, st->size, &got,
+				   r->remote);
+	if (ret == 0) {
+		memset(data + got, 0, nb * OBJSTORE_BLOCK - got);
+		for (uint64_t i = 0; i < nb; i++)
+			cs[i] = htole64(csum64(data + i * OBJSTORE_BLOCK, OBJSTORE_BLOCK));
+		st->csum = csum64(cs, nb * sizeof(*cs));
+	}
+	free(data);
+	free(cs);
+	return ret;
+}
+
 static void op_stat(struct work *w)
 {
 	struct req *r = (struct req *)w;
@@ -531,14 +589,17 @@ static void op_stat(struct work *w)
 		else if (r->ret == 0 && r->h.length == SDFS_STAT_CSUM) {
 			struct objstore_stat full;
 
+			/* a backed copy's absent blocks are not in it */
 			if (objstore_stat(r->bd->store, r->h.oid, &full) == 0 &&
-			    full.version == st.version)
+			    full.version == st.version && !full.backing)
 				st.csum = full.csum;
 		}
 	} else {
 		r->ret = ensure(r);
 		if (r->ret == 0)
 			r->ret = objstore_stat(r->bd->store, r->h.oid, &st);
+		if (r->ret == 0 && st.backing)
+			r->ret = backed_csum(r, &st);
 	}
 	if (r->ret)
 		return;
@@ -611,8 +672,9 @@ static void op_scrub(struct work *w)
 	r->out_len = SDFS_SCRUB_INFO_SIZE;
 }
 
-/* OBJ_COPY runs on copy.c's workers (copy_dispatch), the strip ops in
- * strip_ops.c; applied as they are (ops_apply) they make no sense. */
+/* OBJ_COPY runs on copy.c's workers (copy_dispatch), OBJ_FILL on
+ * backing.c's (backing_fill_dispatch), the strip ops in strip_ops.c;
+ * applied as they are (ops_apply) they make no sense. */
 static void op_copy(struct work *w)
 {
 	((struct req *)w)->ret = -EINVAL;
@@ -637,6 +699,7 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_STRIP_GET]    = { "STRIP_GET",    op_copy, 0 },
 	[SDFS_OP_STRIP_STAT]   = { "STRIP_STAT",   op_copy, 0 },
 	[SDFS_OP_STRIP_COMMIT] = { "STRIP_COMMIT", op_copy, 1 },
+	[SDFS_OP_OBJ_FILL]    = { "OBJ_FILL",    op_copy,    0 },   /* backing.h */
 	/* applied as the object's primary ordered them (order.h) */
 	[SDFS_OP_REPL_WRITE]   = { "REPL_WRITE",   op_write,   1 },
 	[SDFS_OP_REPL_CREATE]  = { "REPL_CREATE",  op_create,  1 },
@@ -659,6 +722,16 @@ static void req_done(struct work *w)
 	struct req *r = (struct req *)w;
 	struct sdfs_hdr reply;
 
+	if (r->ret == -EREMOTE && !r->remote) {
+		/* Needs a peer: on a thread that may wait on peers (backing.h). */
+		r->remote = 1;
+		r->ret = 0;
+		free(r->out);
+		r->out = NULL;
+		r->out_len = 0;
+		backing_defer(r->bd->backing, &r->work);
+		return;
+	}
 	int vol = oid_is_vol(r->h.oid) && r->h.opcode != SDFS_OP_VOL_FENCE;
 
 	if (r->ret == -EPERM && vol)
@@ -735,6 +808,31 @@ int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payloa
 		return -ESHUTDOWN;      /* lease.h */
 	op->fn(&r.work);
 	free(r.out);
+	return r.ret;
+}
+
+int ops_put_backed(struct blockd *bd, const struct sdfs_hdr *h, uint32_t backing,
+		   uint64_t size, const uint8_t *piece, uint32_t len,
+		   const struct objstore_src *src)
+{
+	struct req r = { .bd = bd, .h = *h, .epoch = h->epoch };
+
+	if (!h->epoch)
+		return -EINVAL;
+	if (__atomic_load_n(&bd->stopping, __ATOMIC_RELAXED) ||
+	    !__atomic_load_n(&bd->zk_connected, __ATOMIC_RELAXED))
+		return -ESHUTDOWN;
+	if (member_admit_any(bd, h) != SDFS_RES_OK)
+		return -ESHUTDOWN;      /* lease.h */
+	if (space_refuses(&r))
+		return -ENOSPC;
+	/* The whole object, as op_replace: what was here does not matter. */
+	r.ret = mutate_begin(&r, 0);
+	if (r.ret)
+		return r.ret;
+	r.ret = objstore_put_backed(bd->store, h->oid, backing, size, h->offset, piece,
+				    len, src, h->epoch);
+	mutate_end(&r);
 	return r.ret;
 }
 
@@ -816,6 +914,11 @@ void ops_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *hin,
 	}
 	if (strip_is_op(h->opcode)) {
 		strip_dispatch(bd, c, h, payload);
+		return;
+	}
+	if (h->opcode == SDFS_OP_OBJ_FILL) {
+		free(payload);
+		backing_fill_dispatch(bd, c, h);
 		return;
 	}
 

@@ -49,6 +49,9 @@ void recover_map_changed(struct recover *r, const struct cmap *m);
  * client retries); -errno otherwise.
  */
 int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch);
+/* The cluster map of @epoch (kept until recover_free): 0 and *@out,
+ * or -errno. Any thread. */
+int recover_map(struct recover *r, uint64_t epoch, const struct cmap **out);
 /*
  * Scrub (scrub.h) found this node's copy of @oid corrupt: rewrite it
  * from a good copy on another up node, under the object's lock, as of

@@ -419,6 +419,11 @@ int rec_ensure_locked(struct recover *r, uint64_t oid, uint64_t epoch)
 	return ret;
 }
 
+int recover_map(struct recover *r, uint64_t epoch, const struct cmap **out)
+{
+	return history_get(r->hist, epoch, out);
+}
+
 int recover_ensure(struct recover *r, uint64_t oid, uint64_t epoch)
 {
 	int ret;

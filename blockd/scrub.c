@@ -174,8 +174,8 @@ static void compare(struct scrub *s, uint64_t oid)
 	unsigned asked = 0;
 	int ret;
 
-	if (objstore_stat(s->bd->store, oid, &ost))
-		return;
+	if (objstore_stat(s->bd->store, oid, &ost) || ost.backing)
+		return;         /* backed: absent blocks are not here (backing.h) */
 	ret = recover_compare(s->bd->recover, oid, member_epoch(s->bd), ost.version,
 			      ost.csum, &asked);
 	pthread_mutex_lock(&s->lock);

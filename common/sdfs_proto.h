@@ -104,6 +104,12 @@
  *        Also: SDFS_NOTE_F_ATIME in NS_NOTIFY's inode records (an older
  *        mds sends 0, an older client ignores it) and SETATTR's
  *        SDFS_SET_COPIES, a directory's policy (an older mds: EINVAL).
+ *        OBJ_COPY makes DST a *backed* object (blockd/backing.h): the
+ *        piece's blocks only, the rest read through SRC until the
+ *        daemon fills it; request and reply unchanged. OBJ_FILL (offset
+ *        = a vid; admin and daemon keys): fill now every object on the
+ *        node backed by one of that vid's, before they are freed. A 2.3
+ *        daemon answers UNKNOWN_OP (it has none).
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -142,6 +148,9 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_STRIP_GET    = 0x1d,    /* offset, length; sdfs_strip -> bytes */
 	SDFS_OP_STRIP_STAT   = 0x1e,    /* - -> sdfs_strip[] held of oid */
 	SDFS_OP_STRIP_COMMIT = 0x1f,    /* sdfs_strip -> -: drop s's older versions */
+	SDFS_OP_OBJ_FILL    = 0x14,     /* 2.4: offset = a vid; fill every
+					   object here backed by one of its
+					   (docs/volumes.md "Copy-on-write") */
 	/* 1.2: namespace, client -> sdfs-mds (payload: sdfs_ns_req) */
 	SDFS_OP_NS_LOOKUP   = 0x20,
 	SDFS_OP_NS_GETATTR  = 0x21,

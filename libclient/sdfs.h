@@ -694,6 +694,15 @@ int sdfs_obj_remove_many_tok(struct sdfs *s, const uint64_t *oids, size_t n,
 /* Raise every up block daemon's fence of @vid to @token (VOL_FENCE).
  * Same contract as sdfs_mds_fence. */
 int sdfs_vol_fence(struct sdfs *s, uint64_t vid, uint32_t token);
+/*
+ * Before @vid's data objects are removed (reclaim): have every block
+ * daemon fill now each object it holds that is still backed by one of
+ * @vid's (OBJ_FILL, 2.4; docs/volumes.md "Copy-on-write"). 0 when every
+ * node of the map said so (a 2.3 daemon makes none: counts as done);
+ * -EAGAIN when a node of the map is not up or one could not finish in
+ * time (try later; nothing may be removed meanwhile); -errno.
+ */
+int sdfs_vol_fill(struct sdfs *s, uint64_t vid);
 
 /* ---- volumes (docs/volumes.md) ----
  *

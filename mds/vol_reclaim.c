@@ -250,6 +250,20 @@ static uint64_t sweep_one(struct ns *ns, struct dstate *x)
 		limit = idx_chunks;
 	if (limit > x->nbits)
 		limit = x->nbits;
+	/* Objects of other states may still read through D's (backed, their
+	 * copy-on-write not filled yet): every node fills them first, and
+	 * with a node down nothing of D's is freed this pass. */
+	if (limit) {
+		int ret = sdfs_vol_fill(ns->sdfs, x->r.vid);
+
+		if (ret) {
+			log_info("vid=%" PRIu64 ": reclaim deferred: objects backed by its "
+				 "data are not all filled (%s); tried again next pass",
+				 x->r.vid, strerror(-ret));
+			x->keep = 1;
+			return to_free(x) ? to_free(x) : 1;
+		}
+	}
 	for (uint64_t i = 0; i < limit; i++) {
 		if (is_marked(x, i)) {
 			x->keep = 1;

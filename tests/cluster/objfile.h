@@ -14,6 +14,7 @@
 
 #define OBJFILE_BLOCK 4096u
 #define OBJFILE_F_DIRTY 0x1u
+#define OBJFILE_F_BACKED 0x4u   /* reads absent blocks through a source */
 
 struct objfile {
 	int fd;

@@ -15,6 +15,18 @@
  * answering OBJ_COPY as a 2.1 daemon (UNKNOWN_OP; blockd/copy.h's test
  * hook), the client copies the chunks itself, correctly.
  *
+ * Since 2.4 the new objects are *backed* (blockd/backing.h): the piece
+ * is written, the rest read through the snapshot's object until each
+ * daemon's filler copies it. With the filler stopped (test hook
+ * no_fill) every new replica must be backed, and the live volume must
+ * read back byte for byte while it is (the snapshot's data is nowhere
+ * zero: an absent block read as zeros fails it), after a daemon
+ * restarted, after more writes, and once the daemons, restarted with
+ * the filler on, filled everything (no replica backed any more). A
+ * snapshot deleted while the objects are backed by it is freed by
+ * reclaim only after every daemon filled them (OBJ_FILL), and not at
+ * all while a daemon is down.
+ *
  * Through libsdfs (no mount). SDFS_VOL_COW=client (the old path, the
  * client copies) makes the counter checks fail: that is how this test
  * was checked to fail without the change.
@@ -41,6 +53,8 @@
 #define BLK 4096u
 
 static struct tcluster *tc;
+
+static void wait_filled(uint64_t vid, unsigned copies, const char *what);
 
 static void up(void)
 {
@@ -257,6 +271,9 @@ Test(vol_cow, a_blockd_killed_in_the_middle_of_the_copies)
 	vt_info(tc, ino, NULL, &vi);
 	replicas_agree(vi.vid, vi.copies);
 	check(ino, w.model, snap, "the live volume, healthy again");
+	/* the killed daemon's filler resumed: nothing stays backed */
+	wait_filled(vi.vid, vi.copies, "after the kill");
+	check(ino, w.model, snap, "the live volume, filled");
 	free(snap);
 	free(w.model);
 }
@@ -297,4 +314,244 @@ Test(vol_cow, a_2_1_daemon_makes_the_client_copy)
 	free(model);
 	free(snap);
 	free(buf);
+}
+
+/* ---- backed objects (blockd/backing.h): the copy-on-write writes the
+ * piece only, the rest reads through the snapshot's object until the
+ * daemon's filler copied it ---- */
+
+/* Restart every block daemon, with the filler stopped if @no_fill. */
+static void restart_all(int no_fill)
+{
+	static const char *const names[] = { "blockd.0", "blockd.1", "blockd.2", "blockd.3" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		cr_assert_eq(tcluster_kill(tc, names[i]), 0, "kill %s", names[i]);
+		if (no_fill)
+			setenv("SDFS_BLOCKD_FAULT", "no_fill", 1);
+		cr_assert_eq(tcluster_restart(tc, names[i]), 0, "restart %s", names[i]);
+		unsetenv("SDFS_BLOCKD_FAULT");
+	}
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy after the restarts");
+}
+
+/* How many replicas of @vid's chunk objects are backed now (their
+ * files' headers); every replica must be there. */
+static size_t backed_replicas(uint64_t vid, unsigned copies)
+{
+	struct sdfs *s = tcluster_client(tc);
+	size_t backed = 0;
+
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		struct sdfs_replica rep[4];
+		size_t n = 0;
+		int ret = sdfs_obj_locate(s, oid_vdata(vid, c, copies), rep, 4, &n);
+
+		cr_assert_eq(ret, 0, "locate chunk %" PRIu64 ": %s", c, strerror(-ret));
+		for (size_t i = 0; i < n; i++) {
+			struct objfile f;
+
+			cr_assert_eq(rep[i].result, 0, "chunk %" PRIu64 " on node %u: %s", c,
+				     rep[i].node_id, strerror(-rep[i].result));
+			objfile_open(rep[i].path, &f);
+			backed += !!(f.flags & OBJFILE_F_BACKED);
+			objfile_close(&f);
+		}
+	}
+	return backed;
+}
+
+/* Wait until no replica of @vid's chunks is backed (the filler done). */
+static void wait_filled(uint64_t vid, unsigned copies, const char *what)
+{
+	int64_t end = tnow_ms() + 120000;
+	size_t n;
+
+	while ((n = backed_replicas(vid, copies)) && tnow_ms() < end)
+		tsleep_ms(200);
+	cr_assert_eq(n, 0, "%zu replicas still backed %s", n, what);
+}
+
+/* 4 KiB writes at random places of every chunk, and in every third
+ * chunk a 512-byte one inside a block (its block's other bytes come
+ * from the source): the model follows. */
+static void scatter_writes(struct sdfs_vol *v, uint8_t *model, uint64_t *seed,
+			   uint64_t tag)
+{
+	uint8_t *buf = vt_alloc(BLK);
+
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		for (int k = 0; k < 3; k++) {
+			uint64_t off = c * OBJ + (trand(seed) % (OBJ / BLK)) * BLK;
+			size_t n = BLK;
+			int ret;
+
+			if (k == 2 && c % 3 == 0) {
+				off += 512 * (1 + trand(seed) % 6);
+				n = 512;
+			}
+			vt_fill(buf, n, off, tag + (uint64_t)k);
+			ret = sdfs_vol_pwrite(v, buf, n, off);
+			cr_assert_eq(ret, 0, "write in chunk %" PRIu64 ": %s", c,
+				     strerror(-ret));
+			memcpy(model + off, buf, n);
+		}
+	}
+	cr_assert_eq(sdfs_vol_flush(v), 0);
+	free(buf);
+}
+
+/* Also the test that fails if an absent block read as zeros: the
+ * snapshot's data is nowhere zero, and the live volume is read while
+ * every new object is still backed. */
+Test(vol_cow, backed_objects_read_through_until_filled_also_across_restarts)
+{
+	uint8_t *model = vt_alloc(SIZE), *snap = vt_alloc(SIZE);
+	uint64_t seed = tseed("vol_cow_backed"), ino;
+	struct sdfs_vol_info old, vi;
+	struct sdfs_vol *v;
+	size_t backed;
+
+	restart_all(1);
+	ino = make_snapped("cowb", 21, model, &v, &old);
+	memcpy(snap, model, SIZE);
+	scatter_writes(v, model, &seed, 30);
+	sdfs_vol_get_info(v, &vi);
+	cr_assert_eq(atomic_load(&v->cow_copied), 0, "the client copied chunks itself");
+	backed = backed_replicas(vi.vid, vi.copies);
+	cr_log_info("%zu of %u replicas backed after the writes", backed, CHUNKS * 2);
+	cr_assert_eq(backed, CHUNKS * 2, "every new replica backed (the filler is stopped)");
+	check(ino, model, snap, "the live volume, backed");
+	replicas_agree(vi.vid, vi.copies);
+
+	/* a daemon restarted while its objects are backed: still backed */
+	cr_assert_eq(tcluster_kill(tc, "blockd.2"), 0);
+	setenv("SDFS_BLOCKD_FAULT", "no_fill", 1);
+	cr_assert_eq(tcluster_restart(tc, "blockd.2"), 0);
+	unsetenv("SDFS_BLOCKD_FAULT");
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy again");
+	check(ino, model, snap, "the live volume, backed, after a restart");
+	/* more writes into backed objects */
+	scatter_writes(v, model, &seed, 40);
+	check(ino, model, snap, "the live volume, written again while backed");
+
+	/* the filler on again (restarted daemons resume from their store) */
+	restart_all(0);
+	wait_filled(vi.vid, vi.copies, "after the restarts with the filler on");
+	check(ino, model, snap, "the live volume, filled");
+	replicas_agree(vi.vid, vi.copies);
+	sdfs_vol_close(v);
+	free(model);
+	free(snap);
+}
+
+/* How many copies of @vid's chunk objects the up nodes hold. */
+static size_t copies_of(uint64_t vid, unsigned copies)
+{
+	struct sdfs *s = tcluster_client(tc);
+	size_t left = 0;
+
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		struct sdfs_replica rep[4];
+		size_t n = 0;
+		int ret = sdfs_obj_locate(s, oid_vdata(vid, c, copies), rep, 4, &n);
+
+		cr_assert_eq(ret, 0, "locate: %s", strerror(-ret));
+		for (size_t i = 0; i < n; i++)
+			left += rep[i].result == 0;
+	}
+	return left;
+}
+
+Test(vol_cow, a_snapshot_deleted_while_objects_are_backed_by_it)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint8_t *model = vt_alloc(SIZE), *snap = vt_alloc(SIZE), *got = vt_alloc(SIZE);
+	uint64_t seed = tseed("vol_cow_del"), ino;
+	struct sdfs_vol_info old, vi;
+	struct sdfs_vol *v;
+	int64_t end;
+	size_t left;
+	int ret;
+
+	restart_all(1);
+	ino = make_snapped("cowd", 51, model, &v, &old);
+	memcpy(snap, model, SIZE);
+	scatter_writes(v, model, &seed, 60);
+	sdfs_vol_get_info(v, &vi);
+	cr_assert_eq(backed_replicas(vi.vid, vi.copies), CHUNKS * 2);
+	/* every chunk is the live state's now: the snapshot's objects are
+	 * all unreferenced once it is deleted, but back the live ones */
+	ret = sdfs_vol_snap_delete(s, ino, "snap");
+	cr_assert_eq(ret, 0, "delete the snapshot: %s", strerror(-ret));
+	/* reclaim frees the snapshot's objects, after OBJ_FILL filled ours */
+	end = tnow_ms() + 120000;
+	while ((left = copies_of(old.vid, old.copies)) != 0) {
+		cr_assert_lt(tnow_ms(), end, "%zu objects of the deleted snapshot remain", left);
+		tsleep_ms(500);
+	}
+	cr_assert_eq(backed_replicas(vi.vid, vi.copies), 0, "filled before the free");
+	vt_read_vol(tc, ino, NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume after the reclaim");
+	replicas_agree(vi.vid, vi.copies);
+	sdfs_vol_close(v);
+	restart_all(0);
+	free(model);
+	free(snap);
+	free(got);
+}
+
+/* With a block daemon down, its backed objects cannot be filled: reclaim
+ * frees nothing of the snapshot's until it is back. */
+Test(vol_cow, a_snapshot_delete_waits_for_a_down_daemon)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint8_t *model = vt_alloc(SIZE), *got = vt_alloc(SIZE);
+	uint64_t seed = tseed("vol_cow_down"), ino;
+	struct sdfs_reclaim_status rs;
+	struct sdfs_vol_info old, vi;
+	struct sdfs_vol *v;
+	uint64_t sweeps;
+	size_t before, left;
+	int64_t end;
+	int ret;
+
+	restart_all(1);
+	ino = make_snapped("cowdn", 71, model, &v, &old);
+	scatter_writes(v, model, &seed, 80);
+	sdfs_vol_get_info(v, &vi);
+	sdfs_vol_close(v);
+	cr_assert_eq(tcluster_kill(tc, "blockd.3"), 0);
+	before = copies_of(old.vid, old.copies);
+	cr_assert_gt(before, 0);
+	cr_assert_eq(sdfs_vol_reclaim_status(s, &rs), 0);
+	sweeps = rs.sweeps;
+	ret = sdfs_vol_snap_delete(s, ino, "snap");
+	cr_assert_eq(ret, 0, "delete the snapshot: %s", strerror(-ret));
+	/* two passes of reclaim over the family since the delete */
+	end = tnow_ms() + 120000;
+	do {
+		cr_assert_lt(tnow_ms(), end, "no reclaim pass");
+		tsleep_ms(500);
+		cr_assert_eq(sdfs_vol_reclaim_status(s, &rs), 0);
+	} while (rs.sweeps < sweeps + 2);
+	left = copies_of(old.vid, old.copies);
+	cr_log_info("copies of the snapshot's objects on the up nodes: %zu before the "
+		    "delete, %zu after %" PRIu64 " reclaim passes", before, left,
+		    rs.sweeps - sweeps);
+	cr_assert_eq(left, before, "reclaim freed objects with a daemon down");
+	/* back: filled, then freed */
+	cr_assert_eq(tcluster_restart(tc, "blockd.3"), 0);
+	end = tnow_ms() + 120000;
+	while ((left = copies_of(old.vid, old.copies)) != 0) {
+		cr_assert_lt(tnow_ms(), end, "%zu objects of the deleted snapshot remain", left);
+		tsleep_ms(500);
+	}
+	cr_assert_eq(backed_replicas(vi.vid, vi.copies), 0, "filled before the free");
+	vt_read_vol(tc, ino, NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume after the reclaim");
+	replicas_agree(vi.vid, vi.copies);
+	restart_all(0);
+	free(model);
+	free(got);
 }

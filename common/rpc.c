@@ -28,12 +28,19 @@
 #include "common/proto.h"
 
 #define POOL_IDLE_PER_NODE 64     /* >= a mount's request threads */
+/* A connection pooled this recently is taken without asking the kernel
+ * whether the daemon closed it (one recv per call saved): a daemon
+ * closes idle ones only after idle_timeout_ms (conf.h, seconds), and
+ * one that died meanwhile costs its call a fresh connection, not a
+ * try (call_error). */
+#define POOL_FRESH_MS 1000
 
 enum { ST_INIT, ST_CONNECTING, ST_AUTH, ST_SENDING, ST_RECV_HDR, ST_RECV_PAYLOAD,
        ST_DONE };
 
 struct pooled {
 	int fd;
+	int64_t since_ms;               /* pooled at, net_now_ms */
 	struct auth_sess sess;
 };
 
@@ -147,18 +154,21 @@ static struct pool_entry *pool_find(struct pool *p, const struct cmap_node *nd, 
 /* An idle connection to @nd with its session into *@sess; -1: none. */
 static int pool_take(struct pool *p, const struct cmap_node *nd, struct auth_sess *sess)
 {
+	int64_t now = net_now_ms();
 	int fd = -1;
 
 	pthread_mutex_lock(&p->lock);
 	struct pool_entry *e = pool_find(p, nd, 0);
 	/* those the daemon closed meanwhile (idle) go: each would cost a
-	 * try; so do plain ones once authentication is on */
+	 * try; so do plain ones once authentication is on. The last one
+	 * pooled is taken first: the one most likely still fresh. */
 	while (e && e->nfd && fd < 0) {
 		struct pooled *pc = &e->c[--e->nfd];
 
 		fd = pc->fd;
 		*sess = pc->sess;
-		if (net_idle_dead(fd) || (p->auth && !sess->on)) {
+		if ((p->auth && !sess->on) ||
+		    (now - pc->since_ms >= POOL_FRESH_MS && net_idle_dead(fd))) {
 			close(fd);
 			fd = -1;
 		}
@@ -170,10 +180,13 @@ static int pool_take(struct pool *p, const struct cmap_node *nd, struct auth_ses
 static void pool_give(struct pool *p, const struct cmap_node *nd, int fd,
 		      const struct auth_sess *sess)
 {
+	int64_t now = net_now_ms();
+
 	pthread_mutex_lock(&p->lock);
 	struct pool_entry *e = pool_find(p, nd, 1);
 	if (e && e->nfd < POOL_IDLE_PER_NODE) {
 		e->c[e->nfd].fd = fd;
+		e->c[e->nfd].since_ms = now;
 		e->c[e->nfd++].sess = *sess;
 		fd = -1;
 	}
@@ -334,6 +347,8 @@ static void auth_step(struct rpc_call *c)
 	}
 }
 
+static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_t id);
+
 /* Start (or restart) a call: a pooled connection, else a new one. */
 static void call_start(struct pool *p, struct rpc_call *c, uint64_t id)
 {
@@ -345,6 +360,9 @@ static void call_start(struct pool *p, struct rpc_call *c, uint64_t id)
 	if (c->fd >= 0) {
 		c->reused = 1;
 		call_ready(c);
+		/* an idle socket takes a request at once: send it now,
+		 * not after a poll() that would only say so */
+		call_step(p, c, 0, id);
 		return;
 	}
 	c->reused = 0;
@@ -445,7 +463,16 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 	if (!(revents & (POLLIN | POLLHUP | POLLERR)))
 		return;
 	if (c->state == ST_RECV_HDR) {
-		n = recv(c->fd, c->hbuf + c->done, SDFS_HDR_SIZE - c->done, 0);
+		/* With a session, up to a tag's worth of what follows the
+		 * header in the same read: the whole of a reply without a
+		 * payload (a write's, a flush's) in one syscall. Nothing
+		 * but this reply comes on the connection while it is ours. */
+		struct iovec hiov[2] = {
+			{ c->hbuf + c->done, SDFS_HDR_SIZE - c->done },
+			{ c->rtag, AUTH_TAG_BYTES },
+		};
+
+		n = readv(c->fd, hiov, c->sess.on ? 2 : 1);
 		if (n <= 0) {
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				return;
@@ -455,6 +482,7 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 		c->done += n;
 		if (c->done < SDFS_HDR_SIZE)
 			return;
+		size_t extra = c->done - SDFS_HDR_SIZE;
 		int ret = proto_hdr_decode(c->hbuf, SDFS_MAX_PAYLOAD, &c->reply);
 		if (ret == -EPROTONOSUPPORT) {
 			call_fail(c, -EPROTONOSUPPORT);
@@ -477,6 +505,15 @@ static void call_step(struct pool *p, struct rpc_call *c, short revents, uint64_
 					return;
 				}
 			}
+		}
+		if (extra) {    /* read past the header: the payload's first
+				   bytes, then the tag's */
+			size_t inpl = extra < c->reply.payload_len ? extra : c->reply.payload_len;
+
+			if (inpl)
+				memcpy(c->rdst, c->rtag, inpl);
+			memmove(c->rtag, c->rtag + inpl, extra - inpl);
+			c->done = extra;
 		}
 		c->state = ST_RECV_PAYLOAD;
 	}

@@ -39,6 +39,7 @@
  * again, once; a second refusal is the caller's -EACCES.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,7 +172,7 @@ static void complete_split(struct sdfs *s, struct rpc_call *calls, const size_t 
 {
 	struct rpc_call c[RING_MAX_COPIES];
 
-	memset(c, 0, sizeof(c));
+	memset(c, 0, n * sizeof(c[0]));
 	for (size_t k = 0; k < n; k++) {
 		c[k].node = calls[idx[k]].node;
 		c[k].req = calls[idx[k]].req;
@@ -353,7 +354,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 		size_t ncalls = oid_is_ordered(oid) && tmpl->opcode != SDFS_OP_OBJ_FLUSH
 				? 1 : p.nup;
 
-		memset(calls, 0, sizeof(calls));
+		memset(calls, 0, ncalls * sizeof(calls[0]));
 		for (size_t i = 0; i < ncalls; i++) {
 			calls[i].node = p.up[i];
 			calls[i].req = *tmpl;
@@ -651,7 +652,6 @@ static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_
 	uint8_t cap[RPC_MAX_CALLS][OBJCAP_WIRE_SIZE];
 	struct sdfs_hdr what = { .opcode = (uint8_t)op };
 
-	memset(calls, 0, sizeof(calls));
 	while (nobj < n && nobj < RPC_MAX_CALLS) {
 		uint64_t oid = oids[nobj];
 		struct placement *pl = &p[nobj];
@@ -676,6 +676,8 @@ static int many_batch(struct sdfs *s, unsigned op, uint32_t token, const uint64_
 		if (capped < 0)
 			bad[nobj] = 1, k = 0;
 		for (size_t i = 0; i < k; i++, ncalls++) {
+			/* zeroed one by one: 64 calls are 93 KB */
+			memset(&calls[ncalls], 0, sizeof(calls[ncalls]));
 			calls[ncalls].node = pl->up[i];
 			calls[ncalls].req.opcode = (uint8_t)op;
 			calls[ncalls].req.oid = oid;
@@ -893,16 +895,19 @@ static int read_accept(const struct rpc_call *c)
 		 rpc_is_transport(r));
 }
 
-/* One hedged round of @c (its req) to every up replica of @p. */
+/* One hedged round of @c (its req) to every up replica of @p. The
+ * calls come last: only the n asked are set up (an rpc_call is 1.5 KB,
+ * its session's key schedule; zeroing all RING_MAX_COPIES of them was
+ * 23 KB of memset per read). */
 struct read_round {
 	size_t n;                                       /* replicas asked */
 	const struct cmap_node *node[RING_MAX_COPIES];
-	struct rpc_call calls[RING_MAX_COPIES];
 	int won;                /* index of the answer (not OLD_EPOCH), or -1 */
 	size_t nbad, noent, nodata;
 	const struct cmap_node *bad[RING_MAX_COPIES];   /* failed checksums */
 	int stale;              /* OLD_EPOCH, or a node behind: go again */
 	int transport;                                  /* one did not answer */
+	struct rpc_call calls[RING_MAX_COPIES];         /* [0, n) only */
 };
 
 /*
@@ -917,8 +922,9 @@ static void read_round(struct sdfs *s, const struct placement *p,
 		       const struct sdfs_hdr *req, const void *payload, void *buf,
 		       size_t len, int timeout_ms, struct read_round *rr)
 {
-	memset(rr, 0, sizeof(*rr));
+	memset(rr, 0, offsetof(struct read_round, calls));
 	rr->n = read_order(s, p, rr->node);
+	memset(rr->calls, 0, rr->n * sizeof(rr->calls[0]));
 	for (size_t i = 0; i < rr->n; i++) {
 		rr->calls[i].node = rr->node[i];
 		rr->calls[i].req = *req;

@@ -244,7 +244,7 @@ int proto_strip_decode(const uint8_t *in, size_t len, struct sdfs_strip *st)
 	st->m = in[29];
 	st->s = in[30];
 	st->flags = in[31];
-	return st->flags ? -EPROTO : 0;
+	return st->flags & ~SDFS_STRIP_TOMB ? -EPROTO : 0;
 }
 
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out)

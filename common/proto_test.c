@@ -1366,7 +1366,10 @@ Test(proto_strip, round_trips_and_checks_flags)
 	cr_assert(b.k == 4 && b.m == 2 && b.s == 5 && b.flags == 0);
 	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE - 1, &b), -EPROTO);
 	cr_assert_eq(proto_strip_decode(NULL, 0, &b), -EPROTO);
-	w[31] = 1;
+	w[31] = SDFS_STRIP_TOMB;                /* a tombstone */
+	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE, &b), 0);
+	cr_assert_eq(b.flags, SDFS_STRIP_TOMB);
+	w[31] = 2;
 	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE, &b), -EPROTO);
 	cr_assert_str_eq(proto_op_name(SDFS_OP_STRIP_COMMIT), "STRIP_COMMIT");
 }

@@ -411,7 +411,9 @@ struct sdfs_obj_copy {
  * different writes, never mixed), le64 obj_size (the object's bytes),
  * le32 strip_len (bytes of every strip of the stripe, a multiple of
  * 4096), u8 k, u8 m, u8 s (this strip's number, 0..k+m-1), u8 flags
- * (0). STRIP_STAT's reply is one per strip version held.
+ * (SDFS_STRIP_TOMB or 0). STRIP_STAT's reply is one per strip version
+ * held. A tombstone (SDFS_STRIP_TOMB, obj_size and strip_len 0, no
+ * bytes) is the version a removal writes: the object is gone as of it.
  */
 struct sdfs_strip {
 	uint64_t version, tag, obj_size;
@@ -419,6 +421,7 @@ struct sdfs_strip {
 	uint8_t k, m, s, flags;
 };
 #define SDFS_STRIP_SIZE 32u
+#define SDFS_STRIP_TOMB 0x1u  /* 2.4 (ec): a removal's version, no bytes */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {

@@ -306,7 +306,15 @@ int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n);
  * a strip holder stayed down or unreachable; -EINVAL: bad k or m.
  * sdfs_ec_read: up to @len bytes at @off (short at the end), from the
  * newest version with k good strips, rebuilding what a missing or
- * corrupt strip held; -ENOENT if no holder has any strip of it.
+ * corrupt strip held; -ENOENT if no holder has any strip of it, or
+ * its newest version is a removal's.
+ * sdfs_ec_remove: a tombstone as the newest version of every strip,
+ * stored and committed on the holders that answer (at least max(k,
+ * m + 1)): the object reads -ENOENT from then on, the holders drop its
+ * older versions, and one that was down gets the tombstone from strip
+ * recovery when it is back, never bringing the object back. A later
+ * put makes it exist again. -ENOENT: nothing to remove; -EIO /
+ * -ETIMEDOUT: too few holders answered until the timeout.
  * Admin and daemon keys only for now (no object capabilities).
  */
 struct sdfs_ec_opts {
@@ -329,6 +337,7 @@ ssize_t sdfs_ec_read(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void 
 		     size_t len, uint64_t off);
 ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
 			size_t len, uint64_t off, struct sdfs_ec_rstat *rs);
+int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m);
 /* The node ids holding strips 0..k+m-1 in the current map into @ids (at
  * most @max); returns k + m, or -ENODEV as sdfs_ec_put. */
 int sdfs_ec_locate(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, uint32_t *ids,

@@ -12,10 +12,18 @@
  * of it: a strip that exists on some node is fetched whole, a lost one
  * rebuilt with ec_decode from k others, and sent to its holder with the
  * version's own number and tag (STRIP_PUT, checked there like a
- * client's). It never commits, drops or changes a version: a rebuilt
- * strip is one more copy of bytes that already were the stripe's, and
- * the next put's commit drops what is old. Fewer than k strips of any
- * version: left alone (logged), never filled with older data.
+ * client's). It never commits, drops or changes a version of data: a
+ * rebuilt strip is one more copy of bytes that already were the
+ * stripe's, and the next put's commit drops what is old. Fewer than k
+ * strips of any version: left alone (logged), never filled with older
+ * data. When the newest version is a removal's tombstone, the leader
+ * gives it (STRIP_PUT, no bytes) and its commit to every up position
+ * that lacks either, so a holder that missed the removal drops the
+ * object. And every node drops its own strip files placement moved
+ * away (stripstore_drop), only when not the last copy: the position's
+ * holder answered holding the same (version, tag), or the file is
+ * older than a tombstone with k strips or than a version whole on all
+ * k + m positions.
  *
  * Threads: strip_recover_map_changed runs on the loop thread (it copies
  * the map); the pass runs on its own thread, talking to peers with its

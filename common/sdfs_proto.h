@@ -98,7 +98,9 @@
  *        client does. A 2.2 mds answers the flag with EINVAL; the client
  *        then pushes the mtime at every fsync, as before.
  *   2.4  (ec) erasure-coded strips (docs/ec.md): STRIP_PUT, STRIP_GET,
- *        STRIP_STAT, STRIP_COMMIT and the sdfs_strip payload; a strip is
+ *        STRIP_STAT, STRIP_COMMIT and the sdfs_strip payload (its flag
+ *        SDFS_STRIP_TOMB: a removal's tombstone, whose commit drops
+ *        every older version of the object); a strip is
  *        stored under (oid, strip number, version), apart from the
  *        replicated objects. A 2.3 daemon answers UNKNOWN_OP.
  *        Also: SDFS_NOTE_F_ATIME in NS_NOTIFY's inode records (an older

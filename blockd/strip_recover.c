@@ -40,6 +40,9 @@ struct strip_recover {
 	int missed;                     /* this pass missed a peer: retry soon */
 	uint64_t rebuilt, copied;       /* strips sent, this daemon's life */
 	uint64_t tombs, dropped;        /* tombstones sent, extra files dropped */
+	/* stripes this node counts (strip_recover.h): during the pass (its
+	 * thread only), and as of the last whole pass (under mu) */
+	uint64_t pass_degraded, pass_unavail, degraded, unavail;
 };
 
 struct group {
@@ -214,7 +217,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 	struct group g[GROUPS_MAX], *best = NULL;
 	uint64_t minv[RING_MAX_PLACE];
 	const struct ec_code *code;
-	unsigned ng = 0, n, leader = RING_MAX_PLACE;
+	unsigned ng = 0, n, leader = RING_MAX_PLACE, okc = 0, first = RING_MAX_PLACE;
 	int miss = 0;
 	int placed = ring_place_strips(m->ring, oid, k, mm, ids);
 	uint8_t *buf = NULL;
@@ -265,6 +268,8 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 				continue;
 			if (st.version < minv[i])
 				minv[i] = st.version;
+			if (first == RING_MAX_PLACE)
+				first = i;      /* lists the lowest position, as i grows */
 			for (j = 0; j < ng; j++)
 				if (g[j].version == st.version && g[j].tag == st.tag)
 					break;
@@ -298,6 +303,8 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 	sr->missed |= miss;             /* only this thread touches it unlocked */
 	drop_extras(sr, oid, n, ids, node, g, ng, best, l, nl);
 	if (!best) {
+		if (first < n && ids[first] == bd->node_id)
+			sr->pass_unavail++;
 		if (ng && !miss)
 			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": no version "
 				  "of its %u+%u stripe has %u strips on the up holders; "
@@ -324,8 +331,12 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		uint8_t *out = buf + (size_t)k * best->strip_len, *put;
 		int r = -ENOENT, decoded = 0;
 
-		if (!node[p] || best->has[p] & 1u << p)
-			continue;               /* down, or has its strip */
+		if (best->has[p] & 1u << p) {
+			okc++;
+			continue;               /* has its strip */
+		}
+		if (!node[p])
+			continue;               /* down */
 		pthread_mutex_lock(&sr->mu);
 		int stop = sr->stop;
 		pthread_mutex_unlock(&sr->mu);
@@ -383,6 +394,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		log_info("oid=%016" PRIx64 " strip=%u version=%016" PRIx64 ": %s node=%"
 			 PRIu32, oid, p, best->version, decoded ? "rebuilt on" : "copied to",
 			 ids[p]);
+		okc++;
 		pthread_mutex_lock(&sr->mu);
 		if (decoded)
 			sr->rebuilt++;
@@ -390,6 +402,8 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 			sr->copied++;
 		pthread_mutex_unlock(&sr->mu);
 	}
+	if (okc < k + mm)
+		sr->pass_degraded++;    /* a position down, or not rebuilt */
 	free(buf);
 }
 
@@ -448,10 +462,15 @@ static void *run(void *arg)
 		uint64_t r0 = sr->rebuilt, c0 = sr->copied, t0 = sr->tombs, d0 = sr->dropped;
 
 		sr->missed = 0;
+		sr->pass_degraded = sr->pass_unavail = 0;
 		pthread_mutex_unlock(&sr->mu);
 
-		stripstore_each_oid(sr->bd->strips, pass_oid, &ps);
+		int cut = stripstore_each_oid(sr->bd->strips, pass_oid, &ps);
 		pthread_mutex_lock(&sr->mu);
+		if (!cut) {             /* a whole pass: its counts stand */
+			sr->degraded = sr->pass_degraded;
+			sr->unavail = sr->pass_unavail;
+		}
 		if (sr->rebuilt != r0 || sr->copied != c0 || sr->tombs != t0 ||
 		    sr->dropped != d0)
 			log_info("node=%" PRIu32 " epoch=%" PRIu64 ": strip recovery pass: %"
@@ -463,6 +482,16 @@ static void *run(void *arg)
 	pthread_mutex_unlock(&sr->mu);
 	cmap_free(cur);
 	return NULL;
+}
+
+void strip_recover_fill_info(struct strip_recover *sr, struct sdfs_node_info *ni)
+{
+	if (!sr)
+		return;
+	pthread_mutex_lock(&sr->mu);
+	ni->ec_degraded = sr->degraded;
+	ni->ec_unavail = sr->unavail;
+	pthread_mutex_unlock(&sr->mu);
 }
 
 void strip_recover_map_changed(struct strip_recover *sr, const struct cmap *m)

@@ -36,6 +36,7 @@
 
 struct blockd;
 struct cmap;
+struct sdfs_node_info;
 struct strip_recover;
 
 int strip_recover_new(struct blockd *bd, struct strip_recover **out);
@@ -43,4 +44,12 @@ void strip_recover_free(struct strip_recover *sr);      /* NULL ok; joins */
 
 /* Loop thread: @m is the node's new map; a pass follows. */
 void strip_recover_map_changed(struct strip_recover *sr, const struct cmap *m);
+
+/* NODE_INFO's ec_degraded and ec_unavail as of the last whole pass:
+ * stripes this node leads whose newest version lacks a strip on some
+ * position after the pass's rebuilds (a holder down, too few nodes, a
+ * rebuild failed), and stripes with no version of k strips on the up
+ * holders, counted by the first position listing any strip of it.
+ * Tombstones are not counted. Any thread; @sr NULL: left as is. */
+void strip_recover_fill_info(struct strip_recover *sr, struct sdfs_node_info *ni);
 #endif

@@ -157,6 +157,10 @@ struct sdfs_node_status {
 	uint64_t rec_extra;     /* copies kept here that placement moved away */
 	uint64_t rec_elapsed_ms;/* since the pass started (to its end if over) */
 	uint64_t moved_objs;    /* objects fetched since the daemon started */
+	/* Erasure-coded stripes it counted in its last strip recovery pass
+	 * (docs/ec.md; 0 from a node before 2.4): led by it and short of a
+	 * strip on some position; with no version of k strips reachable. */
+	uint64_t ec_degraded, ec_unavail;
 };
 /* All nodes of the current map; free *@out with free(). */
 int sdfs_node_list(struct sdfs *s, struct sdfs_node_status **out, size_t *n);
@@ -178,6 +182,10 @@ struct sdfs_health {
 	uint64_t unavail;       /* objects with no current copy reachable */
 	uint64_t extra;         /* copies still kept where placement moved away */
 	uint64_t moved_objs;    /* objects fetched since the daemons started */
+	/* Erasure-coded stripes, summed over the reachable nodes' last strip
+	 * recovery passes (each stripe counted by one node); reported, not
+	 * part of @healthy. */
+	uint64_t ec_degraded, ec_unavail;
 	uint32_t down_id;       /* the first placed down node, or 0 */
 	int64_t out_in_s;       /* ... seconds until it goes out (0: due) */
 	/* Space (docs/operations.md "Space"): a full node (it refuses data

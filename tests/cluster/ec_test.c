@@ -731,3 +731,60 @@ Test(ec, add_node_drops_extras)
 	cr_assert_eq(read_all(o, N, "after the add"), 0);
 	free_all(o, N);
 }
+
+/* `cluster status` counts the stripes short of a strip: a strip holder
+ * down makes every stripe it holds a strip of degraded, counted once
+ * (by its leader); back up, none. */
+Test(ec, degraded_counted)
+{
+	enum { N = 10 };
+	struct obj *o = put_all(N, tseed("ec degraded_counted"));
+	struct sdfs *s = tcluster_client(tc);
+	struct sdfs_health h;
+	uint32_t ids[K + M], dead;
+	unsigned want = 0;
+	char a[32], *out = NULL, *err = NULL, key[64];
+	int64_t t0;
+
+	cr_assert_eq(sdfs_ec_locate(s, o[5].oid, K, M, ids, K + M), K + M);
+	dead = ids[1];
+	name_of(dead, a, sizeof(a));
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(sdfs_ec_locate(s, o[i].oid, K, M, ids, K + M), K + M);
+		for (unsigned p = 0; p < K + M; p++)
+			want += ids[p] == dead;
+	}
+	cr_assert_eq(sdfs_cluster_health(s, &h), 0);
+	cr_assert_eq(h.ec_degraded, 0);
+	cr_log_info("killing %s: %u of %u stripes hold a strip there", a, want, N);
+	cr_assert_eq(tcluster_kill(tc, a), 0);
+	cr_assert_eq(tcluster_wait_state(tc, a, "down", TCLUSTER_WAIT_MS), 0);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 30000; tsleep_ms(250)) {
+		cr_assert_eq(sdfs_cluster_health(s, &h), 0);
+		if (h.ec_degraded == want)
+			break;
+	}
+	cr_assert_eq(h.ec_degraded, want, "%" PRIu64 " degraded stripes counted, %u "
+		     "expected", h.ec_degraded, want);
+	cr_assert_eq(h.ec_unavail, 0);
+	cr_log_info("%" PRIu64 " degraded stripes counted after %" PRId64 " ms",
+		    h.ec_degraded, tnow_ms() - t0);
+	cr_assert_eq(tcluster_sdfs(tc, &out, &err, "--json cluster status"), 0, "%s", err);
+	snprintf(key, sizeof(key), "\"ec\": {\"degraded\": %u,", want);
+	cr_assert(strstr(out, key), "%s", out);
+	free(out);
+	free(err);
+	cr_assert_eq(tcluster_sdfs(tc, &out, &err, "cluster status"), 0, "%s", err);
+	cr_assert(strstr(out, "stripes degraded"), "%s", out);
+	free(out);
+	free(err);
+	cr_assert_eq(tcluster_restart(tc, a), 0);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 30000; tsleep_ms(250)) {
+		cr_assert_eq(sdfs_cluster_health(s, &h), 0);
+		if (h.ec_degraded == 0)
+			break;
+	}
+	cr_assert_eq(h.ec_degraded, 0, "still %" PRIu64 " degraded with every node up",
+		     h.ec_degraded);
+	free_all(o, N);
+}

@@ -27,6 +27,17 @@
  *                      holders (blockd/strip_recover.c); then two more
  *                      die and every object still reads back right,
  *                      which it could not without the rebuild.
+ *   remove_holder_down a removal with a strip holder SIGKILLed: -ENOENT
+ *                      at once; restarted, the holder gets the
+ *                      tombstone and drops its old strip (files counted
+ *                      on every disk); rm --ec; a later put.
+ *   add_node_drops_extras a node added: moved strips copied, the old
+ *                      holders' extra copies dropped (each stripe's
+ *                      files on its placement only), all read back.
+ *   degraded_counted   a holder down: `cluster status` counts each
+ *                      stripe with a strip there once; back up, none.
+ *   remove_races_puts  removals racing puts: the object ends removed or
+ *                      as the last put, never an earlier one.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -787,4 +798,60 @@ Test(ec, degraded_counted)
 	cr_assert_eq(h.ec_degraded, 0, "still %" PRIu64 " degraded with every node up",
 		     h.ec_degraded);
 	free_all(o, N);
+}
+
+struct rm_race {
+	uint64_t oid, seed;
+	int stop, err;
+	unsigned removed;
+};
+
+static void *remover_fn(void *arg)
+{
+	struct rm_race *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE) && !r->err) {
+		int e = sdfs_ec_remove(tcluster_client(tc), r->oid, K, M);
+
+		if (e == 0)
+			r->removed++;
+		else if (e != -ENOENT)
+			r->err = e;
+	}
+	return NULL;
+}
+
+/* Removals racing puts of one object: every call succeeds (or finds it
+ * removed already), and afterwards the object is either removed or the
+ * last put's bytes — never an earlier put's, which a removal would have
+ * brought back. */
+Test(ec, remove_races_puts)
+{
+	enum { ROUNDS = 12, LEN = 3 * 65536 + 7 };
+	struct rm_race r = { .oid = OID0 + 0x40000, .seed = tseed("ec remove_races_puts") };
+	uint8_t *b = malloc(LEN), *buf = malloc(LEN + 1);
+	pthread_t t;
+	ssize_t got;
+
+	cr_assert_eq(pthread_create(&t, NULL, remover_fn, &r), 0);
+	for (unsigned i = 1; i <= ROUNDS; i++) {
+		tfill_random(b, LEN, r.seed + i);
+		cr_assert_eq(sdfs_ec_put(tcluster_client(tc), r.oid, K, M, b, LEN), 0,
+			     "put %u", i);
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	cr_assert_eq(r.err, 0, "remove: %s", strerror(-r.err));
+	got = sdfs_ec_read(tcluster_client(tc), r.oid, K, M, buf, LEN + 1, 0);
+	cr_log_info("%u removals among %u puts; the object reads %zd", r.removed, ROUNDS,
+		    got);
+	cr_assert(got == -ENOENT || got == LEN, "read: %zd", got);
+	if (got == LEN)
+		cr_assert(!memcmp(buf, b, LEN), "not the last put's bytes");
+	/* and a last removal sticks */
+	if (got == LEN)
+		cr_assert_eq(sdfs_ec_remove(tcluster_client(tc), r.oid, K, M), 0);
+	cr_assert_eq(sdfs_ec_read(tcluster_client(tc), r.oid, K, M, buf, LEN, 0), -ENOENT);
+	free(b);
+	free(buf);
 }

@@ -41,6 +41,7 @@
 #include "blockd/fence.h"
 #include "blockd/order.h"
 #include "blockd/strip_ops.h"
+#include "blockd/strip_recover.h"
 #include "blockd/vfence.h"
 #include "common/csum.h"
 #include "common/log.h"
@@ -638,8 +639,11 @@ static void op_node_info(struct work *w)
 		return;
 	}
 	memcpy(r->out, &ni, sizeof(ni));
-	/* a 1.1..1.5 peer wants exactly the 128 bytes it knows */
-	r->out_len = r->h.major > 1 || r->h.minor >= 7 ? sizeof(ni) : SDFS_NODE_INFO_V11_SIZE;
+	/* exactly what the asker's version decodes: 128 bytes before 1.7,
+	 * 136 before 2.4 (ec counters) */
+	r->out_len = r->h.major > 2 || (r->h.major == 2 && r->h.minor >= 4) ? sizeof(ni) :
+		     r->h.major > 1 || r->h.minor >= 7 ? SDFS_NODE_INFO_V17_SIZE :
+		     SDFS_NODE_INFO_V11_SIZE;
 }
 
 /* SCRUB (2.3): start or pause the scrub (admin and daemon keys only:
@@ -769,6 +773,7 @@ static void req_done(struct work *w)
 		ni.errors = atomic_load(&r->bd->errors);
 		ni.max_obj_size = r->bd->cfg.obj_size;
 		recover_fill_info(r->bd->recover, &ni);
+		strip_recover_fill_info(r->bd->strip_rec, &ni);
 		proto_node_info_encode(&ni, r->out);
 	}
 	proto_reply_init(&reply, &r->h, proto_res_from_errno(r->ret));

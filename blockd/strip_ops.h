@@ -3,7 +3,8 @@
  * STRIP_GET, STRIP_STAT, STRIP_COMMIT (common/sdfs_proto.h, docs/ec.md)
  * served from the node's strip store (stripstore.h).
  *
- *   STRIP_PUT     payload sdfs_strip + strip_len bytes: stored durably
+ *   STRIP_PUT     payload sdfs_strip + strip_len bytes (a tombstone:
+ *                 none): stored durably
  *                 (always: a commit may drop the previous version next),
  *                 beside the versions held. Refused INVALID unless this
  *                 node is strip s's holder in the request's epoch
@@ -17,7 +18,8 @@
  *   STRIP_COMMIT  sdfs_strip (s, version): the writer saw all k + m
  *                 strips of that version stored: drop the older versions
  *                 of strip s here (NO_OBJ, nothing dropped, if that
- *                 version is not here).
+ *                 version is not here); of every strip number if it
+ *                 is a tombstone (SDFS_STRIP_TOMB: a removal's).
  * PUT and COMMIT are mutations (a nonzero epoch, checked by
  * ops_dispatch); none are fenced or ordered. Work runs on the I/O
  * workers and replies from there.

@@ -39,11 +39,16 @@ struct strip_recover {
 	int stop;
 	int missed;                     /* this pass missed a peer: retry soon */
 	uint64_t rebuilt, copied;       /* strips sent, this daemon's life */
+	uint64_t tombs, dropped;        /* tombstones sent, extra files dropped */
+	/* stripes this node counts (strip_recover.h): during the pass (its
+	 * thread only), and as of the last whole pass (under mu) */
+	uint64_t pass_degraded, pass_unavail, degraded, unavail;
 };
 
 struct group {
 	uint64_t version, tag, size;
 	uint32_t strip_len;
+	int tomb;                       /* a removal's (SDFS_STRIP_TOMB) */
 	unsigned count;
 	int at[RING_MAX_PLACE];         /* strip s: index into the holders, or -1 */
 	uint32_t has[RING_MAX_PLACE];   /* per holder index: strips it has */
@@ -90,12 +95,119 @@ static int fetch(struct strip_recover *sr, const struct cmap_node *h, uint64_t o
 	return r;
 }
 
+/* Send @op of strip @st (no bytes: a tombstone or a commit) to @nd;
+ * 0 or -errno. */
+static int send_hdr(struct strip_recover *sr, const struct cmap_node *nd, unsigned op,
+		    uint64_t oid, uint64_t epoch, const struct sdfs_strip *st)
+{
+	uint8_t hdr[SDFS_STRIP_SIZE];
+	struct rpc_call c;
+	int r;
+
+	proto_strip_encode(st, hdr);
+	call_init(&c, nd, op, oid, epoch, hdr, SDFS_STRIP_SIZE);
+	rpc_run(sr->pool, &c, 1, CALL_MS, next_req_id, sr);
+	r = rpc_result(&c);
+	rpc_calls_free(&c, 1);
+	return r;
+}
+
+/*
+ * The leader of a removal's tombstone @best: every up position gets its
+ * tombstone strip and its commit (which drops every older version of
+ * the object there) unless it holds the tombstone and nothing older.
+ */
+static void spread_tomb(struct strip_recover *sr, const struct cmap *m, uint64_t oid,
+			unsigned k, unsigned mm, const struct group *best,
+			const struct cmap_node *const *node, const uint64_t *minv,
+			const uint32_t *ids)
+{
+	for (unsigned p = 0; p < k + mm; p++) {
+		struct sdfs_strip st = { .version = best->version, .tag = best->tag,
+					 .k = (uint8_t)k, .m = (uint8_t)mm, .s = (uint8_t)p,
+					 .flags = SDFS_STRIP_TOMB };
+		int has = !!(best->has[p] & 1u << p), r = 0;
+
+		if (!node[p] || (has && minv[p] >= best->version))
+			continue;
+		if (!has)
+			r = send_hdr(sr, node[p], SDFS_OP_STRIP_PUT, oid, m->epoch, &st);
+		if (!r)
+			r = send_hdr(sr, node[p], SDFS_OP_STRIP_COMMIT, oid, m->epoch, &st);
+		if (r) {
+			sr->missed = 1;
+			log_warn("oid=%016" PRIx64 " strip=%u: tombstone to node=%" PRIu32 ": %s",
+				 oid, p, ids[p], strerror(-r));
+			continue;
+		}
+		log_info("oid=%016" PRIx64 " strip=%u: tombstone %016" PRIx64 " %s node=%"
+			 PRIu32, oid, p, best->version, has ? "committed on" : "given to",
+			 ids[p]);
+		pthread_mutex_lock(&sr->mu);
+		sr->tombs++;
+		pthread_mutex_unlock(&sr->mu);
+	}
+}
+
+/*
+ * This node's strip files of @oid that placement moved away (@l, @nl):
+ * each is dropped only when it is not needed — the holder of its
+ * position answered holding the same (version, tag) strip, or it is
+ * older than a removal's tombstone with k strips, or older than a
+ * version whose k + m strips all sit on their positions (which a commit
+ * could drop anyway). Never the last copy of anything.
+ */
+static void drop_extras(struct strip_recover *sr, uint64_t oid, unsigned n,
+			const uint32_t *ids, const struct cmap_node *const *node,
+			const struct group *g, unsigned ng, const struct group *best,
+			const struct sdfs_strip *l, size_t nl)
+{
+	int whole = best && !best->tomb && n == (unsigned)l[0].k + l[0].m;
+
+	for (unsigned p = 0; whole && p < n; p++)
+		whole = node[p] && best->has[p] & 1u << p;
+	for (size_t x = 0; x < nl; x++) {
+		unsigned s = l[x].s;
+		const char *why = NULL;
+		int r;
+
+		if (s >= n || ids[s] == sr->bd->node_id)
+			continue;               /* its position is here */
+		for (unsigned j = 0; j < ng && !why; j++)
+			if (g[j].version == l[x].version && g[j].tag == l[x].tag &&
+			    node[s] && g[j].has[s] & 1u << s)
+				why = "its holder has it";
+		if (!why && best && l[x].version < best->version && (best->tomb || whole))
+			why = best->tomb ? "older than a removal" : "older than a whole stripe";
+		if (!why) {
+			if (best && l[x].version == best->version && l[x].tag == best->tag &&
+			    node[s])
+				sr->missed = 1; /* its holder gets it soon: look again */
+			continue;
+		}
+		r = stripstore_drop(sr->bd->strips, oid, s, l[x].version, l[x].tag);
+		if (r) {
+			if (r != -ENOENT)
+				log_warn("oid=%016" PRIx64 " strip=%u: dropping an extra copy: %s",
+					 oid, s, strerror(-r));
+			continue;
+		}
+		log_info("oid=%016" PRIx64 " strip=%u version=%016" PRIx64 ": extra copy "
+			 "dropped (node=%" PRIu32 " holds the position; %s)", oid, s,
+			 l[x].version, ids[s], why);
+		pthread_mutex_lock(&sr->mu);
+		sr->dropped++;
+		pthread_mutex_unlock(&sr->mu);
+	}
+}
+
 /*
  * The stripe of @oid (k + m) in map @m: make every position's node hold
- * its strip of the newest version with k strips, if this node leads.
+ * its strip of the newest version with k strips, if this node leads;
+ * drop this node's strip files (@l, @nl) placement moved away.
  */
 static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t oid,
-			unsigned k, unsigned mm)
+			unsigned k, unsigned mm, const struct sdfs_strip *l, size_t nl)
 {
 	struct blockd *bd = sr->bd;
 	uint32_t ids[RING_MAX_PLACE];
@@ -103,8 +215,9 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 	const struct cmap_node *node[RING_MAX_PLACE];
 	struct rpc_call calls[RING_MAX_PLACE];
 	struct group g[GROUPS_MAX], *best = NULL;
+	uint64_t minv[RING_MAX_PLACE];
 	const struct ec_code *code;
-	unsigned ng = 0, n, leader = RING_MAX_PLACE;
+	unsigned ng = 0, n, leader = RING_MAX_PLACE, okc = 0, first = RING_MAX_PLACE;
 	int miss = 0;
 	int placed = ring_place_strips(m->ring, oid, k, mm, ids);
 	uint8_t *buf = NULL;
@@ -137,6 +250,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 	for (unsigned i = 0; i < n; i++) {
 		size_t ne;
 
+		minv[i] = UINT64_MAX;
 		if (!node[i] || rpc_result(&calls[i])) {
 			if (node[i])
 				miss = 1;
@@ -152,6 +266,10 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 					       SDFS_STRIP_SIZE, &st) ||
 			    st.k != k || st.m != mm || st.s >= k + mm)
 				continue;
+			if (st.version < minv[i])
+				minv[i] = st.version;
+			if (first == RING_MAX_PLACE)
+				first = i;      /* lists the lowest position, as i grows */
 			for (j = 0; j < ng; j++)
 				if (g[j].version == st.version && g[j].tag == st.tag)
 					break;
@@ -164,9 +282,11 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 				g[j].tag = st.tag;
 				g[j].size = st.obj_size;
 				g[j].strip_len = st.strip_len;
+				g[j].tomb = !!(st.flags & SDFS_STRIP_TOMB);
 				ng++;
 			}
-			if (g[j].size != st.obj_size || g[j].strip_len != st.strip_len)
+			if (g[j].size != st.obj_size || g[j].strip_len != st.strip_len ||
+			    g[j].tomb != !!(st.flags & SDFS_STRIP_TOMB))
 				continue;
 			g[j].has[i] |= 1u << st.s;
 			if (g[j].at[st.s] < 0) {
@@ -181,7 +301,10 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		    (g[j].version == best->version && g[j].tag > best->tag)))
 			best = &g[j];
 	sr->missed |= miss;             /* only this thread touches it unlocked */
+	drop_extras(sr, oid, n, ids, node, g, ng, best, l, nl);
 	if (!best) {
+		if (first < n && ids[first] == bd->node_id)
+			sr->pass_unavail++;
 		if (ng && !miss)
 			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": no version "
 				  "of its %u+%u stripe has %u strips on the up holders; "
@@ -193,6 +316,11 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 			leader = i;
 	if (leader == RING_MAX_PLACE || ids[leader] != bd->node_id)
 		return;
+	if (best->tomb) {
+		if (n == k + mm)
+			spread_tomb(sr, m, oid, k, mm, best, node, minv, ids);
+		return;
+	}
 	buf = malloc((size_t)(k + 1) * best->strip_len);
 	if (!buf)
 		return;
@@ -203,8 +331,12 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		uint8_t *out = buf + (size_t)k * best->strip_len, *put;
 		int r = -ENOENT, decoded = 0;
 
-		if (!node[p] || best->has[p] & 1u << p)
-			continue;               /* down, or has its strip */
+		if (best->has[p] & 1u << p) {
+			okc++;
+			continue;               /* has its strip */
+		}
+		if (!node[p])
+			continue;               /* down */
 		pthread_mutex_lock(&sr->mu);
 		int stop = sr->stop;
 		pthread_mutex_unlock(&sr->mu);
@@ -262,6 +394,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		log_info("oid=%016" PRIx64 " strip=%u version=%016" PRIx64 ": %s node=%"
 			 PRIu32, oid, p, best->version, decoded ? "rebuilt on" : "copied to",
 			 ids[p]);
+		okc++;
 		pthread_mutex_lock(&sr->mu);
 		if (decoded)
 			sr->rebuilt++;
@@ -269,6 +402,8 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 			sr->copied++;
 		pthread_mutex_unlock(&sr->mu);
 	}
+	if (okc < k + mm)
+		sr->pass_degraded++;    /* a position down, or not rebuilt */
 	free(buf);
 }
 
@@ -291,7 +426,7 @@ static int pass_oid(void *arg, uint64_t oid)
 		return 1;
 	if (stripstore_list(ps->sr->bd->strips, oid, l, LOCAL_MAX, &n) || n == 0)
 		return 0;
-	recover_oid(ps->sr, ps->m, oid, l[0].k, l[0].m);
+	recover_oid(ps->sr, ps->m, oid, l[0].k, l[0].m, l, n);
 	return 0;
 }
 
@@ -324,21 +459,39 @@ static void *run(void *arg)
 		if (!cur)
 			continue;
 		struct pass ps = { .sr = sr, .m = cur };
-		uint64_t r0 = sr->rebuilt, c0 = sr->copied;
+		uint64_t r0 = sr->rebuilt, c0 = sr->copied, t0 = sr->tombs, d0 = sr->dropped;
 
 		sr->missed = 0;
+		sr->pass_degraded = sr->pass_unavail = 0;
 		pthread_mutex_unlock(&sr->mu);
 
-		stripstore_each_oid(sr->bd->strips, pass_oid, &ps);
+		int cut = stripstore_each_oid(sr->bd->strips, pass_oid, &ps);
 		pthread_mutex_lock(&sr->mu);
-		if (sr->rebuilt != r0 || sr->copied != c0)
+		if (!cut) {             /* a whole pass: its counts stand */
+			sr->degraded = sr->pass_degraded;
+			sr->unavail = sr->pass_unavail;
+		}
+		if (sr->rebuilt != r0 || sr->copied != c0 || sr->tombs != t0 ||
+		    sr->dropped != d0)
 			log_info("node=%" PRIu32 " epoch=%" PRIu64 ": strip recovery pass: %"
-				 PRIu64 " rebuilt, %" PRIu64 " copied", sr->bd->node_id,
-				 cur->epoch, sr->rebuilt - r0, sr->copied - c0);
+				 PRIu64 " rebuilt, %" PRIu64 " copied, %" PRIu64 " tombstones "
+				 "given, %" PRIu64 " extra copies dropped", sr->bd->node_id,
+				 cur->epoch, sr->rebuilt - r0, sr->copied - c0, sr->tombs - t0,
+				 sr->dropped - d0);
 	}
 	pthread_mutex_unlock(&sr->mu);
 	cmap_free(cur);
 	return NULL;
+}
+
+void strip_recover_fill_info(struct strip_recover *sr, struct sdfs_node_info *ni)
+{
+	if (!sr)
+		return;
+	pthread_mutex_lock(&sr->mu);
+	ni->ec_degraded = sr->degraded;
+	ni->ec_unavail = sr->unavail;
+	pthread_mutex_unlock(&sr->mu);
 }
 
 void strip_recover_map_changed(struct strip_recover *sr, const struct cmap *m)

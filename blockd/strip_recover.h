@@ -12,10 +12,18 @@
  * of it: a strip that exists on some node is fetched whole, a lost one
  * rebuilt with ec_decode from k others, and sent to its holder with the
  * version's own number and tag (STRIP_PUT, checked there like a
- * client's). It never commits, drops or changes a version: a rebuilt
- * strip is one more copy of bytes that already were the stripe's, and
- * the next put's commit drops what is old. Fewer than k strips of any
- * version: left alone (logged), never filled with older data.
+ * client's). It never commits, drops or changes a version of data: a
+ * rebuilt strip is one more copy of bytes that already were the
+ * stripe's, and the next put's commit drops what is old. Fewer than k
+ * strips of any version: left alone (logged), never filled with older
+ * data. When the newest version is a removal's tombstone, the leader
+ * gives it (STRIP_PUT, no bytes) and its commit to every up position
+ * that lacks either, so a holder that missed the removal drops the
+ * object. And every node drops its own strip files placement moved
+ * away (stripstore_drop), only when not the last copy: the position's
+ * holder answered holding the same (version, tag), or the file is
+ * older than a tombstone with k strips or than a version whole on all
+ * k + m positions.
  *
  * Threads: strip_recover_map_changed runs on the loop thread (it copies
  * the map); the pass runs on its own thread, talking to peers with its
@@ -28,6 +36,7 @@
 
 struct blockd;
 struct cmap;
+struct sdfs_node_info;
 struct strip_recover;
 
 int strip_recover_new(struct blockd *bd, struct strip_recover **out);
@@ -35,4 +44,12 @@ void strip_recover_free(struct strip_recover *sr);      /* NULL ok; joins */
 
 /* Loop thread: @m is the node's new map; a pass follows. */
 void strip_recover_map_changed(struct strip_recover *sr, const struct cmap *m);
+
+/* NODE_INFO's ec_degraded and ec_unavail as of the last whole pass:
+ * stripes this node leads whose newest version lacks a strip on some
+ * position after the pass's rebuilds (a holder down, too few nodes, a
+ * rebuild failed), and stripes with no version of k strips on the up
+ * holders, counted by the first position listing any strip of it.
+ * Tombstones are not counted. Any thread; @sr NULL: left as is. */
+void strip_recover_fill_info(struct strip_recover *sr, struct sdfs_node_info *ni);
 #endif

@@ -167,8 +167,10 @@ void stripstore_close(struct stripstore *ss)
 int stripstore_check(const struct stripstore *ss, const struct sdfs_strip *st)
 {
 	if (st->k < 1 || st->k > EC_K_MAX || st->m < 1 || st->m > EC_M_MAX ||
-	    st->s >= st->k + st->m || st->flags)
+	    st->s >= st->k + st->m || st->flags & ~SDFS_STRIP_TOMB || st->version == 0)
 		return -EINVAL;
+	if (st->flags & SDFS_STRIP_TOMB)        /* a removal's: no bytes */
+		return st->strip_len == 0 && st->obj_size == 0 ? 0 : -EINVAL;
 	if (st->strip_len == 0 || st->strip_len % STRIP_BLOCK ||
 	    st->strip_len > ss->max_strip_len ||
 	    st->obj_size > (uint64_t)st->k * st->strip_len || st->version == 0)
@@ -291,6 +293,8 @@ int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip 
 
 	if (stripstore_check(ss, st))
 		return -EINVAL;
+	if (st->flags & SDFS_STRIP_TOMB)
+		doff = STRIP_HDR;               /* a tombstone is its header */
 	head = calloc(1, doff);
 	if (!head)
 		return -ENOMEM;
@@ -327,7 +331,7 @@ int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip 
 		goto out;
 	}
 	ret = pwrite_all(fd, head, doff, 0);
-	if (!ret)
+	if (!ret && st->strip_len)
 		ret = pwrite_all(fd, data, st->strip_len, (off_t)doff);
 	if (!ret && fdatasync(fd))
 		ret = -errno;
@@ -370,7 +374,7 @@ int stripstore_read(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t ve
 		ret = hdr_decode(ss, h, oid, s, version, &st);
 	if (ret)
 		goto out;
-	if (tag && st.tag != tag) {
+	if ((tag && st.tag != tag) || st.flags & SDFS_STRIP_TOMB) {
 		ret = -ENOENT;
 		goto out;
 	}
@@ -476,22 +480,48 @@ int stripstore_list(struct stripstore *ss, uint64_t oid, struct sdfs_strip *out,
 }
 
 struct commit_arg {
+	const struct stripstore *ss;
+	uint64_t oid;
 	unsigned s;
 	uint64_t version;
-	int have;
+	int have, tomb;
 	unsigned dropped;
 	int pass;                               /* 0: look, 1: remove */
 };
 
+/* The header of file @name in @dfd, checked; 0 or -errno. */
+static int read_hdr(const struct stripstore *ss, int dfd, const char *name, uint64_t oid,
+		    unsigned s, uint64_t version, struct sdfs_strip *st)
+{
+	uint8_t h[STRIP_HDR];
+	size_t got = 0;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC), ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = pread_all(fd, h, STRIP_HDR, 0, &got);
+	if (!ret)
+		ret = got == STRIP_HDR ? hdr_decode(ss, h, oid, s, version, st) : -EBADMSG;
+	close(fd);
+	return ret;
+}
+
 static int commit_one(void *arg, int dfd, const char *name, unsigned s, uint64_t version)
 {
 	struct commit_arg *a = arg;
+	struct sdfs_strip st;
 
-	if (s != a->s)
+	if (a->pass == 0) {
+		if (s == a->s && version == a->version) {
+			a->have = 1;
+			a->tomb = !read_hdr(a->ss, dfd, name, a->oid, s, version, &st) &&
+				  st.flags & SDFS_STRIP_TOMB;
+		}
 		return 0;
-	if (a->pass == 0)
-		a->have |= version == a->version;
-	else if (version < a->version && unlinkat(dfd, name, 0) == 0)
+	}
+	/* A removal's tombstone ends the whole object here: the older
+	 * versions of every strip number go, extra copies too. */
+	if ((s == a->s || a->tomb) && version < a->version && unlinkat(dfd, name, 0) == 0)
 		a->dropped++;
 	return 0;
 }
@@ -499,7 +529,7 @@ static int commit_one(void *arg, int dfd, const char *name, unsigned s, uint64_t
 int stripstore_commit(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t version,
 		      unsigned *dropped)
 {
-	struct commit_arg a = { .s = s, .version = version };
+	struct commit_arg a = { .ss = ss, .oid = oid, .s = s, .version = version };
 	char dir[PATH_MAX];
 	int ret;
 
@@ -519,6 +549,46 @@ int stripstore_commit(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t 
 	if (dropped)
 		*dropped = a.dropped;
 	return ret;
+}
+
+struct drop_arg {
+	const struct stripstore *ss;
+	uint64_t oid, version, tag;
+	unsigned s;
+	int ret;
+};
+
+static int drop_one(void *arg, int dfd, const char *name, unsigned s, uint64_t version)
+{
+	struct drop_arg *a = arg;
+	struct sdfs_strip st;
+
+	if (s != a->s || version != a->version)
+		return 0;
+	if (read_hdr(a->ss, dfd, name, a->oid, s, version, &st) || st.tag != a->tag)
+		return 0;                       /* another write's, or unreadable */
+	a->ret = unlinkat(dfd, name, 0) ? -errno : 0;
+	return 1;
+}
+
+int stripstore_drop(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t version,
+		    uint64_t tag)
+{
+	struct drop_arg a = { .ss = ss, .oid = oid, .version = version, .tag = tag, .s = s,
+			      .ret = -ENOENT };
+	char dir[PATH_MAX];
+	int ret;
+
+	pthread_mutex_lock(lock_of(ss, oid));
+	ret = each_file(ss, oid, drop_one, &a);
+	pthread_mutex_unlock(lock_of(ss, oid));
+	if (ret < 0)
+		return ret;
+	if (a.ret == 0) {
+		subdir(ss, oid, dir, sizeof(dir));
+		fsync_dir(dir);
+	}
+	return a.ret;
 }
 
 static int u64_cmp(const void *a, const void *b)

@@ -12,6 +12,9 @@
  * 4 KiB block has an XXH3-64 checksum, verified on every read (-EBADMSG,
  * never bad bytes).
  *
+ * A tombstone (SDFS_STRIP_TOMB) is a version of header only, no bytes:
+ * what a removal writes (docs/ec.md "Removal"); it reads as -ENOENT.
+ *
  * Versions: a put adds a version beside the ones held; nothing is
  * dropped until the writer commits a version (stripstore_commit), which
  * removes the older versions of that strip number once the committed
@@ -63,11 +66,18 @@ int stripstore_list(struct stripstore *ss, uint64_t oid, struct sdfs_strip *out,
 		    size_t max, size_t *n);
 
 /* Version @version of strip @s of @oid is complete on every node:
- * remove the older versions of that strip here. -ENOENT (and nothing
- * removed) if @version itself is not held. *@dropped (may be NULL)
- * counts the files removed. */
+ * remove the older versions of that strip here; of every strip number
+ * if @version is a tombstone (SDFS_STRIP_TOMB: the object was removed).
+ * -ENOENT (and nothing removed) if @version itself is not held.
+ * *@dropped (may be NULL) counts the files removed. */
 int stripstore_commit(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t version,
 		      unsigned *dropped);
+
+/* Remove the file of strip @s, version @version of @oid if its tag is
+ * @tag: an extra copy whose position's holder has the same strip (the
+ * caller checked). 0, -ENOENT (not here with that tag), -errno. */
+int stripstore_drop(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t version,
+		    uint64_t tag);
 
 /* Call @fn(@arg, oid) once for every oid with strip files here (one
  * directory at a time, in no set order); stops at @fn's first nonzero

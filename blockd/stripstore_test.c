@@ -2,7 +2,8 @@
  * stripstore_test.c - the strip store (stripstore.h) on a real temp
  * dir: put and read back, versions side by side, commit dropping only
  * older versions of one strip number, checksums failing a flipped byte,
- * tags, leftovers of a crash, bad arguments.
+ * tags, leftovers of a crash, bad arguments, tombstones (a commit of
+ * one drops every older strip) and dropping one extra copy.
  */
 #include <criterion/criterion.h>
 
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "blockd/stripstore.h"
@@ -216,4 +218,65 @@ Test(stripstore, same_version_other_tag_refused)
 	cr_assert_arr_eq(out, c, 4096);
 	free(b);
 	free(c);
+}
+
+Test(stripstore, tombstone_commit_drops_every_older_strip)
+{
+	struct sdfs_strip l[8], t = { .version = 5, .tag = 9, .k = 4, .m = 2, .s = 1,
+				      .flags = SDFS_STRIP_TOMB }, bad = t;
+	uint8_t *b = bytes(4096, 3), out[16];
+	char path[4096];
+	struct stat sb;
+	size_t n, got;
+	unsigned dropped;
+
+	for (uint64_t v = 1; v <= 3; v++) {
+		struct sdfs_strip st = strip(1, v, 4096), o = strip(4, v, 4096);
+
+		cr_assert_eq(stripstore_put(ss, 9, &st, b), 0);
+		cr_assert_eq(stripstore_put(ss, 9, &o, b), 0);
+	}
+	struct sdfs_strip newer = strip(4, 7, 4096);
+
+	cr_assert_eq(stripstore_put(ss, 9, &newer, b), 0);
+	/* a tombstone has no bytes */
+	bad.strip_len = 4096;
+	cr_assert_eq(stripstore_put(ss, 9, &bad, b), -EINVAL);
+	bad = t;
+	bad.flags = 2;
+	cr_assert_eq(stripstore_put(ss, 9, &bad, b), -EINVAL);
+	cr_assert_eq(stripstore_put(ss, 9, &t, NULL), 0);
+	cr_assert_eq(stripstore_path(ss, 9, 1, 5, path, sizeof(path)), 0);
+	cr_assert_eq(stat(path, &sb), 0);
+	cr_assert_eq(sb.st_size, 64, "a tombstone is its header");
+	cr_assert_eq(stripstore_read(ss, 9, 1, 5, 9, 0, out, 16, &got), -ENOENT);
+	cr_assert_eq(stripstore_list(ss, 9, l, 8, &n), 0);
+	cr_assert_eq(n, 8);
+	/* its commit drops every older version of every strip number,
+	 * not the newer one of strip 4 */
+	cr_assert_eq(stripstore_commit(ss, 9, 1, 5, &dropped), 0);
+	cr_assert_eq(dropped, 6);
+	cr_assert_eq(stripstore_list(ss, 9, l, 8, &n), 0);
+	cr_assert_eq(n, 2);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(l[i].version == 7 ||
+			  (l[i].version == 5 && l[i].flags == SDFS_STRIP_TOMB && l[i].tag == 9));
+	free(b);
+}
+
+Test(stripstore, drop_takes_one_file_of_that_tag)
+{
+	struct sdfs_strip st = strip(2, 4, 4096), l[4];
+	uint8_t *b = bytes(4096, 4);
+	size_t n;
+
+	cr_assert_eq(stripstore_put(ss, 11, &st, b), 0);
+	cr_assert_eq(stripstore_drop(ss, 11, 2, 4, 78), -ENOENT);     /* another tag */
+	cr_assert_eq(stripstore_drop(ss, 11, 3, 4, 77), -ENOENT);
+	cr_assert_eq(stripstore_list(ss, 11, l, 4, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(stripstore_drop(ss, 11, 2, 4, 77), 0);
+	cr_assert_eq(stripstore_list(ss, 11, l, 4, &n), 0);
+	cr_assert_eq(n, 0);
+	free(b);
 }

@@ -245,7 +245,7 @@ int proto_strip_decode(const uint8_t *in, size_t len, struct sdfs_strip *st)
 	st->m = in[29];
 	st->s = in[30];
 	st->flags = in[31];
-	return st->flags ? -EPROTO : 0;
+	return st->flags & ~SDFS_STRIP_TOMB ? -EPROTO : 0;
 }
 
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out)
@@ -270,12 +270,14 @@ void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out)
 	put64(out + 112, ni->rec_elapsed_ms);
 	put64(out + 120, ni->moved_objs);
 	put64(out + 128, ni->avail_bytes);
+	put64(out + 136, ni->ec_degraded);
+	put64(out + 144, ni->ec_unavail);
 }
 
 int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info *ni)
 {
-	if (len != sizeof(*ni) && len != SDFS_NODE_INFO_V11_SIZE &&
-	    len != SDFS_NODE_INFO_V10_SIZE)
+	if (len != sizeof(*ni) && len != SDFS_NODE_INFO_V17_SIZE &&
+	    len != SDFS_NODE_INFO_V11_SIZE && len != SDFS_NODE_INFO_V10_SIZE)
 		return -EPROTO;
 	memset(ni, 0, sizeof(*ni));
 	ni->node_id = get32(in + 0);
@@ -302,8 +304,12 @@ int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info 
 	ni->rec_extra = get64(in + 104);
 	ni->rec_elapsed_ms = get64(in + 112);
 	ni->moved_objs = get64(in + 120);
-	if (len == sizeof(*ni))
+	if (len >= SDFS_NODE_INFO_V17_SIZE)
 		ni->avail_bytes = get64(in + 128);
+	if (len == sizeof(*ni)) {
+		ni->ec_degraded = get64(in + 136);
+		ni->ec_unavail = get64(in + 144);
+	}
 	return 0;
 }
 

@@ -704,7 +704,8 @@ Test(proto_node_info, round_trips_every_field)
 			.total_bytes = rng_next(&seed), .requests = rng_next(&seed),
 			.errors = rng_next(&seed), .max_obj_size = (uint32_t)rng_next(&seed),
 			.space = (uint32_t)rng_next(&seed),
-			.avail_bytes = rng_next(&seed),
+			.avail_bytes = rng_next(&seed), .ec_degraded = rng_next(&seed),
+			.ec_unavail = rng_next(&seed),
 		}, out;
 
 		proto_node_info_encode(&in, buf);
@@ -724,6 +725,14 @@ Test(proto_node_info, round_trips_every_field)
 		cr_assert_eq(out.errors, in.errors);
 		cr_assert_eq(out.max_obj_size, in.max_obj_size);
 		cr_assert_eq(out.avail_bytes, in.avail_bytes);
+		cr_assert_eq(ref_get(buf + 136, 8), in.ec_degraded);
+		cr_assert_eq(ref_get(buf + 144, 8), in.ec_unavail);
+		cr_assert_eq(out.ec_degraded, in.ec_degraded);
+		cr_assert_eq(out.ec_unavail, in.ec_unavail);
+		/* from a node before 2.4: no ec counters */
+		cr_assert_eq(proto_node_info_decode(buf, SDFS_NODE_INFO_V17_SIZE, &out), 0);
+		cr_assert_eq(out.avail_bytes, in.avail_bytes);
+		cr_assert(out.ec_degraded == 0 && out.ec_unavail == 0);
 	}
 }
 
@@ -779,7 +788,7 @@ Test(proto_node_info, rejects_wrong_lengths)
 
 	for (size_t len = 0; len <= sizeof(buf); len++) {
 		int want = len == sizeof(struct sdfs_node_info) ||
-			   len == SDFS_NODE_INFO_V11_SIZE ||
+			   len == SDFS_NODE_INFO_V17_SIZE || len == SDFS_NODE_INFO_V11_SIZE ||
 			   len == SDFS_NODE_INFO_V10_SIZE ? 0 : -EPROTO;
 
 		cr_assert_eq(proto_node_info_decode(buf, len, &out), want, "len %zu", len);
@@ -1366,7 +1375,10 @@ Test(proto_strip, round_trips_and_checks_flags)
 	cr_assert(b.k == 4 && b.m == 2 && b.s == 5 && b.flags == 0);
 	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE - 1, &b), -EPROTO);
 	cr_assert_eq(proto_strip_decode(NULL, 0, &b), -EPROTO);
-	w[31] = 1;
+	w[31] = SDFS_STRIP_TOMB;                /* a tombstone */
+	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE, &b), 0);
+	cr_assert_eq(b.flags, SDFS_STRIP_TOMB);
+	w[31] = 2;
 	cr_assert_eq(proto_strip_decode(w, SDFS_STRIP_SIZE, &b), -EPROTO);
 	cr_assert_str_eq(proto_op_name(SDFS_OP_STRIP_COMMIT), "STRIP_COMMIT");
 }

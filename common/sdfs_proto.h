@@ -98,7 +98,10 @@
  *        client does. A 2.2 mds answers the flag with EINVAL; the client
  *        then pushes the mtime at every fsync, as before.
  *   2.4  (ec) erasure-coded strips (docs/ec.md): STRIP_PUT, STRIP_GET,
- *        STRIP_STAT, STRIP_COMMIT and the sdfs_strip payload; a strip is
+ *        STRIP_STAT, STRIP_COMMIT and the sdfs_strip payload (its flag
+ *        SDFS_STRIP_TOMB: a removal's tombstone, whose commit drops
+ *        every older version of the object; NODE_INFO's ec_degraded and
+ *        ec_unavail, 152 bytes to a 2.4 peer, 136 to older); a strip is
  *        stored under (oid, strip number, version), apart from the
  *        replicated objects. A 2.3 daemon answers UNKNOWN_OP.
  *        Also: SDFS_NOTE_F_ATIME in NS_NOTIFY's inode records (an older
@@ -420,7 +423,9 @@ struct sdfs_obj_copy {
  * different writes, never mixed), le64 obj_size (the object's bytes),
  * le32 strip_len (bytes of every strip of the stripe, a multiple of
  * 4096), u8 k, u8 m, u8 s (this strip's number, 0..k+m-1), u8 flags
- * (0). STRIP_STAT's reply is one per strip version held.
+ * (SDFS_STRIP_TOMB or 0). STRIP_STAT's reply is one per strip version
+ * held. A tombstone (SDFS_STRIP_TOMB, obj_size and strip_len 0, no
+ * bytes) is the version a removal writes: the object is gone as of it.
  */
 struct sdfs_strip {
 	uint64_t version, tag, obj_size;
@@ -428,6 +433,7 @@ struct sdfs_strip {
 	uint8_t k, m, s, flags;
 };
 #define SDFS_STRIP_SIZE 32u
+#define SDFS_STRIP_TOMB 0x1u  /* 2.4 (ec): a removal's version, no bytes */
 
 /* OBJ_STAT reply payload, then path_len bytes of the object file's path. */
 struct sdfs_obj_stat {
@@ -482,6 +488,11 @@ struct sdfs_node_info {
 	 * (statvfs f_bavail: without the blocks kept for root), less
 	 * nothing else: blockd keeps no reserve of its own */
 	uint64_t avail_bytes;
+	/* 2.4 (ec): erasure-coded stripes as of the node's last strip
+	 * recovery pass (docs/ec.md), each counted by one node: its leader */
+	uint64_t ec_degraded;   /* newest version short of a strip on a
+				   position (down, or not rebuilt yet) */
+	uint64_t ec_unavail;    /* no version with k strips on the up holders */
 };
 /* sdfs_node_info.space: its data filesystem's state, judged by the node
  * against its nearfull_pct / full_pct (docs/config.md) */
@@ -528,6 +539,7 @@ struct sdfs_scrub_info {
 
 #define SDFS_NODE_INFO_V10_SIZE 56u
 #define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */
+#define SDFS_NODE_INFO_V17_SIZE 136u    /* 1.7 .. 2.3 */
 
 /* ---- namespace (1.2) ---- */
 #define SDFS_NAME_MAX      255u
@@ -877,6 +889,6 @@ struct sdfs_mds_info {
 #define SDFS_MDS_INFO_SIZE 128u
 #define SDFS_MDS_INFO_SIZE_1_5 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
-static_assert(sizeof(struct sdfs_node_info) == 136, "node_info is 136 bytes");
+static_assert(sizeof(struct sdfs_node_info) == 152, "node_info is 152 bytes");
 static_assert(sizeof(struct sdfs_scrub_info) == SDFS_SCRUB_INFO_SIZE, "scrub_info size");
 #endif

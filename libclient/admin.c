@@ -86,6 +86,8 @@ static void status_from_info(const struct sdfs_node_info *ni, struct sdfs_node_s
 	st->rec_extra = ni->rec_extra;
 	st->rec_elapsed_ms = ni->rec_elapsed_ms;
 	st->moved_objs = ni->moved_objs;
+	st->ec_degraded = ni->ec_degraded;
+	st->ec_unavail = ni->ec_unavail;
 }
 
 /*
@@ -236,6 +238,8 @@ static void health_sum(struct sdfs_health *h, const struct sdfs_node_status *st,
 			continue;
 		h->moved_objs += x->moved_objs;
 		h->extra += x->rec_extra;
+		h->ec_degraded += x->ec_degraded;
+		h->ec_unavail += x->ec_unavail;
 		if (x->epoch != h->epoch || x->rec_epoch != h->epoch) {
 			h->eta_s = -1;  /* its pass has not started: no estimate */
 			continue;

@@ -60,6 +60,7 @@ struct ec_place {
 struct ec_group {
 	uint64_t version, tag, size;
 	uint32_t strip_len;
+	int tomb;                                       /* a removal's */
 	unsigned count;                                 /* strips found */
 	const struct cmap_node *at[RING_MAX_PLACE];     /* a holder of strip s */
 };
@@ -195,10 +196,11 @@ static int stat_groups(struct sdfs *s, const struct ec_place *p, uint64_t oid,
 				g[j].tag = st.tag;
 				g[j].size = st.obj_size;
 				g[j].strip_len = st.strip_len;
+				g[j].tomb = !!(st.flags & SDFS_STRIP_TOMB);
 				(*ng)++;
 			}
 			if (g[j].size != st.obj_size || g[j].strip_len != st.strip_len ||
-			    g[j].at[st.s])
+			    g[j].tomb != !!(st.flags & SDFS_STRIP_TOMB) || g[j].at[st.s])
 				continue;       /* not of this stripe, or seen */
 			g[j].at[st.s] = calls[c].node;
 			g[j].count++;
@@ -228,6 +230,23 @@ static void strip_req(struct rpc_call *c, const struct cmap_node *nd, unsigned o
 	c->req.epoch = (uint32_t)epoch;
 	c->req.payload_len = plen;
 	c->payload = payload;
+}
+
+/* Past every version of this code the holders have, and past this
+ * epoch's start: versions only grow. A version a concurrent writer took
+ * first is refused (EEXIST, another tag): the try is done again with the
+ * next one. The tag is random, never 0. */
+static void new_version(uint64_t epoch, const struct ec_group *g, unsigned ng,
+			struct sdfs_strip *st)
+{
+	st->version = epoch << 32 | 1;
+	for (unsigned j = 0; j < ng; j++)
+		if (g[j].version >= st->version)
+			st->version = g[j].version + 1;
+	do {
+		if (getrandom(&st->tag, sizeof(st->tag), 0) != sizeof(st->tag))
+			st->tag = (uint64_t)net_now_ms() ^ (uint64_t)getpid() << 40;
+	} while (st->tag == 0);
 }
 
 int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
@@ -310,18 +329,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 			backoff(attempt, deadline);
 			continue;
 		}
-		/* Past every version of this code the holders have, and
-		 * past this epoch's start: versions only grow. A version a
-		 * concurrent writer took first is refused (EEXIST, another
-		 * tag): this try is done again with the next one. */
-		st.version = epoch << 32 | 1;
-		for (unsigned j = 0; j < ng; j++)
-			if (g[j].version >= st.version)
-				st.version = g[j].version + 1;
-		do {
-			if (getrandom(&st.tag, sizeof(st.tag), 0) != sizeof(st.tag))
-				st.tag = (uint64_t)net_now_ms() ^ (uint64_t)getpid() << 40;
-		} while (st.tag == 0);
+		new_version(epoch, g, ng, &st);
 		for (unsigned i = 0; i < n; i++) {
 			st.s = (uint8_t)i;
 			proto_strip_encode(&st, strip[i] - SDFS_STRIP_SIZE);
@@ -398,6 +406,124 @@ int sdfs_ec_put(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void
 		size_t len)
 {
 	return sdfs_ec_put_ex(s, oid, k, m, buf, len, NULL);
+}
+
+/*
+ * Removal: a tombstone (SDFS_STRIP_TOMB, no bytes) as a new version of
+ * every strip, stored like a put's on the holders that answer — at
+ * least max(k, m + 1) of them, so the tombstone outnumbers what any
+ * holder missed (at most k - 1 strips of an older version stay out of
+ * reach of the commit: never readable again) and readers find it the
+ * newest version with k strips — then committed there: each drops every
+ * older version of the object it holds. A holder that was down gets the
+ * tombstone and its commit from strip recovery when it is back
+ * (blockd/strip_recover.c), so it does not bring the object back.
+ */
+int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
+{
+	const struct ec_code *code;
+	unsigned n = k + m, need = k > m + 1 ? k : m + 1;
+	int64_t deadline = net_now_ms() + s->timeout_ms;
+	uint8_t hdr[RING_MAX_PLACE][SDFS_STRIP_SIZE];
+	int ret = code_of(k, m, &code), last = -ETIMEDOUT;
+
+	if (ret)
+		return ret;
+	for (int attempt = 0;; attempt++) {
+		struct rpc_call calls[RING_MAX_PLACE];
+		struct ec_group g[EC_GROUPS_MAX];
+		struct sdfs_strip st = { .k = (uint8_t)k, .m = (uint8_t)m,
+					 .flags = SDFS_STRIP_TOMB };
+		const struct ec_group *top = NULL;
+		unsigned ng, unreached, nc = 0, stored = 0, at[RING_MAX_PLACE];
+		struct ec_place p;
+		uint64_t epoch;
+		int retry = 0, fatal = 0;
+
+		if (net_now_ms() >= deadline) {
+			log_warn("oid=%016" PRIx64 ": ec remove %u+%u gave up: %s", oid, k, m,
+				 strerror(-last));
+			return last;
+		}
+		ret = place(s, oid, k, m, 1, &p);
+		if (ret)
+			return ret;
+		epoch = p.m->map->epoch;
+		ret = stat_groups(s, &p, oid, k, m, deadline, g, &ng, &unreached);
+		if (ret) {
+			place_done(&p);
+			return ret;
+		}
+		for (unsigned j = 0; j < ng && !top; j++)
+			if (g[j].count >= k)
+				top = &g[j];
+		if ((ng == 0 && unreached <= m) || (top && top->tomb)) {
+			place_done(&p);
+			return -ENOENT;         /* never put, or removed already */
+		}
+		if (n - unreached < need) {
+			last = -EIO;
+			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": ec remove "
+				  "%u+%u: %u holders answer, %u needed; waiting", oid, k, m,
+				  n - unreached, need);
+			place_done(&p);
+			client_map_refresh(s);
+			backoff(attempt, deadline);
+			continue;
+		}
+		new_version(epoch, g, ng, &st);
+		for (unsigned i = 0; i < n; i++) {
+			if (!p.node[i] || p.node[i]->state != CMAP_UP)
+				continue;
+			st.s = (uint8_t)i;
+			proto_strip_encode(&st, hdr[i]);
+			at[nc] = i;
+			strip_req(&calls[nc++], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch, hdr[i],
+				  SDFS_STRIP_SIZE);
+		}
+		rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
+		for (unsigned c = 0; c < nc; c++) {
+			int r = rpc_result(&calls[c]);
+
+			if (!r)
+				at[stored++] = at[c];   /* stored <= c: in place */
+			else if (r == -EEXIST)
+				retry = 1;
+			else if (!retryable(r) && !fatal)
+				fatal = r;
+		}
+		rpc_calls_free(calls, nc);
+		if (fatal) {
+			place_done(&p);
+			ret = fatal == -EKEYREJECTED ? -EACCES : fatal;
+			log_warn("oid=%016" PRIx64 ": ec remove %u+%u refused: %s", oid, k, m,
+				 strerror(-ret));
+			return ret;
+		}
+		if (retry || stored < need) {
+			last = -EIO;
+			place_done(&p);
+			client_map_refresh(s);
+			backoff(attempt, deadline);
+			continue;
+		}
+		/* Committed where stored; a holder that missed it gets it
+		 * from strip recovery. */
+		for (unsigned c = 0; c < stored; c++)
+			strip_req(&calls[c], p.node[at[c]], SDFS_OP_STRIP_COMMIT, oid, epoch,
+				  hdr[at[c]], SDFS_STRIP_SIZE);
+		rpc_run(s->pool, calls, stored, COMMIT_MS, next_req_id, s);
+		for (unsigned c = 0; c < stored; c++)
+			if (rpc_result(&calls[c]))
+				log_debug("oid=%016" PRIx64 " strip=%u: commit of the tombstone: %s",
+					  oid, at[c], strerror(-rpc_result(&calls[c])));
+		rpc_calls_free(calls, stored);
+		place_done(&p);
+		if (stored < n)
+			log_info("oid=%016" PRIx64 ": ec remove %u+%u: tombstone on %u of %u "
+				 "holders; recovery gives it to the others", oid, k, m, stored, n);
+		return 0;
+	}
 }
 
 /* A STRIP_GET of [@r0, @r1) of strip @j of group @g into @dst. */
@@ -586,6 +712,10 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 
 			if (g[j].count < k)
 				continue;       /* never complete, or lost too much */
+			if (g[j].tomb) {
+				place_done(&p);
+				return -ENOENT; /* removed, as of this version */
+			}
 			r = read_group(s, code, k, m, oid, p.m->map->epoch, &g[j], buf, len,
 				       off, deadline, rs);
 			if (r == -EAGAIN)

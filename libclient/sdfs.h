@@ -157,6 +157,10 @@ struct sdfs_node_status {
 	uint64_t rec_extra;     /* copies kept here that placement moved away */
 	uint64_t rec_elapsed_ms;/* since the pass started (to its end if over) */
 	uint64_t moved_objs;    /* objects fetched since the daemon started */
+	/* Erasure-coded stripes it counted in its last strip recovery pass
+	 * (docs/ec.md; 0 from a node before 2.4): led by it and short of a
+	 * strip on some position; with no version of k strips reachable. */
+	uint64_t ec_degraded, ec_unavail;
 };
 /* All nodes of the current map; free *@out with free(). */
 int sdfs_node_list(struct sdfs *s, struct sdfs_node_status **out, size_t *n);
@@ -178,6 +182,10 @@ struct sdfs_health {
 	uint64_t unavail;       /* objects with no current copy reachable */
 	uint64_t extra;         /* copies still kept where placement moved away */
 	uint64_t moved_objs;    /* objects fetched since the daemons started */
+	/* Erasure-coded stripes, summed over the reachable nodes' last strip
+	 * recovery passes (each stripe counted by one node); reported, not
+	 * part of @healthy. */
+	uint64_t ec_degraded, ec_unavail;
 	uint32_t down_id;       /* the first placed down node, or 0 */
 	int64_t out_in_s;       /* ... seconds until it goes out (0: due) */
 	/* Space (docs/operations.md "Space"): a full node (it refuses data
@@ -306,7 +314,15 @@ int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n);
  * a strip holder stayed down or unreachable; -EINVAL: bad k or m.
  * sdfs_ec_read: up to @len bytes at @off (short at the end), from the
  * newest version with k good strips, rebuilding what a missing or
- * corrupt strip held; -ENOENT if no holder has any strip of it.
+ * corrupt strip held; -ENOENT if no holder has any strip of it, or
+ * its newest version is a removal's.
+ * sdfs_ec_remove: a tombstone as the newest version of every strip,
+ * stored and committed on the holders that answer (at least max(k,
+ * m + 1)): the object reads -ENOENT from then on, the holders drop its
+ * older versions, and one that was down gets the tombstone from strip
+ * recovery when it is back, never bringing the object back. A later
+ * put makes it exist again. -ENOENT: nothing to remove; -EIO /
+ * -ETIMEDOUT: too few holders answered until the timeout.
  * Admin and daemon keys only for now (no object capabilities).
  */
 struct sdfs_ec_opts {
@@ -329,6 +345,7 @@ ssize_t sdfs_ec_read(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void 
 		     size_t len, uint64_t off);
 ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
 			size_t len, uint64_t off, struct sdfs_ec_rstat *rs);
+int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m);
 /* The node ids holding strips 0..k+m-1 in the current map into @ids (at
  * most @max); returns k + m, or -ENODEV as sdfs_ec_put. */
 int sdfs_ec_locate(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, uint32_t *ids,

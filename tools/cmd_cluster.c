@@ -328,6 +328,8 @@ static void health_json(const struct sdfs_health *h)
 	if (h->nearfull_id)
 		printf(", \"nearfull_node\": %" PRIu32, h->nearfull_id);
 	printf(", \"copies_placeable\": %u", h->copies_placeable);
+	printf(", \"ec\": {\"degraded\": %" PRIu64 ", \"unavailable\": %" PRIu64 "}",
+	       h->ec_degraded, h->ec_unavail);
 	printf(", \"recovery\": {\"todo_objs\": %" PRIu64 ", \"done_objs\": %" PRIu64
 	       ", \"todo_bytes\": %" PRIu64 ", \"done_bytes\": %" PRIu64
 	       ", \"rate\": %" PRIu64 ", \"eta_s\": %" PRId64 ", \"percent\": %u"
@@ -460,10 +462,12 @@ static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_
 		       ", \"recovery\": {\"todo_objs\": %" PRIu64 ", \"done_objs\": %" PRIu64
 		       ", \"todo_bytes\": %" PRIu64 ", \"done_bytes\": %" PRIu64
 		       ", \"elapsed_ms\": %" PRIu64 "}, \"unavailable\": %" PRIu64
-		       ", \"extra\": %" PRIu64 ", \"moved_objs\": %" PRIu64 "}",
+		       ", \"extra\": %" PRIu64 ", \"moved_objs\": %" PRIu64
+		       ", \"ec_degraded\": %" PRIu64 ", \"ec_unavailable\": %" PRIu64 "}",
 		       x->rec_epoch, x->clean_epoch, x->rec_todo_objs, x->rec_done_objs,
 		       x->rec_todo_bytes, x->rec_done_bytes, x->rec_elapsed_ms,
-		       x->rec_unavail, x->rec_extra, x->moved_objs);
+		       x->rec_unavail, x->rec_extra, x->moved_objs, x->ec_degraded,
+		       x->ec_unavail);
 	}
 	printf("]}\n");
 }
@@ -554,6 +558,9 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 	printf("          %" PRIu64 " unavailable, %" PRIu64 " extra copies kept, %"
 	       PRIu64 " objects moved since the daemons started\n",
 	       h->unavail, h->extra, h->moved_objs);
+	if (h->ec_degraded || h->ec_unavail)
+		printf("ec        %" PRIu64 " stripes degraded, %" PRIu64 " unavailable "
+		       "(strip recovery's last passes)\n", h->ec_degraded, h->ec_unavail);
 	if (rs)
 		printf("reclaim   %" PRIu64 " objects (%s) to free, %" PRIu64 " freed\n",
 		       rs->objects_pending, cli_human(rs->bytes_pending, c1, sizeof(c1)),

@@ -1,6 +1,6 @@
 /*
  * cmd_obj.c - sdfs obj put|get|rm|stat|locate: objects by id, for
- * operators and scripts. With --ec K+M, put, get, stat and locate work
+ * operators and scripts. With --ec K+M, put, get, rm, stat and locate work
  * on the erasure-coded object of that id (libclient/ec_io.c).
  */
 #include <errno.h>
@@ -155,9 +155,9 @@ static int obj_rm(struct cli *cli, struct sdfs *s, uint64_t oid)
 {
 	int ret;
 
-	if (cli->argc != 2 || ec_k)
-		return cli_usage("sdfs obj rm OID (not for --ec objects yet)");
-	ret = sdfs_obj_remove(s, oid);
+	if (cli->argc != 2)
+		return cli_usage("sdfs obj rm [--ec K+M] OID");
+	ret = ec_k ? sdfs_ec_remove(s, oid, ec_k, ec_m) : sdfs_obj_remove(s, oid);
 	if (ret == -ENOENT)
 		return cli_fail("rm 0x%016" PRIx64 ": no such object", oid);
 	if (ret)

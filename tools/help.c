@@ -149,7 +149,9 @@ static const struct help_entry entries[] = {
 	{ "obj", "get", "obj get [--ec K+M] OID [FILE]",
 	  "write object OID to FILE (default stdout)",
 	  "  --ec K+M   the erasure-coded object OID (rebuilt if strips are lost)\n" },
-	{ "obj", "rm", "obj rm OID", "remove object OID", NULL },
+	{ "obj", "rm", "obj rm [--ec K+M] OID", "remove object OID",
+	  "  --ec K+M   the erasure-coded object OID: a tombstone on its holders\n"
+	  "             (a holder down gets it when back; docs/ec.md)\n" },
 	{ "obj", "stat", "obj stat [--ec K+M] OID", "size and epoch of object OID",
 	  "  --ec K+M   the erasure-coded object: size, version read, strips\n"
 	  "             read and rebuilt\n" },

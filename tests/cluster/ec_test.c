@@ -27,6 +27,17 @@
  *                      holders (blockd/strip_recover.c); then two more
  *                      die and every object still reads back right,
  *                      which it could not without the rebuild.
+ *   remove_holder_down a removal with a strip holder SIGKILLed: -ENOENT
+ *                      at once; restarted, the holder gets the
+ *                      tombstone and drops its old strip (files counted
+ *                      on every disk); rm --ec; a later put.
+ *   add_node_drops_extras a node added: moved strips copied, the old
+ *                      holders' extra copies dropped (each stripe's
+ *                      files on its placement only), all read back.
+ *   degraded_counted   a holder down: `cluster status` counts each
+ *                      stripe with a strip there once; back up, none.
+ *   remove_races_puts  removals racing puts: the object ends removed or
+ *                      as the last put, never an earlier one.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -39,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/cluster/fixture.h"
@@ -572,4 +584,274 @@ Test(ec, two_writers)
 	free(buf);
 	free(wa);
 	free(wb);
+}
+
+/*
+ * Where @oid's strip files are, on every node's disk: *@files of them,
+ * *@misplaced not on the node its strip number's position names now,
+ * *@big more than a tombstone's header. 0, or -1 when the map cannot
+ * place it.
+ */
+static int strip_census(uint64_t oid, unsigned *files, unsigned *misplaced, unsigned *big)
+{
+	uint32_t ids[K + M];
+	size_t dl = strlen(tcluster_dir(tc));
+	glob_t g;
+
+	*files = *misplaced = *big = 0;
+	if (sdfs_ec_locate(tcluster_client(tc), oid, K, M, ids, K + M) != K + M)
+		return -1;
+	strip_files(oid, -1, &g);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		const char *p = g.gl_pathv[i], *name = p + dl + 1, *slash = strchr(name, '/');
+		const char *base = strrchr(p, '/') + 1;
+		unsigned s = (unsigned)strtoul(base + 17, NULL, 16);
+		char want[32];
+		struct stat sb;
+
+		(*files)++;
+		if (s >= K + M || !tcluster_node_name(tc, ids[s], want, sizeof(want)) ||
+		    !slash || strlen(want) != (size_t)(slash - name) ||
+		    strncmp(want, name, (size_t)(slash - name)))
+			(*misplaced)++;
+		if (stat(p, &sb) == 0 && sb.st_size >= 4096)
+			(*big)++;
+	}
+	globfree(&g);
+	return 0;
+}
+
+/* A removal with a strip holder SIGKILLed: the object reads -ENOENT at
+ * once; restarted, the holder gets the tombstone from strip recovery,
+ * which drops its old strip: one tombstone per position and nothing
+ * else on any disk. The CLI's rm --ec; a later put brings it back. */
+Test(ec, remove_holder_down)
+{
+	enum { N = 12 };
+	struct obj *o = put_all(N, tseed("ec remove_holder_down"));
+	struct sdfs *s = tcluster_client(tc);
+	uint64_t x = o[10].oid;         /* the biggest one */
+	uint32_t ids[K + M];
+	unsigned files = 0, misplaced = 0, big = 0;
+	uint8_t buf[4096];
+	char a[32], *out = NULL, *err = NULL;
+	int64_t t0;
+	int st;
+
+	cr_assert_eq(strip_census(x, &files, &misplaced, &big), 0);
+	cr_assert(files == K + M && misplaced == 0 && big == K + M, "%u %u %u", files,
+		  misplaced, big);
+	cr_assert_eq(sdfs_ec_locate(s, x, K, M, ids, K + M), K + M);
+	name_of(ids[2], a, sizeof(a));
+	cr_log_info("killing %s (strip 2), then removing the object", a);
+	cr_assert_eq(tcluster_kill(tc, a), 0);
+	t0 = tnow_ms();
+	cr_assert_eq(sdfs_ec_remove(s, x, K, M), 0);
+	cr_log_info("removed with a holder down in %" PRId64 " ms", tnow_ms() - t0);
+	cr_assert_eq(sdfs_ec_read(s, x, K, M, buf, sizeof(buf), 0), -ENOENT);
+	cr_assert_eq(sdfs_ec_remove(s, x, K, M), -ENOENT);
+	cr_assert_eq(strip_census(x, &files, &misplaced, &big), 0);
+	cr_log_info("with the holder down: %u files, %u of them more than a header", files,
+		    big);
+	cr_assert_eq(big, 1, "the dead holder's old strip only");
+
+	cr_assert_eq(tcluster_restart(tc, a), 0);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 60000; tsleep_ms(250)) {
+		cr_assert_eq(strip_census(x, &files, &misplaced, &big), 0);
+		if (files == K + M && misplaced == 0 && big == 0)
+			break;
+	}
+	cr_assert(files == K + M && misplaced == 0 && big == 0, "after %" PRId64 " ms: %u "
+		  "files, %u misplaced, %u not tombstones", tnow_ms() - t0, files, misplaced,
+		  big);
+	cr_log_info("the restarted holder has the tombstone after %" PRId64 " ms",
+		    tnow_ms() - t0);
+	cr_assert_eq(sdfs_ec_read(s, x, K, M, buf, sizeof(buf), 0), -ENOENT);
+	read_all(o, 10, "after a removal");     /* the others are untouched */
+	read_all(o + 11, 1, "after a removal");
+
+	/* the CLI */
+	st = tcluster_sdfs(tc, NULL, &err, "obj rm --ec 4+2 0x%016" PRIx64, o[11].oid);
+	cr_assert_eq(st, 0, "%s", err);
+	free(err);
+	st = tcluster_sdfs(tc, &out, &err, "obj get --ec 4+2 0x%016" PRIx64, o[11].oid);
+	cr_assert_neq(st, 0);
+	cr_assert(strstr(err, "no such object"), "%s", err);
+	free(out);
+	free(err);
+	st = tcluster_sdfs(tc, &out, &err, "obj rm --ec 4+2 0x%016" PRIx64, o[11].oid);
+	cr_assert_neq(st, 0);
+	cr_assert(strstr(err, "no such object"), "%s", err);
+	free(out);
+	free(err);
+
+	/* a later put makes it again; its commit drops the tombstones */
+	cr_assert_eq(sdfs_ec_put(s, x, K, M, o[3].data, o[3].len), 0);
+	cr_assert_eq(sdfs_ec_read(s, x, K, M, buf, sizeof(buf), 0), (ssize_t)o[3].len);
+	cr_assert(!memcmp(buf, o[3].data, o[3].len));
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 10000; tsleep_ms(100)) {
+		cr_assert_eq(strip_census(x, &files, &misplaced, &big), 0);
+		if (files == K + M)
+			break;
+	}
+	cr_assert(files == K + M && big == K + M, "%u files, %u full", files, big);
+	free_all(o, N);
+}
+
+/* A node added: placement moves some strips; recovery copies them to
+ * their new holders and the old holders drop theirs, once the new
+ * holder has it: every stripe's files sit on its placement only, one
+ * per position, and every object reads back. */
+Test(ec, add_node_drops_extras)
+{
+	enum { N = 16 };
+	struct obj *o = put_all(N, tseed("ec add_node_drops_extras"));
+	struct sdfs *s = tcluster_client(tc);
+	uint32_t before[N][K + M], ids[K + M];
+	unsigned moved = 0, settled = 0, files, misplaced, big;
+	char name[32];
+	int64_t t0;
+
+	for (unsigned i = 0; i < N; i++)
+		cr_assert_eq(sdfs_ec_locate(s, o[i].oid, K, M, before[i], K + M), K + M);
+	tcluster_add(tc, name, sizeof(name));
+	cr_log_info("added %s", name);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 90000; tsleep_ms(250)) {
+		settled = 0;
+		for (unsigned i = 0; i < N; i++)
+			if (!strip_census(o[i].oid, &files, &misplaced, &big) &&
+			    files == K + M && misplaced == 0)
+				settled++;
+		if (settled == N)
+			break;
+	}
+	for (unsigned i = 0; i < N && settled < N; i++) {
+		strip_census(o[i].oid, &files, &misplaced, &big);
+		cr_log_info("object %u: %u files, %u misplaced", i, files, misplaced);
+	}
+	cr_assert_eq(settled, N, "%u of %u stripes on their placement only after %" PRId64
+		     " ms", settled, N, tnow_ms() - t0);
+	cr_log_info("every stripe on its new placement only after %" PRId64 " ms",
+		    tnow_ms() - t0);
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(sdfs_ec_locate(s, o[i].oid, K, M, ids, K + M), K + M);
+		moved += memcmp(ids, before[i], sizeof(ids)) != 0;
+	}
+	cr_log_info("%u of %u stripes moved", moved, N);
+	cr_assert_gt(moved, 0, "the add moved no stripe: nothing tested");
+	cr_assert_eq(read_all(o, N, "after the add"), 0);
+	free_all(o, N);
+}
+
+/* `cluster status` counts the stripes short of a strip: a strip holder
+ * down makes every stripe it holds a strip of degraded, counted once
+ * (by its leader); back up, none. */
+Test(ec, degraded_counted)
+{
+	enum { N = 10 };
+	struct obj *o = put_all(N, tseed("ec degraded_counted"));
+	struct sdfs *s = tcluster_client(tc);
+	struct sdfs_health h;
+	uint32_t ids[K + M], dead;
+	unsigned want = 0;
+	char a[32], *out = NULL, *err = NULL, key[64];
+	int64_t t0;
+
+	cr_assert_eq(sdfs_ec_locate(s, o[5].oid, K, M, ids, K + M), K + M);
+	dead = ids[1];
+	name_of(dead, a, sizeof(a));
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(sdfs_ec_locate(s, o[i].oid, K, M, ids, K + M), K + M);
+		for (unsigned p = 0; p < K + M; p++)
+			want += ids[p] == dead;
+	}
+	cr_assert_eq(sdfs_cluster_health(s, &h), 0);
+	cr_assert_eq(h.ec_degraded, 0);
+	cr_log_info("killing %s: %u of %u stripes hold a strip there", a, want, N);
+	cr_assert_eq(tcluster_kill(tc, a), 0);
+	cr_assert_eq(tcluster_wait_state(tc, a, "down", TCLUSTER_WAIT_MS), 0);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 30000; tsleep_ms(250)) {
+		cr_assert_eq(sdfs_cluster_health(s, &h), 0);
+		if (h.ec_degraded == want)
+			break;
+	}
+	cr_assert_eq(h.ec_degraded, want, "%" PRIu64 " degraded stripes counted, %u "
+		     "expected", h.ec_degraded, want);
+	cr_assert_eq(h.ec_unavail, 0);
+	cr_log_info("%" PRIu64 " degraded stripes counted after %" PRId64 " ms",
+		    h.ec_degraded, tnow_ms() - t0);
+	cr_assert_eq(tcluster_sdfs(tc, &out, &err, "--json cluster status"), 0, "%s", err);
+	snprintf(key, sizeof(key), "\"ec\": {\"degraded\": %u,", want);
+	cr_assert(strstr(out, key), "%s", out);
+	free(out);
+	free(err);
+	cr_assert_eq(tcluster_sdfs(tc, &out, &err, "cluster status"), 0, "%s", err);
+	cr_assert(strstr(out, "stripes degraded"), "%s", out);
+	free(out);
+	free(err);
+	cr_assert_eq(tcluster_restart(tc, a), 0);
+	for (t0 = tnow_ms(); tnow_ms() - t0 < 30000; tsleep_ms(250)) {
+		cr_assert_eq(sdfs_cluster_health(s, &h), 0);
+		if (h.ec_degraded == 0)
+			break;
+	}
+	cr_assert_eq(h.ec_degraded, 0, "still %" PRIu64 " degraded with every node up",
+		     h.ec_degraded);
+	free_all(o, N);
+}
+
+struct rm_race {
+	uint64_t oid, seed;
+	int stop, err;
+	unsigned removed;
+};
+
+static void *remover_fn(void *arg)
+{
+	struct rm_race *r = arg;
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE) && !r->err) {
+		int e = sdfs_ec_remove(tcluster_client(tc), r->oid, K, M);
+
+		if (e == 0)
+			r->removed++;
+		else if (e != -ENOENT)
+			r->err = e;
+	}
+	return NULL;
+}
+
+/* Removals racing puts of one object: every call succeeds (or finds it
+ * removed already), and afterwards the object is either removed or the
+ * last put's bytes — never an earlier put's, which a removal would have
+ * brought back. */
+Test(ec, remove_races_puts)
+{
+	enum { ROUNDS = 12, LEN = 3 * 65536 + 7 };
+	struct rm_race r = { .oid = OID0 + 0x40000, .seed = tseed("ec remove_races_puts") };
+	uint8_t *b = malloc(LEN), *buf = malloc(LEN + 1);
+	pthread_t t;
+	ssize_t got;
+
+	cr_assert_eq(pthread_create(&t, NULL, remover_fn, &r), 0);
+	for (unsigned i = 1; i <= ROUNDS; i++) {
+		tfill_random(b, LEN, r.seed + i);
+		cr_assert_eq(sdfs_ec_put(tcluster_client(tc), r.oid, K, M, b, LEN), 0,
+			     "put %u", i);
+	}
+	__atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	cr_assert_eq(r.err, 0, "remove: %s", strerror(-r.err));
+	got = sdfs_ec_read(tcluster_client(tc), r.oid, K, M, buf, LEN + 1, 0);
+	cr_log_info("%u removals among %u puts; the object reads %zd", r.removed, ROUNDS,
+		    got);
+	cr_assert(got == -ENOENT || got == LEN, "read: %zd", got);
+	if (got == LEN)
+		cr_assert(!memcmp(buf, b, LEN), "not the last put's bytes");
+	/* and a last removal sticks */
+	if (got == LEN)
+		cr_assert_eq(sdfs_ec_remove(tcluster_client(tc), r.oid, K, M), 0);
+	cr_assert_eq(sdfs_ec_read(tcluster_client(tc), r.oid, K, M, buf, LEN, 0), -ENOENT);
+	free(b);
+	free(buf);
 }

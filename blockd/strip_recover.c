@@ -61,18 +61,6 @@ static uint64_t next_req_id(void *arg)
 	return atomic_fetch_add(&sr->req_id, 1) + 1;
 }
 
-static void call_init(struct rpc_call *c, const struct cmap_node *nd, unsigned op,
-		      uint64_t oid, uint64_t epoch, const void *payload, uint32_t plen)
-{
-	memset(c, 0, sizeof(*c));
-	c->node = nd;
-	c->req.opcode = (uint8_t)op;
-	c->req.oid = oid;
-	c->req.epoch = (uint32_t)epoch;
-	c->req.payload_len = plen;
-	c->payload = payload;
-}
-
 /* Fetch all of strip @s of @g from holder @h into @dst; 0 or -errno. */
 static int fetch(struct strip_recover *sr, const struct cmap_node *h, uint64_t oid,
 		 uint64_t epoch, const struct group *g, unsigned s, uint8_t *dst)
@@ -83,7 +71,7 @@ static int fetch(struct strip_recover *sr, const struct cmap_node *h, uint64_t o
 	int r;
 
 	proto_strip_encode(&st, hdr);
-	call_init(&c, h, SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
+	rpc_call_init(&c, h, SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
 	c.req.length = g->strip_len;
 	c.rbuf = dst;
 	c.rbuf_len = g->strip_len;
@@ -105,7 +93,7 @@ static int send_hdr(struct strip_recover *sr, const struct cmap_node *nd, unsign
 	int r;
 
 	proto_strip_encode(st, hdr);
-	call_init(&c, nd, op, oid, epoch, hdr, SDFS_STRIP_SIZE);
+	rpc_call_init(&c, nd, op, oid, epoch, hdr, SDFS_STRIP_SIZE);
 	rpc_run(sr->pool, &c, 1, CALL_MS, next_req_id, sr);
 	r = rpc_result(&c);
 	rpc_calls_free(&c, 1);
@@ -230,7 +218,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		const struct cmap_node *nd = cmap_find(m, ids[i]);
 
 		node[i] = nd && nd->state == CMAP_UP ? cmap_node_peer(nd, &peer[i]) : NULL;
-		call_init(&calls[i], node[i] ? node[i] : nd, SDFS_OP_STRIP_STAT, oid,
+		rpc_call_init(&calls[i], node[i] ? node[i] : nd, SDFS_OP_STRIP_STAT, oid,
 			  m->epoch, NULL, 0);
 	}
 	/* ask the up ones only, all at once */
@@ -379,7 +367,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 			break;
 		proto_strip_encode(&st, put);
 		memcpy(put + SDFS_STRIP_SIZE, out, best->strip_len);
-		call_init(&calls[0], node[p], SDFS_OP_STRIP_PUT, oid, m->epoch, put,
+		rpc_call_init(&calls[0], node[p], SDFS_OP_STRIP_PUT, oid, m->epoch, put,
 			  SDFS_STRIP_SIZE + best->strip_len);
 		rpc_run(sr->pool, &calls[0], 1, CALL_MS, next_req_id, sr);
 		r = rpc_result(&calls[0]);

@@ -710,6 +710,18 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 	}
 }
 
+void rpc_call_init(struct rpc_call *c, const struct cmap_node *node, unsigned op,
+		   uint64_t oid, uint64_t epoch, const void *payload, uint32_t plen)
+{
+	memset(c, 0, sizeof(*c));
+	c->node = node;
+	c->req.opcode = (uint8_t)op;
+	c->req.oid = oid;
+	c->req.epoch = (uint32_t)epoch;
+	c->req.payload_len = plen;
+	c->payload = payload;
+}
+
 void rpc_calls_free(struct rpc_call *calls, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

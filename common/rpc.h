@@ -91,6 +91,11 @@ int rpc_run_hedged(struct pool *p, struct rpc_call *calls, size_t n, int timeout
 		   int hedge_ms, int (*accept)(const struct rpc_call *),
 		   uint64_t (*req_id)(void *), void *arg);
 void rpc_calls_free(struct rpc_call *calls, size_t n);
+/* @c zeroed, then a request @op of @oid in @epoch to @node with
+ * @plen bytes of @payload (borrowed); the other fields as the caller
+ * sets them after. */
+void rpc_call_init(struct rpc_call *c, const struct cmap_node *node, unsigned op,
+		   uint64_t oid, uint64_t epoch, const void *payload, uint32_t plen);
 /* The call's outcome as one errno: transport error or reply result. */
 int rpc_result(const struct rpc_call *c);
 /* Does @err (an rpc_result) say the node could not be reached or

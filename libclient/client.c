@@ -21,6 +21,7 @@
 #include "common/auth.h"
 #include "common/conf.h"
 #include "common/log.h"
+#include "common/net.h"
 #include "common/rpc.h"
 
 static sdfs_log_fn user_log;
@@ -60,6 +61,18 @@ static void on_coord_event(enum coord_event ev, void *arg)
 uint64_t client_req_id(struct sdfs *s)
 {
 	return atomic_fetch_add(&s->next_req_id, 1);
+}
+
+void client_backoff(int attempt, int64_t deadline)
+{
+	int64_t ms = 20 << (attempt < 5 ? attempt : 5), left = deadline - net_now_ms();
+
+	if (ms > 500)
+		ms = 500;
+	if (ms > left)
+		ms = left;
+	if (ms > 0)
+		usleep((useconds_t)ms * 1000);
 }
 
 void client_map_put(struct map_ref *m)

@@ -125,6 +125,10 @@ int client_config(struct sdfs *s, struct cluster_config *cfg);
  */
 int client_auth(struct sdfs *s, int fd, int timeout_ms, struct auth_sess *sess);
 uint64_t client_req_id(struct sdfs *s);
+/* Sleep before try @attempt + 1 of an object call: 20 ms doubling up to
+ * 500, never past @deadline (net_now_ms; the call then returns at it,
+ * not up to 500 ms after). */
+void client_backoff(int attempt, int64_t deadline);
 /* lock.c: the mds says locks on @ino changed (notify.c): blocking waits
  * of this handle retry now. */
 void lock_wake(struct sdfs *s, uint64_t ino);

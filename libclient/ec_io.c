@@ -70,18 +70,6 @@ static uint64_t next_req_id(void *arg)
 	return client_req_id(arg);
 }
 
-static void backoff(int attempt, int64_t deadline)
-{
-	int64_t ms = 20 << (attempt < 5 ? attempt : 5), left = deadline - net_now_ms();
-
-	if (ms > 500)
-		ms = 500;
-	if (ms > left)
-		ms = left;
-	if (ms > 0)
-		usleep((useconds_t)ms * 1000);
-}
-
 static int try_bound(struct sdfs *s, int64_t deadline)
 {
 	int64_t b = atomic_load(&s->replica_timeout_ms) + 2000, left = deadline - net_now_ms();
@@ -220,18 +208,6 @@ static int stat_groups(struct sdfs *s, const struct ec_place *p, uint64_t oid,
 	return ret;
 }
 
-static void strip_req(struct rpc_call *c, const struct cmap_node *nd, unsigned op,
-		      uint64_t oid, uint64_t epoch, const void *payload, uint32_t plen)
-{
-	memset(c, 0, sizeof(*c));
-	c->node = nd;
-	c->req.opcode = (uint8_t)op;
-	c->req.oid = oid;
-	c->req.epoch = (uint32_t)epoch;
-	c->req.payload_len = plen;
-	c->payload = payload;
-}
-
 /* Past every version of this code the holders have, and past this
  * epoch's start: versions only grow. A version a concurrent writer took
  * first is refused (EEXIST, another tag): the try is done again with the
@@ -313,7 +289,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 			last = -EIO;
 			place_done(&p);
 			client_map_refresh(s);
-			backoff(attempt, deadline);
+			client_backoff(attempt, deadline);
 			continue;
 		}
 		epoch = p.m->map->epoch;
@@ -326,14 +302,14 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 			last = -EIO;
 			place_done(&p);
 			client_map_refresh(s);
-			backoff(attempt, deadline);
+			client_backoff(attempt, deadline);
 			continue;
 		}
 		new_version(epoch, g, ng, &st);
 		for (unsigned i = 0; i < n; i++) {
 			st.s = (uint8_t)i;
 			proto_strip_encode(&st, strip[i] - SDFS_STRIP_SIZE);
-			strip_req(&calls[i], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch,
+			rpc_call_init(&calls[i], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch,
 				  strip[i] - SDFS_STRIP_SIZE, (uint32_t)(SDFS_STRIP_SIZE + sl));
 		}
 		if (stop) {
@@ -375,7 +351,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 				goto out;
 			}
 			client_map_refresh(s);
-			backoff(attempt, deadline);
+			client_backoff(attempt, deadline);
 			continue;
 		}
 		/* All k + m stored: the older versions may go. A commit
@@ -384,7 +360,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 		for (unsigned i = 0; i < n; i++) {
 			st.s = (uint8_t)i;
 			proto_strip_encode(&st, strip[i] - SDFS_STRIP_SIZE);
-			strip_req(&calls[i], p.node[i], SDFS_OP_STRIP_COMMIT, oid, epoch,
+			rpc_call_init(&calls[i], p.node[i], SDFS_OP_STRIP_COMMIT, oid, epoch,
 				  strip[i] - SDFS_STRIP_SIZE, SDFS_STRIP_SIZE);
 		}
 		rpc_run(s->pool, calls, n, COMMIT_MS, next_req_id, s);
@@ -468,7 +444,7 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 				  n - unreached, need);
 			place_done(&p);
 			client_map_refresh(s);
-			backoff(attempt, deadline);
+			client_backoff(attempt, deadline);
 			continue;
 		}
 		new_version(epoch, g, ng, &st);
@@ -478,7 +454,7 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 			st.s = (uint8_t)i;
 			proto_strip_encode(&st, hdr[i]);
 			at[nc] = i;
-			strip_req(&calls[nc++], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch, hdr[i],
+			rpc_call_init(&calls[nc++], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch, hdr[i],
 				  SDFS_STRIP_SIZE);
 		}
 		rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
@@ -504,13 +480,13 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 			last = -EIO;
 			place_done(&p);
 			client_map_refresh(s);
-			backoff(attempt, deadline);
+			client_backoff(attempt, deadline);
 			continue;
 		}
 		/* Committed where stored; a holder that missed it gets it
 		 * from strip recovery. */
 		for (unsigned c = 0; c < stored; c++)
-			strip_req(&calls[c], p.node[at[c]], SDFS_OP_STRIP_COMMIT, oid, epoch,
+			rpc_call_init(&calls[c], p.node[at[c]], SDFS_OP_STRIP_COMMIT, oid, epoch,
 				  hdr[at[c]], SDFS_STRIP_SIZE);
 		rpc_run(s->pool, calls, stored, COMMIT_MS, next_req_id, s);
 		for (unsigned c = 0; c < stored; c++)
@@ -534,7 +510,7 @@ static void get_req(struct rpc_call *c, const struct ec_group *g, unsigned j,
 	struct sdfs_strip st = { .version = g->version, .tag = g->tag, .s = (uint8_t)j };
 
 	proto_strip_encode(&st, hdr);
-	strip_req(c, g->at[j], SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
+	rpc_call_init(c, g->at[j], SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
 	c->req.offset = r0;
 	c->req.length = (uint32_t)(r1 - r0);
 	c->rbuf = dst;
@@ -745,7 +721,7 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 			return last;
 		}
 		client_map_refresh(s);
-		backoff(attempt, deadline);
+		client_backoff(attempt, deadline);
 	}
 }
 

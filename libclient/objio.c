@@ -128,20 +128,6 @@ static void placement_done(struct placement *p)
 	p->m = NULL;
 }
 
-/* Sleep before try @attempt + 1: 20 ms doubling up to 500, never past
- * @deadline (the call then returns at it, not up to 500 ms after). */
-static void backoff(int attempt, int64_t deadline)
-{
-	int64_t ms = 20 << (attempt < 5 ? attempt : 5), left = deadline - net_now_ms();
-
-	if (ms > 500)
-		ms = 500;
-	if (ms > left)
-		ms = left;
-	if (ms > 0)
-		usleep((useconds_t)ms * 1000);
-}
-
 static int is_epoch_miss(int err)
 {
 	return err == -ESTALE || err == -EAGAIN;
@@ -344,7 +330,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			last = p.n ? -EIO : -ENOSPC;   /* all replicas down / no nodes */
 			placement_done(&p);
 			client_map_refresh(s);
-			backoff(attempt, deadline);
+			client_backoff(attempt, deadline);
 			continue;
 		}
 		/* A shared object's primary sends a mutation on to every
@@ -438,7 +424,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 				  "reporting none (the fault is likely ours)", oid, epoch,
 				  ncalls, atomic_load(&s->replica_timeout_ms));
 			client_map_refresh(s);
-			backoff(attempt, deadline);
+			client_backoff(attempt, deadline);
 			continue;
 		}
 		if (nsus) {
@@ -462,7 +448,7 @@ static int replicated_try(struct sdfs *s, uint64_t oid, const struct sdfs_hdr *t
 			continue;
 		}
 		client_map_refresh(s);
-		backoff(attempt, deadline);
+		client_backoff(attempt, deadline);
 	}
 }
 
@@ -1051,7 +1037,7 @@ static ssize_t read_try(struct sdfs *s, const struct sdfs_hdr *tmpl,
 		if (deadline - net_now_ms() <= 0)
 			return last;
 		client_map_refresh(s);
-		backoff(attempt, deadline);
+		client_backoff(attempt, deadline);
 	}
 }
 

@@ -356,12 +356,14 @@ static void sleep_ms(int64_t ms)
 }
 
 /* Client I/O first: wait (a little) while the I/O workers have work,
- * and keep to BACKING_FILL_MBPS. */
+ * and keep to sdfs.conf's fill_mbps (default BACKING_FILL_MBPS). */
 static void throttle(struct backing *b, size_t bytes)
 {
 	int64_t t0 = net_now_ms();
 
-	sleep_ms((int64_t)bytes * 1000 / ((int64_t)BACKING_FILL_MBPS << 20));
+	int mbps = b->bd->conf.fill_mbps > 0 ? b->bd->conf.fill_mbps : BACKING_FILL_MBPS;
+
+	sleep_ms((int64_t)bytes * 1000 / ((int64_t)mbps << 20));
 	while (workq_depth(b->bd->io_q) > 0 && net_now_ms() - t0 < IDLE_WAIT_MS)
 		sleep_ms(2);
 }

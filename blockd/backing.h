@@ -18,7 +18,7 @@
  *     from SRC (backing_src_blocks);
  *   - the filler, one thread per daemon, copies SRC's bytes into the
  *     absent blocks (objstore_fill) and ends the backing
- *     (objstore_unback), 256 KiB at a time, at most BACKING_FILL_MBPS
+ *     (objstore_unback), 256 KiB at a time, at most sdfs.conf's fill_mbps
  *     and only while the I/O workers are idle; the backed objects are
  *     found by a scan of the store at start (so a restart resumes) and
  *     noted by OBJ_COPY afterwards;
@@ -40,7 +40,8 @@
 #include "common/sdfs_proto.h"
 #include "common/workq.h"
 
-#define BACKING_FILL_MBPS 32    /* the filler's rate per daemon */
+#define BACKING_FILL_MBPS 32    /* the filler's rate per daemon, unless
+				   sdfs.conf's fill_mbps says */
 
 struct blockd;
 struct conn;

@@ -21,6 +21,7 @@
  *   mds_sync_interval_ms = 1000            sdfs-mds: changes durable within this
  *   scrub_mbps = 50                        blockd: the scrub reads at most this
  *   scrub_interval_s = 604800              blockd: a scrub pass this often
+ *   fill_mbps = 32                         blockd: the copy-on-write filler's rate
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -82,6 +83,9 @@ struct sdfs_conf {
 	 * the next, 0..2^31-1 (0: only on demand). */
 	int scrub_mbps;
 	int scrub_interval_s;
+	/* sdfs-blockd's filler of backed objects (blockd/backing.h): MB/s
+	 * (2^20 bytes) it copies at most, 1..100000. */
+	int fill_mbps;
 };
 
 /* Defaults for everything but zk. */

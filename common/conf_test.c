@@ -497,6 +497,18 @@ Test(conf, scrub_defaults_are_blockds)
 	cr_assert_eq(c.scrub_interval_s, 604800);
 }
 
+Test(conf, the_filler_rate_has_a_default_and_a_key)
+{
+	struct sdfs_conf c;
+
+	conf_init(&c);
+	cr_assert_eq(c.fill_mbps, 32);
+	cr_assert_eq(load("zk = h:1\nfill_mbps = 200\n", &c, NULL), 0, "%s", err);
+	cr_assert_eq(c.fill_mbps, 200);
+	cr_assert_neq(load("zk = h:1\nfill_mbps = 0\n", &c, NULL), 0);
+	cr_assert_neq(load("zk = h:1\nfill_mbps = 32M\n", &c, NULL), 0);
+}
+
 Test(conf, parses_the_scrub_rate_and_interval)
 {
 	struct sdfs_conf c;

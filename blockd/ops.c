@@ -525,12 +525,14 @@ static void op_stat(struct work *w)
 				       &deleted);
 		if (deleted)
 			st.size = SDFS_SIZE_TOMBSTONE;
-		/* 2.3: a scrub comparing copies wants the csum (a table
-		 * read); of the version the header said, else unknown (0) */
+		/* 2.3: a scrub comparing copies wants the csum, from the
+		 * checksum table only (no data read: this copy's own scrub
+		 * checks its data); of the version the header said, else
+		 * unknown (0) */
 		else if (r->ret == 0 && r->h.length == SDFS_STAT_CSUM) {
 			struct objstore_stat full;
 
-			if (objstore_stat(r->bd->store, r->h.oid, &full) == 0 &&
+			if (objstore_stat_table(r->bd->store, r->h.oid, &full) == 0 &&
 			    full.version == st.version)
 				st.csum = full.csum;
 		}

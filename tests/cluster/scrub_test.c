@@ -9,7 +9,8 @@
  * of a version is replaced by the majority's, or by the primary's for an
  * object ordered through it, and one no rule decides is counted, logged
  * and left alone; a scrub racing a stream of client writes counts and
- * changes nothing; sdfs.conf's scrub_mbps / scrub_interval_s set a
+ * changes nothing; a big object is read piece by piece and again when
+ * written meanwhile; sdfs.conf's scrub_mbps / scrub_interval_s set a
  * daemon's rate and schedule, and --scrub-mbps overrides the file.
  *
  * Corruption is made by flipping bytes in object files on disk
@@ -705,6 +706,56 @@ Test(scrub, a_scrub_racing_client_writes_counts_and_changes_nothing)
 			assert_copy_good(paths[0][k], w[i].shadow);
 	}
 	free(w);
+}
+
+Test(scrub, a_big_object_is_read_in_pieces_and_again_when_written_meanwhile)
+{
+	/* 2 MiB at 256 KiB/s: about 8 s an object, a piece at a time; a
+	 * write lands in the middle (it does not wait for the object), the
+	 * scrub reads that copy again and compares the whole new one */
+	enum { BIG = 2 << 20 };
+	const uint64_t oid = OID0 + 90;
+	unsigned char *buf = malloc(BIG), patch[4096];
+	struct sdfs_scrub_status *st;
+	size_t n;
+
+	cr_assert(buf);
+	tfill_random(buf, BIG, tseed("scrub big"));
+	cr_assert_eq(sdfs_obj_put(tcluster_client(tc), oid, buf, BIG), 0);
+	scrub_cli("start --rate 256K");
+	tsleep_ms(2500);
+	n = status(&st);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_str_eq(st[i].state, "running", "node %u", st[i].node_id);
+	free(st);
+	tfill_random(patch, sizeof(patch), tseed("scrub big patch"));
+	cr_assert_eq(sdfs_obj_write(tcluster_client(tc), oid, patch, sizeof(patch),
+				    BIG / 2), 0);
+	memcpy(buf + BIG / 2, patch, sizeof(patch));
+	n = wait_passes(1, &st);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(st[i].objects, 1, "node %u", st[i].node_id);
+		cr_assert_eq(st[i].bytes, BIG, "node %u", st[i].node_id);
+		cr_assert_eq(st[i].found + st[i].mismatched, 0, "node %u", st[i].node_id);
+		/* both peers' copies of the new version compared */
+		cr_assert_eq(st[i].compared, COPIES - 1, "node %u compared %" PRIu64,
+			     st[i].node_id, st[i].compared);
+	}
+	free(st);
+	locate(0, oid);
+	for (int k = 0; k < COPIES; k++) {
+		struct objfile f;
+		unsigned char blk[OBJFILE_BLOCK];
+
+		objfile_open(paths[0][k], &f);
+		for (uint64_t b = 0; b < BIG / OBJFILE_BLOCK; b++) {
+			cr_assert(objfile_block_ok(&f, b));
+			objfile_read_block(&f, b, blk);
+			cr_assert_arr_eq(blk, buf + b * OBJFILE_BLOCK, OBJFILE_BLOCK);
+		}
+		objfile_close(&f);
+	}
+	free(buf);
 }
 
 /* Append @len bytes of @text to the file at @path. */

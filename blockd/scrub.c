@@ -32,10 +32,11 @@
 #define SCRUB_BURST_MS 100      /* the throttle lets this much run ahead */
 #define SCRUB_PIECE_BLOCKS 64   /* 256 KiB paid, read and checked at once */
 #define SCRUB_RESTARTS 3        /* an object written while read: again */
-/* A write in flight lands on every up holder within this, or its try
- * gives up: the client waits replica_timeout_ms (1.5 s) for its
- * replicas, a primary as long for the others. Copies that differ are
- * looked at again after it (recover_reconcile). */
+/* A write in flight lands on every up holder within twice the
+ * sdfs.conf replica_timeout_ms (1.5 s by default), or its try gives up:
+ * the client waits that long for its replicas, a primary as long for
+ * the others. Copies that differ are looked at again after it
+ * (recover_reconcile). Without a replica_timeout_ms: 3 s. */
 #define SCRUB_SETTLE_MS 3000
 #define SCRUB_BLOCK 4096u
 
@@ -55,6 +56,7 @@ struct scrub {
 	/* the thread's: block checksums of the object being read */
 	uint64_t *csums;
 	size_t ncsums;
+	int settle_ms;          /* SCRUB_SETTLE_MS */
 };
 
 static uint64_t wall_ms(void)
@@ -299,8 +301,8 @@ static void compare(struct scrub *s, uint64_t oid, const struct objstore_stat *o
 	differing(&lk, peers, sizeof(peers));
 	log_debug("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: the copy here (version %"
 		  PRIx64 ") differs from %s; looking again in %d ms", bd->node_id, oid,
-		  lk.version, peers, SCRUB_SETTLE_MS);
-	if (pause_ms(s, SCRUB_SETTLE_MS))
+		  lk.version, peers, s->settle_ms);
+	if (pause_ms(s, s->settle_ms))
 		return;
 	ret = recover_reconcile(bd->recover, oid, member_epoch(bd), &lk, &from, &why);
 	switch (ret) {
@@ -513,6 +515,8 @@ int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
 		return -ENOMEM;
 	s->bd = bd;
 	s->opts = *o;
+	s->settle_ms = bd->conf.replica_timeout_ms > 0 ? 2 * bd->conf.replica_timeout_ms
+						       : SCRUB_SETTLE_MS;
 	s->ncsums = OBJSTORE_MAX_OBJ_SIZE / SCRUB_BLOCK;
 	s->csums = malloc(s->ncsums * sizeof(*s->csums));
 	if (!s->csums) {

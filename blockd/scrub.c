@@ -129,11 +129,17 @@ static uint64_t next_due_ms(const struct scrub *s)
 	return base + s->opts.interval_s * 1000;
 }
 
-/* Pay for @bytes at this pass's rate, yielding to client I/O first.
- * 0, or -EINTR when the pass was paused or the thread is stopping. */
+/* Pay for @bytes at this pass's rate, yielding to client I/O first:
+ * while requests queue on the disk workers, up to 50 ms per 4 MiB (2 ms
+ * polls, at least one), so the yield per byte stays what it was when
+ * whole objects were paid for, and a busy disk does not starve the
+ * pass. 0, or -EINTR when the pass was paused or the thread is
+ * stopping. */
 static int throttle(struct scrub *s, uint64_t bytes)
 {
-	for (int i = 0; i < 25 && workq_depth(s->bd->io_q) > 0; i++)
+	uint64_t polls = 1 + 25 * bytes / (4u << 20);
+
+	for (uint64_t i = 0; i < polls && workq_depth(s->bd->io_q) > 0; i++)
 		usleep(2000);
 	for (;;) {
 		int64_t now = net_now_ms(), wait_ms;

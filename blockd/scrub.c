@@ -53,6 +53,7 @@ struct scrub {
 	/* throttle, the thread's own */
 	double tokens;
 	int64_t tb_last_ms;
+	double yield_polls;     /* 2 ms waits for client I/O still allowed */
 	/* the thread's: block checksums of the object being read */
 	uint64_t *csums;
 	size_t ncsums;
@@ -131,16 +132,17 @@ static uint64_t next_due_ms(const struct scrub *s)
 
 /* Pay for @bytes at this pass's rate, yielding to client I/O first:
  * while requests queue on the disk workers, up to 50 ms per 4 MiB (2 ms
- * polls, at least one), so the yield per byte stays what it was when
- * whole objects were paid for, and a busy disk does not starve the
- * pass. 0, or -EINTR when the pass was paused or the thread is
- * stopping. */
+ * polls, the fractions carried to the next piece), so the yield per
+ * byte stays what it was when whole objects were paid for, and a busy
+ * disk does not starve the pass. 0, or -EINTR when the pass was paused
+ * or the thread is stopping. */
 static int throttle(struct scrub *s, uint64_t bytes)
 {
-	uint64_t polls = 1 + 25 * bytes / (4u << 20);
-
-	for (uint64_t i = 0; i < polls && workq_depth(s->bd->io_q) > 0; i++)
+	s->yield_polls += 25.0 * (double)bytes / (double)(4u << 20);
+	for (; s->yield_polls >= 1.0 && workq_depth(s->bd->io_q) > 0; s->yield_polls -= 1.0)
 		usleep(2000);
+	if (s->yield_polls > 25.0)
+		s->yield_polls = 25.0;  /* no more than one object's worth owed */
 	for (;;) {
 		int64_t now = net_now_ms(), wait_ms;
 		double rate;            /* bytes per ms; start may change it */

@@ -39,6 +39,14 @@
  * (recover_reconcile). Without a replica_timeout_ms: 3 s. */
 #define SCRUB_SETTLE_MS 3000
 #define SCRUB_BLOCK 4096u
+#define SCRUB_RECHECKS 64       /* differing copies waiting for a second look */
+
+/* A copy that differed at its first look, to look at again when due. */
+struct scrub_recheck {
+	uint64_t oid;
+	int64_t due_ms;         /* net_now_ms */
+	struct recover_look lk;
+};
 
 struct scrub {
 	struct blockd *bd;
@@ -58,6 +66,8 @@ struct scrub {
 	uint64_t *csums;
 	size_t ncsums;
 	int settle_ms;          /* SCRUB_SETTLE_MS */
+	struct scrub_recheck *rechecks; /* the thread's, oldest first */
+	size_t nrechecks;
 };
 
 static uint64_t wall_ms(void)
@@ -284,41 +294,26 @@ static void differing(const struct recover_look *lk, char *buf, size_t len)
 }
 
 /*
- * A good copy here (@ost): do the other up holders' copies agree? A
- * newer copy elsewhere, or one of the same version with other contents,
- * is looked at again once a write in flight would have landed, and the
- * copy here replaced if the rules say it is the stale or odd one
- * (recover_reconcile, docs/scrub.md "Copies that differ").
+ * Copies of @oid differed from the one here at @lk's look, the wait
+ * ago: look again under the object's lock and make the one here the
+ * right one (recover_reconcile); count and log what it was.
  */
-static void compare(struct scrub *s, uint64_t oid, const struct objstore_stat *ost)
+static void recheck(struct scrub *s, uint64_t oid, const struct recover_look *lk)
 {
 	struct blockd *bd = s->bd;
-	struct recover_look lk;
 	const char *why = "";
 	char peers[512];
 	uint32_t from = 0;
 	int ret, counted = 0, replaced = 0;
 
-	if (recover_look(bd->recover, oid, member_epoch(bd), ost->version, ost->csum, &lk))
-		return;         /* between epochs, or not a holder: recovery's */
-	pthread_mutex_lock(&s->lock);
-	s->st.compared += lk.compared;
-	pthread_mutex_unlock(&s->lock);
-	if (!lk.newer && !lk.differ)
-		return;
-	differing(&lk, peers, sizeof(peers));
-	log_debug("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: the copy here (version %"
-		  PRIx64 ") differs from %s; looking again in %d ms", bd->node_id, oid,
-		  lk.version, peers, s->settle_ms);
-	if (pause_ms(s, s->settle_ms))
-		return;
-	ret = recover_reconcile(bd->recover, oid, member_epoch(bd), &lk, &from, &why);
+	differing(lk, peers, sizeof(peers));
+	ret = recover_reconcile(bd->recover, oid, member_epoch(bd), lk, &from, &why);
 	switch (ret) {
 	case RECOVER_REFRESHED:
 		counted = replaced = 1;
 		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: the copy here "
 			 "(version %" PRIx64 ", csum %016" PRIx64 ") was %s (%s); replaced "
-			 "by node %" PRIu32 "'s", bd->node_id, oid, lk.version, lk.csum,
+			 "by node %" PRIu32 "'s", bd->node_id, oid, lk->version, lk->csum,
 			 strcmp(why, "newer") ? "the odd one of its version" : "stale",
 			 peers, from);
 		break;
@@ -326,14 +321,14 @@ static void compare(struct scrub *s, uint64_t oid, const struct objstore_stat *o
 		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: other copies of "
 			 "version %" PRIx64 " differ (%s); the one here (csum %016" PRIx64
 			 ") is right by the %s rule, each odd one is replaced by its "
-			 "node's scrub", bd->node_id, oid, lk.version, peers, lk.csum, why);
+			 "node's scrub", bd->node_id, oid, lk->version, peers, lk->csum, why);
 		break;
 	case RECOVER_NO_RULE:
 		counted = 1;
 		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: copies of version %"
 			PRIx64 " have other contents (csum %016" PRIx64 " here, %s) and no "
 			"rule says which is right: NOT repaired, left as they are",
-			bd->node_id, oid, lk.version, lk.csum, peers);
+			bd->node_id, oid, lk->version, lk->csum, peers);
 		break;
 	case RECOVER_AGREE:
 	case RECOVER_BUSY:
@@ -353,6 +348,62 @@ static void compare(struct scrub *s, uint64_t oid, const struct objstore_stat *o
 	s->st.refreshed += (uint64_t)replaced;
 	s->st.total_refreshed += (uint64_t)replaced;
 	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * The rechecks that are due (all of them with @all, waiting for each
+ * one's time). 0, or -EINTR when the pass was paused or the thread
+ * stops while waiting (those left stay queued).
+ */
+static int rechecks_run(struct scrub *s, int all)
+{
+	while (s->nrechecks) {
+		struct scrub_recheck *rc = &s->rechecks[0];
+		int64_t wait = rc->due_ms - net_now_ms();
+
+		if (wait > 0 && (!all || pause_ms(s, (int)wait)))
+			return all ? -EINTR : 0;
+		recheck(s, rc->oid, &rc->lk);
+		memmove(rc, rc + 1, --s->nrechecks * sizeof(*rc));
+	}
+	return 0;
+}
+
+/*
+ * A good copy here (@ost): do the other up holders' copies agree? A
+ * newer copy elsewhere, or one of the same version with other contents,
+ * is looked at again once a write in flight would have landed (queued:
+ * the pass goes on meanwhile; inline if SCRUB_RECHECKS wait already),
+ * and the copy here replaced if the rules say it is the stale or odd
+ * one (recover_reconcile, docs/scrub.md "Copies that differ").
+ */
+static void compare(struct scrub *s, uint64_t oid, const struct objstore_stat *ost)
+{
+	struct blockd *bd = s->bd;
+	struct recover_look lk;
+	char peers[512];
+
+	if (recover_look(bd->recover, oid, member_epoch(bd), ost->version, ost->csum, &lk))
+		return;         /* between epochs, or not a holder: recovery's */
+	pthread_mutex_lock(&s->lock);
+	s->st.compared += lk.compared;
+	pthread_mutex_unlock(&s->lock);
+	if (!lk.newer && !lk.differ)
+		return;
+	differing(&lk, peers, sizeof(peers));
+	log_debug("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: the copy here (version %"
+		  PRIx64 ") differs from %s; looking again in %d ms", bd->node_id, oid,
+		  lk.version, peers, s->settle_ms);
+	if (s->nrechecks < SCRUB_RECHECKS) {
+		struct scrub_recheck *rc = &s->rechecks[s->nrechecks++];
+
+		rc->oid = oid;
+		rc->due_ms = net_now_ms() + s->settle_ms;
+		rc->lk = lk;
+		return;
+	}
+	if (pause_ms(s, s->settle_ms) == 0)
+		recheck(s, oid, &lk);
 }
 
 /* Check @oid; count it. -EINTR: paused or stopping before it was all
@@ -461,15 +512,20 @@ static void walk_page(struct scrub *s)
 		return;
 	}
 	if (!n) {
+		/* the pass ends with its last second looks */
+		if (rechecks_run(s, 1))
+			return;
 		pthread_mutex_lock(&s->lock);
 		if (running(s))
 			pass_end(s);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		rechecks_run(s, 0);
 		if (scrub_one(s, oids[i]) == -EINTR)
 			break;
+	}
 }
 
 static void *scrub_main(void *arg)
@@ -527,7 +583,10 @@ int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
 						       : SCRUB_SETTLE_MS;
 	s->ncsums = OBJSTORE_MAX_OBJ_SIZE / SCRUB_BLOCK;
 	s->csums = malloc(s->ncsums * sizeof(*s->csums));
-	if (!s->csums) {
+	s->rechecks = malloc(SCRUB_RECHECKS * sizeof(*s->rechecks));
+	if (!s->csums || !s->rechecks) {
+		free(s->csums);
+		free(s->rechecks);
 		free(s);
 		return -ENOMEM;
 	}
@@ -554,6 +613,7 @@ int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
 		free(s->csums);
+		free(s->rechecks);
 		free(s);
 		return ret;
 	}
@@ -573,6 +633,7 @@ void scrub_free(struct scrub *s)
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s->csums);
+	free(s->rechecks);
 	free(s);
 }
 

@@ -20,7 +20,8 @@
  *   backing.c      the objects OBJ_COPY makes backed by their source:
  *                  read-through, the filler, OBJ_FILL (backing.h)
  *   scrub*.c       re-reading every copy in the background, repairing
- *                  the corrupt ones (scrub.h); recover_repair.c
+ *                  the corrupt ones and replacing stale or odd ones
+ *                  (scrub.h); recover_repair.c
  *   lease.c        the serving lease: serve only while ZooKeeper says we
  *                  may (lease.h); suspect.c its and the markers' rules
  *   main.c         options and start-up

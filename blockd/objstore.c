@@ -2018,3 +2018,104 @@ int objstore_list_ent(struct objstore *s, uint64_t after, int include_zero,
 		*n = out;
 	return ret;
 }
+
+int objstore_verify_part(struct objstore *s, uint64_t oid, uint64_t b0, size_t max,
+			 uint64_t *csums, size_t ncsums, struct objstore_stat *st,
+			 uint64_t *next)
+{
+	struct obj_ent ents[OBJ_SCAN_CHUNK];
+	uint64_t c[OBJ_SCAN_CHUNK], nb;
+	unsigned char *data;
+	struct obj o;
+	int ret;
+
+	data = malloc((size_t)OBJ_SCAN_CHUNK * BLK);
+	if (!data)
+		return -ENOMEM;
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = obj_open_live(s, oid, O_RDONLY, &o);
+	if (ret < 0)
+		goto out_unlock;
+	nb = nblocks_of(o.size);
+	if (nb > ncsums) {
+		ret = -EFBIG;
+		goto out_close;
+	}
+	st->size = o.size;
+	st->version = o.epoch;
+	st->csum = 0;
+	st->backing = o.flags & OBJ_F_BACKED ? o.backing : 0;
+	/* obj_scan's loop, from @b0 and for @max blocks at most */
+	while (b0 < nb && max) {
+		size_t n = nb - b0 < OBJ_SCAN_CHUNK ? nb - b0 : OBJ_SCAN_CHUNK;
+
+		if (n > max)
+			n = max;
+		struct iovec v = { data, n * BLK };
+		ret = tab_read(&o, b0, n, ents);
+		if (ret == 0)
+			ret = data_read(&o, b0, &v, 1);
+		for (size_t i = 0; ret == 0 && i < n; i++)
+			c[i] = csum64(data + i * BLK, BLK);
+		if (ret == 0)
+			ret = verify_chunk(&o, b0, n, ents, c, csums);
+		if (ret < 0)
+			goto out_close;
+		b0 += n;
+		max -= n;
+	}
+	*next = b0 < nb ? b0 : 0;
+	if (b0 >= nb)
+		ret = tab_tail_is_zero(&o);
+out_close:
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	free(data);
+	return ret;
+}
+
+int objstore_stat_table(struct objstore *s, uint64_t oid, struct objstore_stat *st)
+{
+	struct obj_ent ents[OBJ_SCAN_CHUNK];
+	uint64_t *all = NULL, nb;
+	int unsettled = 0;
+	struct obj o;
+	int ret;
+
+	pthread_rwlock_rdlock(stripe(s, oid));
+	ret = obj_open_live(s, oid, O_RDONLY, &o);
+	if (ret < 0)
+		goto out_unlock;
+	nb = nblocks_of(o.size);
+	all = malloc((nb + 1) * sizeof(*all));  /* +1: malloc(0) may be NULL */
+	if (!all) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	for (uint64_t b0 = 0; ret == 0 && b0 < nb; b0 += OBJ_SCAN_CHUNK) {
+		size_t n = nb - b0 < OBJ_SCAN_CHUNK ? nb - b0 : OBJ_SCAN_CHUNK;
+
+		ret = tab_read(&o, b0, n, ents);
+		for (size_t i = 0; ret == 0 && i < n; i++) {
+			/* what a clean block's data hashes to, if it is intact */
+			unsettled |= ents[i].cur != ents[i].prev;
+			all[b0 + i] = htole64(ent_is_zero(&ents[i]) ? csum_zero_block()
+								    : ents[i].cur);
+		}
+	}
+	if (ret == 0) {
+		st->size = o.size;
+		st->version = o.epoch;
+		st->backing = o.flags & OBJ_F_BACKED ? o.backing : 0;
+		/* unknown (0) while unsettled, or backed: its absent
+		 * blocks are the source's, not the zeros of the table */
+		st->csum = unsettled || st->backing ? 0 : csum64(all, nb * sizeof(*all));
+	}
+	free(all);
+out_close:
+	obj_close(&o);
+out_unlock:
+	pthread_rwlock_unlock(stripe(s, oid));
+	return ret;
+}

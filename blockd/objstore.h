@@ -155,6 +155,30 @@ int objstore_stat(struct objstore *s, uint64_t oid, struct objstore_stat *st);
 /* Check every block of the object: 0, -EBADMSG or -ENOENT. */
 int objstore_verify(struct objstore *s, uint64_t oid);
 
+/*
+ * objstore_verify in parts, for a caller that paces its reads (scrub):
+ * check blocks [@b0, @b0 + @max) of those below the object's size as a
+ * read would, holding the object's lock only meanwhile. Their data
+ * checksums go to @csums[@b0 ...] (little-endian: what objstore_stat's
+ * csum hashes; @ncsums entries at most, else -EFBIG), and *@st gets the
+ * header's size, version and backing (csum 0). The part that reaches the size
+ * also checks that the table has nothing past it. *@next: the first
+ * block of the next part, 0 after the last. The object may change
+ * between parts: the caller compares the versions. 0, -EBADMSG,
+ * -ENOENT, -errno.
+ */
+int objstore_verify_part(struct objstore *s, uint64_t oid, uint64_t b0, size_t max,
+			 uint64_t *csums, size_t ncsums, struct objstore_stat *st,
+			 uint64_t *next);
+/*
+ * objstore_stat from the header and the checksum table only (16 bytes
+ * read per 4 KiB block, no data): the csum a good copy's data would
+ * give. csum 0 when an interrupted write left entries unsettled (unknown
+ * until the next write settles them), and for a backed object (its
+ * absent blocks are the source's). No block is checked.
+ */
+int objstore_stat_table(struct objstore *s, uint64_t oid, struct objstore_stat *st);
+
 /* fdatasync the object (and its directory entry); -ENOENT if missing. */
 int objstore_sync(struct objstore *s, uint64_t oid);
 /* Make everything in the store durable (syncfs). */

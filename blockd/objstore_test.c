@@ -92,6 +92,7 @@ TestSuite(crash, .init = setup, .fini = teardown, .timeout = 60);
 TestSuite(replace, .init = setup, .fini = teardown);
 TestSuite(list, .init = setup, .fini = teardown);
 TestSuite(concurrency, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(parts, .init = setup, .fini = teardown);
 
 /* Generation @g of the byte at @pos: 8-byte words (g << 32 | pos / 8). */
 static void fill_gen(void *buf, uint64_t pos, size_t len, uint64_t g)
@@ -1805,4 +1806,109 @@ Test(backed, an_interrupted_first_write_of_an_absent_block_is_absent_again)
 	/* a replace makes an ordinary object */
 	cr_assert_eq(objstore_put(s, 0x82, src, sizeof(src), 4), 0);
 	expect_backed(0x82, src, sizeof(src), absent, 0);
+}
+
+/* objstore_verify_part from block 0 in parts of @part blocks; the csum
+ * over the checksums as objstore_stat's. 0 or the first error. */
+static int verify_in_parts(uint64_t oid, size_t part, struct objstore_stat *out,
+			   unsigned *parts)
+{
+	static uint64_t csums[NBLOCKS];
+	uint64_t b0 = 0, next;
+	int ret;
+
+	*parts = 0;
+	do {
+		ret = objstore_verify_part(s, oid, b0, part, csums, NBLOCKS, out, &next);
+		if (ret)
+			return ret;
+		(*parts)++;
+		b0 = next;
+	} while (next);
+	out->csum = csum64(csums, (out->size + BLK - 1) / BLK * sizeof(*csums));
+	return 0;
+}
+
+Test(parts, verify_in_parts_gives_stat_s_csum_and_finds_the_bad_block)
+{
+	struct objstore_stat whole, parted, table;
+	unsigned char *buf = malloc(10 * BLK + 77);
+	unsigned parts;
+
+	cr_assert_not_null(buf);
+	fill_random(buf, 10 * BLK + 77, &(unsigned){ 5 });
+	cr_assert_eq(objstore_write(s, 0x90, 0, buf, 10 * BLK + 77, 4, OBJSTORE_CREATE), 0);
+	cr_assert_eq(objstore_write(s, 0x90, 3 * BLK, buf, 100, 4, 0), 0);
+	cr_assert_eq(objstore_stat(s, 0x90, &whole), 0);
+	cr_assert_eq(verify_in_parts(0x90, 4, &parted, &parts), 0);
+	cr_assert_eq(parts, 3, "11 blocks in parts of 4");
+	cr_assert_eq(parted.csum, whole.csum);
+	cr_assert_eq(parted.version, whole.version);
+	cr_assert_eq(parted.size, whole.size);
+	cr_assert_eq(verify_in_parts(0x90, 64, &parted, &parts), 0);
+	cr_assert_eq(parts, 1);
+	cr_assert_eq(parted.csum, whole.csum);
+	/* the table alone says the same of a clean object */
+	cr_assert_eq(objstore_stat_table(s, 0x90, &table), 0);
+	cr_assert_eq(table.csum, whole.csum);
+	cr_assert_eq(table.version, whole.version);
+	/* an empty object: one part, the csum of nothing */
+	cr_assert_eq(objstore_create(s, 0x91, 1), 0);
+	cr_assert_eq(verify_in_parts(0x91, 4, &parted, &parts), 0);
+	cr_assert_eq(objstore_stat(s, 0x91, &whole), 0);
+	cr_assert_eq(parted.csum, whole.csum);
+	cr_assert_eq(parts, 1);
+	/* rot in block 9: the third part fails, the table does not know */
+	file_flip_bit(0x90, DATA_OFF + 9 * BLK + 5, 2);
+	cr_assert_eq(verify_in_parts(0x90, 4, &parted, &parts), -EBADMSG);
+	cr_assert_eq(parts, 2);
+	cr_assert_eq(objstore_stat_table(s, 0x90, &table), 0);
+	cr_assert_eq(objstore_stat(s, 0x90, &whole), -EBADMSG);
+	cr_assert_eq(verify_in_parts(0x92, 4, &parted, &parts), -ENOENT);
+	cr_assert_eq(objstore_stat_table(s, 0x92, &table), -ENOENT);
+	free(buf);
+}
+
+Test(parts, the_table_csum_of_an_interrupted_write_is_unknown)
+{
+	unsigned char g1[2 * BLK], g2[2 * BLK];
+	struct objstore_stat table;
+
+	fill_gen(g1, 0, 2 * BLK, 1);
+	fill_gen(g2, 0, 2 * BLK, 2);
+	cr_assert_eq(objstore_write(s, 0x93, 0, g1, 2 * BLK, 1, OBJSTORE_CREATE), 0);
+	file_set_u64(0x93, TAB_OFF, csum64(g2, BLK));
+	file_set_u64(0x93, TAB_OFF + 8, csum64(g1, BLK));
+	file_set_u32(0x93, HDR_FLAGS_OFF, HDR_F_DIRTY);
+	file_fix_hdr_csum(0x93);
+	cr_assert_eq(objstore_stat_table(s, 0x93, &table), 0);
+	cr_assert_eq(table.csum, 0);
+	cr_assert_eq(objstore_verify(s, 0x93), 0, "old data still reads");
+}
+
+/* A backed copy's table csum is unknown (0: its absent blocks are the
+ * source's, not the zeros the table says), and a verify in parts says
+ * it is backed: scrub then does not compare it with its peers. */
+Test(backed, the_table_csum_of_a_backed_copy_is_unknown)
+{
+	unsigned char src[8 * BLK], piece[BLK];
+	struct objstore_src sb = { NULL, NULL };
+	struct objstore_stat table, part;
+	uint64_t csums[8], next = 1;
+
+	fill_gen(src, 0, sizeof(src), 4);
+	fill_gen(piece, 2 * BLK, sizeof(piece), 5);
+	cr_assert_eq(objstore_put_backed(s, 0x94, 6, 8 * BLK, 2 * BLK, piece, sizeof(piece),
+					 &sb, 1), 0);
+	cr_assert_eq(objstore_stat_table(s, 0x94, &table), 0);
+	cr_assert_eq(table.csum, 0);
+	cr_assert_eq(table.backing, 6);
+	cr_assert_eq(objstore_verify_part(s, 0x94, 0, 8, csums, 8, &part, &next), 0);
+	cr_assert_eq(part.backing, 6);
+	cr_assert_eq(next, 0);
+	cr_assert_eq(objstore_fill(s, 0x94, 6, 0, src, sizeof(src)), 0);
+	cr_assert_eq(objstore_unback(s, 0x94, 6), 0);
+	cr_assert_eq(objstore_stat_table(s, 0x94, &table), 0);
+	cr_assert_neq(table.csum, 0, "an ordinary copy's table csum is known");
+	cr_assert_eq(table.backing, 0);
 }

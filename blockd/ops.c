@@ -585,13 +585,16 @@ static void op_stat(struct work *w)
 				       &deleted);
 		if (deleted)
 			st.size = SDFS_SIZE_TOMBSTONE;
-		/* 2.3: a scrub comparing copies wants the csum (a table
-		 * read); of the version the header said, else unknown (0) */
+		/* 2.3: a scrub comparing copies wants the csum, from the
+		 * checksum table only (no data read: this copy's own scrub
+		 * checks its data); of the version the header said, else
+		 * unknown (0) */
 		else if (r->ret == 0 && r->h.length == SDFS_STAT_CSUM) {
 			struct objstore_stat full;
 
-			/* a backed copy's absent blocks are not in it */
-			if (objstore_stat(r->bd->store, r->h.oid, &full) == 0 &&
+			/* a backed copy's absent blocks are not in it: its
+			 * table csum is 0 (objstore_stat_table) */
+			if (objstore_stat_table(r->bd->store, r->h.oid, &full) == 0 &&
 			    full.version == st.version && !full.backing)
 				st.csum = full.csum;
 		}

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "common/cmap.h"
+#include "common/ring.h"
 #include "common/sdfs_proto.h"
 
 struct blockd;
@@ -68,18 +69,71 @@ int recover_map(struct recover *r, uint64_t epoch, const struct cmap **out);
  * loop's (it talks to peers).
  */
 int recover_repair(struct recover *r, uint64_t oid, uint64_t epoch, uint32_t *from);
+/* What another up holder holds of an object, as it answered. */
+struct recover_peer_copy {
+	uint32_t node_id;
+	int present;            /* 0: answered "no copy" */
+	int deleted;            /* a tombstone */
+	uint64_t version;
+	uint64_t csum;          /* objstore_stat_table's; 0: unknown */
+};
+
+/* A copy here (@version, @csum) against the other up holders' copies. */
+struct recover_look {
+	uint64_t version, csum;
+	size_t n;               /* the other up holders that answered */
+	struct recover_peer_copy peer[RING_MAX_COPIES];
+	unsigned compared;      /* their copies of @version with a csum */
+	unsigned differ;        /* ... of those, with another csum */
+	unsigned newer;         /* their copies (or tombstones) newer than @version */
+};
+
 /*
- * Scrub, on a copy here that verified with @version and @csum (its
- * objstore_stat): do the other up holders' copies of the same version
- * agree? Only the object's first up holder in map @epoch asks (one
- * comparison per object, not one per copy); the others return 0 at
- * once with *@asked 0. Otherwise *@asked is how many peer copies of the
- * same version were compared and the result is how many of them
- * differ (each logged); -EAGAIN between epochs. A copy of another
- * version is recovery's business, not compared. Nothing is changed.
+ * Scrub, on a copy here that verified with @version and @csum: what do
+ * the other up holders of @oid in map @epoch hold (a raw OBJ_STAT with
+ * SDFS_STAT_CSUM to every up node, as a settle asks; a peer reads only
+ * its checksum table for it)? Fills *@out; nothing is changed. 0;
+ * -EAGAIN between epochs; -ENOENT when this node is no up holder of
+ * @oid in @epoch (placement moved the copy: recovery's to drop).
  */
-int recover_compare(struct recover *r, uint64_t oid, uint64_t epoch, uint64_t version,
-		    uint64_t csum, unsigned *asked);
+int recover_look(struct recover *r, uint64_t oid, uint64_t epoch, uint64_t version,
+		 uint64_t csum, struct recover_look *out);
+
+/* recover_reconcile's outcome. */
+enum recover_verdict {
+	RECOVER_AGREE,          /* the copies agree by now */
+	RECOVER_BUSY,           /* something moved since @first: a write in
+				   flight, an epoch change; nothing done */
+	RECOVER_REFRESHED,      /* the copy here was stale or the odd one:
+				   replaced from node *@from */
+	RECOVER_KEPT,           /* the copy here is the right one by the
+				   rule; the odd ones are their nodes' to
+				   replace */
+	RECOVER_NO_RULE,        /* copies of one version differ and no rule
+				   says which is right: left as they are */
+};
+
+/*
+ * Scrub, some time after recover_look gave @first with copies newer
+ * than the one here or of its version with other contents: under the
+ * object's lock (no client change or settle of @oid here meanwhile)
+ * settle it, check that the copy here and every peer's are still
+ * exactly as in @first (else RECOVER_BUSY: a write was in flight), and
+ * then make the copy here the right one (docs/scrub.md "Copies that
+ * differ"):
+ *  - a newer copy elsewhere: the newest is fetched (raw OBJ_READ, the
+ *    source checks every block), never an older or equal one;
+ *  - copies of the same version with other contents: the csum a strict
+ *    majority of the object's up holders hold; else, for an object
+ *    ordered through its primary (oid_is_ordered), the copy of the
+ *    primary of the version's epoch; else none (RECOVER_NO_RULE).
+ * *@from: the source of a refresh; *@why: the rule that decided
+ * ("newer", "majority", "primary"; "" otherwise). The verdict, or
+ * -errno (-EAGAIN: between epochs; -ENODATA: not current here and no
+ * current copy reachable; a failed fetch). Any thread but the loop's.
+ */
+int recover_reconcile(struct recover *r, uint64_t oid, uint64_t epoch,
+		      const struct recover_look *first, uint32_t *from, const char **why);
 
 /* A client wrote, replaced or removed @oid in @epoch: now current. */
 void recover_note_current(struct recover *r, uint64_t oid, uint64_t epoch);

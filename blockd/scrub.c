@@ -1,10 +1,19 @@
 /*
  * scrub.c - the scrub thread (scrub.h): the schedule, the walk over the
  * store, the throttle, and what is counted and logged for each object.
+ *
+ * An object is read in pieces of SCRUB_PIECE_BLOCKS, each paid for at
+ * the pass's rate before it is read and read under the object's store
+ * lock only for that piece (objstore_verify_part), so a client write
+ * to it waits for one piece at most, never for the whole object or the
+ * throttle's pauses. The pieces make one consistent copy only if the
+ * object's version did not move between them; if it did, the object is
+ * read again (SCRUB_RESTARTS at most).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -13,6 +22,7 @@
 #include "blockd/blockd.h"
 #include "blockd/scrub.h"
 #include "blockd/scrub_state.h"
+#include "common/csum.h"
 #include "common/log.h"
 #include "common/net.h"
 
@@ -20,6 +30,23 @@
 #define SCRUB_SAVE_MS 2000      /* the cursor reaches the disk this often */
 #define SCRUB_REPAIR_TRIES 20   /* a repair between epochs: again, 0.5 s apart */
 #define SCRUB_BURST_MS 100      /* the throttle lets this much run ahead */
+#define SCRUB_PIECE_BLOCKS 64   /* 256 KiB paid, read and checked at once */
+#define SCRUB_RESTARTS 3        /* an object written while read: again */
+/* A write in flight lands on every up holder within twice the
+ * sdfs.conf replica_timeout_ms (1.5 s by default), or its try gives up:
+ * the client waits that long for its replicas, a primary as long for
+ * the others. Copies that differ are looked at again after it
+ * (recover_reconcile). Without a replica_timeout_ms: 3 s. */
+#define SCRUB_SETTLE_MS 3000
+#define SCRUB_BLOCK 4096u
+#define SCRUB_RECHECKS 64       /* differing copies waiting for a second look */
+
+/* A copy that differed at its first look, to look at again when due. */
+struct scrub_recheck {
+	uint64_t oid;
+	int64_t due_ms;         /* net_now_ms */
+	struct recover_look lk;
+};
 
 struct scrub {
 	struct blockd *bd;
@@ -34,6 +61,13 @@ struct scrub {
 	/* throttle, the thread's own */
 	double tokens;
 	int64_t tb_last_ms;
+	double yield_polls;     /* 2 ms waits for client I/O still allowed */
+	/* the thread's: block checksums of the object being read */
+	uint64_t *csums;
+	size_t ncsums;
+	int settle_ms;          /* SCRUB_SETTLE_MS */
+	struct scrub_recheck *rechecks; /* the thread's, oldest first */
+	size_t nrechecks;
 };
 
 static uint64_t wall_ms(void)
@@ -60,7 +94,7 @@ static void pass_begin(struct scrub *s, uint64_t rate, const char *why)
 	st->has_cursor = 0;
 	st->cursor = 0;
 	st->objects = st->bytes = st->found = st->repaired = st->unrepaired = 0;
-	st->compared = st->mismatched = 0;
+	st->compared = st->mismatched = st->refreshed = 0;
 	st->pass_start_ms = wall_ms();
 	s->rate = rate ? rate : s->opts.rate;
 	s->dirty = 1;
@@ -80,16 +114,18 @@ static void pass_end(struct scrub *s)
 	st->has_cursor = 0;
 	st->passes++;
 	st->pass_end_ms = wall_ms();
+	st->last_start_ms = st->pass_start_ms;
 	s->rate = s->opts.rate;
 	s->dirty = 1;
-	sdfs_log(st->unrepaired || st->mismatched ? LOG_ERR : st->found ? LOG_WARNING : LOG_INFO,
+	sdfs_log(st->unrepaired || st->mismatched > st->refreshed ? LOG_ERR
+		 : st->found || st->mismatched ? LOG_WARNING : LOG_INFO,
 		 "node=%" PRIu32 ": scrub pass done in %" PRIu64 " s: %" PRIu64
 		 " objects, %" PRIu64 " bytes verified; %" PRIu64 " corrupt copies "
 		 "found, %" PRIu64 " repaired, %" PRIu64 " not repaired; %" PRIu64
-		 " peers' copies compared, %" PRIu64 " differ",
-		 s->bd->node_id, (st->pass_end_ms - st->pass_start_ms) / 1000, st->objects,
-		 st->bytes, st->found, st->repaired, st->unrepaired, st->compared,
-		 st->mismatched);
+		 " peers' copies compared; %" PRIu64 " copies here differed, %" PRIu64
+		 " replaced", s->bd->node_id, (st->pass_end_ms - st->pass_start_ms) / 1000,
+		 st->objects, st->bytes, st->found, st->repaired, st->unrepaired,
+		 st->compared, st->mismatched, st->refreshed);
 }
 
 /* When the schedule starts (or resumes) the next pass, unix ms; 0:
@@ -104,12 +140,19 @@ static uint64_t next_due_ms(const struct scrub *s)
 	return base + s->opts.interval_s * 1000;
 }
 
-/* Pay for @bytes at this pass's rate, yielding to client I/O first.
- * 0, or -EINTR when the pass was paused or the thread is stopping. */
+/* Pay for @bytes at this pass's rate, yielding to client I/O first:
+ * while requests queue on the disk workers, up to 50 ms per 4 MiB (2 ms
+ * polls, the fractions carried to the next piece), so the yield per
+ * byte stays what it was when whole objects were paid for, and a busy
+ * disk does not starve the pass. 0, or -EINTR when the pass was paused
+ * or the thread is stopping. */
 static int throttle(struct scrub *s, uint64_t bytes)
 {
-	for (int i = 0; i < 25 && workq_depth(s->bd->io_q) > 0; i++)
+	s->yield_polls += 25.0 * (double)bytes / (double)(4u << 20);
+	for (; s->yield_polls >= 1.0 && workq_depth(s->bd->io_q) > 0; s->yield_polls -= 1.0)
 		usleep(2000);
+	if (s->yield_polls > 25.0)
+		s->yield_polls = 25.0;  /* no more than one object's worth owed */
 	for (;;) {
 		int64_t now = net_now_ms(), wait_ms;
 		double rate;            /* bytes per ms; start may change it */
@@ -166,32 +209,211 @@ static int repair(struct scrub *s, uint64_t oid)
 	return ret == 0 || ret == -ENOENT;
 }
 
-/* A good copy here: do the other holders' of its version agree?
- * (recover_compare; between epochs it is skipped.) */
-static void compare(struct scrub *s, uint64_t oid)
+/* Sleep @ms unless the pass is paused or the thread stops meanwhile:
+ * 0, or -EINTR. */
+static int pause_ms(struct scrub *s, int ms)
 {
-	struct objstore_stat ost;
-	unsigned asked = 0;
-	int ret;
-
-	if (objstore_stat(s->bd->store, oid, &ost) || ost.backing)
-		return;         /* backed: absent blocks are not here (backing.h) */
-	ret = recover_compare(s->bd->recover, oid, member_epoch(s->bd), ost.version,
-			      ost.csum, &asked);
-	pthread_mutex_lock(&s->lock);
-	s->st.compared += asked;
-	if (ret > 0) {
-		s->st.mismatched += (uint64_t)ret;
-		s->st.total_mismatched += (uint64_t)ret;
+	for (int64_t end = net_now_ms() + ms; net_now_ms() < end;) {
+		pthread_mutex_lock(&s->lock);
+		int go = running(s);
+		pthread_mutex_unlock(&s->lock);
+		if (!go)
+			return -EINTR;
+		usleep(50 * 1000);
 	}
+	return 0;
+}
+
+/*
+ * Read and check @oid (of @size by its header) piece by piece at the
+ * pass's rate. 0 and *@out (version, size, csum over the block
+ * checksums as objstore_stat's) when the pieces make one copy of one
+ * version; -EBUSY when it was written while read every time (each
+ * block was checked, against the table of its moment, but there is no
+ * one copy to compare); -EINTR (paused or stopping), -EBADMSG, -ENOENT.
+ */
+static int verify_paced(struct scrub *s, uint64_t oid, uint64_t size,
+			struct objstore_stat *out)
+{
+	for (int round = 0; round <= SCRUB_RESTARTS; round++) {
+		struct objstore_stat first = { 0 }, st;
+		uint64_t b0 = 0, next;
+		int moved = 0, ret;
+
+		do {
+			uint64_t at = b0 * SCRUB_BLOCK, piece = 0;
+
+			if (size > at)
+				piece = size - at < SCRUB_PIECE_BLOCKS * SCRUB_BLOCK
+					? size - at : SCRUB_PIECE_BLOCKS * SCRUB_BLOCK;
+			if (throttle(s, piece))
+				return -EINTR;
+			ret = objstore_verify_part(s->bd->store, oid, b0, SCRUB_PIECE_BLOCKS,
+						   s->csums, s->ncsums, &st, &next);
+			if (ret)
+				return ret;
+			if (b0 == 0)
+				first = st;
+			else if (st.version != first.version)
+				moved = 1;
+			size = st.size;
+			b0 = next;
+		} while (next && !moved);
+		if (!moved) {
+			uint64_t nb = (first.size + SCRUB_BLOCK - 1) / SCRUB_BLOCK;
+
+			*out = first;
+			out->csum = csum64(s->csums, nb * sizeof(*s->csums));
+			return 0;
+		}
+	}
+	return -EBUSY;
+}
+
+/* The differing copies' csums of @lk, for a log line. */
+static void differing(const struct recover_look *lk, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < lk->n && off < len; i++) {
+		const struct recover_peer_copy *pc = &lk->peer[i];
+
+		if (!pc->present)
+			continue;
+		if (pc->version != lk->version)
+			off += (size_t)snprintf(buf + off, len - off, "%snode %" PRIu32
+						": %s %" PRIx64, off ? ", " : "", pc->node_id,
+						pc->deleted ? "tombstone" : "version",
+						pc->version);
+		else if (pc->csum && pc->csum != lk->csum)
+			off += (size_t)snprintf(buf + off, len - off, "%snode %" PRIu32
+						": csum %016" PRIx64, off ? ", " : "",
+						pc->node_id, pc->csum);
+	}
+}
+
+/*
+ * Copies of @oid differed from the one here at @lk's look, the wait
+ * ago: look again under the object's lock and make the one here the
+ * right one (recover_reconcile); count and log what it was.
+ */
+static void recheck(struct scrub *s, uint64_t oid, const struct recover_look *lk)
+{
+	struct blockd *bd = s->bd;
+	const char *why = "";
+	char peers[512];
+	uint32_t from = 0;
+	int ret, counted = 0, replaced = 0;
+
+	differing(lk, peers, sizeof(peers));
+	ret = recover_reconcile(bd->recover, oid, member_epoch(bd), lk, &from, &why);
+	switch (ret) {
+	case RECOVER_REFRESHED:
+		counted = replaced = 1;
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: the copy here "
+			 "(version %" PRIx64 ", csum %016" PRIx64 ") was %s (%s); replaced "
+			 "by node %" PRIu32 "'s", bd->node_id, oid, lk->version, lk->csum,
+			 strcmp(why, "newer") ? "the odd one of its version" : "stale",
+			 peers, from);
+		break;
+	case RECOVER_KEPT:
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: other copies of "
+			 "version %" PRIx64 " differ (%s); the one here (csum %016" PRIx64
+			 ") is right by the %s rule, each odd one is replaced by its "
+			 "node's scrub", bd->node_id, oid, lk->version, peers, lk->csum, why);
+		break;
+	case RECOVER_NO_RULE:
+		counted = 1;
+		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: copies of version %"
+			PRIx64 " have other contents (csum %016" PRIx64 " here, %s) and no "
+			"rule says which is right: NOT repaired, left as they are",
+			bd->node_id, oid, lk->version, lk->csum, peers);
+		break;
+	case RECOVER_AGREE:
+	case RECOVER_BUSY:
+		log_debug("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: %s", bd->node_id,
+			  oid, ret == RECOVER_AGREE ? "the copies agree by now"
+						    : "written meanwhile: in flight, not stale");
+		break;
+	default:
+		log_every(LOG_EVERY_MS, LOG_WARNING, "node=%" PRIu32 " oid=%016" PRIx64
+			  ": scrub: the copy here differs (%s) but could not be looked "
+			  "at again: %s", bd->node_id, oid, peers, strerror(-ret));
+		break;
+	}
+	pthread_mutex_lock(&s->lock);
+	s->st.mismatched += (uint64_t)counted;
+	s->st.total_mismatched += (uint64_t)counted;
+	s->st.refreshed += (uint64_t)replaced;
+	s->st.total_refreshed += (uint64_t)replaced;
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* Check @oid; count it. -EINTR: paused or stopping before it was read
- * (the cursor stays before it). */
+/*
+ * The rechecks that are due (all of them with @all, waiting for each
+ * one's time). 0, or -EINTR when the pass was paused or the thread
+ * stops while waiting (those left stay queued).
+ */
+static int rechecks_run(struct scrub *s, int all)
+{
+	while (s->nrechecks) {
+		struct scrub_recheck *rc = &s->rechecks[0];
+		int64_t wait = rc->due_ms - net_now_ms();
+
+		if (wait > 0 && (!all || pause_ms(s, (int)wait)))
+			return all ? -EINTR : 0;
+		recheck(s, rc->oid, &rc->lk);
+		memmove(rc, rc + 1, --s->nrechecks * sizeof(*rc));
+	}
+	return 0;
+}
+
+/*
+ * A good copy here (@ost): do the other up holders' copies agree? A
+ * newer copy elsewhere, or one of the same version with other contents,
+ * is looked at again once a write in flight would have landed (queued:
+ * the pass goes on meanwhile; inline if SCRUB_RECHECKS wait already),
+ * and the copy here replaced if the rules say it is the stale or odd
+ * one (recover_reconcile, docs/scrub.md "Copies that differ").
+ */
+static void compare(struct scrub *s, uint64_t oid, const struct objstore_stat *ost)
+{
+	struct blockd *bd = s->bd;
+	struct recover_look lk;
+	char peers[512];
+
+	if (ost->backing)
+		return;         /* backed: its absent blocks are not here (backing.h) */
+	if (recover_look(bd->recover, oid, member_epoch(bd), ost->version, ost->csum, &lk))
+		return;         /* between epochs, or not a holder: recovery's */
+	pthread_mutex_lock(&s->lock);
+	s->st.compared += lk.compared;
+	pthread_mutex_unlock(&s->lock);
+	if (!lk.newer && !lk.differ)
+		return;
+	differing(&lk, peers, sizeof(peers));
+	log_debug("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: the copy here (version %"
+		  PRIx64 ") differs from %s; looking again in %d ms", bd->node_id, oid,
+		  lk.version, peers, s->settle_ms);
+	if (s->nrechecks < SCRUB_RECHECKS) {
+		struct scrub_recheck *rc = &s->rechecks[s->nrechecks++];
+
+		rc->oid = oid;
+		rc->due_ms = net_now_ms() + s->settle_ms;
+		rc->lk = lk;
+		return;
+	}
+	if (pause_ms(s, s->settle_ms) == 0)
+		recheck(s, oid, &lk);
+}
+
+/* Check @oid; count it. -EINTR: paused or stopping before it was all
+ * read (the cursor stays before it). */
 static int scrub_one(struct scrub *s, uint64_t oid)
 {
 	struct blockd *bd = s->bd;
+	struct objstore_stat ost;
 	uint64_t size = 0, version = 0;
 	int dead = 0, ret, bad = 0, good = 0;
 
@@ -200,9 +422,11 @@ static int scrub_one(struct scrub *s, uint64_t oid)
 		ret = -ENOENT;  /* a tombstone: nothing to check, not counted */
 		goto done;
 	}
-	if (ret != -ENOENT && throttle(s, size) != 0)
-		return -EINTR;
-	ret = ret == -ENOENT ? ret : objstore_verify(bd->store, oid);
+	if (ret != -ENOENT) {
+		ret = verify_paced(s, oid, size, &ost);
+		if (ret == -EINTR)
+			return -EINTR;
+	}
 	if (ret == -EBADMSG) {
 		bad = 1;
 		log_err("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: checksum mismatch "
@@ -210,7 +434,13 @@ static int scrub_one(struct scrub *s, uint64_t oid)
 			bd->node_id, oid, version);
 		good = repair(s, oid);
 	} else if (ret == 0) {
-		compare(s, oid);
+		size = ost.size;
+		compare(s, oid, &ost);
+	} else if (ret == -EBUSY) {
+		ret = 0;        /* checked, by pieces of different versions */
+		log_debug("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: written while "
+			  "read %d times; not compared this pass", bd->node_id, oid,
+			  SCRUB_RESTARTS + 1);
 	} else if (ret != -ENOENT) {
 		log_every(LOG_EVERY_MS, LOG_ERR, "node=%" PRIu32 " oid=%016" PRIx64
 			  ": scrub: cannot read the local copy: %s", bd->node_id, oid,
@@ -284,15 +514,20 @@ static void walk_page(struct scrub *s)
 		return;
 	}
 	if (!n) {
+		/* the pass ends with its last second looks */
+		if (rechecks_run(s, 1))
+			return;
 		pthread_mutex_lock(&s->lock);
 		if (running(s))
 			pass_end(s);
 		pthread_mutex_unlock(&s->lock);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		rechecks_run(s, 0);
 		if (scrub_one(s, oids[i]) == -EINTR)
 			break;
+	}
 }
 
 static void *scrub_main(void *arg)
@@ -346,6 +581,17 @@ int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
 		return -ENOMEM;
 	s->bd = bd;
 	s->opts = *o;
+	s->settle_ms = bd->conf.replica_timeout_ms > 0 ? 2 * bd->conf.replica_timeout_ms
+						       : SCRUB_SETTLE_MS;
+	s->ncsums = OBJSTORE_MAX_OBJ_SIZE / SCRUB_BLOCK;
+	s->csums = malloc(s->ncsums * sizeof(*s->csums));
+	s->rechecks = malloc(SCRUB_RECHECKS * sizeof(*s->rechecks));
+	if (!s->csums || !s->rechecks) {
+		free(s->csums);
+		free(s->rechecks);
+		free(s);
+		return -ENOMEM;
+	}
 	if (!s->opts.rate)
 		s->opts.rate = SCRUB_RATE_DEFAULT;
 	s->rate = s->opts.rate;
@@ -368,6 +614,8 @@ int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
 	if (ret) {
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);
+		free(s->csums);
+		free(s->rechecks);
 		free(s);
 		return ret;
 	}
@@ -386,6 +634,8 @@ void scrub_free(struct scrub *s)
 	pthread_join(s->thread, NULL);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
+	free(s->csums);
+	free(s->rechecks);
 	free(s);
 }
 
@@ -447,6 +697,9 @@ void scrub_info(struct scrub *s, struct sdfs_scrub_info *out)
 	out->compared = st->compared;
 	out->mismatched = st->mismatched;
 	out->total_mismatched = st->total_mismatched;
+	out->refreshed = st->refreshed;
+	out->total_refreshed = st->total_refreshed;
+	out->last_start_ms = st->last_start_ms;
 	pthread_mutex_unlock(&s->lock);
 	out->store_objects = objstore_count(s->bd->store);
 }

@@ -4,8 +4,11 @@
  * so a copy that rotted on disk is found while others are still good,
  * not when a client finally reads it; a corrupt copy is rewritten from
  * a good current one on another node (recover_repair, recover.h), and
- * a good one is compared with the other holders' copies of its version
- * (recover_compare: counted and logged when they differ, never changed).
+ * a good one is compared with the other holders' copies (recover_look)
+ * and, if it is stale or the odd one of its version once a write in
+ * flight would have landed, replaced by the right one
+ * (recover_reconcile). Objects are read in pieces paced by the rate,
+ * never under the object's lock across the pauses.
  *
  * A pass walks the store in oid order (objstore_list) and keeps its
  * cursor and counters in the data dir (scrub_state.h), so a restart
@@ -15,9 +18,9 @@
  * resumes it, and so does the schedule once an interval has passed
  * since the paused pass began. docs/scrub.md has the operator's view.
  *
- * Not here: what is checked (objstore_verify), which copy may replace
- * a corrupt one and who compares (recover_repair.c), the wire (ops.c,
- * SDFS_OP_SCRUB).
+ * Not here: what is checked (objstore_verify_part), which copy may
+ * replace a corrupt, stale or odd one (recover_repair.c), the wire
+ * (ops.c, SDFS_OP_SCRUB).
  * Threads: one of its own; the rest from any thread.
  */
 #ifndef SDFS_BLOCKD_SCRUB_H

@@ -25,6 +25,7 @@ static const struct field {
 	U64(pass_start_ms), U64(total_found), U64(total_repaired),
 	U64(total_unrepaired), U64(passes), U64(pass_end_ms), U64(created_ms),
 	U64(compared), U64(mismatched), U64(total_mismatched),
+	U64(refreshed), U64(total_refreshed), U64(last_start_ms),
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

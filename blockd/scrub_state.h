@@ -18,12 +18,18 @@ struct scrub_state {
 	uint64_t cursor;
 	/* the pass in progress, else the last one */
 	uint64_t objects, bytes, found, repaired, unrepaired;
-	uint64_t compared, mismatched;  /* peers' copies (recover_compare) */
+	uint64_t compared;      /* peers' copies of the same version compared */
+	uint64_t mismatched;    /* copies here that differed from the right one
+				   (stale, or the odd one of one version) */
+	uint64_t refreshed;     /* ... of those, replaced (recover_reconcile) */
 	uint64_t pass_start_ms; /* unix ms; 0: never (the file was new) */
 	/* since the file was made */
 	uint64_t total_found, total_repaired, total_unrepaired, total_mismatched;
+	uint64_t total_refreshed;
 	uint64_t passes;        /* complete passes */
 	uint64_t pass_end_ms;   /* the last complete pass ended, unix ms */
+	uint64_t last_start_ms; /* ... and began: every object stored then was
+				   verified after it (unless written since) */
 	uint64_t created_ms;    /* the file was made (the schedule's start) */
 };
 

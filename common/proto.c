@@ -336,11 +336,14 @@ void proto_scrub_info_encode(const struct sdfs_scrub_info *si, uint8_t *out)
 	put64(out + 136, si->compared);
 	put64(out + 144, si->mismatched);
 	put64(out + 152, si->total_mismatched);
+	put64(out + 160, si->refreshed);
+	put64(out + 168, si->total_refreshed);
+	put64(out + 176, si->last_start_ms);
 }
 
 int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_info *si)
 {
-	if (!in || len != SDFS_SCRUB_INFO_SIZE)
+	if (!in || (len != SDFS_SCRUB_INFO_SIZE && len != SDFS_SCRUB_INFO_V23_SIZE))
 		return -EPROTO;
 	si->node_id = get32(in + 0);
 	si->state = get32(in + 4);
@@ -363,6 +366,12 @@ int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_inf
 	si->compared = get64(in + 136);
 	si->mismatched = get64(in + 144);
 	si->total_mismatched = get64(in + 152);
+	si->refreshed = si->total_refreshed = si->last_start_ms = 0;
+	if (len == SDFS_SCRUB_INFO_SIZE) {
+		si->refreshed = get64(in + 160);
+		si->total_refreshed = get64(in + 168);
+		si->last_start_ms = get64(in + 176);
+	}
 	return 0;
 }
 

@@ -757,10 +757,16 @@ Test(proto_scrub_info, round_trips_every_field_at_pinned_offsets)
 		cr_assert_eq(out.repaired, ref_get(buf + 40, 8));
 		cr_assert_eq(out.store_objects, ref_get(buf + 128, 8));
 		cr_assert_eq(out.total_mismatched, ref_get(buf + 152, 8));
+		cr_assert_eq(out.refreshed, ref_get(buf + 160, 8));
+		cr_assert_eq(out.last_start_ms, ref_get(buf + 176, 8));
 		proto_scrub_info_encode(&out, again);
 		cr_assert_arr_eq(again, buf, sizeof(buf));
 	}
 	cr_assert_eq(proto_scrub_info_decode(buf, sizeof(buf) - 8, &out), -EPROTO);
+	/* the first 2.3 daemons' 160 bytes: the fields after them are 0 */
+	cr_assert_eq(proto_scrub_info_decode(buf, SDFS_SCRUB_INFO_V23_SIZE, &out), 0);
+	cr_assert_eq(out.total_mismatched, ref_get(buf + 152, 8));
+	cr_assert_eq(out.refreshed + out.total_refreshed + out.last_start_ms, 0);
 	cr_assert_eq(proto_scrub_info_decode(NULL, 0, &out), -EPROTO);
 	cr_assert_str_eq(proto_op_name(SDFS_OP_SCRUB), "SCRUB");
 }

@@ -529,13 +529,19 @@ struct sdfs_scrub_info {
 	uint64_t rate;          /* bytes/s the pass reads at most */
 	uint64_t interval_s;    /* the schedule: a pass at least this often */
 	uint64_t store_objects; /* objects (and tombstones) in the store now */
-	/* this pass, on objects this node is the first up holder of: other
-	 * holders' copies of the same version compared, and those whose
-	 * contents (csum) differ */
+	/* this pass: other holders' copies of the same version compared
+	 * with this node's, and this node's copies that differed from the
+	 * right one (stale, or the odd one of a version; docs/scrub.md) */
 	uint64_t compared, mismatched;
 	uint64_t total_mismatched;
+	/* (184-byte form) of the differing copies, those replaced; when the
+	 * last complete pass began (every object stored then was verified
+	 * after it, unless written since), unix ms */
+	uint64_t refreshed, total_refreshed;
+	uint64_t last_start_ms;
 };
-#define SDFS_SCRUB_INFO_SIZE 160u
+#define SDFS_SCRUB_INFO_SIZE 184u
+#define SDFS_SCRUB_INFO_V23_SIZE 160u   /* without the last three */
 
 #define SDFS_NODE_INFO_V10_SIZE 56u
 #define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */

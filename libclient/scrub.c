@@ -50,6 +50,9 @@ static void from_info(const struct sdfs_scrub_info *si, struct sdfs_scrub_status
 	x->compared = si->compared;
 	x->mismatched = si->mismatched;
 	x->total_mismatched = si->total_mismatched;
+	x->refreshed = si->refreshed;
+	x->total_refreshed = si->total_refreshed;
+	x->last_start_ms = si->last_start_ms;
 }
 
 int sdfs_scrub(struct sdfs *s, uint32_t node_id, enum sdfs_scrub_action a,

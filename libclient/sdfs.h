@@ -255,10 +255,16 @@ struct sdfs_scrub_status {
 	uint64_t rate;          /* bytes/s */
 	uint64_t interval_s;    /* 0: only on demand */
 	uint64_t store_objects; /* in its store now (progress: objects/this) */
-	/* this pass, on objects the node is the first up holder of: the
-	 * other holders' copies of the same version compared, and how many
-	 * of those differ (a bug or a silent overwrite: see its log) */
+	/* this pass: the other holders' copies of the same version
+	 * compared with the node's, and the node's copies that differed
+	 * from the right one (stale, or the odd one of a version: see its
+	 * log), of which refreshed were replaced (docs/scrub.md) */
 	uint64_t compared, mismatched, total_mismatched;
+	uint64_t refreshed, total_refreshed;
+	/* the last complete pass began: every object the node stored then
+	 * was verified after it (unless written since); 0: none yet or a
+	 * daemon that does not say */
+	uint64_t last_start_ms;
 };
 /*
  * Ask node @node_id (or every node of the current map, SDFS_SCRUB_ALL)

@@ -385,7 +385,7 @@ static const char *space_word(const struct sdfs_node_status *x)
 /* The scrub's counts summed over the nodes that answered (docs/scrub.md):
  * corrupt copies found, repaired and not, since each node's first pass. */
 struct scrub_sum {
-	uint64_t found, repaired, unrepaired, mismatched;
+	uint64_t found, repaired, unrepaired, mismatched, refreshed;
 	unsigned answered, running, silent;
 };
 
@@ -409,6 +409,7 @@ static int scrub_sum(struct sdfs *s, struct scrub_sum *sum)
 		sum->repaired += st[i].total_repaired;
 		sum->unrepaired += st[i].total_unrepaired;
 		sum->mismatched += st[i].total_mismatched;
+		sum->refreshed += st[i].total_refreshed;
 	}
 	free(st);
 	return 0;
@@ -418,9 +419,9 @@ static void scrub_json(const struct scrub_sum *sc)
 {
 	printf(", \"scrub\": {\"found\": %" PRIu64 ", \"repaired\": %" PRIu64
 	       ", \"unrepaired\": %" PRIu64 ", \"mismatched\": %" PRIu64
-	       ", \"running\": %u, \"nodes\": %u, \"silent\": %u}", sc->found,
-	       sc->repaired, sc->unrepaired, sc->mismatched, sc->running,
-	       sc->answered, sc->silent);
+	       ", \"refreshed\": %" PRIu64 ", \"running\": %u, \"nodes\": %u"
+	       ", \"silent\": %u}", sc->found, sc->repaired, sc->unrepaired,
+	       sc->mismatched, sc->refreshed, sc->running, sc->answered, sc->silent);
 }
 
 static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
@@ -572,8 +573,9 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 		if (sc->silent)
 			printf(" (%u did not say)", sc->silent);
 		if (sc->mismatched)
-			printf("; %" PRIu64 " copies differ from their peers' of the same "
-			       "version", sc->mismatched);
+			printf("; %" PRIu64 " copies differed from their peers' (stale, "
+			       "or the odd one of a version), %" PRIu64 " replaced",
+			       sc->mismatched, sc->refreshed);
 		printf("\n");
 	}
 

@@ -54,11 +54,14 @@ static void show_json(const struct sdfs_scrub_status *st, size_t n)
 		       ", \"rate\": %" PRIu64 ", \"interval_s\": %" PRIu64
 		       ", \"store_objects\": %" PRIu64 ", \"compared\": %" PRIu64
 		       ", \"mismatched\": %" PRIu64 ", \"total_mismatched\": %" PRIu64
+		       ", \"refreshed\": %" PRIu64 ", \"total_refreshed\": %" PRIu64
+		       ", \"last_start_ms\": %" PRIu64
 		       "}", x->state, x->cursor, x->objects,
 		       x->bytes, x->found, x->repaired, x->unrepaired, x->total_found,
 		       x->total_repaired, x->total_unrepaired, x->passes, x->pass_start_ms,
 		       x->pass_end_ms, x->next_start_ms, x->rate, x->interval_s,
-		       x->store_objects, x->compared, x->mismatched, x->total_mismatched);
+		       x->store_objects, x->compared, x->mismatched, x->total_mismatched,
+		       x->refreshed, x->total_refreshed, x->last_start_ms);
 	}
 	printf("]\n");
 }

@@ -4,23 +4,33 @@
  * without any client read; an object corrupt everywhere is counted,
  * logged and left as it was; a pass pauses and resumes where it was,
  * across a restart of the daemon too; only admin keys start or stop it;
- * a copy that checks but differs from its peers of the same version is
- * counted (and left alone); sdfs.conf's scrub_mbps / scrub_interval_s
- * set a daemon's rate and schedule, and --scrub-mbps overrides the file.
+ * a copy that checks but differs from its peers (docs/scrub.md "Copies
+ * that differ"): a stale one is refreshed from the newest, the odd one
+ * of a version is replaced by the majority's, or by the primary's for an
+ * object ordered through it, and one no rule decides is counted, logged
+ * and left alone; a scrub racing a stream of client writes counts and
+ * changes nothing; a big object is read piece by piece and again when
+ * written meanwhile; sdfs.conf's scrub_mbps / scrub_interval_s set a
+ * daemon's rate and schedule, and --scrub-mbps overrides the file.
  *
  * Corruption is made by flipping bytes in object files on disk
- * (objfile.h), and the result is checked there too, with the tests'
- * own reader of the format, not the daemon's.
+ * (objfile.h), a stale copy by putting an older copy's file back in
+ * place, and the result is checked there too, with the tests' own
+ * reader of the format, not the daemon's.
  */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/oid.h"
 #include "tests/cluster/fixture.h"
 #include "tests/cluster/objfile.h"
 #include "tests/cluster/tjson.h"
@@ -232,12 +242,13 @@ Test(scrub, corrupt_copies_are_found_and_repaired_without_a_client_read)
 	free(st);
 	cr_assert_eq(sum_f, NBAD);
 	cr_assert_eq(sum_r, NBAD);
-	/* each object compared once, by its primary, with its two peers: at
-	 * least those with no corrupt copy (a corrupt one is repaired, not
-	 * compared; a peer's may be repaired before or after the compare) */
-	cr_assert_geq(sum_c, (uint64_t)(NOBJ - NBAD) * (COPIES - 1), "compared %" PRIu64,
+	/* each good copy compared with its two peers' by its node (a corrupt
+	 * one is repaired, not compared; a peer's corrupt data has the right
+	 * table, which is what a peer's csum is made of) */
+	cr_assert_geq(sum_c, (uint64_t)(NOBJ * COPIES - NBAD) * (COPIES - 1),
+		      "compared %" PRIu64, sum_c);
+	cr_assert_leq(sum_c, (uint64_t)NOBJ * COPIES * (COPIES - 1), "compared %" PRIu64,
 		      sum_c);
-	cr_assert_leq(sum_c, (uint64_t)NOBJ * (COPIES - 1), "compared %" PRIu64, sum_c);
 	/* On disk: every copy good, the original bytes, its version kept. */
 	for (unsigned i = 0; i < NOBJ; i++)
 		for (int k = 0; k < COPIES; k++) {
@@ -431,41 +442,320 @@ Test(scrub, start_and_stop_need_an_admin_key_status_does_not)
 	free(st);
 }
 
-Test(scrub, a_copy_that_checks_but_differs_from_its_peers_is_counted)
+/* Object @i's copies: where each is now (a put makes new files). */
+static void locate(unsigned i, uint64_t oid)
 {
-	enum { N = 10, ODD = 2 };
-	struct sdfs_scrub_status *st;
-	uint64_t sum_m = 0, sum_f = 0;
-	size_t n, len1, len2;
-	char *before, *after, name[32], *line;
+	struct sdfs_replica r[COPIES];
+	size_t got;
 
-	put_objects(N);
-	/* copy 1 (not the primary, which compares) gets other bytes */
-	objfile_rewrite_data(paths[ODD][1], 4096 + 7, 0x08);
-	before = slurp(paths[ODD][1], &len1);
+	cr_assert_eq(sdfs_obj_locate(tcluster_client(tc), oid, r, COPIES, &got), 0);
+	cr_assert_eq(got, COPIES);
+	for (int k = 0; k < COPIES; k++) {
+		cr_assert_eq(r[k].result, 0);
+		snprintf(paths[i][k], sizeof(paths[i][k]), "%s", r[k].path);
+		nodes[i][k] = r[k].node_id;
+	}
+}
+
+/* Put @buf back as the whole file at @path, in place (the same inode,
+ * as the daemon's open files see it). */
+static void put_back(const char *path, const char *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(pwrite(fd, buf, len, 0), (ssize_t)len);
+	cr_assert_eq(ftruncate(fd, (off_t)len), 0);
+	cr_assert_eq(close(fd), 0);
+}
+
+/* Sum of @field over every node's status, and the field of node @id. */
+#define SUM(st, n, field) ({ uint64_t s_ = 0; \
+	for (size_t i_ = 0; i_ < (n); i_++) s_ += (st)[i_].field; s_; })
+
+Test(scrub, a_stale_copy_is_refreshed_from_the_newest_without_a_client_read)
+{
+	/* one object ordered through its primary, one written directly */
+	const uint64_t oid[2] = { OID0 + 7, oid_vdata(0x5c0b1, 3, 0) };
+	static unsigned char v1[LEN];
+	struct sdfs_scrub_status *st;
+	char *old[2], name[32], *line;
+	size_t len[2], n;
+	uint64_t ver1[2], ver2[2];
+
+	for (unsigned i = 0; i < 2; i++) {
+		tfill_random(v1, LEN, tseed("scrub stale v1") + i);
+		tfill_random(data[i], LEN, tseed("scrub stale v2") + i);
+		cr_assert_eq(sdfs_obj_put(tcluster_client(tc), oid[i], v1, LEN), 0);
+		locate(i, oid[i]);
+		old[i] = slurp(paths[i][1], &len[i]);
+		ver1[i] = version_of(paths[i][1]);
+		cr_assert_eq(sdfs_obj_put(tcluster_client(tc), oid[i], data[i], LEN), 0);
+		locate(i, oid[i]);
+		ver2[i] = version_of(paths[i][1]);
+		cr_assert_gt(ver2[i], ver1[i]);
+		/* copy 1 missed the second put: the first one's file again */
+		put_back(paths[i][1], old[i], len[i]);
+		cr_assert_eq(version_of(paths[i][1]), ver1[i]);
+		free(old[i]);
+	}
 	scrub_cli("start");
 	n = wait_passes(1, &st);
+	for (unsigned i = 0; i < 2; i++)
+		for (int k = 0; k < COPIES; k++) {
+			assert_copy_good(paths[i][k], data[i]);
+			cr_assert_eq(version_of(paths[i][k]), ver2[i], "object %u copy %d: "
+				     "version %" PRIx64, i, k, version_of(paths[i][k]));
+		}
 	for (size_t i = 0; i < n; i++) {
-		uint64_t want = st[i].node_id == nodes[ODD][0];
+		uint64_t want = (st[i].node_id == nodes[0][1]) + (st[i].node_id == nodes[1][1]);
 
 		cr_assert_eq(st[i].mismatched, want, "node %u: %" PRIu64 " differing",
 			     st[i].node_id, st[i].mismatched);
-		sum_m += st[i].mismatched;
-		sum_f += st[i].found;
+		cr_assert_eq(st[i].refreshed, want, "node %u: %" PRIu64 " refreshed",
+			     st[i].node_id, st[i].refreshed);
+		cr_assert_eq(st[i].total_refreshed, want);
+		cr_assert_eq(st[i].found, 0, "a stale copy counted corrupt");
+		/* when the pass began: every object was verified after it */
+		cr_assert_neq(st[i].last_start_ms, 0);
+		cr_assert_eq(st[i].last_start_ms, st[i].pass_start_ms);
+	}
+	cr_assert_eq(SUM(st, n, refreshed), 2);
+	free(st);
+	cr_assert(tcluster_node_name(tc, nodes[0][1], name, sizeof(name)));
+	line = tcluster_log_line(tc, name, "was stale", 5000);
+	cr_assert(line, "%s did not log the stale copy", name);
+	free(line);
+	/* and `sdfs scrub status --json` says so */
+	char *out = NULL;
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "scrub status --json"), 0);
+	cr_assert(tjson_valid(out) && strstr(out, "\"total_refreshed\": ") &&
+		  strstr(out, "\"last_start_ms\": "), "%s", out);
+	free(out);
+}
+
+Test(scrub, the_odd_copy_of_a_version_is_replaced_by_the_majority_s)
+{
+	enum { N = 10, ODD = 2 };
+	struct sdfs_scrub_status *st;
+	uint64_t ver = 0;
+	char name[32], *line;
+	size_t n;
+
+	put_objects(N);
+	ver = version_of(paths[ODD][1]);
+	/* copy 1 gets other bytes, checksums and version intact */
+	objfile_rewrite_data(paths[ODD][1], 4096 + 7, 0x08);
+	scrub_cli("start");
+	n = wait_passes(1, &st);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t want = st[i].node_id == nodes[ODD][1];
+
+		cr_assert_eq(st[i].mismatched, want, "node %u: %" PRIu64 " differing",
+			     st[i].node_id, st[i].mismatched);
+		cr_assert_eq(st[i].refreshed, want, "node %u", st[i].node_id);
+		cr_assert_eq(st[i].found, 0, "a copy that checks was counted corrupt");
 	}
 	free(st);
-	cr_assert_eq(sum_m, 1);
-	cr_assert_eq(sum_f, 0, "a copy that checks was counted corrupt");
-	cr_assert(tcluster_node_name(tc, nodes[ODD][0], name, sizeof(name)));
-	line = tcluster_log_line(tc, name, "but other contents", 5000);
-	cr_assert(line, "%s did not log the difference", name);
+	for (unsigned i = 0; i < N; i++)
+		for (int k = 0; k < COPIES; k++)
+			assert_copy_good(paths[i][k], data[i]);
+	cr_assert_eq(version_of(paths[ODD][1]), ver);
+	cr_assert(tcluster_node_name(tc, nodes[ODD][1], name, sizeof(name)));
+	line = tcluster_log_line(tc, name, "the odd one of its version", 5000);
+	cr_assert(line, "%s did not log the replaced copy", name);
 	free(line);
-	/* counted, not changed: which copy is right is not the scrub's to say */
-	after = slurp(paths[ODD][1], &len2);
-	cr_assert_eq(len1, len2);
-	cr_assert_arr_eq(after, before, len1);
-	free(before);
-	free(after);
+}
+
+Test(scrub, three_contents_of_a_version_take_the_primary_s_or_none)
+{
+	/* no majority: the ordered object takes its primary's copy, the
+	 * directly written one has no rule and is left as it is */
+	const uint64_t oid[2] = { OID0 + 3, oid_vdata(0x5c0b2, 1, 0) };
+	struct sdfs_scrub_status *st;
+	char *before[COPIES], name[32], *line;
+	size_t blen[COPIES], n;
+
+	for (unsigned i = 0; i < 2; i++) {
+		tfill_random(data[i], LEN, tseed("scrub three") + i);
+		cr_assert_eq(sdfs_obj_put(tcluster_client(tc), oid[i], data[i], LEN), 0);
+		locate(i, oid[i]);
+		objfile_rewrite_data(paths[i][1], 4096 + 11, 0x10);
+		objfile_rewrite_data(paths[i][2], 4096 + 11, 0x20);
+	}
+	for (int k = 0; k < COPIES; k++)
+		before[k] = slurp(paths[1][k], &blen[k]);
+	scrub_cli("start");
+	n = wait_passes(1, &st);
+	for (size_t i = 0; i < n; i++) {
+		/* the ordered one: copies 1 and 2 replaced (from the primary,
+		 * copy 0); the direct one: each node's copy counted */
+		uint64_t rep = st[i].node_id != nodes[0][0];
+
+		cr_assert_eq(st[i].refreshed, rep, "node %u: %" PRIu64 " refreshed",
+			     st[i].node_id, st[i].refreshed);
+		cr_assert_eq(st[i].mismatched, rep + 1, "node %u: %" PRIu64 " differing",
+			     st[i].node_id, st[i].mismatched);
+	}
+	free(st);
+	for (int k = 0; k < COPIES; k++)
+		assert_copy_good(paths[0][k], data[0]);
+	for (int k = 0; k < COPIES; k++) {
+		size_t alen;
+		char *after = slurp(paths[1][k], &alen);
+
+		cr_assert_eq(alen, blen[k]);
+		cr_assert_arr_eq(after, before[k], alen, "copy %d of the direct object "
+				 "was changed without a rule", k);
+		free(after);
+		free(before[k]);
+	}
+	cr_assert(tcluster_node_name(tc, nodes[1][0], name, sizeof(name)));
+	line = tcluster_log_line(tc, name, "no rule says which is right", 5000);
+	cr_assert(line, "%s did not log the undecided copies", name);
+	free(line);
+}
+
+/* A writer: object @oid written over and over, at random places, until
+ * stop; what it last wrote is kept in shadow. */
+struct writer {
+	uint64_t oid;
+	unsigned char shadow[LEN];
+	atomic_int *stop;
+	unsigned writes;
+	int err;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	uint64_t seed = tseed("scrub race") ^ w->oid;
+	unsigned char buf[8192];
+
+	while (!atomic_load(w->stop) && !w->err) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		size_t off = (size_t)(seed >> 33) % (LEN - sizeof(buf));
+		size_t len = 1 + (size_t)(seed >> 20) % sizeof(buf);
+
+		tfill_random(buf, len, seed);
+		w->err = sdfs_obj_write(tcluster_client(tc), w->oid, buf, len, off);
+		if (!w->err)
+			memcpy(w->shadow + off, buf, len);
+		w->writes++;
+	}
+	return NULL;
+}
+
+Test(scrub, a_scrub_racing_client_writes_counts_and_changes_nothing)
+{
+	enum { NW = 4 };
+	struct writer *w = calloc(NW, sizeof(*w));
+	pthread_t th[NW];
+	atomic_int stop = 0;
+	struct sdfs_scrub_status *st;
+	unsigned passes = 0;
+	size_t n;
+
+	cr_assert(w);
+	for (unsigned i = 0; i < NW; i++) {
+		/* half ordered through their primary, half written directly */
+		w[i].oid = i % 2 ? OID0 + 40 + i : oid_vdata(0x5c0b3, i, 0);
+		w[i].stop = &stop;
+		tfill_random(w[i].shadow, LEN, tseed("scrub race base") + i);
+		cr_assert_eq(sdfs_obj_put(tcluster_client(tc), w[i].oid, w[i].shadow, LEN), 0);
+	}
+	for (unsigned i = 0; i < NW; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
+	/* passes back to back for a while, each object looked at many times
+	 * while writes land on its copies one after the other */
+	for (int64_t end = tnow_ms() + 15000; tnow_ms() < end;) {
+		n = status(&st);
+		int idle = 1;
+		for (size_t i = 0; i < n; i++)
+			idle &= !strcmp(st[i].state, "idle");
+		free(st);
+		if (idle) {
+			scrub_cli("start --rate 100M");
+			passes++;
+		}
+		tsleep_ms(50);
+	}
+	atomic_store(&stop, 1);
+	for (unsigned i = 0; i < NW; i++) {
+		cr_assert_eq(pthread_join(th[i], NULL), 0);
+		cr_assert_eq(w[i].err, 0, "writer %u: %s", i, strerror(-w[i].err));
+		cr_log_info("writer %u: %u writes", i, w[i].writes);
+	}
+	n = wait_passes(0, &st);
+	cr_log_info("%u passes started", passes);
+	cr_assert_geq(passes, 2);
+	for (size_t i = 0; i < n; i++) {
+		cr_log_info("node %u: compared %" PRIu64 ", differing %" PRIu64 ", refreshed %"
+			    PRIu64, st[i].node_id, st[i].compared, st[i].total_mismatched,
+			    st[i].total_refreshed);
+		cr_assert_eq(st[i].total_mismatched, 0, "node %u counted copies in flight "
+			     "as differing", st[i].node_id);
+		cr_assert_eq(st[i].total_refreshed, 0, "node %u", st[i].node_id);
+		cr_assert_eq(st[i].total_found, 0, "node %u", st[i].node_id);
+	}
+	free(st);
+	/* every copy holds what was written last */
+	for (unsigned i = 0; i < NW; i++) {
+		locate(0, w[i].oid);
+		for (int k = 0; k < COPIES; k++)
+			assert_copy_good(paths[0][k], w[i].shadow);
+	}
+	free(w);
+}
+
+Test(scrub, a_big_object_is_read_in_pieces_and_again_when_written_meanwhile)
+{
+	/* 2 MiB at 256 KiB/s: about 8 s an object, a piece at a time; a
+	 * write lands in the middle (it does not wait for the object), the
+	 * scrub reads that copy again and compares the whole new one */
+	enum { BIG = 2 << 20 };
+	const uint64_t oid = OID0 + 90;
+	unsigned char *buf = malloc(BIG), patch[4096];
+	struct sdfs_scrub_status *st;
+	size_t n;
+
+	cr_assert(buf);
+	tfill_random(buf, BIG, tseed("scrub big"));
+	cr_assert_eq(sdfs_obj_put(tcluster_client(tc), oid, buf, BIG), 0);
+	scrub_cli("start --rate 256K");
+	tsleep_ms(2500);
+	n = status(&st);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_str_eq(st[i].state, "running", "node %u", st[i].node_id);
+	free(st);
+	tfill_random(patch, sizeof(patch), tseed("scrub big patch"));
+	cr_assert_eq(sdfs_obj_write(tcluster_client(tc), oid, patch, sizeof(patch),
+				    BIG / 2), 0);
+	memcpy(buf + BIG / 2, patch, sizeof(patch));
+	n = wait_passes(1, &st);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(st[i].objects, 1, "node %u", st[i].node_id);
+		cr_assert_eq(st[i].bytes, BIG, "node %u", st[i].node_id);
+		cr_assert_eq(st[i].found + st[i].mismatched, 0, "node %u", st[i].node_id);
+		/* both peers' copies of the new version compared */
+		cr_assert_eq(st[i].compared, COPIES - 1, "node %u compared %" PRIu64,
+			     st[i].node_id, st[i].compared);
+	}
+	free(st);
+	locate(0, oid);
+	for (int k = 0; k < COPIES; k++) {
+		struct objfile f;
+		unsigned char blk[OBJFILE_BLOCK];
+
+		objfile_open(paths[0][k], &f);
+		for (uint64_t b = 0; b < BIG / OBJFILE_BLOCK; b++) {
+			cr_assert(objfile_block_ok(&f, b));
+			objfile_read_block(&f, b, blk);
+			cr_assert_arr_eq(blk, buf + b * OBJFILE_BLOCK, OBJFILE_BLOCK);
+		}
+		objfile_close(&f);
+	}
+	free(buf);
 }
 
 /* Append @len bytes of @text to the file at @path. */

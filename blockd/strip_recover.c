@@ -291,7 +291,10 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 	sr->missed |= miss;             /* only this thread touches it unlocked */
 	drop_extras(sr, oid, n, ids, node, g, ng, best, l, nl);
 	if (!best) {
-		if (first < n && ids[first] == bd->node_id)
+		/* Unavailable only on every up holder's word: a holder that
+		 * did not answer (another epoch: this map may be the stale
+		 * one, a timeout) may hold the strips; the pass runs again. */
+		if (first < n && ids[first] == bd->node_id && !miss)
 			sr->pass_unavail++;
 		if (ng && !miss)
 			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": no version "

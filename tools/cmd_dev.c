@@ -152,6 +152,28 @@ static int port_reusable(int port)
  * could then not listen again ("Address already in use"). Random
  * within [10000, the range's start); the kernel's pick if none is free.
  */
+/* Ports this process handed out: the daemons it starts bind them only
+ * later, so "free now" does not mean "not given to another daemon of
+ * this dev up" (two block daemons once got one port: "Address already
+ * in use"). */
+static int handed[512];
+static size_t nhanded;
+
+static int handed_out(int port)
+{
+	for (size_t i = 0; i < nhanded; i++)
+		if (handed[i] == port)
+			return 1;
+	return 0;
+}
+
+static int hand_out(int port)
+{
+	if (port > 0 && nhanded < sizeof(handed) / sizeof(handed[0]))
+		handed[nhanded++] = port;
+	return port;
+}
+
 static int free_port(void)
 {
 	static unsigned seed;
@@ -168,10 +190,16 @@ static int free_port(void)
 	for (int i = 0; low > 10100 && i < 200; i++) {
 		int port = 10000 + (int)(rand_r(&seed) % (unsigned)(low - 10000));
 
-		if (try_port(port) == port)
-			return port;
+		if (!handed_out(port) && try_port(port) == port)
+			return hand_out(port);
 	}
-	return try_port(0);
+	for (int i = 0; i < 200; i++) {
+		int port = try_port(0);
+
+		if (port > 0 && !handed_out(port))
+			return hand_out(port);
+	}
+	return -1;
 }
 
 static int write_file(const char *path, const char *text)
@@ -360,9 +388,11 @@ static char *listen_again(const char *host, const char *addr, char *buf, size_t 
 	int port = colon ? atoi(colon + 1) : 0;
 	int loop = !strcmp(host, "127.0.0.1");
 
-	if (loop && (port <= 0 || strncmp(addr, "127.0.0.1:", 10) ||
+	if (loop && (port <= 0 || strncmp(addr, "127.0.0.1:", 10) || handed_out(port) ||
 		     try_port(port) != port))
 		port = free_port();
+	else if (loop)
+		hand_out(port);
 	snprintf(buf, len, "%s:%d", host, port);
 	return buf;
 }
@@ -665,6 +695,8 @@ static int zk_ports(const struct dev *d, unsigned n, unsigned k, struct zk_serve
 				dup = taken[j] == port;
 			for (int j = 0; j < i && !dup; j++)
 				dup = *out[j] == port;
+			if (!dup && port == want[i] && handed_out(port))
+				dup = 1;
 			if (!dup && (port == want[i] ? port_reusable(port) :
 				     try_port(port) == port))
 				break;
@@ -672,6 +704,8 @@ static int zk_ports(const struct dev *d, unsigned n, unsigned k, struct zk_serve
 				return -EADDRINUSE;
 			port = free_port();
 		}
+		if (port == want[i])
+			hand_out(port);
 		*out[i] = port;
 	}
 	return 0;

@@ -636,7 +636,8 @@ int stripstore_each_oid(struct stripstore *ss, int (*fn)(void *arg, uint64_t oid
 		closedir(d);
 		if (ret)
 			break;
-		qsort(oids, n, sizeof(*oids), u64_cmp);
+		if (n)          /* qsort of NULL (none yet) is undefined */
+			qsort(oids, n, sizeof(*oids), u64_cmp);
 		for (size_t j = 0; j < n && !ret; j++)
 			if (j == 0 || oids[j] != oids[j - 1])
 				ret = fn(arg, oids[j]);

@@ -30,6 +30,7 @@ void conf_init(struct sdfs_conf *c)
 	c->scrub_mbps = 50;                     /* blockd/scrub.h's defaults */
 	c->scrub_interval_s = 7 * 24 * 3600;    /* a week */
 	c->fill_mbps = 32;                      /* blockd/backing.h's */
+	c->reclaim_interval_s = 10;             /* mds/vol.h VOL_RECLAIM_MS */
 }
 
 const char *conf_path(const char *explicit_path)
@@ -228,6 +229,8 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_count(v, 0, INT_MAX, &c->scrub_interval_s);
 		} else if (strcmp(k, "fill_mbps") == 0) {
 			ret = parse_count(v, 1, 100000, &c->fill_mbps);
+		} else if (strcmp(k, "reclaim_interval_s") == 0) {
+			ret = parse_count(v, 1, 86400, &c->reclaim_interval_s);
 		}
 		if (ret) {
 			snprintf(err, errlen, "%s:%d: bad value for %s", path, lineno, k);

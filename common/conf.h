@@ -22,6 +22,7 @@
  *   scrub_mbps = 50                        blockd: the scrub reads at most this
  *   scrub_interval_s = 604800              blockd: a scrub pass this often
  *   fill_mbps = 32                         blockd: the copy-on-write filler's rate
+ *   reclaim_interval_s = 10                sdfs-mds: volume reclaim looks this often
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -86,6 +87,7 @@ struct sdfs_conf {
 	/* sdfs-blockd's filler of backed objects (blockd/backing.h): MB/s
 	 * (2^20 bytes) it copies at most, 1..100000. */
 	int fill_mbps;
+	int reclaim_interval_s;          /* sdfs-mds: a reclaim pass at least this often */
 };
 
 /* Defaults for everything but zk. */

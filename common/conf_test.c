@@ -509,6 +509,18 @@ Test(conf, the_filler_rate_has_a_default_and_a_key)
 	cr_assert_neq(load("zk = h:1\nfill_mbps = 32M\n", &c, NULL), 0);
 }
 
+Test(conf, the_reclaim_interval_has_a_default_and_a_key)
+{
+	struct sdfs_conf c;
+
+	conf_init(&c);
+	cr_assert_eq(c.reclaim_interval_s, 10);
+	cr_assert_eq(load("zk = h:1\nreclaim_interval_s = 1\n", &c, NULL), 0, "%s", err);
+	cr_assert_eq(c.reclaim_interval_s, 1);
+	cr_assert_neq(load("zk = h:1\nreclaim_interval_s = 0\n", &c, NULL), 0);
+	cr_assert_neq(load("zk = h:1\nreclaim_interval_s = 86401\n", &c, NULL), 0);
+}
+
 Test(conf, parses_the_scrub_rate_and_interval)
 {
 	struct sdfs_conf c;

@@ -353,8 +353,10 @@ static int take_over(struct mds *m, char *why, size_t whylen)
 	ret = ns_open(m->sdfs, m->coord, m->epoch, m->name, &m->ns, err, sizeof(err));
 	if (ret == 0 && m->secret)
 		ns_set_objcap(m->ns, m->secret, m->conf.objcap_lifetime_ms);
-	if (ret == 0)
+	if (ret == 0) {
 		ns_set_sync_interval(m->ns, m->conf.mds_sync_interval_ms);
+		ns_set_reclaim_interval(m->ns, m->conf.reclaim_interval_s * 1000);
+	}
 	if (ret) {
 		if (store_last_error(last, sizeof(last)))
 			snprintf(why, whylen, "cannot open the namespace database: "

@@ -43,6 +43,9 @@ void ns_set_objcap(struct ns *ns, const uint8_t secret[AUTH_KEY_BYTES],
 /* Make acknowledged changes durable at least every @ms (commit.c; the
  * default, 1000, until this is called). */
 void ns_set_sync_interval(struct ns *ns, int ms);
+/* Look for deleted volume states to free at least every @ms (vol.h
+ * vol_reclaim_interval; the default, 10000, until this is called). */
+void ns_set_reclaim_interval(struct ns *ns, int ms);
 
 struct ns_reply {
 	uint8_t *data;                  /* malloc'd reply payload, or NULL */

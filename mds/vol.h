@@ -93,6 +93,7 @@ struct vol {
 	pthread_mutex_t reclaim_lock;
 	pthread_cond_t reclaim_cond;
 	int reclaim_stop, reclaim_kick, reclaim_started;
+	int reclaim_ms;                 /* a pass at least this often */
 };
 
 /* ---- vol_cat.c ---- */
@@ -176,6 +177,8 @@ int vol_file_gone(struct ns *ns, uint64_t ino, uint64_t size);
 int vol_reclaim_start(struct ns *ns);
 void vol_reclaim_stop(struct ns *ns);
 void vol_reclaim_kick(struct ns *ns);
+/* A pass at least every @ms (> 0) from now on. */
+void vol_reclaim_interval(struct ns *ns, int ms);
 /* One pass over every family with deleted states (tests, the thread). */
 void vol_reclaim_pass(struct ns *ns);
 int vol_reclaim_stats(struct ns *ns, struct sdfs_ns_reclaim *out);

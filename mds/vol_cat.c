@@ -397,6 +397,7 @@ int vol_open(struct ns *ns, struct coord *coord)
 	pthread_cond_init(&v->reclaim_cond, NULL);
 	v->fault = getenv("SDFS_MDS_FAULT");
 	v->vid_next = v->vid_limit = 1;
+	v->reclaim_ms = VOL_RECLAIM_MS;
 	ns->vol = v;
 	ret = kvdb_get(ns->db, key_vid_next, sizeof(key_vid_next) - 1, &val, &vlen);
 	if (ret == -ENOENT)
@@ -411,6 +412,11 @@ int vol_open(struct ns *ns, struct coord *coord)
 	v->vid_next = v->vid_limit = le64_get((const uint8_t *)val);
 	free(val);
 	return 0;
+}
+
+void ns_set_reclaim_interval(struct ns *ns, int ms)
+{
+	vol_reclaim_interval(ns, ms);
 }
 
 int vol_start(struct ns *ns)

@@ -1,7 +1,8 @@
 /*
  * vol_reclaim.c - freeing the data of deleted volume states: mark and
  * sweep per family (docs/volumes.md, "Reclaim"), on a thread of its own,
- * every VOL_RECLAIM_MS and at once after a delete (vol_reclaim_kick).
+ * every VOL_RECLAIM_MS (sdfs.conf reclaim_interval_s: vol_reclaim_interval)
+ * and at once after a delete (vol_reclaim_kick).
  *
  * Mark, under the family lock: the chunks of each deleted state D that
  * an existing (not deleted) member's index names as owned by D. Sweep,
@@ -464,13 +465,30 @@ static void *reclaim_main(void *arg)
 			vol_reclaim_pass(ns);
 		pthread_mutex_lock(&v->reclaim_lock);
 		clock_gettime(CLOCK_REALTIME, &dl);
-		dl.tv_sec += VOL_RECLAIM_MS / 1000;
+		dl.tv_sec += v->reclaim_ms / 1000;
+		dl.tv_nsec += (long)(v->reclaim_ms % 1000) * 1000000;
+		if (dl.tv_nsec >= 1000000000) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000;
+		}
 		while (!v->reclaim_stop && !v->reclaim_kick)
 			if (pthread_cond_timedwait(&v->reclaim_cond, &v->reclaim_lock, &dl))
 				break;
 	}
 	pthread_mutex_unlock(&v->reclaim_lock);
 	return NULL;
+}
+
+void vol_reclaim_interval(struct ns *ns, int ms)
+{
+	struct vol *v = ns->vol;
+
+	if (!v || ms <= 0)
+		return;
+	pthread_mutex_lock(&v->reclaim_lock);
+	v->reclaim_ms = ms;
+	pthread_cond_broadcast(&v->reclaim_cond);
+	pthread_mutex_unlock(&v->reclaim_lock);
 }
 
 void vol_reclaim_kick(struct ns *ns)

@@ -78,7 +78,11 @@ struct dev {
 	int auth;               /* keys (not --auth none) */
 	char keyring[PATH_MAX + 32];    /* DIR/keyring: the admin key */
 	struct keyadm *ka;      /* an admin session while keys are made */
+	char sets[1024];        /* --set lines ("key = value\n"...), kept
+				   in sdfs.conf after DEV_SET_MARK */
 };
+
+#define DEV_SET_MARK "# dev up --set\n"
 
 #define DEV_ZK_NETNS_PORT 2181          /* --netns: every daemon has its */
 #define DEV_BLOCKD_NETNS_PORT 7000      /* own address, so fixed ports */
@@ -993,15 +997,44 @@ static void dev_key_args(const struct dev *d, const char *name, char *argv[], in
  * there is one. */
 static int dev_write_conf(const struct dev *d)
 {
-	char text[PATH_MAX + 512];
+	char text[PATH_MAX + 2048];
 	int ret;
 
-	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n%s%s%s",
+	snprintf(text, sizeof(text), "# written by sdfs dev up\nzk = %s\ncluster = %s\n%s%s%s%s%s",
 		 d->zk, d->cluster, d->auth ? "keyring = " : "", d->auth ? d->keyring : "",
-		 d->auth ? "\n" : "");
+		 d->auth ? "\n" : "", d->sets[0] ? DEV_SET_MARK : "", d->sets);
 	if ((ret = write_file(d->conf, text)))
 		cli_fail("%s: %s", d->conf, strerror(-ret));
 	return ret;
+}
+
+/* --set KEY=VALUE: one more sdfs.conf line for every process of the
+ * cluster. 0, or 1 after saying why. */
+static int dev_add_set(struct dev *d, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	size_t used = strlen(d->sets);
+	int n;
+
+	if (!eq || eq == kv || !eq[1] || strpbrk(kv, "\n#"))
+		return cli_bad("--set wants KEY=VALUE, not '%s'", kv);
+	n = snprintf(d->sets + used, sizeof(d->sets) - used, "%.*s = %s\n", (int)(eq - kv),
+		     kv, eq + 1);
+	if (n < 0 || (size_t)n >= sizeof(d->sets) - used)
+		return cli_bad("too many --set");
+	return 0;
+}
+
+/* Without --set: the lines an earlier dev up --set wrote to @conf. */
+static void dev_keep_sets(struct dev *d)
+{
+	char old[8192];
+	const char *mark;
+
+	if (d->sets[0] || read_file(d->conf, old, sizeof(old)) <= 0 ||
+	    !(mark = strstr(old, DEV_SET_MARK)))
+		return;
+	snprintf(d->sets, sizeof(d->sets), "%s", mark + strlen(DEV_SET_MARK));
 }
 
 /* Format a new dev cluster: with keys (DIR/keyring, keyadm_format_new)
@@ -1451,6 +1484,9 @@ static int dev_up(struct cli *cli)
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--recovery-mbps"))) {
 			if (cli_parse_u64(v, &rec_mbps) || rec_mbps < 1 || rec_mbps > 100000)
 				return cli_bad("--recovery-mbps must be 1..100000");
+		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--set"))) {
+			if (dev_add_set(&d, v))
+				return 2;
 		} else if ((v = cli_opt(cli->argc, cli->argv, &i, "--scrub-mbps"))) {
 			if (cli_parse_u64(v, &scrub_mbps) || scrub_mbps < 1 ||
 			    scrub_mbps > 100000)
@@ -1501,6 +1537,7 @@ static int dev_up(struct cli *cli)
 		return cli_bad("--zk-servers starts ZooKeeper servers: no --zk");
 	if ((ret = dev_init(&d, dir, 1)))
 		return ret;
+	dev_keep_sets(&d);
 	/* Again in a dir: as many servers as it had. Another count would be
 	 * another ensemble, without the cluster's map and config. */
 	unsigned zk_had = zk_recorded(&d);

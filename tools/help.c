@@ -159,7 +159,7 @@ static const struct help_entry entries[] = {
 	  "  --ec K+M   the holder of each strip, in strip order\n" },
 	{ "dev", "up", "dev up --dir DIR [--blockd N] [--mds N] [--no-mount] [--copies N]\n"
 	  "       [--out-grace S] [--recovery-mbps N] [--scrub-mbps N] [--netns]\n"
-	  "       [--zk-servers N] [--auth none] [--cluster-net]",
+	  "       [--zk-servers N] [--auth none] [--cluster-net] [--set KEY=VALUE]",
 	  "start a local cluster under DIR (by\n"
 	  "default 3 blockd and 2 mds) and mount\n"
 	  "it at DIR/mnt (not with --no-mount)",
@@ -184,6 +184,9 @@ static const struct help_entry entries[] = {
 	  "  --auth none       a new cluster without keys (benchmarks)\n"
 	  "  --cluster-net     block daemon N also listens on 127.0.1.(N+1), its\n"
 	  "                    cluster address: peers connect there (cluster_addr)\n"
+	  "  --set KEY=VALUE   one more sdfs.conf line for every daemon and mount\n"
+	  "                    (repeatable; kept by a later dev up without --set;\n"
+	  "                    docs/config.md)\n"
 	  "Keys: the admin keyring is DIR/keyring (sdfs.conf's keyring), each\n"
 	  "daemon's and mount's DIR/keys/NAME.keyring (docs/operations.md).\n"
 	  "Again on a DIR that was up: every daemon dev started there, dev add's\n"

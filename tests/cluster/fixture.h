@@ -58,6 +58,8 @@ struct tcluster_opts {
 				   handshake, no frame MACs (tests that send
 				   raw unauthenticated frames, tests/cluster/
 				   wire.h, to test framing itself) */
+	const char *set;        /* dev up --set KEY=VALUE: one sdfs.conf line
+				   (e.g. "reclaim_interval_s=1"); NULL: none */
 	unsigned cluster_net;   /* 1: dev up --cluster-net: block daemon N's
 				   peers reach it on 127.0.1.(N+1) */
 };

@@ -28,7 +28,8 @@ static struct tcluster *tc;
 
 static void up(void)
 {
-	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .mds = 2 });
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 3, .mds = 2,
+						      .set = "reclaim_interval_s=1" });
 }
 
 static void down(void)

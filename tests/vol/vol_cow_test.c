@@ -59,7 +59,9 @@ static void wait_filled(uint64_t vid, unsigned copies, const char *what);
 static void up(void)
 {
 	tc = tcluster_start(&(struct tcluster_opts){
-		.blockd = 4, .copies = 2, .mds = 1 });
+		.blockd = 4, .copies = 2, .mds = 1,
+		/* a deferred reclaim is tried again within a second */
+		.set = "reclaim_interval_s=1" });
 }
 
 static void down(void)

@@ -465,44 +465,6 @@ static size_t copies_of(uint64_t vid, unsigned copies)
 	return left;
 }
 
-Test(vol_cow, a_snapshot_deleted_while_objects_are_backed_by_it)
-{
-	struct sdfs *s = tcluster_client(tc);
-	uint8_t *model = vt_alloc(SIZE), *snap = vt_alloc(SIZE), *got = vt_alloc(SIZE);
-	uint64_t seed = tseed("vol_cow_del"), ino;
-	struct sdfs_vol_info old, vi;
-	struct sdfs_vol *v;
-	int64_t end;
-	size_t left;
-	int ret;
-
-	restart_all(1);
-	ino = make_snapped("cowd", 51, model, &v, &old);
-	memcpy(snap, model, SIZE);
-	scatter_writes(v, model, &seed, 60);
-	sdfs_vol_get_info(v, &vi);
-	cr_assert_eq(backed_replicas(vi.vid, vi.copies), CHUNKS * 2);
-	/* every chunk is the live state's now: the snapshot's objects are
-	 * all unreferenced once it is deleted, but back the live ones */
-	ret = sdfs_vol_snap_delete(s, ino, "snap");
-	cr_assert_eq(ret, 0, "delete the snapshot: %s", strerror(-ret));
-	/* reclaim frees the snapshot's objects, after OBJ_FILL filled ours */
-	end = tnow_ms() + 120000;
-	while ((left = copies_of(old.vid, old.copies)) != 0) {
-		cr_assert_lt(tnow_ms(), end, "%zu objects of the deleted snapshot remain", left);
-		tsleep_ms(500);
-	}
-	cr_assert_eq(backed_replicas(vi.vid, vi.copies), 0, "filled before the free");
-	vt_read_vol(tc, ino, NULL, got, SIZE);
-	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume after the reclaim");
-	replicas_agree(vi.vid, vi.copies);
-	sdfs_vol_close(v);
-	restart_all(0);
-	free(model);
-	free(snap);
-	free(got);
-}
-
 /* With a block daemon down, its backed objects cannot be filled: reclaim
  * frees nothing of the snapshot's until it is back. */
 Test(vol_cow, a_snapshot_delete_waits_for_a_down_daemon)
@@ -554,6 +516,84 @@ Test(vol_cow, a_snapshot_delete_waits_for_a_down_daemon)
 	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume after the reclaim");
 	replicas_agree(vi.vid, vi.copies);
 	restart_all(0);
+	free(model);
+	free(got);
+}
+
+/* Snapshots taken one after the other while every new object is still
+ * backed: each level's objects are backed by the level before's, which
+ * are themselves backed (a chain three deep, across the nodes, since a
+ * chunk's copies seldom sit on its source's). Every level reads back
+ * byte for byte while backed, after the middle snapshot is deleted
+ * (reclaim fills what its objects back first), and once filled. */
+Test(vol_cow, a_chain_of_backed_objects_across_snapshots)
+{
+	struct sdfs *s = tcluster_client(tc);
+	static const char *const names[] = { "snap", "snap2", "snap3" };
+	uint8_t *model = vt_alloc(SIZE), *lv[3], *got = vt_alloc(SIZE);
+	uint64_t seed = tseed("vol_cow_chain"), ino;
+	struct sdfs_vol_info old, vi, mid = { 0 }, top = { 0 };
+	struct sdfs_vol *v;
+	int64_t end;
+	size_t left;
+	int ret;
+
+	restart_all(1);
+	ino = make_snapped("cowch", 81, model, &v, &old);
+	for (int i = 0; i < 3; i++) {
+		lv[i] = vt_alloc(SIZE);
+		memcpy(lv[i], model, SIZE);     /* what names[i] holds */
+		scatter_writes(v, model, &seed, 90 + 10 * (uint64_t)i);
+		sdfs_vol_get_info(v, &vi);
+		cr_assert_eq(backed_replicas(vi.vid, vi.copies), CHUNKS * 2,
+			     "level %d: every new replica backed", i + 1);
+		if (i == 0)
+			mid = vi;               /* the state snap2 freezes */
+		if (i == 1)
+			top = vi;               /* snap3's, backed by snap2's */
+		if (i < 2) {
+			ret = sdfs_vol_snap_create(s, ino, names[i + 1], NULL);
+			cr_assert_eq(ret, 0, "snapshot %s: %s", names[i + 1], strerror(-ret));
+		}
+	}
+	cr_assert_eq(atomic_load(&v->cow_copied), 0, "the client copied chunks itself");
+	for (int i = 0; i < 3; i++) {
+		vt_read_vol(tc, ino, names[i], got, SIZE);
+		vt_assert_same(got, lv[i], SIZE, 0, OBJ, names[i]);
+	}
+	vt_read_vol(tc, ino, NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume, three deep");
+	replicas_agree(vi.vid, vi.copies);
+
+	/* the middle one (snap2: its objects back snap3's, and are backed
+	 * by snap's) deleted: freed only after what it backs is filled */
+	ret = sdfs_vol_snap_delete(s, ino, "snap2");
+	cr_assert_eq(ret, 0, "delete snap2: %s", strerror(-ret));
+	end = tnow_ms() + 120000;
+	while ((left = copies_of(mid.vid, mid.copies)) != 0) {
+		cr_assert_lt(tnow_ms(), end, "%zu objects of snap2 remain", left);
+		tsleep_ms(300);
+	}
+	cr_assert_eq(copies_of(old.vid, old.copies), CHUNKS * 2, "snap's objects kept");
+	cr_assert_eq(backed_replicas(top.vid, top.copies), 0,
+		     "snap3's objects filled before snap2's were freed");
+	for (int i = 0; i < 3; i += 2) {
+		vt_read_vol(tc, ino, names[i], got, SIZE);
+		vt_assert_same(got, lv[i], SIZE, 0, OBJ, names[i]);
+	}
+	vt_read_vol(tc, ino, NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume, snap2 deleted");
+
+	restart_all(0);
+	wait_filled(vi.vid, vi.copies, "the live level, after the chain");
+	vt_read_vol(tc, ino, NULL, got, SIZE);
+	vt_assert_same(got, model, SIZE, 0, OBJ, "the live volume, filled");
+	vt_read_vol(tc, ino, "snap3", got, SIZE);
+	vt_assert_same(got, lv[2], SIZE, 0, OBJ, "snap3, filled");
+	replicas_agree(vi.vid, vi.copies);
+	sdfs_vol_close(v);
+	for (int i = 0; i < 3; i++)
+		free(lv[i]);
 	free(model);
 	free(got);
 }

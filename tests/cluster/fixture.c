@@ -44,7 +44,7 @@ struct tcluster {
 	FILE *client_log;
 	pid_t watchdog;
 	int watchdog_fd;        /* write end: a byte = torn down; EOF = died */
-	char *up_argv[24];      /* tcluster_start's dev up, for tcluster_up_again */
+	char *up_argv[28];      /* tcluster_start's dev up, for tcluster_up_again */
 };
 
 int64_t tnow_ms(void)
@@ -473,7 +473,7 @@ static void client_log(int level, const char *msg, void *arg)
 struct tcluster *tcluster_start(const struct tcluster_opts *o)
 {
 	struct tcluster *tc = calloc(1, sizeof(*tc));
-	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], nm[16], nn[16];
+	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], nm[16], nn[16], nr[16];
 	char path[PATH_MAX + 32];
 	const char *zk = getenv("SDFS_TEST_ZK");
 	static unsigned seq;
@@ -507,7 +507,7 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	snprintf(nc, sizeof(nc), "%u", o->copies);
 	snprintf(ng, sizeof(ng), "%u", o->out_grace_s);
 	snprintf(nm, sizeof(nm), "%u", o->mds);
-	char *argv[24] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
+	char *argv[28] = { (char *)sdfs_bin(), "dev", "up", "--dir", tc->dir,
 			   "--blockd", nb, "--cluster", tc->name };
 	int argc = 9;
 	if (o->copies) {
@@ -534,6 +534,11 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	}
 	if (o->cluster_net)
 		argv[argc++] = "--cluster-net";
+	if (o->recovery_mbps) {
+		snprintf(nr, sizeof(nr), "%u", o->recovery_mbps);
+		argv[argc++] = "--recovery-mbps";
+		argv[argc++] = nr;
+	}
 	if (o->netns)
 		argv[argc++] = "--netns";
 	else if (zk && *zk && !o->private_zk) {

@@ -541,10 +541,14 @@ static int strip_repair(struct scrub *s, uint64_t oid, const struct sdfs_strip *
 			break;
 		ret = strip_recover_scrub(bd->strip_rec, oid, st, &from);
 	}
-	if (ret == 0)
+	if (ret == 0 && from)
 		log_warn("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
-			 ": scrub: corrupt strip %s", bd->node_id, oid, st->s, st->version,
-			 from ? "replaced by a good copy" : "rebuilt from its stripe");
+			 ": scrub: corrupt strip replaced by node %" PRIu32 "'s good copy",
+			 bd->node_id, oid, st->s, st->version, from);
+	else if (ret == 0)
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
+			 ": scrub: corrupt strip rebuilt from its stripe", bd->node_id, oid,
+			 st->s, st->version);
 	else if (ret == -ENOENT)
 		log_warn("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
 			 ": scrub: corrupt strip dropped meanwhile (a newer version "
@@ -555,9 +559,6 @@ static int strip_repair(struct scrub *s, uint64_t oid, const struct sdfs_strip *
 			bd->node_id, oid, st->s, st->version,
 			ret == -ENODATA ? "fewer than k good strips of its version are "
 					  "readable" : strerror(-ret));
-	if (ret == 0 && from)
-		log_info("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u: copied from node %"
-			 PRIu32, bd->node_id, oid, st->s, from);
 	return ret == 0 || ret == -ENOENT;
 }
 

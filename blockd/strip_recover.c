@@ -669,14 +669,6 @@ int strip_recover_scrub(struct strip_recover *sr, uint64_t oid, const struct sdf
 	}
 	if (!r)
 		r = stripstore_replace(bd->strips, oid, bad, out);
-	if (!r) {
-		pthread_mutex_lock(&sr->mu);
-		if (*from)
-			sr->copied++;
-		else
-			sr->rebuilt++;
-		pthread_mutex_unlock(&sr->mu);
-	}
 out:
 	free(buf);
 	free(v);

@@ -23,7 +23,10 @@
  * away (stripstore_drop), only when not the last copy: the position's
  * holder answered holding the same (version, tag), or the file is
  * older than a tombstone with k strips or than a version whole on all
- * k + m positions.
+ * k + m positions. Every strip read for a copy or a rebuild is paid
+ * for at the recovery rate first (recover_throttle: a rebuild costs
+ * k x strip_len there), and the scrub's rebuild of a damaged strip file
+ * (strip_recover_scrub) is the same code.
  *
  * Threads: strip_recover_map_changed runs on the loop thread (it copies
  * the map); the pass runs on its own thread, talking to peers with its

@@ -480,11 +480,11 @@ out_workq:
 	main_loop = NULL;
 	/* In order of who uses what: requests use recovery, recovery and the
 	 * map updates use ZooKeeper. */
+	scrub_free(bd.scrub);   /* it repairs with recover, strip_rec and io_q's depth */
 	strip_recover_free(bd.strip_rec);
 	order_free(bd.order);
 	copy_free(bd.copy);
 	backing_free(bd.backing);       /* uses recover and io_q's depth */
-	scrub_free(bd.scrub);   /* it repairs with recover and io_q's depth */
 	workq_free(bd.io_q);
 	recover_free(bd.recover);
 	workq_free(bd.coord_q);

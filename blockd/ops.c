@@ -676,7 +676,9 @@ static void op_scrub(struct work *w)
 		return;
 	}
 	proto_scrub_info_encode(&si, r->out);
-	r->out_len = SDFS_SCRUB_INFO_SIZE;
+	/* a client that does not ask for the strips' counts takes 184 */
+	r->out_len = r->h.oid & SDFS_SCRUB_WANT_STRIPS ? SDFS_SCRUB_INFO_SIZE
+						       : SDFS_SCRUB_INFO_V24_SIZE;
 }
 
 /* OBJ_COPY runs on copy.c's workers (copy_dispatch), OBJ_FILL on

@@ -170,6 +170,13 @@ void recover_mutate_end(struct recover *r, uint64_t oid, uint64_t epoch, int cur
  */
 int recover_quiesce(struct recover *r, uint64_t epoch, int timeout_ms);
 
+/* Pay for @bytes read by a rebuild at the recovery rate (opts.mbps,
+ * --recovery-mbps): the bucket recovery's own fetches pay from, so a
+ * strip rebuilt by strip recovery or the scrub (k strips read) shares
+ * the cap with objects recovered. Waits first while client requests
+ * queue on the disk workers. Any thread. */
+void recover_throttle(struct recover *r, uint64_t bytes);
+
 /*
  * The recovery fields of NODE_INFO. The clean epoch: the last whose pass
  * settled every listed object this node holds (its copies are current as

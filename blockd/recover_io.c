@@ -113,6 +113,11 @@ void rec_throttle(struct recover *r, uint64_t bytes)
 	}
 }
 
+void recover_throttle(struct recover *r, uint64_t bytes)
+{
+	rec_throttle(r, bytes);
+}
+
 static uint64_t next_req_id(void *arg)
 {
 	static atomic_uint_fast64_t id = 1;

@@ -22,6 +22,8 @@
 #include "blockd/blockd.h"
 #include "blockd/scrub.h"
 #include "blockd/scrub_state.h"
+#include "blockd/strip_recover.h"
+#include "blockd/stripstore.h"
 #include "common/csum.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -40,6 +42,7 @@
 #define SCRUB_SETTLE_MS 3000
 #define SCRUB_BLOCK 4096u
 #define SCRUB_RECHECKS 64       /* differing copies waiting for a second look */
+#define SCRUB_STRIPS_MAX 64     /* strip files of one oid checked at most */
 
 /* A copy that differed at its first look, to look at again when due. */
 struct scrub_recheck {
@@ -68,6 +71,8 @@ struct scrub {
 	int settle_ms;          /* SCRUB_SETTLE_MS */
 	struct scrub_recheck *rechecks; /* the thread's, oldest first */
 	size_t nrechecks;
+	uint8_t *sbuf;          /* the thread's: one piece of a strip */
+	int64_t saved_ms;       /* the thread's: the state was last saved */
 };
 
 static uint64_t wall_ms(void)
@@ -95,6 +100,10 @@ static void pass_begin(struct scrub *s, uint64_t rate, const char *why)
 	st->cursor = 0;
 	st->objects = st->bytes = st->found = st->repaired = st->unrepaired = 0;
 	st->compared = st->mismatched = st->refreshed = 0;
+	st->strip_phase = st->has_strip_cursor = 0;
+	st->strip_cursor = 0;
+	st->strips = st->strip_bytes = st->strips_found = st->strips_repaired = 0;
+	st->strips_unrepaired = 0;
 	st->pass_start_ms = wall_ms();
 	s->rate = rate ? rate : s->opts.rate;
 	s->dirty = 1;
@@ -112,20 +121,25 @@ static void pass_end(struct scrub *s)
 	st->in_pass = 0;
 	st->paused = 0;
 	st->has_cursor = 0;
+	st->strip_phase = st->has_strip_cursor = 0;
 	st->passes++;
 	st->pass_end_ms = wall_ms();
 	st->last_start_ms = st->pass_start_ms;
 	s->rate = s->opts.rate;
 	s->dirty = 1;
-	sdfs_log(st->unrepaired || st->mismatched > st->refreshed ? LOG_ERR
-		 : st->found || st->mismatched ? LOG_WARNING : LOG_INFO,
+	sdfs_log(st->unrepaired || st->strips_unrepaired || st->mismatched > st->refreshed
+		 ? LOG_ERR : st->found || st->strips_found || st->mismatched ? LOG_WARNING
+		 : LOG_INFO,
 		 "node=%" PRIu32 ": scrub pass done in %" PRIu64 " s: %" PRIu64
 		 " objects, %" PRIu64 " bytes verified; %" PRIu64 " corrupt copies "
 		 "found, %" PRIu64 " repaired, %" PRIu64 " not repaired; %" PRIu64
 		 " peers' copies compared; %" PRIu64 " copies here differed, %" PRIu64
-		 " replaced", s->bd->node_id, (st->pass_end_ms - st->pass_start_ms) / 1000,
+		 " replaced; %" PRIu64 " strips, %" PRIu64 " bytes verified; %" PRIu64
+		 " corrupt strips found, %" PRIu64 " rebuilt, %" PRIu64 " not rebuilt",
+		 s->bd->node_id, (st->pass_end_ms - st->pass_start_ms) / 1000,
 		 st->objects, st->bytes, st->found, st->repaired, st->unrepaired,
-		 st->compared, st->mismatched, st->refreshed);
+		 st->compared, st->mismatched, st->refreshed, st->strips, st->strip_bytes,
+		 st->strips_found, st->strips_repaired, st->strips_unrepaired);
 }
 
 /* When the schedule starts (or resumes) the next pass, unix ms; 0:
@@ -494,6 +508,141 @@ static void save(struct scrub *s, int force, int64_t *saved_ms)
 	*saved_ms = net_now_ms();
 }
 
+/*
+ * Strips. A strip file is immutable (stripstore.h): it is read in
+ * pieces, each paid for at the pass's rate, with no lock at all; one
+ * committed away meanwhile reads as -ENOENT and is not counted.
+ */
+
+/* The strip store's walk order (stripstore_each_oid: by the oid's low
+ * byte, its directory, then by oid) as one number: the strip cursor. */
+static uint64_t strip_key(uint64_t oid)
+{
+	return (oid & 0xff) << 56 | oid >> 8;
+}
+
+/* The file of @st failed its checksums: rebuild it in place
+ * (strip_recover_scrub), trying again while between epochs. 1 if it is
+ * good now (or gone: a newer version's commit dropped it), 0 if not
+ * (logged). */
+static int strip_repair(struct scrub *s, uint64_t oid, const struct sdfs_strip *st)
+{
+	struct blockd *bd = s->bd;
+	uint32_t from = 0;
+	int ret = -EAGAIN;
+
+	for (int i = 0; i < SCRUB_REPAIR_TRIES && ret == -EAGAIN; i++) {
+		if (i)
+			usleep(500 * 1000);
+		pthread_mutex_lock(&s->lock);
+		int stop = s->stop;
+		pthread_mutex_unlock(&s->lock);
+		if (stop)
+			break;
+		ret = strip_recover_scrub(bd->strip_rec, oid, st, &from);
+	}
+	if (ret == 0 && from)
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
+			 ": scrub: corrupt strip replaced by node %" PRIu32 "'s good copy",
+			 bd->node_id, oid, st->s, st->version, from);
+	else if (ret == 0)
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
+			 ": scrub: corrupt strip rebuilt from its stripe", bd->node_id, oid,
+			 st->s, st->version);
+	else if (ret == -ENOENT)
+		log_warn("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
+			 ": scrub: corrupt strip dropped meanwhile (a newer version "
+			 "committed)", bd->node_id, oid, st->s, st->version);
+	else
+		log_err("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
+			": scrub: corrupt strip NOT rebuilt: %s; it is left as it is",
+			bd->node_id, oid, st->s, st->version,
+			ret == -ENODATA ? "fewer than k good strips of its version are "
+					  "readable" : strerror(-ret));
+	return ret == 0 || ret == -ENOENT;
+}
+
+/* Check strip file @st of @oid; count it. -EINTR: paused or stopping. */
+static int scrub_strip(struct scrub *s, uint64_t oid, const struct sdfs_strip *st)
+{
+	struct blockd *bd = s->bd;
+	uint64_t piece_max = SCRUB_PIECE_BLOCKS * SCRUB_BLOCK;
+	int ret = 0, bad = 0, good = 0;
+
+	if (st->flags & SDFS_STRIP_TOMB)
+		return 0;       /* a removal's: a header, no bytes; not counted */
+	for (uint64_t off = 0; off < st->strip_len && !ret; off += piece_max) {
+		uint64_t piece = st->strip_len - off < piece_max ? st->strip_len - off
+								  : piece_max;
+		size_t got = 0;
+
+		if (throttle(s, piece))
+			return -EINTR;
+		ret = stripstore_read(bd->strips, oid, st->s, st->version, st->tag, off,
+				      s->sbuf, (size_t)piece, &got);
+		if (!ret && got != piece)
+			ret = -EBADMSG;
+	}
+	if (ret == -EBADMSG) {
+		bad = 1;
+		log_err("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
+			": scrub: checksum mismatch in the strip file; rebuilding it",
+			bd->node_id, oid, st->s, st->version);
+		good = strip_repair(s, oid, st);
+	} else if (ret && ret != -ENOENT) {
+		log_every(LOG_EVERY_MS, LOG_ERR, "node=%" PRIu32 " oid=%016" PRIx64
+			  " strip=%u: scrub: cannot read the strip file: %s", bd->node_id,
+			  oid, st->s, strerror(-ret));
+	}
+	pthread_mutex_lock(&s->lock);
+	if (ret == 0 || good) {
+		s->st.strips++;
+		s->st.strip_bytes += st->strip_len;
+	}
+	if (bad) {
+		s->st.strips_found++;
+		s->st.total_strips_found++;
+		if (good) {
+			s->st.strips_repaired++;
+			s->st.total_strips_repaired++;
+		} else {
+			s->st.strips_unrepaired++;
+			s->st.total_strips_unrepaired++;
+		}
+	}
+	s->dirty = 1;
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
+/* stripstore_each_oid's callback: every strip file of @oid, unless the
+ * cursor is past it. Nonzero stops the walk (paused or stopping). */
+static int strip_oid(void *arg, uint64_t oid)
+{
+	struct scrub *s = arg;
+	struct sdfs_strip l[SCRUB_STRIPS_MAX];
+	size_t n = 0;
+	int skip, ret;
+
+	pthread_mutex_lock(&s->lock);
+	skip = s->st.has_strip_cursor && strip_key(oid) <= strip_key(s->st.strip_cursor);
+	pthread_mutex_unlock(&s->lock);
+	if (skip)
+		return 0;
+	ret = stripstore_list(s->bd->strips, oid, l, SCRUB_STRIPS_MAX, &n);
+	for (size_t i = 0; !ret && i < n; i++)
+		if (scrub_strip(s, oid, &l[i]) == -EINTR)
+			return 1;       /* the cursor stays before it */
+	pthread_mutex_lock(&s->lock);
+	s->st.strip_cursor = oid;
+	s->st.has_strip_cursor = 1;
+	s->dirty = 1;
+	ret = running(s);
+	pthread_mutex_unlock(&s->lock);
+	save(s, 0, &s->saved_ms);
+	return !ret;
+}
+
 /* One page of the walk, or the pass's end. Called without the lock. */
 static void walk_page(struct scrub *s)
 {
@@ -514,9 +663,25 @@ static void walk_page(struct scrub *s)
 		return;
 	}
 	if (!n) {
-		/* the pass ends with its last second looks */
+		/* the objects end with their last second looks; then the
+		 * strip files, and the pass ends */
 		if (rechecks_run(s, 1))
 			return;
+		pthread_mutex_lock(&s->lock);
+		if (running(s) && !s->st.strip_phase) {
+			s->st.strip_phase = 1;
+			s->dirty = 1;
+		}
+		pthread_mutex_unlock(&s->lock);
+		ret = stripstore_each_oid(s->bd->strips, strip_oid, s);
+		if (ret) {
+			if (ret < 0) {
+				log_every(LOG_EVERY_MS, LOG_WARNING, "scrub: cannot list the "
+					  "strip store: %s", strerror(-ret));
+				usleep(1000 * 1000);
+			}
+			return;
+		}
 		pthread_mutex_lock(&s->lock);
 		if (running(s))
 			pass_end(s);
@@ -533,7 +698,6 @@ static void walk_page(struct scrub *s)
 static void *scrub_main(void *arg)
 {
 	struct scrub *s = arg;
-	int64_t saved_ms = 0;
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->stop) {
@@ -542,7 +706,7 @@ static void *scrub_main(void *arg)
 		if (running(s)) {
 			pthread_mutex_unlock(&s->lock);
 			walk_page(s);
-			save(s, 0, &saved_ms);
+			save(s, 0, &s->saved_ms);
 			pthread_mutex_lock(&s->lock);
 			continue;
 		}
@@ -559,7 +723,7 @@ static void *scrub_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&s->lock);
-		save(s, 1, &saved_ms);
+		save(s, 1, &s->saved_ms);
 		pthread_mutex_lock(&s->lock);
 		if (s->stop || running(s))
 			continue;
@@ -568,7 +732,7 @@ static void *scrub_main(void *arg)
 		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
 	}
 	pthread_mutex_unlock(&s->lock);
-	save(s, 1, &saved_ms);
+	save(s, 1, &s->saved_ms);
 	return NULL;
 }
 
@@ -586,9 +750,11 @@ int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
 	s->ncsums = OBJSTORE_MAX_OBJ_SIZE / SCRUB_BLOCK;
 	s->csums = malloc(s->ncsums * sizeof(*s->csums));
 	s->rechecks = malloc(SCRUB_RECHECKS * sizeof(*s->rechecks));
-	if (!s->csums || !s->rechecks) {
+	s->sbuf = malloc(SCRUB_PIECE_BLOCKS * SCRUB_BLOCK);
+	if (!s->csums || !s->rechecks || !s->sbuf) {
 		free(s->csums);
 		free(s->rechecks);
+		free(s->sbuf);
 		free(s);
 		return -ENOMEM;
 	}
@@ -616,6 +782,7 @@ int scrub_new(struct blockd *bd, const struct scrub_opts *o, struct scrub **out)
 		pthread_mutex_destroy(&s->lock);
 		free(s->csums);
 		free(s->rechecks);
+		free(s->sbuf);
 		free(s);
 		return ret;
 	}
@@ -636,6 +803,7 @@ void scrub_free(struct scrub *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s->csums);
 	free(s->rechecks);
+	free(s->sbuf);
 	free(s);
 }
 
@@ -700,6 +868,14 @@ void scrub_info(struct scrub *s, struct sdfs_scrub_info *out)
 	out->refreshed = st->refreshed;
 	out->total_refreshed = st->total_refreshed;
 	out->last_start_ms = st->last_start_ms;
+	out->strips = st->strips;
+	out->strip_bytes = st->strip_bytes;
+	out->strips_found = st->strips_found;
+	out->strips_repaired = st->strips_repaired;
+	out->strips_unrepaired = st->strips_unrepaired;
+	out->total_strips_found = st->total_strips_found;
+	out->total_strips_repaired = st->total_strips_repaired;
+	out->total_strips_unrepaired = st->total_strips_unrepaired;
 	pthread_mutex_unlock(&s->lock);
 	out->store_objects = objstore_count(s->bd->store);
 }

@@ -8,7 +8,11 @@
  * and, if it is stale or the odd one of its version once a write in
  * flight would have landed, replaced by the right one
  * (recover_reconcile). Objects are read in pieces paced by the rate,
- * never under the object's lock across the pauses.
+ * never under the object's lock across the pauses. After the objects,
+ * every strip file of an EC object here (stripstore.h) is read the
+ * same way, paced, with no lock (the files are immutable), and one that
+ * fails its checksums is rebuilt in place from its stripe
+ * (strip_recover_scrub).
  *
  * A pass walks the store in oid order (objstore_list) and keeps its
  * cursor and counters in the data dir (scrub_state.h), so a restart

@@ -26,6 +26,10 @@ static const struct field {
 	U64(total_unrepaired), U64(passes), U64(pass_end_ms), U64(created_ms),
 	U64(compared), U64(mismatched), U64(total_mismatched),
 	U64(refreshed), U64(total_refreshed), U64(last_start_ms),
+	INT(strip_phase), INT(has_strip_cursor), U64(strip_cursor), U64(strips),
+	U64(strip_bytes), U64(strips_found), U64(strips_repaired),
+	U64(strips_unrepaired), U64(total_strips_found), U64(total_strips_repaired),
+	U64(total_strips_unrepaired),
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

@@ -31,6 +31,14 @@ struct scrub_state {
 	uint64_t last_start_ms; /* ... and began: every object stored then was
 				   verified after it (unless written since) */
 	uint64_t created_ms;    /* the file was made (the schedule's start) */
+	/* strip files (stripstore.h), walked once the objects are done:
+	 * every oid up to strip_cursor in the strip store's order (scrub.c
+	 * strip_key) is done; this pass's counts, and totals */
+	int strip_phase;        /* the objects are done, the strips walked */
+	int has_strip_cursor;
+	uint64_t strip_cursor;
+	uint64_t strips, strip_bytes, strips_found, strips_repaired, strips_unrepaired;
+	uint64_t total_strips_found, total_strips_repaired, total_strips_unrepaired;
 };
 
 /* Read @dir/scrub_state into @st: 0, -ENOENT (no file: @st zeroed),

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "blockd/blockd.h"
+#include "blockd/recover.h"
 #include "blockd/stripstore.h"
 #include "common/cmap.h"
 #include "common/ec.h"
@@ -70,6 +71,9 @@ static int fetch(struct strip_recover *sr, const struct cmap_node *h, uint64_t o
 	struct rpc_call c;
 	int r;
 
+	/* every strip read for a copy or a rebuild pays at the recovery
+	 * rate: a rebuild reads k of them (docs/ec.md "Rate") */
+	recover_throttle(sr->bd->recover, g->strip_len);
 	proto_strip_encode(&st, hdr);
 	rpc_call_init(&c, h, SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
 	c.req.length = g->strip_len;
@@ -189,37 +193,46 @@ static void drop_extras(struct strip_recover *sr, uint64_t oid, unsigned n,
 	}
 }
 
-/*
- * The stripe of @oid (k + m) in map @m: make every position's node hold
- * its strip of the newest version with k strips, if this node leads;
- * drop this node's strip files (@l, @nl) placement moved away.
- */
-static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t oid,
-			unsigned k, unsigned mm, const struct sdfs_strip *l, size_t nl)
-{
-	struct blockd *bd = sr->bd;
+/* What the holders of a stripe's placement answered (gather). */
+struct view {
+	unsigned n;                             /* positions placed */
 	uint32_t ids[RING_MAX_PLACE];
 	struct cmap_node peer[RING_MAX_PLACE];
-	const struct cmap_node *node[RING_MAX_PLACE];
-	struct rpc_call calls[RING_MAX_PLACE];
-	struct group g[GROUPS_MAX], *best = NULL;
-	uint64_t minv[RING_MAX_PLACE];
-	const struct ec_code *code;
-	unsigned ng = 0, n, leader = RING_MAX_PLACE, okc = 0, first = RING_MAX_PLACE;
-	int miss = 0;
-	int placed = ring_place_strips(m->ring, oid, k, mm, ids);
-	uint8_t *buf = NULL;
+	const struct cmap_node *node[RING_MAX_PLACE];   /* NULL: down or no answer */
+	struct group g[GROUPS_MAX];
+	unsigned ng;
+	uint64_t minv[RING_MAX_PLACE];          /* per holder: oldest version listed */
+	unsigned first;                         /* first holder listing any strip */
+	int miss;                               /* an up holder did not answer */
+};
 
+/*
+ * Ask the holders of @oid's k + m stripe in map @m, all at once, which
+ * strip versions they have: @v gets them as groups of one (version,
+ * tag) each. 0, or -EINVAL (no placement, bad k + m).
+ */
+static int gather(struct strip_recover *sr, const struct cmap *m, uint64_t oid,
+		  unsigned k, unsigned mm, struct view *v)
+{
+	struct rpc_call calls[RING_MAX_PLACE];
+	const struct ec_code *code;
+	int placed = ring_place_strips(m->ring, oid, k, mm, v->ids);
+	unsigned n;
+
+	v->ng = 0;
+	v->first = RING_MAX_PLACE;
+	v->miss = 0;
 	if (placed <= 0 || ec_code_get(k, mm, &code))
-		return;
-	n = (unsigned)placed;
+		return -EINVAL;
+	n = v->n = (unsigned)placed;
 	memset(calls, 0, sizeof(calls));
 	for (unsigned i = 0; i < n; i++) {
-		const struct cmap_node *nd = cmap_find(m, ids[i]);
+		const struct cmap_node *nd = cmap_find(m, v->ids[i]);
 
-		node[i] = nd && nd->state == CMAP_UP ? cmap_node_peer(nd, &peer[i]) : NULL;
-		rpc_call_init(&calls[i], node[i] ? node[i] : nd, SDFS_OP_STRIP_STAT, oid,
-			  m->epoch, NULL, 0);
+		v->node[i] = nd && nd->state == CMAP_UP ? cmap_node_peer(nd, &v->peer[i])
+							: NULL;
+		rpc_call_init(&calls[i], v->node[i] ? v->node[i] : nd, SDFS_OP_STRIP_STAT,
+			      oid, m->epoch, NULL, 0);
 	}
 	/* ask the up ones only, all at once */
 	{
@@ -227,7 +240,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		unsigned nu = 0, at[RING_MAX_PLACE];
 
 		for (unsigned i = 0; i < n; i++)
-			if (node[i]) {
+			if (v->node[i]) {
 				at[nu] = i;
 				up[nu++] = calls[i];
 			}
@@ -236,13 +249,14 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 			calls[at[u]] = up[u];
 	}
 	for (unsigned i = 0; i < n; i++) {
+		struct group *g = v->g;
 		size_t ne;
 
-		minv[i] = UINT64_MAX;
-		if (!node[i] || rpc_result(&calls[i])) {
-			if (node[i])
-				miss = 1;
-			node[i] = NULL;
+		v->minv[i] = UINT64_MAX;
+		if (!v->node[i] || rpc_result(&calls[i])) {
+			if (v->node[i])
+				v->miss = 1;
+			v->node[i] = NULL;
 			continue;
 		}
 		ne = calls[i].reply.payload_len / SDFS_STRIP_SIZE;
@@ -254,15 +268,15 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 					       SDFS_STRIP_SIZE, &st) ||
 			    st.k != k || st.m != mm || st.s >= k + mm)
 				continue;
-			if (st.version < minv[i])
-				minv[i] = st.version;
-			if (first == RING_MAX_PLACE)
-				first = i;      /* lists the lowest position, as i grows */
-			for (j = 0; j < ng; j++)
+			if (st.version < v->minv[i])
+				v->minv[i] = st.version;
+			if (v->first == RING_MAX_PLACE)
+				v->first = i;   /* lists the lowest position, as i grows */
+			for (j = 0; j < v->ng; j++)
 				if (g[j].version == st.version && g[j].tag == st.tag)
 					break;
-			if (j == ng) {
-				if (ng == GROUPS_MAX)
+			if (j == v->ng) {
+				if (v->ng == GROUPS_MAX)
 					continue;
 				memset(&g[j], 0, sizeof(g[j]));
 				memset(g[j].at, 0xff, sizeof(g[j].at));
@@ -271,7 +285,7 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 				g[j].size = st.obj_size;
 				g[j].strip_len = st.strip_len;
 				g[j].tomb = !!(st.flags & SDFS_STRIP_TOMB);
-				ng++;
+				v->ng++;
 			}
 			if (g[j].size != st.obj_size || g[j].strip_len != st.strip_len ||
 			    g[j].tomb != !!(st.flags & SDFS_STRIP_TOMB))
@@ -284,6 +298,82 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		}
 	}
 	rpc_calls_free(calls, n);
+	return 0;
+}
+
+/*
+ * Rebuild strip @p of @g into @out (strip_len bytes) with ec_decode
+ * from k other strips of that (version, tag), data strips first, read
+ * whole from their holders in @v (each checks its block checksums as
+ * it reads; one that fails is replaced by the next strip); never from
+ * strip @p itself. @buf: room for k strips. 0, -ENODATA (fewer than k
+ * readable), -EINTR (stopping), -errno. Strip recovery's rebuild and
+ * the scrub's (strip_recover_scrub) both.
+ */
+static int decode_strip(struct strip_recover *sr, uint64_t epoch, uint64_t oid,
+			unsigned k, unsigned mm, const struct view *v, const struct group *g,
+			unsigned p, uint8_t *buf, uint8_t *out)
+{
+	uint8_t *ptr[RING_MAX_PLACE] = { 0 };
+	uint32_t missing = (1u << (k + mm)) - 1;
+	const struct ec_code *code;
+	unsigned got = 0;
+
+	if (ec_code_get(k, mm, &code))
+		return -EINVAL;
+	for (unsigned s = 0; s < k + mm && got < k; s++) {
+		pthread_mutex_lock(&sr->mu);
+		int stop = sr->stop;
+		pthread_mutex_unlock(&sr->mu);
+		if (stop)
+			return -EINTR;
+		if (s == p || g->at[s] < 0 ||
+		    fetch(sr, v->node[g->at[s]], oid, epoch, g, s,
+			  buf + (size_t)got * g->strip_len))
+			continue;
+		ptr[s] = buf + (size_t)got * g->strip_len;
+		missing &= ~(1u << s);
+		got++;
+	}
+	if (got < k)
+		return -ENODATA;
+	ptr[p] = out;
+	return ec_decode(code, g->strip_len, missing, ptr);
+}
+
+/*
+ * The stripe of @oid (k + m) in map @m: make every position's node hold
+ * its strip of the newest version with k strips, if this node leads;
+ * drop this node's strip files (@l, @nl) placement moved away.
+ */
+static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t oid,
+			unsigned k, unsigned mm, const struct sdfs_strip *l, size_t nl)
+{
+	struct blockd *bd = sr->bd;
+	struct view *v = malloc(sizeof(*v));
+	struct rpc_call calls[1];
+	struct group *g, *best = NULL;
+	unsigned ng, n, leader = RING_MAX_PLACE, okc = 0, first;
+	const struct cmap_node *const *node;
+	const uint32_t *ids;
+	const uint64_t *minv;
+	int miss;
+	uint8_t *buf = NULL;
+
+	if (!v)
+		return;
+	if (gather(sr, m, oid, k, mm, v)) {
+		free(v);
+		return;
+	}
+	g = v->g;
+	ng = v->ng;
+	n = v->n;
+	node = v->node;
+	ids = v->ids;
+	minv = v->minv;
+	first = v->first;
+	miss = v->miss;
 	for (unsigned j = 0; j < ng; j++)
 		if (g[j].count >= k && (!best || g[j].version > best->version ||
 		    (g[j].version == best->version && g[j].tag > best->tag)))
@@ -300,21 +390,21 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": no version "
 				  "of its %u+%u stripe has %u strips on the up holders; "
 				  "nothing rebuilt (UNAVAIL)", oid, k, mm, k);
-		return;
+		goto out;
 	}
 	for (unsigned i = 0; i < n && leader == RING_MAX_PLACE; i++)
 		if (node[i] && best->has[i])
 			leader = i;
 	if (leader == RING_MAX_PLACE || ids[leader] != bd->node_id)
-		return;
+		goto out;
 	if (best->tomb) {
 		if (n == k + mm)
 			spread_tomb(sr, m, oid, k, mm, best, node, minv, ids);
-		return;
+		goto out;
 	}
 	buf = malloc((size_t)(k + 1) * best->strip_len);
 	if (!buf)
-		return;
+		goto out;
 	for (unsigned p = 0; p < n && p < k + mm; p++) {
 		struct sdfs_strip st = { .version = best->version, .tag = best->tag,
 					 .obj_size = best->size, .strip_len = best->strip_len,
@@ -338,28 +428,13 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 				  out);
 		if (r) {
 			/* rebuild it from k others, data strips first */
-			uint8_t *ptr[RING_MAX_PLACE] = { 0 };
-			uint32_t missing = (1u << (k + mm)) - 1;
-			unsigned got = 0;
-
-			for (unsigned s = 0; s < k + mm && got < k; s++) {
-				if (s == p || best->at[s] < 0 ||
-				    fetch(sr, node[best->at[s]], oid, m->epoch, best, s,
-					  buf + (size_t)got * best->strip_len))
-					continue;
-				ptr[s] = buf + (size_t)got * best->strip_len;
-				missing &= ~(1u << s);
-				got++;
-			}
-			if (got < k) {
+			r = decode_strip(sr, m->epoch, oid, k, mm, v, best, p, buf, out);
+			if (r == -ENODATA) {
 				sr->missed = 1;
 				log_warn("oid=%016" PRIx64 " strip=%u: fewer than %u strips of "
 					 "version %016" PRIx64 " readable; not rebuilt", oid, p,
 					 k, best->version);
-				continue;
 			}
-			ptr[p] = out;
-			r = ec_decode(code, best->strip_len, missing, ptr);
 			if (r)
 				continue;
 			decoded = 1;
@@ -395,7 +470,9 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 	}
 	if (okc < k + mm)
 		sr->pass_degraded++;    /* a position down, or not rebuilt */
+out:
 	free(buf);
+	free(v);
 }
 
 struct pass {
@@ -532,4 +609,68 @@ void strip_recover_free(struct strip_recover *sr)
 	cmap_free(sr->next);
 	pool_free(sr->pool);
 	free(sr);
+}
+
+int strip_recover_scrub(struct strip_recover *sr, uint64_t oid, const struct sdfs_strip *bad,
+			uint32_t *from)
+{
+	struct blockd *bd = sr->bd;
+	const struct cmap *m;
+	const struct group *g = NULL;
+	struct view *v;
+	uint8_t *buf = NULL, *out;
+	unsigned k = bad->k, mm = bad->m, p = bad->s, have = 0;
+	int r;
+
+	*from = 0;
+	if (bad->flags & SDFS_STRIP_TOMB || !bad->strip_len)
+		return -EINVAL;
+	r = recover_map(bd->recover, member_epoch(bd), &m);
+	if (r)
+		return -EAGAIN;         /* between epochs */
+	v = malloc(sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r = gather(sr, m, oid, k, mm, v);
+	if (r)
+		goto out;
+	for (unsigned j = 0; j < v->ng && !g; j++)
+		if (v->g[j].version == bad->version && v->g[j].tag == bad->tag &&
+		    !v->g[j].tomb && v->g[j].strip_len == bad->strip_len &&
+		    v->g[j].size == bad->obj_size)
+			g = &v->g[j];
+	for (unsigned s = 0; g && s < k + mm; s++)
+		have += s != p && g->at[s] >= 0;
+	r = -ENODATA;
+	if (!g)
+		goto out;
+	buf = malloc((size_t)(k + 1) * bad->strip_len);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	out = buf + (size_t)k * bad->strip_len;
+	/* A good copy of strip p elsewhere (placement moved, or this file is
+	 * the extra one) is taken whole; else it is decoded from k others. */
+	for (unsigned i = 0; i < v->n && r; i++)
+		if (v->node[i] && v->ids[i] != bd->node_id && g->has[i] & 1u << p &&
+		    fetch(sr, v->node[i], oid, m->epoch, g, p, out) == 0) {
+			r = 0;
+			*from = v->ids[i];
+		}
+	if (r) {
+		if (have < k) {
+			r = v->miss ? -EAGAIN : -ENODATA;
+			goto out;
+		}
+		r = decode_strip(sr, m->epoch, oid, k, mm, v, g, p, buf, out);
+		if (r == -ENODATA && v->miss)
+			r = -EAGAIN;
+	}
+	if (!r)
+		r = stripstore_replace(bd->strips, oid, bad, out);
+out:
+	free(buf);
+	free(v);
+	return r;
 }

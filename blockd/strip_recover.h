@@ -23,7 +23,10 @@
  * away (stripstore_drop), only when not the last copy: the position's
  * holder answered holding the same (version, tag), or the file is
  * older than a tombstone with k strips or than a version whole on all
- * k + m positions.
+ * k + m positions. Every strip read for a copy or a rebuild is paid
+ * for at the recovery rate first (recover_throttle: a rebuild costs
+ * k x strip_len there), and the scrub's rebuild of a damaged strip file
+ * (strip_recover_scrub) is the same code.
  *
  * Threads: strip_recover_map_changed runs on the loop thread (it copies
  * the map); the pass runs on its own thread, talking to peers with its
@@ -37,6 +40,7 @@
 struct blockd;
 struct cmap;
 struct sdfs_node_info;
+struct sdfs_strip;
 struct strip_recover;
 
 int strip_recover_new(struct blockd *bd, struct strip_recover **out);
@@ -52,4 +56,22 @@ void strip_recover_map_changed(struct strip_recover *sr, const struct cmap *m);
  * holders, counted by the first position listing any strip of it.
  * Tombstones are not counted. Any thread; @sr NULL: left as is. */
 void strip_recover_fill_info(struct strip_recover *sr, struct sdfs_node_info *ni);
+/*
+ * The scrub (scrub.c) found this node's file of strip @bad of @oid
+ * failing its block checksums: rebuild it in place. Strip bad->s of
+ * exactly bad's (version, tag) is fetched whole from another node that
+ * holds it, else decoded from k other strips of that (version, tag)
+ * read from the stripe's holders in the current map (the rebuild strip
+ * recovery does; every strip read pays at the recovery rate,
+ * recover_throttle), and the file is replaced whole
+ * (stripstore_replace: only while it is still here, so a newer
+ * version's commit that dropped it meanwhile is never undone). Never
+ * another version. *@from: the node whose copy was taken, 0 when
+ * decoded. 0; -ENOENT (the file is gone: committed or dropped
+ * meanwhile); -ENODATA (fewer than k good strips of that version on
+ * the holders that answered); -EAGAIN (between epochs, or a holder did
+ * not answer: try again); -errno. The scrub's thread; blocking.
+ */
+int strip_recover_scrub(struct strip_recover *sr, uint64_t oid, const struct sdfs_strip *bad,
+			uint32_t *from);
 #endif

@@ -283,8 +283,9 @@ static int pread_all(int fd, void *buf, size_t len, off_t off, size_t *got)
 	return 0;
 }
 
-int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip *st,
-		   const void *data)
+/* stripstore_put, or with @replace stripstore_replace. */
+static int store(struct stripstore *ss, uint64_t oid, const struct sdfs_strip *st,
+		 const void *data, int replace)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8], dir[PATH_MAX];
 	size_t nb = nblocks(st->strip_len), doff = data_off(st->strip_len);
@@ -323,6 +324,9 @@ int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip 
 		close(fd);
 		if (ret)
 			goto out;
+	} else if (replace) {
+		ret = -ENOENT;  /* committed or dropped meanwhile: not brought back */
+		goto out;
 	}
 	unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -345,12 +349,24 @@ int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip 
 out:
 	pthread_mutex_unlock(lock_of(ss, oid));
 	free(head);
-	if (ret == -EEXIST)
+	if (ret == -EEXIST || ret == -ENOENT)
 		return ret;
 	if (ret)
 		log_warn("oid=%016" PRIx64 " strip=%u version=%016" PRIx64 ": cannot store "
 			 "strip: %s", oid, st->s, st->version, strerror(-ret));
 	return ret == -ENOSPC || ret == -EDQUOT ? -ENOSPC : ret ? -EIO : 0;
+}
+
+int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip *st,
+		   const void *data)
+{
+	return store(ss, oid, st, data, 0);
+}
+
+int stripstore_replace(struct stripstore *ss, uint64_t oid, const struct sdfs_strip *st,
+		       const void *data)
+{
+	return store(ss, oid, st, data, 1);
 }
 
 int stripstore_read(struct stripstore *ss, uint64_t oid, unsigned s, uint64_t version,

@@ -50,6 +50,15 @@ int stripstore_check(const struct stripstore *ss, const struct sdfs_strip *st);
 int stripstore_put(struct stripstore *ss, uint64_t oid, const struct sdfs_strip *st,
 		   const void *data);
 
+/* The scrub's rebuild (docs/scrub.md "Strips"): as stripstore_put, but
+ * only while the file of (oid, st->s, st->version) is here with tag
+ * st->tag (or a header too damaged to say): it is replaced whole, under
+ * the lock puts and commits take, so a commit that dropped it first is
+ * never undone. -ENOENT (not here: nothing written), -EEXIST (another
+ * tag), -EINVAL, -ENOSPC, -EIO. */
+int stripstore_replace(struct stripstore *ss, uint64_t oid, const struct sdfs_strip *st,
+		       const void *data);
+
 /*
  * Read @len bytes at @off of strip @s, version @version of @oid, whose
  * tag must be @tag; *@got is the count, short only at the strip's end.

@@ -3,7 +3,8 @@
  * dir: put and read back, versions side by side, commit dropping only
  * older versions of one strip number, checksums failing a flipped byte,
  * tags, leftovers of a crash, bad arguments, tombstones (a commit of
- * one drops every older strip) and dropping one extra copy.
+ * one drops every older strip), dropping one extra copy, and the
+ * scrub's replacement of a damaged file (only while it is there).
  */
 #include <criterion/criterion.h>
 
@@ -279,4 +280,45 @@ Test(stripstore, drop_takes_one_file_of_that_tag)
 	cr_assert_eq(stripstore_list(ss, 11, l, 4, &n), 0);
 	cr_assert_eq(n, 0);
 	free(b);
+}
+
+/* The scrub's rebuild: stripstore_replace rewrites a damaged file whole,
+ * only while it is there with its tag, never one a commit dropped. */
+Test(stripstore, replace_only_while_there)
+{
+	struct sdfs_strip st = strip(1, 5, 2 * 4096), newer = strip(1, 6, 2 * 4096);
+	struct sdfs_strip other = st;
+	uint8_t *b = bytes(2 * 4096, 4), *c = bytes(2 * 4096, 5), out[2 * 4096];
+	char path[512];
+	size_t got;
+	int fd;
+
+	/* not here: nothing written */
+	cr_assert_eq(stripstore_replace(ss, 0x77, &st, b), -ENOENT);
+	cr_assert_eq(stripstore_read(ss, 0x77, 1, 5, 77, 0, out, 10, &got), -ENOENT);
+	cr_assert_eq(stripstore_put(ss, 0x77, &st, b), 0);
+	cr_assert_eq(stripstore_path(ss, 0x77, 1, 5, path, sizeof(path)), 0);
+	fd = open(path, O_RDWR);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, "X", 1, 4096 + 100), 1);
+	close(fd);
+	cr_assert_eq(stripstore_read(ss, 0x77, 1, 5, 77, 0, out, sizeof(out), &got),
+		     -EBADMSG);
+	/* another tag's: refused, untouched */
+	other.tag = 78;
+	cr_assert_eq(stripstore_replace(ss, 0x77, &other, b), -EEXIST);
+	/* the damaged file, rewritten whole */
+	cr_assert_eq(stripstore_replace(ss, 0x77, &st, b), 0);
+	cr_assert_eq(stripstore_read(ss, 0x77, 1, 5, 77, 0, out, sizeof(out), &got), 0);
+	cr_assert_eq(got, sizeof(out));
+	cr_assert_arr_eq(out, b, sizeof(out));
+	/* a newer version committed: the old one is not brought back */
+	cr_assert_eq(stripstore_put(ss, 0x77, &newer, c), 0);
+	cr_assert_eq(stripstore_commit(ss, 0x77, 1, 6, NULL), 0);
+	cr_assert_eq(stripstore_replace(ss, 0x77, &st, b), -ENOENT);
+	cr_assert_eq(access(path, F_OK), -1);
+	cr_assert_eq(stripstore_read(ss, 0x77, 1, 6, 77, 0, out, sizeof(out), &got), 0);
+	cr_assert_arr_eq(out, c, sizeof(out));
+	free(b);
+	free(c);
 }

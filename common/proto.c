@@ -339,12 +339,22 @@ void proto_scrub_info_encode(const struct sdfs_scrub_info *si, uint8_t *out)
 	put64(out + 160, si->refreshed);
 	put64(out + 168, si->total_refreshed);
 	put64(out + 176, si->last_start_ms);
+	put64(out + 184, si->strips);
+	put64(out + 192, si->strip_bytes);
+	put64(out + 200, si->strips_found);
+	put64(out + 208, si->strips_repaired);
+	put64(out + 216, si->strips_unrepaired);
+	put64(out + 224, si->total_strips_found);
+	put64(out + 232, si->total_strips_repaired);
+	put64(out + 240, si->total_strips_unrepaired);
 }
 
 int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_info *si)
 {
-	if (!in || (len != SDFS_SCRUB_INFO_SIZE && len != SDFS_SCRUB_INFO_V23_SIZE))
+	if (!in || (len != SDFS_SCRUB_INFO_SIZE && len != SDFS_SCRUB_INFO_V24_SIZE &&
+		    len != SDFS_SCRUB_INFO_V23_SIZE))
 		return -EPROTO;
+	memset(si, 0, sizeof(*si));
 	si->node_id = get32(in + 0);
 	si->state = get32(in + 4);
 	si->cursor = get64(in + 8);
@@ -366,11 +376,20 @@ int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_inf
 	si->compared = get64(in + 136);
 	si->mismatched = get64(in + 144);
 	si->total_mismatched = get64(in + 152);
-	si->refreshed = si->total_refreshed = si->last_start_ms = 0;
-	if (len == SDFS_SCRUB_INFO_SIZE) {
+	if (len >= SDFS_SCRUB_INFO_V24_SIZE) {
 		si->refreshed = get64(in + 160);
 		si->total_refreshed = get64(in + 168);
 		si->last_start_ms = get64(in + 176);
+	}
+	if (len >= SDFS_SCRUB_INFO_SIZE) {
+		si->strips = get64(in + 184);
+		si->strip_bytes = get64(in + 192);
+		si->strips_found = get64(in + 200);
+		si->strips_repaired = get64(in + 208);
+		si->strips_unrepaired = get64(in + 216);
+		si->total_strips_found = get64(in + 224);
+		si->total_strips_repaired = get64(in + 232);
+		si->total_strips_unrepaired = get64(in + 240);
 	}
 	return 0;
 }

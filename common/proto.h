@@ -52,7 +52,8 @@ int proto_obj_stat_decode(const uint8_t *in, size_t len, struct sdfs_obj_stat *s
 void proto_node_info_encode(const struct sdfs_node_info *ni, uint8_t *out);
 int proto_node_info_decode(const uint8_t *in, size_t len, struct sdfs_node_info *ni);
 /* SCRUB's reply (2.3): SDFS_SCRUB_INFO_SIZE bytes; decoding also takes
- * the first daemons' SDFS_SCRUB_INFO_V23_SIZE (the fields after them 0). */
+ * SDFS_SCRUB_INFO_V24_SIZE (without the strips' counts) and the first
+ * daemons' SDFS_SCRUB_INFO_V23_SIZE (the fields after them 0). */
 void proto_scrub_info_encode(const struct sdfs_scrub_info *si, uint8_t *out);
 int proto_scrub_info_decode(const uint8_t *in, size_t len, struct sdfs_scrub_info *si);
 /* OBJ_COPY (2.2): the SDFS_OBJ_COPY_SIZE bytes in front of the piece.

@@ -759,10 +759,17 @@ Test(proto_scrub_info, round_trips_every_field_at_pinned_offsets)
 		cr_assert_eq(out.total_mismatched, ref_get(buf + 152, 8));
 		cr_assert_eq(out.refreshed, ref_get(buf + 160, 8));
 		cr_assert_eq(out.last_start_ms, ref_get(buf + 176, 8));
+		cr_assert_eq(out.strips, ref_get(buf + 184, 8));
+		cr_assert_eq(out.strips_unrepaired, ref_get(buf + 216, 8));
+		cr_assert_eq(out.total_strips_unrepaired, ref_get(buf + 240, 8));
 		proto_scrub_info_encode(&out, again);
 		cr_assert_arr_eq(again, buf, sizeof(buf));
 	}
 	cr_assert_eq(proto_scrub_info_decode(buf, sizeof(buf) - 8, &out), -EPROTO);
+	/* 184 bytes (a daemon before the strips' counts): those are 0 */
+	cr_assert_eq(proto_scrub_info_decode(buf, SDFS_SCRUB_INFO_V24_SIZE, &out), 0);
+	cr_assert_eq(out.last_start_ms, ref_get(buf + 176, 8));
+	cr_assert_eq(out.strips + out.strips_found + out.total_strips_unrepaired, 0);
 	/* the first 2.3 daemons' 160 bytes: the fields after them are 0 */
 	cr_assert_eq(proto_scrub_info_decode(buf, SDFS_SCRUB_INFO_V23_SIZE, &out), 0);
 	cr_assert_eq(out.total_mismatched, ref_get(buf + 152, 8));

@@ -539,9 +539,20 @@ struct sdfs_scrub_info {
 	 * after it, unless written since), unix ms */
 	uint64_t refreshed, total_refreshed;
 	uint64_t last_start_ms;
+	/* (248-byte form, sent when the request's oid has
+	 * SDFS_SCRUB_WANT_STRIPS) strip files of EC objects (docs/scrub.md
+	 * "Strips"): this pass's verified, their bytes, found corrupt,
+	 * rebuilt in place, left; totals since the state file was made */
+	uint64_t strips, strip_bytes, strips_found, strips_repaired, strips_unrepaired;
+	uint64_t total_strips_found, total_strips_repaired, total_strips_unrepaired;
 };
-#define SDFS_SCRUB_INFO_SIZE 184u
-#define SDFS_SCRUB_INFO_V23_SIZE 160u   /* without the last three */
+#define SDFS_SCRUB_INFO_SIZE 248u
+#define SDFS_SCRUB_INFO_V24_SIZE 184u   /* without the strips' eight */
+#define SDFS_SCRUB_INFO_V23_SIZE 160u   /* ... and without the three before */
+/* SCRUB request's oid: the client takes the 248-byte reply (a daemon
+ * before it ignores the oid and sends 184 bytes; a client before it
+ * sends 0 and gets the 184 it takes) */
+#define SDFS_SCRUB_WANT_STRIPS 1u
 
 #define SDFS_NODE_INFO_V10_SIZE 56u
 #define SDFS_NODE_INFO_V11_SIZE 128u    /* 1.1 .. 1.6 */

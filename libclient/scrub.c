@@ -53,6 +53,14 @@ static void from_info(const struct sdfs_scrub_info *si, struct sdfs_scrub_status
 	x->refreshed = si->refreshed;
 	x->total_refreshed = si->total_refreshed;
 	x->last_start_ms = si->last_start_ms;
+	x->strips = si->strips;
+	x->strip_bytes = si->strip_bytes;
+	x->strips_found = si->strips_found;
+	x->strips_repaired = si->strips_repaired;
+	x->strips_unrepaired = si->strips_unrepaired;
+	x->total_strips_found = si->total_strips_found;
+	x->total_strips_repaired = si->total_strips_repaired;
+	x->total_strips_unrepaired = si->total_strips_unrepaired;
 }
 
 int sdfs_scrub(struct sdfs *s, uint32_t node_id, enum sdfs_scrub_action a,
@@ -105,6 +113,7 @@ int sdfs_scrub(struct sdfs *s, uint32_t node_id, enum sdfs_scrub_action a,
 		calls[nc].node = nd;
 		calls[nc].req.opcode = SDFS_OP_SCRUB;
 		calls[nc].req.offset = op_of[a];
+		calls[nc].req.oid = SDFS_SCRUB_WANT_STRIPS;
 		calls[nc].req.length = a == SDFS_SCRUB_BEGIN ? (uint32_t)(rate / 1024) : 0;
 		idx[nc++] = cnt - 1;
 	}

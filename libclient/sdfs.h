@@ -265,6 +265,12 @@ struct sdfs_scrub_status {
 	 * was verified after it (unless written since); 0: none yet or a
 	 * daemon that does not say */
 	uint64_t last_start_ms;
+	/* strip files of EC objects (docs/scrub.md "Strips"), this pass:
+	 * verified, their bytes, found corrupt, rebuilt in place, left as
+	 * they were; and totals since the node's state file was made (0
+	 * from a daemon that does not say) */
+	uint64_t strips, strip_bytes, strips_found, strips_repaired, strips_unrepaired;
+	uint64_t total_strips_found, total_strips_repaired, total_strips_unrepaired;
 };
 /*
  * Ask node @node_id (or every node of the current map, SDFS_SCRUB_ALL)

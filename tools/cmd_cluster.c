@@ -386,6 +386,7 @@ static const char *space_word(const struct sdfs_node_status *x)
  * corrupt copies found, repaired and not, since each node's first pass. */
 struct scrub_sum {
 	uint64_t found, repaired, unrepaired, mismatched, refreshed;
+	uint64_t strips_found, strips_repaired, strips_unrepaired;     /* EC strip files */
 	unsigned answered, running, silent;
 };
 
@@ -410,6 +411,9 @@ static int scrub_sum(struct sdfs *s, struct scrub_sum *sum)
 		sum->unrepaired += st[i].total_unrepaired;
 		sum->mismatched += st[i].total_mismatched;
 		sum->refreshed += st[i].total_refreshed;
+		sum->strips_found += st[i].total_strips_found;
+		sum->strips_repaired += st[i].total_strips_repaired;
+		sum->strips_unrepaired += st[i].total_strips_unrepaired;
 	}
 	free(st);
 	return 0;
@@ -419,9 +423,12 @@ static void scrub_json(const struct scrub_sum *sc)
 {
 	printf(", \"scrub\": {\"found\": %" PRIu64 ", \"repaired\": %" PRIu64
 	       ", \"unrepaired\": %" PRIu64 ", \"mismatched\": %" PRIu64
-	       ", \"refreshed\": %" PRIu64 ", \"running\": %u, \"nodes\": %u"
+	       ", \"refreshed\": %" PRIu64 ", \"strips_found\": %" PRIu64
+	       ", \"strips_repaired\": %" PRIu64 ", \"strips_unrepaired\": %" PRIu64
+	       ", \"running\": %u, \"nodes\": %u"
 	       ", \"silent\": %u}", sc->found, sc->repaired, sc->unrepaired,
-	       sc->mismatched, sc->refreshed, sc->running, sc->answered, sc->silent);
+	       sc->mismatched, sc->refreshed, sc->strips_found, sc->strips_repaired,
+	       sc->strips_unrepaired, sc->running, sc->answered, sc->silent);
 }
 
 static void status_json(const struct sdfs_cluster_info *info, const struct sdfs_health *h,
@@ -576,6 +583,10 @@ static void status_text(const struct sdfs_cluster_info *info, const struct sdfs_
 			printf("; %" PRIu64 " copies differed from their peers' (stale, "
 			       "or the odd one of a version), %" PRIu64 " replaced",
 			       sc->mismatched, sc->refreshed);
+		if (sc->strips_found)
+			printf("; %" PRIu64 " corrupt strips found, %" PRIu64 " rebuilt, %"
+			       PRIu64 " not rebuilt", sc->strips_found, sc->strips_repaired,
+			       sc->strips_unrepaired);
 		printf("\n");
 	}
 

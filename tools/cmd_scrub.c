@@ -55,25 +55,32 @@ static void show_json(const struct sdfs_scrub_status *st, size_t n)
 		       ", \"store_objects\": %" PRIu64 ", \"compared\": %" PRIu64
 		       ", \"mismatched\": %" PRIu64 ", \"total_mismatched\": %" PRIu64
 		       ", \"refreshed\": %" PRIu64 ", \"total_refreshed\": %" PRIu64
-		       ", \"last_start_ms\": %" PRIu64
+		       ", \"last_start_ms\": %" PRIu64 ", \"strips\": %" PRIu64
+		       ", \"strip_bytes\": %" PRIu64 ", \"strips_found\": %" PRIu64
+		       ", \"strips_repaired\": %" PRIu64 ", \"strips_unrepaired\": %" PRIu64
+		       ", \"total_strips_found\": %" PRIu64 ", \"total_strips_repaired\": %"
+		       PRIu64 ", \"total_strips_unrepaired\": %" PRIu64
 		       "}", x->state, x->cursor, x->objects,
 		       x->bytes, x->found, x->repaired, x->unrepaired, x->total_found,
 		       x->total_repaired, x->total_unrepaired, x->passes, x->pass_start_ms,
 		       x->pass_end_ms, x->next_start_ms, x->rate, x->interval_s,
 		       x->store_objects, x->compared, x->mismatched, x->total_mismatched,
-		       x->refreshed, x->total_refreshed, x->last_start_ms);
+		       x->refreshed, x->total_refreshed, x->last_start_ms, x->strips,
+		       x->strip_bytes, x->strips_found, x->strips_repaired,
+		       x->strips_unrepaired, x->total_strips_found, x->total_strips_repaired,
+		       x->total_strips_unrepaired);
 	}
 	printf("]\n");
 }
 
 static void show_table(const struct sdfs_scrub_status *st, size_t n)
 {
-	printf("%-6s %-8s %-14s %-10s %-6s %-9s %-11s %-7s %-19s %s\n", "NODE", "STATE",
-	       "CHECKED", "BYTES", "FOUND", "REPAIRED", "UNREPAIRED", "DIFFER",
-	       "LAST PASS ENDED", "NEXT");
+	printf("%-6s %-8s %-14s %-10s %-6s %-9s %-11s %-7s %-7s %-15s %-19s %s\n", "NODE",
+	       "STATE", "CHECKED", "BYTES", "FOUND", "REPAIRED", "UNREPAIRED", "DIFFER",
+	       "STRIPS", "BAD/FIXED/LEFT", "LAST PASS ENDED", "NEXT");
 	for (size_t i = 0; i < n; i++) {
 		const struct sdfs_scrub_status *x = &st[i];
-		char chk[48], b[32], end[32], next[32];
+		char chk[48], b[32], end[32], next[32], sb[72];
 
 		if (x->result) {
 			printf("%-6" PRIu32 " %-8s %s\n", x->node_id, "-", why(x->result));
@@ -81,10 +88,13 @@ static void show_table(const struct sdfs_scrub_status *st, size_t n)
 		}
 		snprintf(chk, sizeof(chk), "%" PRIu64 "/%" PRIu64, x->objects,
 			 x->store_objects);
+		snprintf(sb, sizeof(sb), "%" PRIu64 "/%" PRIu64 "/%" PRIu64, x->strips_found,
+			 x->strips_repaired, x->strips_unrepaired);
 		printf("%-6" PRIu32 " %-8s %-14s %-10s %-6" PRIu64 " %-9" PRIu64 " %-11"
-		       PRIu64 " %-7" PRIu64 " %-19s %s\n", x->node_id, x->state, chk,
-		       cli_human(x->bytes, b, sizeof(b)), x->found, x->repaired,
-		       x->unrepaired, x->mismatched, when(x->pass_end_ms, end, sizeof(end)),
+		       PRIu64 " %-7" PRIu64 " %-7" PRIu64 " %-15s %-19s %s\n", x->node_id,
+		       x->state, chk, cli_human(x->bytes, b, sizeof(b)), x->found, x->repaired,
+		       x->unrepaired, x->mismatched, x->strips, sb,
+		       when(x->pass_end_ms, end, sizeof(end)),
 		       x->next_start_ms ? when(x->next_start_ms, next, sizeof(next))
 					: strcmp(x->state, "running") ? "on demand" : "-");
 	}

@@ -473,7 +473,7 @@ static void client_log(int level, const char *msg, void *arg)
 struct tcluster *tcluster_start(const struct tcluster_opts *o)
 {
 	struct tcluster *tc = calloc(1, sizeof(*tc));
-	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], nm[16], nn[16];
+	char tmpl[] = "/tmp/sdfs-t.XXXXXX", nb[16], nc[16], ng[16], nm[16], nn[16], nr[16];
 	char path[PATH_MAX + 32];
 	const char *zk = getenv("SDFS_TEST_ZK");
 	static unsigned seq;
@@ -537,6 +537,11 @@ struct tcluster *tcluster_start(const struct tcluster_opts *o)
 	if (o->set) {
 		argv[argc++] = "--set";
 		argv[argc++] = (char *)o->set;
+	}
+	if (o->recovery_mbps) {
+		snprintf(nr, sizeof(nr), "%u", o->recovery_mbps);
+		argv[argc++] = "--recovery-mbps";
+		argv[argc++] = nr;
 	}
 	if (o->netns)
 		argv[argc++] = "--netns";

@@ -62,6 +62,7 @@ struct tcluster_opts {
 				   (e.g. "reclaim_interval_s=1"); NULL: none */
 	unsigned cluster_net;   /* 1: dev up --cluster-net: block daemon N's
 				   peers reach it on 127.0.1.(N+1) */
+	unsigned recovery_mbps; /* dev up --recovery-mbps N; 0: the default */
 };
 #define TCLUSTER_MOUNTS_MAX 4
 

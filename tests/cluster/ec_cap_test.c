@@ -150,17 +150,23 @@ static uint64_t alice_file(const char *name, uint64_t chunk)
 	return oid_file(st.ino, chunk, 0);
 }
 
-/* @oid reads back as @want (@len bytes) through @s. */
-static void assert_reads(struct sdfs *s, uint64_t oid, const uint8_t *want, size_t len)
+/* @oid (@k+@m) reads back as @want (@len bytes) through @s. */
+static void assert_reads_km(struct sdfs *s, uint64_t oid, unsigned k, unsigned m,
+			    const uint8_t *want, size_t len)
 {
 	uint8_t *back = malloc(len + 1);
 	ssize_t got;
 
 	cr_assert_not_null(back);
-	got = sdfs_ec_read(s, oid, K, M, back, len + 1, 0);
+	got = sdfs_ec_read(s, oid, k, m, back, len + 1, 0);
 	cr_assert_eq(got, (ssize_t)len, "read %016" PRIx64 ": %zd", oid, got);
 	cr_assert_eq(memcmp(back, want, len), 0, "%016" PRIx64 " reads other bytes", oid);
 	free(back);
+}
+
+static void assert_reads(struct sdfs *s, uint64_t oid, const uint8_t *want, size_t len)
+{
+	assert_reads_km(s, oid, K, M, want, len);
 }
 
 /* A put, a whole read and a range read, a removal, a read of nothing. */
@@ -320,6 +326,7 @@ Test(ec_cap, a_plain_key_uses_its_stripes_through_libsdfs)
 	tfill_random(big, max, 11);
 	ret = sdfs_ec_put(alice, oid, 1, 1, big, max);
 	cr_assert_eq(ret, 0, "a 1+1 put of %u bytes: %s", max, strerror(-ret));
+	assert_reads_km(alice, oid, 1, 1, big, max);
 	cr_assert_eq(sdfs_ec_remove(alice, oid, 1, 1), 0);
 	free(big);
 	/* raw oids (sdfs obj --ec): no cap covers them */

@@ -14,6 +14,10 @@
  *   a_read_only_key_reads_but_cannot_put_or_remove
  *                      a read-only key reads the stripe, its put and
  *                      removal get -EACCES and change nothing
+ *   a_key_gets_no_stripes_outside_its_path
+ *                      a path=/d key uses the stripes of its file in /d;
+ *                      it reads, puts and removes nothing of a file's
+ *                      or volume's stripes outside /d
  *   strips_without_a_cap_get_nothing
  *                      the client key on the wire, no cap: STRIP_STAT,
  *                      GET, PUT, a tombstone PUT and COMMIT all refused
@@ -31,7 +35,8 @@
  *                      oids' stripes, and STATs on the wire without a cap
  *
  * The cluster is `sdfs dev up`'s (authentication required); the test adds
- * client.t (admin), client.alice (rw), client.carol (ro) with the admin
+ * client.t (admin), client.alice (rw), client.carol (ro), client.dave
+ * (rw, path=/d) with the admin
  * keyring dev up wrote (DIR/keyring), whose secret also signs caps.
  */
 #include <criterion/criterion.h>
@@ -65,12 +70,14 @@
 #define ALICE "client.alice"
 #define BOB "client.bob"
 #define CAROL "client.carol"
+#define DAVE "client.dave"      /* rw, path=/d */
 
 static struct tcluster *tc;
-static struct sdfs *admin, *alice, *carol;
+static struct sdfs *admin, *alice, *carol, *dave;
 static char blockd_addr[80];
 static uint8_t secret[AUTH_KEY_BYTES], capkey[AUTH_KEY_BYTES], admin_key[AUTH_KEY_BYTES],
-	       alice_key[AUTH_KEY_BYTES], carol_key[AUTH_KEY_BYTES];
+	       alice_key[AUTH_KEY_BYTES], carol_key[AUTH_KEY_BYTES],
+	       dave_key[AUTH_KEY_BYTES];
 static uint64_t req_ids = 9000;
 
 static struct sdfs *handle_of(const struct sdfs_conf *conf, const char *name,
@@ -108,15 +115,18 @@ static void up(void)
 	auth_random_key(admin_key);
 	auth_random_key(alice_key);
 	auth_random_key(carol_key);
+	auth_random_key(dave_key);
 	cr_assert_eq(coord_open_cred(conf.zk, conf.cluster, &cred, 5000, 10000, NULL, NULL,
 				     &c), 0);
 	tkeys_put(c, secret, ADMIN_KEY, admin_key, "admin");
 	tkeys_put(c, secret, ALICE, alice_key, "rw");
 	tkeys_put(c, secret, CAROL, carol_key, "ro");
+	tkeys_put(c, secret, DAVE, dave_key, "rw,path=/d");
 	coord_close(c);
 	admin = handle_of(&conf, ADMIN_KEY, admin_key);
 	alice = handle_of(&conf, ALICE, alice_key);
 	carol = handle_of(&conf, CAROL, carol_key);
+	dave = handle_of(&conf, DAVE, dave_key);
 	/* the daemons' key tables follow ZooKeeper: the new keys shortly */
 	for (int64_t end = tnow_ms() + 60000; ret && tnow_ms() < end; tsleep_ms(200)) {
 		ret = sdfs_ns_mkdir(alice, ROOT, "ready", 0755, 0, 0, &st);
@@ -124,12 +134,36 @@ static void up(void)
 			ret = 0;
 	}
 	cr_assert_eq(ret, 0, "the cluster does not serve alice: %s", strerror(-ret));
+	cr_assert_eq(sdfs_ns_mkdir(admin, ROOT, "d", 0777, 0, 0, &st), 0);
 	cr_assert_eq(tcluster_wait_nodes_up(tc, K + M, 30000), 0);
 	tcluster_node_addr(tc, "blockd.0", blockd_addr, sizeof(blockd_addr));
+	/* ... and the block daemons' tables too, each key on each */
+	for (unsigned b = 0; b < K + M; b++) {
+		const char *names[] = { ADMIN_KEY, ALICE, CAROL, DAVE };
+		const uint8_t *keys[] = { admin_key, alice_key, carol_key, dave_key };
+		char name[32], addr[80];
+
+		snprintf(name, sizeof(name), "blockd.%u", b);
+		tcluster_node_addr(tc, name, addr, sizeof(addr));
+		for (unsigned i = 0; i < 4; i++) {
+			ret = -1;
+			for (int64_t end = tnow_ms() + 60000; ret && tnow_ms() < end;) {
+				struct auth_sess as;
+				int fd = wire_connect(addr);
+
+				ret = wire_auth(fd, names[i], keys[i], &as, err, sizeof(err));
+				close(fd);
+				if (ret)
+					tsleep_ms(200);
+			}
+			cr_assert_eq(ret, 0, "%s does not know %s: %s", name, names[i], err);
+		}
+	}
 }
 
 static void down(void)
 {
+	sdfs_close(dave);
 	sdfs_close(carol);
 	sdfs_close(alice);
 	sdfs_close(admin);
@@ -352,6 +386,45 @@ Test(ec_cap, a_read_only_key_reads_but_cannot_put_or_remove)
 	cr_assert_eq(ret, -EACCES, "a read-only key's put: %s", strerror(-ret));
 	ret = sdfs_ec_remove(carol, oid, K, M);
 	cr_assert_eq(ret, -EACCES, "a read-only key's removal: %s", strerror(-ret));
+	assert_reads(alice, oid, data, LEN);
+	free(junk);
+	free(data);
+}
+
+/* A key's path= bounds its stripes as it bounds its files: the mds
+ * grants no cap for a file or volume outside it. */
+Test(ec_cap, a_key_gets_no_stripes_outside_its_path)
+{
+	uint64_t oid = alice_file("p1", 0);
+	uint8_t *data = malloc(LEN), *junk = malloc(LEN);
+	struct sdfs_vol_info vi;
+	struct sdfs_stat st;
+	int ret;
+
+	cr_assert(data && junk);
+	/* inside its path (its root is /d) it works: its key is known */
+	ret = -1;
+	for (int64_t end = tnow_ms() + 60000; ret && tnow_ms() < end; tsleep_ms(200))
+		ret = sdfs_ns_mknod(dave, ROOT, "mine", S_IFREG | 0600, 0, 1000, 1000, &st);
+	cr_assert_eq(ret, 0, "dave's file in /d: %s", strerror(-ret));
+	put_read_remove(dave, oid_file(st.ino, 0, 0), 15);
+	alice_stripe(oid, 12, data);
+	tfill_random(junk, LEN, 13);
+	ret = (int)sdfs_ec_read(dave, oid, K, M, junk, LEN, 0);
+	cr_assert(ret == -EACCES || ret == -ENOENT, "a read outside: %d", ret);
+	ret = sdfs_ec_put(dave, oid, K, M, junk, LEN);
+	cr_assert(ret == -EACCES || ret == -ENOENT, "a put outside: %d", ret);
+	ret = sdfs_ec_remove(dave, oid, K, M);
+	cr_assert(ret == -EACCES || ret == -ENOENT, "a removal outside: %d", ret);
+	assert_reads(alice, oid, data, LEN);
+	/* a volume outside: the same */
+	cr_assert_eq(sdfs_vol_create(alice, ROOT, "pv", 0666, 1000, 1000, 1 << 20, 0, 0,
+				     &st), 0);
+	cr_assert_eq(sdfs_vol_info(alice, st.ino, NULL, &vi), 0);
+	oid = oid_vdata(vi.vid, 0, vi.copies);
+	alice_stripe(oid, 14, data);
+	ret = sdfs_ec_put(dave, oid, K, M, junk, LEN);
+	cr_assert(ret == -EACCES || ret == -ENOENT, "a volume's put outside: %d", ret);
 	assert_reads(alice, oid, data, LEN);
 	free(junk);
 	free(data);

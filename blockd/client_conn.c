@@ -467,8 +467,10 @@ static size_t conn_frame_rest(const struct conn *c)
 
 static int conn_read_header(struct conn *c)
 {
-	/* a whole object's write may carry a cap in front (objcap.h) */
-	uint32_t max = c->bd->cfg.obj_size + OBJCAP_WIRE_SIZE;
+	/* a whole object's write may carry a cap in front (objcap.h), and
+	 * so may a STRIP_PUT of one strip as long as the object (k = 1)
+	 * after its sdfs_strip */
+	uint32_t max = c->bd->cfg.obj_size + SDFS_STRIP_SIZE + OBJCAP_WIRE_SIZE;
 	int ret;
 
 	if (max < 8 * SDFS_MAX_LIST)

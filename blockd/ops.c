@@ -21,7 +21,8 @@
  * between nodes do not come through here and are never fenced.
  *
  * Before any of that, a peer whose key is neither admin nor daemon must
- * show an object capability for the object and op (common/objcap.h
+ * show an object capability for the object (or stripe) and op
+ * (common/objcap.h
  * objcap_admit; docs/security.md "Object capabilities"); its bytes are
  * stripped from the payload here, so nothing after sees them (REPL_*
  * forwards carry none: peers are daemons).

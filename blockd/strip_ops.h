@@ -21,8 +21,12 @@
  *                 version is not here); of every strip number if it
  *                 is a tombstone (SDFS_STRIP_TOMB: a removal's).
  * PUT and COMMIT are mutations (a nonzero epoch, checked by
- * ops_dispatch); none are fenced or ordered. Work runs on the I/O
- * workers and replies from there.
+ * ops_dispatch); none are fenced or ordered. A key that is neither
+ * admin nor daemon needs an object capability for the oid, as for the
+ * object ops (objcap_admit in ops_dispatch: R for GET and STAT, W for
+ * PUT and COMMIT); its bytes are gone from the payload by the time it
+ * reaches strip_dispatch. Work runs on the I/O workers and replies
+ * from there.
  */
 #ifndef SDFS_BLOCKD_STRIP_OPS_H
 #define SDFS_BLOCKD_STRIP_OPS_H

@@ -9,7 +9,10 @@
  * A cap names one owner: a regular file's inode (its data objects,
  * kind OID_KIND_FILE) or one volume id (its index and data objects,
  * OID_KIND_VINDEX/VDATA of that vid); a volume reading its ancestors'
- * objects holds one read cap per ancestor vid. It is bound to the key
+ * objects holds one read cap per ancestor vid. The strips of an
+ * erasure-coded object (protocol 2.4, docs/ec.md) are covered by the
+ * cap of their oid exactly as the replicated object of that oid is:
+ * one owner, whichever form its data takes. It is bound to the key
  * that asked (a hash of its name): another key cannot use it.
  *
  * On the wire (OBJCAP_WIRE_SIZE bytes, little-endian): u8 kind, u8
@@ -17,7 +20,7 @@
  * le64 holder (objcap_holder of the key name), 16 bytes MAC (keyed
  * BLAKE2b over the 32 bytes before it).
  * Not here: who may have a cap (mds/ns_objcap.c), keeping caps
- * (libclient/objcap_cache.c), refusing requests (blockd/ops.c).
+ * (libclient/capcache.c), refusing requests (blockd/ops.c).
  * Pure functions: thread-safe.
  */
 #ifndef SDFS_COMMON_OBJCAP_H
@@ -36,8 +39,9 @@ enum objcap_kind {
 	OBJCAP_FILE = 1,        /* owner = inode: file data objects (oid_is_file) */
 	OBJCAP_VOL = 2,         /* owner = vid: its index and data objects */
 };
-#define OBJCAP_R  0x1u          /* READ, STAT, FLUSH */
-#define OBJCAP_W  0x2u          /* WRITE, CREATE, REMOVE, REPLACE */
+#define OBJCAP_R  0x1u          /* READ, STAT, FLUSH; STRIP_GET, STRIP_STAT */
+#define OBJCAP_W  0x2u          /* WRITE, CREATE, REMOVE, REPLACE; STRIP_PUT
+				   (a removal's tombstone too), STRIP_COMMIT */
 #define OBJCAP_RW (OBJCAP_R | OBJCAP_W)
 
 struct objcap {
@@ -71,12 +75,17 @@ int objcap_verify(const uint8_t in[OBJCAP_WIRE_SIZE],
 /* Decode without checking (clients: they cannot, and need not). */
 void objcap_decode(const uint8_t in[OBJCAP_WIRE_SIZE], struct objcap *c);
 
-/* Which cap kind and owner object @oid needs: 0 and *@kind and *@owner, or
- * -EACCES for kinds no cap covers (raw, MDS database, unknown). */
+/* Which cap kind and owner object (or stripe) @oid needs: 0 and *@kind
+ * and *@owner, or -EACCES for kinds no cap covers (raw, MDS database,
+ * unknown). The only place that maps oid kinds to caps: blockd's
+ * admission and libsdfs's choice of cap both ask it, and the mds grants
+ * by owner (mds/ns_objcap.c), so a new data kind (say an EC kind of
+ * volume data) is covered by adding it here: file data kinds to
+ * OBJCAP_FILE (owner = ino), volume kinds to OBJCAP_VOL (owner = vid). */
 int objcap_of_oid(uint64_t oid, unsigned *kind, uint64_t *owner);
-/* The rights object op @op needs (OBJCAP_R or OBJCAP_W; VOL_FENCE: W
- * on the vid in its oid field), 0 for ops no cap allows (LIST, FLUSH of
- * everything, MDS_FENCE, peer ops). */
+/* The rights object or strip op @op needs (OBJCAP_R or OBJCAP_W;
+ * VOL_FENCE: W on the vid in its oid field), 0 for ops no cap allows
+ * (LIST, FLUSH of everything, MDS_FENCE, peer ops). */
 unsigned objcap_rights_of(const struct sdfs_hdr *h);
 
 /*
@@ -85,14 +94,14 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h);
  * @key being the cluster's cap key (NULL: none known; then only
  * privileged peers pass). Privileged keys (admin, daemon) need no cap
  * and may send one. Others: NODE_INFO and a SCRUB status (not a start
- * or stop) pass; an object op of a file or
+ * or stop) pass; an object op or strip op (2.4) of a file or
  * volume object (and a VOL_FENCE of a vid below SDFS_TOKEN_FROZEN: the
  * volume's writer) needs SDFS_F_CAP and a cap in the first
  * OBJCAP_WIRE_SIZE bytes of the payload that verifies, is unexpired at
  * @now_ms, names @id's key, the oid's kind and owner, and the op's
  * rights; anything else is refused. SDFS_F_CAP counts on the object
- * ops and VOL_FENCE only: on any other op (NODE_INFO, LIST, MDS_FENCE,
- * ...) it is a bit the op does not use, ignored. Returns 0 and *@skip =
+ * ops, the strip ops and VOL_FENCE only: on any other op (NODE_INFO,
+ * LIST, MDS_FENCE, ...) it is a bit the op does not use, ignored. Returns 0 and *@skip =
  * the payload bytes the cap takes (0 or OBJCAP_WIRE_SIZE: strip them
  * before the op sees the payload), or -EACCES with a reason in *@why
  * (static text).

@@ -282,3 +282,81 @@ Test(objcap, cap_flag_ignored_on_ops_without_caps)
 	m.h.flags |= SDFS_F_CAP;
 	cr_assert_eq(admit(&bd, key, &m, NOW, &skip), -EACCES, "CAP without a cap");
 }
+
+/* Strip ops (2.4, ec) of a stripe take the cap of its oid as the
+ * object ops do: read for GET and STAT, write for PUT (a tombstone is a
+ * PUT) and COMMIT; the same refusals; admin and daemon keys need none. */
+Test(objcap, admit_strip_caps)
+{
+	uint8_t key[AUTH_KEY_BYTES], key2[AUTH_KEY_BYTES];
+	struct auth_ident alice = ident("client.alice", 0);
+	struct auth_ident admin = ident("client.admin", AUTH_CAP_ADMIN);
+	struct auth_ident bd = ident("blockd.3", AUTH_CAP_DAEMON);
+	uint64_t file = oid_make(OID_KIND_FILE, 42, 3), vdata = oid_vdata(7, 9, 2);
+	struct objcap rw = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_RW);
+	struct objcap r = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_R);
+	struct objcap other = cap_for("client.alice", OBJCAP_FILE, 43, OBJCAP_RW);
+	struct objcap bobs = cap_for("client.bob", OBJCAP_FILE, 42, OBJCAP_RW);
+	struct objcap v7 = cap_for("client.alice", OBJCAP_VOL, 7, OBJCAP_RW);
+	static const unsigned reads[] = { SDFS_OP_STRIP_GET, SDFS_OP_STRIP_STAT };
+	static const unsigned writes[] = { SDFS_OP_STRIP_PUT, SDFS_OP_STRIP_COMMIT };
+	struct msg m;
+	uint32_t skip;
+
+	objcap_key(secret, key);
+	objcap_key(other_secret, key2);
+	cr_assert_eq(objcap_rights_of(&(struct sdfs_hdr){ .opcode = SDFS_OP_STRIP_GET }),
+		     OBJCAP_R);
+	cr_assert_eq(objcap_rights_of(&(struct sdfs_hdr){ .opcode = SDFS_OP_STRIP_PUT }),
+		     OBJCAP_W);
+	for (unsigned i = 0; i < 2; i++) {
+		m = msg(reads[i], file, &r, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "op %u, read cap", reads[i]);
+		cr_assert_eq(skip, OBJCAP_WIRE_SIZE, "the cap is stripped");
+		m = msg(reads[i], file, NULL, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, no cap",
+			     reads[i]);
+		m = msg(reads[i], file, &other, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, another oid",
+			     reads[i]);
+		m = msg(reads[i], file, &r, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW + 60001, &skip), -EACCES,
+			     "op %u, expired", reads[i]);
+		m = msg(writes[i], file, &rw, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "op %u, rw cap", writes[i]);
+		cr_assert_eq(skip, OBJCAP_WIRE_SIZE);
+		m = msg(writes[i], file, &r, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, read cap",
+			     writes[i]);
+		m = msg(writes[i], file, NULL, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, no cap",
+			     writes[i]);
+		m = msg(writes[i], file, &bobs, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, bob's",
+			     writes[i]);
+		m = msg(writes[i], file, &rw, key2);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, forged",
+			     writes[i]);
+		m = msg(writes[i], file, &rw, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW + 60001, &skip), -EACCES,
+			     "op %u, expired", writes[i]);
+		/* a volume's stripes: its vid's cap, not an inode's */
+		m = msg(writes[i], vdata, &v7, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "op %u, vol", writes[i]);
+		m = msg(writes[i], vdata, &rw, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, an ino's",
+			     writes[i]);
+		/* raw oids (sdfs obj --ec): privileged keys only */
+		m = msg(writes[i], oid_make(OID_KIND_RAW, 42, 3), &rw, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, raw",
+			     writes[i]);
+		m = msg(writes[i], oid_make(OID_KIND_RAW, 42, 3), NULL, key);
+		cr_assert_eq(admit(&admin, key, &m, NOW, &skip), 0, "op %u, admin", writes[i]);
+		cr_assert_eq(skip, 0);
+		cr_assert_eq(admit(&bd, key, &m, NOW, &skip), 0, "op %u, daemon", writes[i]);
+		m = msg(reads[i], file, &other, key);
+		cr_assert_eq(admit(&admin, key, &m, NOW, &skip), 0, "op %u, admin's cap "
+			     "stripped, not checked", reads[i]);
+		cr_assert_eq(skip, OBJCAP_WIRE_SIZE);
+	}
+}

@@ -28,8 +28,17 @@
  * older version is still whole there, since nothing was committed past
  * it unless all k + m strips of the newer were stored.
  *
+ * Object capabilities (docs/security.md): each call takes the handle's
+ * cap for the oid from capcache.c as objio.c does (none until a block
+ * daemon asked for one: admin keys and open clusters send none) and
+ * puts it in front of every strip request's payload (SDFS_F_CAP). A
+ * refusal (SDFS_RES_CAP, -EKEYREJECTED) anywhere in the call makes it
+ * ask the mds for a fresh cap and run again, once; a second refusal is
+ * the caller's -EACCES. A put or removal asks for a read-write cap (it
+ * STATs, then PUTs and COMMITs), a read for a read cap.
+ *
  * No mocks of the codec or the wire here: common/ec.h encodes, rpc.h
- * talks. Strip ops take admin or daemon keys (no object caps yet).
+ * talks.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,6 +50,7 @@
 #include "common/ec.h"
 #include "common/log.h"
 #include "common/net.h"
+#include "common/objcap.h"
 #include "common/proto.h"
 #include "common/ring.h"
 #include "common/rpc.h"
@@ -65,9 +75,47 @@ struct ec_group {
 	const struct cmap_node *at[RING_MAX_PLACE];     /* a holder of strip s */
 };
 
+/* The cap a call sends with each strip request (capcache_get): has = 0
+ * when the handle sends none. */
+struct ec_cap {
+	int has;
+	uint8_t cap[OBJCAP_WIRE_SIZE];
+};
+
+/* Room in front of a strip request's payload for its cap. */
+#define CAP_ROOM OBJCAP_WIRE_SIZE
+
 static uint64_t next_req_id(void *arg)
 {
 	return client_req_id(arg);
+}
+
+/* @oid's cap with @need into @c (@fresh: the one held was refused). */
+static int cap_get(struct sdfs *s, uint64_t oid, unsigned need, int fresh,
+		   struct ec_cap *c)
+{
+	int ret = capcache_get(s, oid, need, fresh, c->cap);
+
+	c->has = ret > 0;
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * A strip request whose @plen payload bytes start at @room + CAP_ROOM
+ * (@room: CAP_ROOM bytes the caller leaves free in front): with @cap's
+ * bytes put there and SDFS_F_CAP when there is one.
+ */
+static void strip_call(struct rpc_call *c, const struct cmap_node *node, unsigned op,
+		       uint64_t oid, uint64_t epoch, uint8_t *room, uint32_t plen,
+		       const struct ec_cap *cap)
+{
+	if (!cap->has) {
+		rpc_call_init(c, node, op, oid, epoch, room + CAP_ROOM, plen);
+		return;
+	}
+	memcpy(room, cap->cap, CAP_ROOM);
+	rpc_call_init(c, node, op, oid, epoch, room, CAP_ROOM + plen);
+	c->req.flags |= SDFS_F_CAP;
 }
 
 static int try_bound(struct sdfs *s, int64_t deadline)
@@ -129,13 +177,14 @@ static int retryable(int r)
 }
 
 /*
- * STRIP_STAT of every up holder: their strip versions of (@k, @m)
- * grouped into @g (newest first), *@ng groups; *@unreached counts the
- * holders down or not answering. 0, or a lasting error.
+ * STRIP_STAT of every up holder (with @cap): their strip versions of
+ * (@k, @m) grouped into @g (newest first), *@ng groups; *@unreached
+ * counts the holders down or not answering. 0, or a lasting error
+ * (-EKEYREJECTED: the cap was refused).
  */
 static int stat_groups(struct sdfs *s, const struct ec_place *p, uint64_t oid,
-		       unsigned k, unsigned m, int64_t deadline, struct ec_group *g,
-		       unsigned *ng, unsigned *unreached)
+		       unsigned k, unsigned m, int64_t deadline, const struct ec_cap *cap,
+		       struct ec_group *g, unsigned *ng, unsigned *unreached)
 {
 	struct rpc_call calls[RING_MAX_PLACE];
 	size_t nc = 0;
@@ -152,7 +201,13 @@ static int stat_groups(struct sdfs *s, const struct ec_place *p, uint64_t oid,
 		calls[nc].node = p->node[i];
 		calls[nc].req.opcode = SDFS_OP_STRIP_STAT;
 		calls[nc].req.oid = oid;
-		calls[nc++].req.epoch = (uint32_t)p->m->map->epoch;
+		calls[nc].req.epoch = (uint32_t)p->m->map->epoch;
+		if (cap->has) {
+			calls[nc].req.flags = SDFS_F_CAP;
+			calls[nc].req.payload_len = OBJCAP_WIRE_SIZE;
+			calls[nc].payload = cap->cap;
+		}
+		nc++;
 	}
 	rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
 	for (size_t c = 0; c < nc; c++) {
@@ -225,38 +280,19 @@ static void new_version(uint64_t epoch, const struct ec_group *g, unsigned ng,
 	} while (st->tag == 0);
 }
 
-int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
-		   size_t len, const struct sdfs_ec_opts *o)
+/*
+ * The put of the k + m strips @strip (@sl bytes each, each with
+ * CAP_ROOM + SDFS_STRIP_SIZE bytes free in front) of an object of @len
+ * bytes, with @cap: 0, or the error (-EKEYREJECTED: the cap refused).
+ * @stop: sdfs_ec_opts's.
+ */
+static int put_try(struct sdfs *s, uint64_t oid, unsigned k, unsigned m,
+		   uint8_t *const *strip, size_t sl, size_t len, unsigned stop,
+		   const struct ec_cap *cap)
 {
-	const struct ec_code *code;
-	uint32_t max = sdfs_obj_size(s);
-	unsigned n = k + m, stop = o ? o->stop_after : 0;
+	unsigned n = k + m;
 	int64_t deadline = net_now_ms() + s->timeout_ms;
-	uint8_t *mem, *strip[RING_MAX_PLACE];
-	size_t sl;
-	int ret = code_of(k, m, &code), last = -ETIMEDOUT;
-
-	if (ret)
-		return ret;
-	if (max == 0)
-		return -ENOENT;
-	if (len > max)
-		return -EFBIG;
-	if (stop >= n)
-		return -EINVAL;
-	sl = ec_strip_len(len, k);
-	if (sl == 0)
-		sl = EC_STRIP_ALIGN;            /* an empty object: one zero block */
-	mem = malloc(n * (SDFS_STRIP_SIZE + sl));
-	if (!mem)
-		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++)
-		strip[i] = mem + i * (SDFS_STRIP_SIZE + sl) + SDFS_STRIP_SIZE;
-	ret = ec_split(k, buf, len, sl, strip);
-	if (!ret)
-		ret = ec_encode(code, sl, (const uint8_t *const *)strip, strip + k);
-	if (ret)
-		goto out;
+	int ret, last = -ETIMEDOUT;
 
 	for (int attempt = 0;; attempt++) {
 		struct rpc_call calls[RING_MAX_PLACE];
@@ -269,14 +305,13 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 		int retry = 0, fatal = 0;
 
 		if (net_now_ms() >= deadline) {
-			ret = last;
 			log_warn("oid=%016" PRIx64 ": ec put %u+%u gave up: %s", oid, k, m,
-				 strerror(-ret));
-			goto out;
+				 strerror(-last));
+			return last;
 		}
 		ret = place(s, oid, k, m, 1, &p);
 		if (ret)
-			goto out;
+			return ret;
 		for (unsigned i = 0; i < n; i++)
 			if (!p.node[i] || p.node[i]->state != CMAP_UP) {
 				down++;
@@ -293,10 +328,10 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 			continue;
 		}
 		epoch = p.m->map->epoch;
-		ret = stat_groups(s, &p, oid, k, m, deadline, g, &ng, &unreached);
+		ret = stat_groups(s, &p, oid, k, m, deadline, cap, g, &ng, &unreached);
 		if (ret) {
 			place_done(&p);
-			goto out;
+			return ret;
 		}
 		if (unreached) {
 			last = -EIO;
@@ -309,8 +344,9 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 		for (unsigned i = 0; i < n; i++) {
 			st.s = (uint8_t)i;
 			proto_strip_encode(&st, strip[i] - SDFS_STRIP_SIZE);
-			rpc_call_init(&calls[i], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch,
-				  strip[i] - SDFS_STRIP_SIZE, (uint32_t)(SDFS_STRIP_SIZE + sl));
+			strip_call(&calls[i], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch,
+				   strip[i] - SDFS_STRIP_SIZE - CAP_ROOM,
+				   (uint32_t)(SDFS_STRIP_SIZE + sl), cap);
 		}
 		if (stop) {
 			/* Test hook: a writer that dies after @stop strips,
@@ -322,8 +358,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 				fatal = rpc_result(&calls[i]);
 			rpc_calls_free(calls, stop);
 			place_done(&p);
-			ret = fatal ? fatal : -ECANCELED;
-			goto out;
+			return fatal ? fatal : -ECANCELED;
 		}
 		rpc_run(s->pool, calls, n, try_bound(s, deadline), next_req_id, s);
 		for (unsigned i = 0; i < n; i++) {
@@ -345,10 +380,10 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 		if (fatal || retry) {
 			place_done(&p);
 			if (fatal) {
-				ret = fatal == -EKEYREJECTED ? -EACCES : fatal;
-				log_warn("oid=%016" PRIx64 ": ec put %u+%u refused: %s", oid,
-					 k, m, strerror(-ret));
-				goto out;
+				if (fatal != -EKEYREJECTED)     /* the caller's */
+					log_warn("oid=%016" PRIx64 ": ec put %u+%u refused: %s",
+						 oid, k, m, strerror(-fatal));
+				return fatal;
 			}
 			client_map_refresh(s);
 			client_backoff(attempt, deadline);
@@ -360,8 +395,8 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 		for (unsigned i = 0; i < n; i++) {
 			st.s = (uint8_t)i;
 			proto_strip_encode(&st, strip[i] - SDFS_STRIP_SIZE);
-			rpc_call_init(&calls[i], p.node[i], SDFS_OP_STRIP_COMMIT, oid, epoch,
-				  strip[i] - SDFS_STRIP_SIZE, SDFS_STRIP_SIZE);
+			strip_call(&calls[i], p.node[i], SDFS_OP_STRIP_COMMIT, oid, epoch,
+				   strip[i] - SDFS_STRIP_SIZE - CAP_ROOM, SDFS_STRIP_SIZE, cap);
 		}
 		rpc_run(s->pool, calls, n, COMMIT_MS, next_req_id, s);
 		for (unsigned i = 0; i < n; i++)
@@ -370,10 +405,56 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 					  strerror(-rpc_result(&calls[i])));
 		rpc_calls_free(calls, n);
 		place_done(&p);
-		ret = 0;
-		goto out;
+		return 0;
 	}
-out:
+}
+
+int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
+		   size_t len, const struct sdfs_ec_opts *o)
+{
+	const struct ec_code *code;
+	uint32_t max = sdfs_obj_size(s);
+	unsigned n = k + m, stop = o ? o->stop_after : 0;
+	size_t sl, each;
+	uint8_t *mem, *strip[RING_MAX_PLACE];
+	struct ec_cap cap;
+	int ret = code_of(k, m, &code);
+
+	if (ret)
+		return ret;
+	if (max == 0)
+		return -ENOENT;
+	if (len > max)
+		return -EFBIG;
+	if (stop >= n)
+		return -EINVAL;
+	sl = ec_strip_len(len, k);
+	if (sl == 0)
+		sl = EC_STRIP_ALIGN;            /* an empty object: one zero block */
+	each = CAP_ROOM + SDFS_STRIP_SIZE + sl;
+	mem = malloc(n * each);
+	if (!mem)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++)
+		strip[i] = mem + i * each + CAP_ROOM + SDFS_STRIP_SIZE;
+	ret = ec_split(k, buf, len, sl, strip);
+	if (!ret)
+		ret = ec_encode(code, sl, (const uint8_t *const *)strip, strip + k);
+	if (!ret)
+		ret = cap_get(s, oid, OBJCAP_RW, 0, &cap);
+	if (!ret)
+		ret = put_try(s, oid, k, m, strip, sl, len, stop, &cap);
+	if (ret == -EKEYREJECTED) {
+		/* refused the cap held (or none sent): a fresh one, once */
+		ret = cap_get(s, oid, OBJCAP_RW, 1, &cap);
+		if (!ret)
+			ret = put_try(s, oid, k, m, strip, sl, len, stop, &cap);
+		if (ret == -EKEYREJECTED) {
+			log_warn("oid=%016" PRIx64 ": ec put %u+%u: no capability a block "
+				 "daemon takes", oid, k, m);
+			ret = -EACCES;
+		}
+	}
 	free(mem);
 	return ret;
 }
@@ -395,16 +476,14 @@ int sdfs_ec_put(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void
  * tombstone and its commit from strip recovery when it is back
  * (blockd/strip_recover.c), so it does not bring the object back.
  */
-int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
+static int remove_try(struct sdfs *s, uint64_t oid, unsigned k, unsigned m,
+		      const struct ec_cap *cap)
 {
-	const struct ec_code *code;
 	unsigned n = k + m, need = k > m + 1 ? k : m + 1;
 	int64_t deadline = net_now_ms() + s->timeout_ms;
-	uint8_t hdr[RING_MAX_PLACE][SDFS_STRIP_SIZE];
-	int ret = code_of(k, m, &code), last = -ETIMEDOUT;
+	uint8_t hdr[RING_MAX_PLACE][CAP_ROOM + SDFS_STRIP_SIZE];
+	int ret, last = -ETIMEDOUT;
 
-	if (ret)
-		return ret;
 	for (int attempt = 0;; attempt++) {
 		struct rpc_call calls[RING_MAX_PLACE];
 		struct ec_group g[EC_GROUPS_MAX];
@@ -425,7 +504,7 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 		if (ret)
 			return ret;
 		epoch = p.m->map->epoch;
-		ret = stat_groups(s, &p, oid, k, m, deadline, g, &ng, &unreached);
+		ret = stat_groups(s, &p, oid, k, m, deadline, cap, g, &ng, &unreached);
 		if (ret) {
 			place_done(&p);
 			return ret;
@@ -452,10 +531,10 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 			if (!p.node[i] || p.node[i]->state != CMAP_UP)
 				continue;
 			st.s = (uint8_t)i;
-			proto_strip_encode(&st, hdr[i]);
+			proto_strip_encode(&st, hdr[i] + CAP_ROOM);
 			at[nc] = i;
-			rpc_call_init(&calls[nc++], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch, hdr[i],
-				  SDFS_STRIP_SIZE);
+			strip_call(&calls[nc++], p.node[i], SDFS_OP_STRIP_PUT, oid, epoch, hdr[i],
+				   SDFS_STRIP_SIZE, cap);
 		}
 		rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
 		for (unsigned c = 0; c < nc; c++) {
@@ -471,10 +550,10 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 		rpc_calls_free(calls, nc);
 		if (fatal) {
 			place_done(&p);
-			ret = fatal == -EKEYREJECTED ? -EACCES : fatal;
-			log_warn("oid=%016" PRIx64 ": ec remove %u+%u refused: %s", oid, k, m,
-				 strerror(-ret));
-			return ret;
+			if (fatal != -EKEYREJECTED)     /* the caller's */
+				log_warn("oid=%016" PRIx64 ": ec remove %u+%u refused: %s", oid,
+					 k, m, strerror(-fatal));
+			return fatal;
 		}
 		if (retry || stored < need) {
 			last = -EIO;
@@ -486,8 +565,8 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 		/* Committed where stored; a holder that missed it gets it
 		 * from strip recovery. */
 		for (unsigned c = 0; c < stored; c++)
-			rpc_call_init(&calls[c], p.node[at[c]], SDFS_OP_STRIP_COMMIT, oid, epoch,
-				  hdr[at[c]], SDFS_STRIP_SIZE);
+			strip_call(&calls[c], p.node[at[c]], SDFS_OP_STRIP_COMMIT, oid, epoch,
+				   hdr[at[c]], SDFS_STRIP_SIZE, cap);
 		rpc_run(s->pool, calls, stored, COMMIT_MS, next_req_id, s);
 		for (unsigned c = 0; c < stored; c++)
 			if (rpc_result(&calls[c]))
@@ -502,15 +581,39 @@ int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 	}
 }
 
-/* A STRIP_GET of [@r0, @r1) of strip @j of group @g into @dst. */
+int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
+{
+	const struct ec_code *code;
+	struct ec_cap cap;
+	int ret = code_of(k, m, &code);
+
+	if (!ret)
+		ret = cap_get(s, oid, OBJCAP_RW, 0, &cap);
+	if (!ret)
+		ret = remove_try(s, oid, k, m, &cap);
+	if (ret == -EKEYREJECTED) {
+		ret = cap_get(s, oid, OBJCAP_RW, 1, &cap);
+		if (!ret)
+			ret = remove_try(s, oid, k, m, &cap);
+		if (ret == -EKEYREJECTED) {
+			log_warn("oid=%016" PRIx64 ": ec remove %u+%u: no capability a "
+				 "block daemon takes", oid, k, m);
+			ret = -EACCES;
+		}
+	}
+	return ret;
+}
+
+/* A STRIP_GET of [@r0, @r1) of strip @j of group @g into @dst, with
+ * @cap (@hdr: CAP_ROOM + SDFS_STRIP_SIZE bytes). */
 static void get_req(struct rpc_call *c, const struct ec_group *g, unsigned j,
 		    uint64_t oid, uint64_t epoch, uint8_t *hdr, uint64_t r0, uint64_t r1,
-		    void *dst)
+		    void *dst, const struct ec_cap *cap)
 {
 	struct sdfs_strip st = { .version = g->version, .tag = g->tag, .s = (uint8_t)j };
 
-	proto_strip_encode(&st, hdr);
-	rpc_call_init(c, g->at[j], SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
+	proto_strip_encode(&st, hdr + CAP_ROOM);
+	strip_call(c, g->at[j], SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE, cap);
 	c->req.offset = r0;
 	c->req.length = (uint32_t)(r1 - r0);
 	c->rbuf = dst;
@@ -529,18 +632,29 @@ static const char *err_text(const struct rpc_call *c)
 	return r ? strerror(-r) : "short reply";
 }
 
+/* Did any of @n calls have its cap refused? (a refusal is not a lost
+ * strip: rebuilding from others would be refused the same) */
+static int cap_refused(const struct rpc_call *calls, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rpc_result(&calls[i]) == -EKEYREJECTED)
+			return 1;
+	return 0;
+}
+
 /*
- * Read @len bytes at @off of the object as group @g has it into @buf.
- * The length, or -EAGAIN when fewer than k strips of @g give the
- * range (the caller tries an older group), or -ENOMEM.
+ * Read @len bytes at @off of the object as group @g has it into @buf,
+ * with @cap. The length, or -EAGAIN when fewer than k strips of @g give
+ * the range (the caller tries an older group), -EKEYREJECTED (the cap
+ * refused), or -ENOMEM.
  */
 static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k,
 			  unsigned m, uint64_t oid, uint64_t epoch, const struct ec_group *g,
 			  void *buf, size_t len, uint64_t off, int64_t deadline,
-			  struct sdfs_ec_rstat *rs)
+			  const struct ec_cap *cap, struct sdfs_ec_rstat *rs)
 {
 	uint64_t sl = g->strip_len, lo[EC_K_MAX], hi[EC_K_MAX], r0 = UINT64_MAX, r1 = 0;
-	uint8_t hdrs[RING_MAX_PLACE][SDFS_STRIP_SIZE], *dst[EC_K_MAX];
+	uint8_t hdrs[RING_MAX_PLACE][CAP_ROOM + SDFS_STRIP_SIZE], *dst[EC_K_MAX];
 	struct rpc_call calls[RING_MAX_PLACE];
 	unsigned first, last, nc = 0, nbad = 0, n = k + m, cidx[RING_MAX_PLACE];
 	uint32_t bad = 0, failed = 0;
@@ -565,9 +679,13 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 			continue;
 		}
 		cidx[nc] = i;
-		get_req(&calls[nc++], g, i, oid, epoch, hdrs[i], lo[i], hi[i], dst[i]);
+		get_req(&calls[nc++], g, i, oid, epoch, hdrs[i], lo[i], hi[i], dst[i], cap);
 	}
 	rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
+	if (cap_refused(calls, nc)) {
+		rpc_calls_free(calls, nc);
+		return -EKEYREJECTED;
+	}
 	for (unsigned c = 0; c < nc; c++) {
 		unsigned i = cidx[c];
 
@@ -613,10 +731,15 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 		nc = 0;
 		for (unsigned x = 0; x < k; x++)
 			get_req(&calls[nc++], g, src[x], oid, epoch, hdrs[src[x]], r0, r1,
-				tmp + (size_t)x * rl);
+				tmp + (size_t)x * rl, cap);
 		rpc_run(s->pool, calls, nc, try_bound(s, deadline), next_req_id, s);
 		int again = 0;
 
+		if (cap_refused(calls, nc)) {
+			rpc_calls_free(calls, nc);
+			ret = -EKEYREJECTED;
+			break;
+		}
 		for (unsigned x = 0; x < k; x++)
 			if (!got_all(&calls[x])) {
 				failed |= 1u << src[x];
@@ -657,16 +780,14 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 	return ret;
 }
 
-ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
-			size_t len, uint64_t off, struct sdfs_ec_rstat *rs)
+static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid,
+			unsigned k, unsigned m, void *buf, size_t len, uint64_t off,
+			const struct ec_cap *cap, struct sdfs_ec_rstat *rs)
 {
-	const struct ec_code *code;
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	ssize_t last = -EIO;
-	int ret = code_of(k, m, &code);
+	int ret;
 
-	if (ret)
-		return ret;
 	if (rs)
 		memset(rs, 0, sizeof(*rs));
 	for (int attempt = 0;; attempt++) {
@@ -677,7 +798,7 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 		ret = place(s, oid, k, m, 0, &p);
 		if (ret)
 			return ret;
-		ret = stat_groups(s, &p, oid, k, m, deadline, g, &ng, &unreached);
+		ret = stat_groups(s, &p, oid, k, m, deadline, cap, g, &ng, &unreached);
 		if (ret) {
 			place_done(&p);
 			return ret;
@@ -693,7 +814,7 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 				return -ENOENT; /* removed, as of this version */
 			}
 			r = read_group(s, code, k, m, oid, p.m->map->epoch, &g[j], buf, len,
-				       off, deadline, rs);
+				       off, deadline, cap, rs);
 			if (r == -EAGAIN)
 				continue;
 			if (rs && r >= 0) {
@@ -723,6 +844,30 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 		client_map_refresh(s);
 		client_backoff(attempt, deadline);
 	}
+}
+
+ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+			size_t len, uint64_t off, struct sdfs_ec_rstat *rs)
+{
+	const struct ec_code *code;
+	struct ec_cap cap;
+	ssize_t ret = code_of(k, m, &code);
+
+	if (!ret)
+		ret = cap_get(s, oid, OBJCAP_R, 0, &cap);
+	if (!ret)
+		ret = read_try(s, code, oid, k, m, buf, len, off, &cap, rs);
+	if (ret == -EKEYREJECTED) {
+		ret = cap_get(s, oid, OBJCAP_R, 1, &cap);
+		if (!ret)
+			ret = read_try(s, code, oid, k, m, buf, len, off, &cap, rs);
+		if (ret == -EKEYREJECTED) {
+			log_warn("oid=%016" PRIx64 ": ec read %u+%u: no capability a block "
+				 "daemon takes", oid, k, m);
+			ret = -EACCES;
+		}
+	}
+	return ret;
 }
 
 ssize_t sdfs_ec_read(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,

@@ -335,7 +335,13 @@ int sdfs_obj_flush_many(struct sdfs *s, const uint64_t *oids, size_t n);
  * recovery when it is back, never bringing the object back. A later
  * put makes it exist again. -ENOENT: nothing to remove; -EIO /
  * -ETIMEDOUT: too few holders answered until the timeout.
- * Admin and daemon keys only for now (no object capabilities).
+ * Keys that need object capabilities (docs/security.md) use them as
+ * for replicated objects: the oid's owner's cap (a file's or a
+ * volume's), asked from the mds and sent with every strip request;
+ * read-write for a put or removal, read for a read. Raw oids are for
+ * admin and daemon keys only. -EACCES: no cap the block daemons take
+ * (none for this key and oid, too few rights: a read-only key's or a
+ * frozen volume state's put; or refused again after a fresh one).
  */
 struct sdfs_ec_opts {
 	unsigned stop_after;    /* test hook: 1..k+m-1: store strips

@@ -9,6 +9,14 @@
  * Caps are signed with the cluster's cap key (ns_set_objcap); an mds
  * without it (an open cluster) answers with none, and block daemons
  * there ask for none.
+ *
+ * Grants are by owner (inode or vid), never by oid kind: which oids a
+ * cap covers is common/objcap.c's objcap_of_oid, the one map from oid
+ * kinds to caps, which block daemons and libsdfs both use. So an
+ * owner's data is covered in whatever form it is stored — replicated
+ * objects and the erasure-coded stripes of those oids alike (protocol
+ * 2.4, docs/ec.md) — on the same basis: the rights the namespace gives
+ * the key on the file (or the volume's file). See cap_owner_of_file.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -75,6 +83,22 @@ static int may_best(struct ns *ns, const struct ns_caller *who, const struct ino
 	return ret;
 }
 
+/*
+ * Is @a a file whose data a file cap covers (its inode the owner,
+ * OBJCAP_FILE)? A regular file of objects: its chunks oid_file(ino, i)
+ * of any copies (OID_KIND_FILE, OID_KIND_FILEC), whether a chunk is
+ * stored replicated or as an erasure-coded stripe of the same oid. A
+ * file layout whose data is erasure-coded under other oids of the
+ * inode, when there is one, is added here (and its oid kind to
+ * objcap_of_oid, mapped to OBJCAP_FILE). Volume data of any kind,
+ * replicated or EC, is the volume's cap (vol_caps, owner the vid), the
+ * kind mapped to OBJCAP_VOL in objcap_of_oid: nothing here changes.
+ */
+static int cap_owner_of_file(const struct sdfs_attr *a)
+{
+	return S_ISREG(a->mode) && a->layout == SDFS_LAYOUT_OBJECTS;
+}
+
 static void sign_one(struct ns *ns, const struct ns_caller *who, unsigned kind,
 		     uint64_t owner, unsigned rights, int64_t expiry, uint8_t *out)
 {
@@ -96,7 +120,7 @@ static int file_caps(struct ns *ns, const struct ns_caller *who,
 
 	if (ret)
 		return ret;
-	if (!S_ISREG(in.a.mode) || in.a.layout != SDFS_LAYOUT_OBJECTS)
+	if (!cap_owner_of_file(&in.a))
 		return -EINVAL;
 	ret = may_best(ns, who, &in, &want, best);
 	if (ret)
@@ -191,8 +215,7 @@ void ns_objcap_attach(struct ns *ns, const struct ns_caller *who, unsigned op,
 	     op != SDFS_OP_NS_MKNOD) || !atomic_load(&ns->objcap_on) ||
 	    rep->len < SDFS_ATTR_SIZE || (rep->len - SDFS_ATTR_SIZE) % SDFS_ATTR_SIZE ||
 	    proto_attr_decode(rep->data, rep->len, &in.a) ||
-	    !S_ISREG(in.a.mode) || in.a.layout != SDFS_LAYOUT_OBJECTS ||
-	    may_best(ns, who, &in, &want, 1))
+	    !cap_owner_of_file(&in.a) || may_best(ns, who, &in, &want, 1))
 		return;
 	nd = realloc(rep->data, rep->len + OBJCAP_WIRE_SIZE);
 	if (!nd)

@@ -41,6 +41,18 @@ static uint32_t now_s(void)
 	return (uint32_t)(net_now_ms() / 1000);
 }
 
+/* SDFS_VOL_FAULT=@what (tests, vol_ec_test.c): the process dies here,
+ * as a writer killed between two steps of a seal. */
+static void fault_point(const char *what)
+{
+	const char *f = getenv("SDFS_VOL_FAULT");
+
+	if (f && !strcmp(f, what)) {
+		log_warn("SDFS_VOL_FAULT=%s: exiting", what);
+		_exit(99);
+	}
+}
+
 /* The bytes sealed by the last vol_seal_chunk that returned 1 (for
  * sdfs_vol_seal's count; per thread). */
 static __thread uint64_t seal_bytes;
@@ -74,6 +86,7 @@ int vol_seal_chunk(struct sdfs_vol *v, uint64_t chunk)
 	ret = sdfs_ec_put(v->s, oid_vstripe(vid, chunk), ec_k(v), ec_m(v), buf, (size_t)got);
 	if (ret)
 		goto out;
+	fault_point("seal_after_put");
 	/* Readers now take the stripe, writers the chunk lock (ours).
 	 * A write that counted itself before this store shows in wact: the
 	 * stripe may miss it, so the chunk stays replicated. */

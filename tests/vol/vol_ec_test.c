@@ -24,6 +24,10 @@
  *                   first sdfs_ec_put and the index update: the chunk
  *                   still reads from its replicated object; a later seal
  *                   seals everything, one version of each stripe.
+ *   seal_races      writes into random chunks while another thread
+ *                   seals every chunk in a loop and the background
+ *                   sealer (ec_seal_after_s 1) runs: every acknowledged
+ *                   write reads back; left alone, the sealer seals all.
  *   snapshot        sealed chunks frozen in a snapshot; writes into them
  *                   from the live state (the snapshot's stripes stay),
  *                   sealed again and written again (its own stripe
@@ -358,6 +362,8 @@ struct writer {
 	atomic_int stop;
 	unsigned writes;
 	uint64_t seed;
+	uint64_t span;          /* bytes written into: [0, span) */
+	uint64_t sealed;        /* sealer_loop: chunks it sealed */
 };
 
 /* Overwrite random pieces of the first half until told to stop (the
@@ -368,7 +374,7 @@ static void *writer_main(void *arg)
 	uint8_t *b = malloc(OSZ);
 
 	while (!atomic_load(&w->stop)) {
-		uint64_t r = trand(&w->seed), off = r % (SIZE / 2 - 65536);
+		uint64_t r = trand(&w->seed), off = r % (w->span - 65536);
 		size_t len = 1 + (size_t)(trand(&w->seed) % 65536);
 		uint64_t tag = 100 + w->writes;
 		int ret;
@@ -390,7 +396,8 @@ Test(vol_ec, holders_killed)
 	struct sdfs_vol *v = wopen(ino);
 	struct sdfs_vol_seal_stat st;
 	struct sdfs_vol_info vi;
-	struct writer w = { .v = v, .model = model, .seed = tseed("vol_ec holders_killed") };
+	struct writer w = { .v = v, .model = model, .seed = tseed("vol_ec holders_killed"),
+			    .span = SIZE / 2 };
 	uint32_t ids[K + M];
 	unsigned degraded = 0, rebuilt = 0;
 	char name[32];
@@ -565,4 +572,65 @@ Test(vol_ec, snapshot)
 	wait_no_stripe(v2.vid, 1);
 	free(model);
 	free(snap);
+}
+
+static void *sealer_loop(void *arg)
+{
+	struct writer *w = arg;
+	struct sdfs_vol_seal_stat st;
+
+	while (!atomic_load(&w->stop)) {
+		int ret = sdfs_vol_seal(w->v, NULL, NULL, &st);
+
+		cr_assert_eq(ret, 0, "seal: %s", strerror(-ret));
+		w->sealed += st.sealed;
+	}
+	return NULL;
+}
+
+Test(vol_ec, seal_races)
+{
+	uint8_t *model = calloc(1, SIZE);
+	uint64_t ino = mkvol("v", SIZE);
+	struct sdfs_vol *v;
+	struct writer w = { .model = model, .seed = tseed("vol_ec seal_races"), .span = SIZE };
+	struct writer sw = { 0 };
+	struct sdfs_vol_info vi;
+	pthread_t th, th2;
+	int64_t end;
+	uint64_t left;
+
+	sdfs_set_ec_seal_after(cl(), 1);
+	v = wopen(ino);
+	sdfs_vol_get_info(v, &vi);
+	w.v = sw.v = v;
+	put(v, model, 0, SIZE, 1);
+	pthread_create(&th, NULL, writer_main, &w);
+	pthread_create(&th2, NULL, sealer_loop, &sw);
+	tsleep_ms(4000);
+	atomic_store(&w.stop, 1);
+	atomic_store(&sw.stop, 1);
+	pthread_join(th, NULL);
+	pthread_join(th2, NULL);
+	cr_log_info("%u writes, %" PRIu64 " seals racing them", w.writes, sw.sealed);
+	cr_assert_gt(w.writes, 50);
+	cr_assert_gt(sw.sealed, 10);
+	check(v, model, "writes racing seals");
+	/* left alone: the background sealer seals every chunk */
+	end = tnow_ms() + 20000;
+	do {
+		left = 0;
+		for (uint64_t c = 0; c < CHUNKS; c++)
+			left += !sdfs_vol_chunk_sealed(v, c);
+		if (left)
+			tsleep_ms(200);
+	} while (left && tnow_ms() < end);
+	cr_assert_eq(left, 0, "%" PRIu64 " chunks not sealed by the background sealer", left);
+	for (uint64_t c = 0; c < CHUNKS; c++)
+		assert_sealed(v, c);
+	check(v, model, "sealed in the background");
+	sdfs_vol_close(v);
+	check_fresh(ino, NULL, model, "sealed in the background, a reader");
+	sdfs_set_ec_seal_after(cl(), 0);
+	free(model);
 }

@@ -385,6 +385,11 @@ static void tree_print(const struct tree *tr, int json)
 		       cli_human(r->m->size, size, sizeof(size)), wo, r->m->objects,
 		       cli_time(r->m->ctime_ns, when, sizeof(when)));
 	}
+	/* one policy per family (its members copy the first's) */
+	if (tr->nrows && policy_is_ec(tr->rows[0].m->copies))
+		printf("policy %s: cold chunks sealed as stripes, %u copies while "
+		       "written\n", policy_str(tr->rows[0].m->copies, pol, sizeof(pol)),
+		       policy_copies(tr->rows[0].m->copies));
 }
 
 static int vol_tree(struct cli *cli, struct sdfs *s, const struct vol_args *a)

@@ -338,6 +338,12 @@ Test(vol_ec, policy_cli)
 	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "vol tree /ecd/v --json"), 0);
 	cr_assert(strstr(out, "\"policy\": \"ec=2+1\""), "%s", out);
 	free(out);
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "vol tree /ecd/v"), 0);
+	cr_assert(strstr(out, "policy ec=2+1"), "%s", out);
+	free(out);
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "vol info /ecd/v"), 0);
+	cr_assert(strstr(out, "policy     ec=2+1"), "%s", out);
+	free(out);
 	cr_assert_eq(sdfs_ns_create(cl(), d.ino, "file", 0644, 0, 0, &f), 0);
 	cr_assert_eq(f.copies, M + 1, "a file under ec=2+1: copies %u", f.copies);
 

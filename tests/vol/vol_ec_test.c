@@ -15,7 +15,8 @@
  *   policy_cli      `vol create --policy ec=3+2` refused in one line;
  *                   `fs setpolicy DIR ec=2+1`: fs stat says so, a volume
  *                   made in DIR is ec=2+1 (vol info, vol tree), a file
- *                   made in DIR has 2 copies; `vol seal --json`.
+ *                   made in DIR has 2 copies; `vol seal --json`; 4+2 on
+ *                   4 nodes: writes work, seals fail (ENODEV), clearly.
  *   holders_killed  a sealed volume overwritten at random while a strip
  *                   holder (m = 1) is SIGKILLed: every acknowledged
  *                   write reads back, sealed chunks degraded-read; the
@@ -359,6 +360,24 @@ Test(vol_ec, policy_cli)
 	cr_assert_neq(tcluster_sdfs(tc, NULL, &err, "vol seal /ecd/file"), 0);
 	free(err);
 	check_fresh(ino, NULL, model, "sealed by the CLI");
+
+	/* 4+2 on 4 nodes (made through the API: the CLI wants --force):
+	 * writes work (3 copies), seals fail clearly and change nothing */
+	struct sdfs_vol_seal_stat st;
+
+	cr_assert_eq(sdfs_vol_create(cl(), 1, "wide", 0600, 0, 0, SIZE, policy_ec(4, 2), OSZ,
+				     &f), 0);
+	v = wopen(f.ino);
+	memset(model, 0, SIZE);
+	put(v, model, 0, 2 * OSZ, 6);
+	cr_assert_eq(sdfs_vol_seal(v, NULL, NULL, &st), -ENODEV);
+	cr_assert(!sdfs_vol_chunk_sealed(v, 0));
+	check(v, model, "4+2 on 4 nodes");
+	sdfs_vol_close(v);
+	cr_assert_eq(tcluster_sdfs(tc, NULL, &err, "vol seal /wide"), 1);
+	cr_assert(strstr(err, "cannot place 4+2 strips"), "%s", err);
+	free(err);
+	check_fresh(f.ino, NULL, model, "4+2 on 4 nodes, a reader");
 	free(model);
 }
 

@@ -29,6 +29,12 @@
  *                   seals every chunk in a loop and the background
  *                   sealer (ec_seal_after_s 1) runs: every acknowledged
  *                   write reads back; left alone, the sealer seals all.
+ *   vol_ec42::two_holders_killed  4+2 on 7 nodes: sealed (6 strip files
+ *                   per chunk, no replicated object), two holders of
+ *                   data strips SIGKILLed: every chunk reads back
+ *                   (degraded, strips rebuilt), writes into sealed
+ *                   chunks unseal from the degraded stripes. Logs the
+ *                   seal rate and bytes per byte.
  *   snapshot        sealed chunks frozen in a snapshot; writes into them
  *                   from the live state (the snapshot's stripes stay),
  *                   sealed again and written again (its own stripe
@@ -173,13 +179,18 @@ static size_t strips(uint64_t oid, size_t *data, uint64_t *bytes)
 	return tomb;
 }
 
-static int repl_exists(uint64_t vid, uint64_t chunk)
+static int repl_exists_c(uint64_t vid, uint64_t chunk, unsigned copies)
 {
 	struct sdfs_obj_info oi;
-	int ret = sdfs_obj_stat(cl(), oid_vdata(vid, chunk, M + 1), &oi);
+	int ret = sdfs_obj_stat(cl(), oid_vdata(vid, chunk, copies), &oi);
 
 	cr_assert(ret == 0 || ret == -ENOENT, "stat: %s", strerror(-ret));
 	return ret == 0;
+}
+
+static int repl_exists(uint64_t vid, uint64_t chunk)
+{
+	return repl_exists_c(vid, chunk, M + 1);
 }
 
 /* Chunk @c of @v's live vid is sealed for real: entry, no replicated
@@ -446,7 +457,7 @@ Test(vol_ec, holders_killed)
 	tsleep_ms(300);
 	cr_log_info("killing %s (strip 0 of chunk 0) after %u writes", name, w.writes);
 	cr_assert_eq(tcluster_kill(tc, name), 0);
-	tsleep_ms(5000);
+	tsleep_ms(4000);       /* the node goes out after 3 s */
 	atomic_store(&w.stop, 1);
 	pthread_join(th, NULL);
 	cr_log_info("%u writes acknowledged", w.writes);
@@ -632,7 +643,7 @@ Test(vol_ec, seal_races)
 	put(v, model, 0, SIZE, 1);
 	pthread_create(&th, NULL, writer_main, &w);
 	pthread_create(&th2, NULL, sealer_loop, &sw);
-	tsleep_ms(4000);
+	tsleep_ms(3000);
 	atomic_store(&w.stop, 1);
 	atomic_store(&sw.stop, 1);
 	pthread_join(th, NULL);
@@ -657,5 +668,82 @@ Test(vol_ec, seal_races)
 	sdfs_vol_close(v);
 	check_fresh(ino, NULL, model, "sealed in the background, a reader");
 	sdfs_set_ec_seal_after(cl(), 0);
+	free(model);
+}
+
+/* ---- 4+2 on 7 nodes: two holders lost ---- */
+
+static void up7(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 7, .mds = 1,
+						     .out_grace_s = 3 });
+}
+
+TestSuite(vol_ec42, .init = up7, .fini = down, .timeout = 240);
+
+Test(vol_ec42, two_holders_killed)
+{
+	uint8_t *model = calloc(1, SIZE), *b = malloc(OSZ);
+	struct sdfs_stat st;
+	struct sdfs_vol_seal_stat ss;
+	struct sdfs_vol_info vi;
+	struct sdfs_vol *v;
+	uint32_t ids[6];
+	char n0[32], n1[32];
+	uint64_t disk = 0, rebuilt = 0;
+	int64_t t0;
+
+	cr_assert_eq(sdfs_vol_create(cl(), 1, "v", 0600, 0, 0, SIZE, policy_ec(4, 2), OSZ, &st),
+		     0);
+	v = wopen(st.ino);
+	sdfs_vol_get_info(v, &vi);
+	put(v, model, 0, SIZE, 7);
+	t0 = tnow_ms();
+	cr_assert_eq(sdfs_vol_seal(v, NULL, NULL, &ss), 0);
+	t0 = tnow_ms() - t0;
+	cr_assert_eq(ss.sealed, CHUNKS);
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		size_t data;
+		uint64_t bytes;
+
+		cr_assert(sdfs_vol_chunk_sealed(v, c));
+		cr_assert(!repl_exists_c(vi.vid, c, 3), "chunk %" PRIu64 ": replicated object "
+			  "left", c);
+		strips(oid_vstripe(vi.vid, c), &data, &bytes);
+		cr_assert_eq(data, 6, "chunk %" PRIu64 ": %zu strip files", c, data);
+		disk += bytes;
+	}
+	cr_log_info("4+2: sealed %" PRIu64 " bytes in %" PRId64 " ms (%.1f MB/s); strip files "
+		    "hold %.3f bytes per byte (3 while written, copies=3: 3)", ss.bytes, t0,
+		    t0 > 0 ? (double)ss.bytes / 1e3 / (double)t0 : 0.0,
+		    (double)disk / (double)ss.bytes);
+	cr_assert_lt(disk, ss.bytes * 16 / 10);
+
+	/* two holders of chunk 0's data strips die */
+	cr_assert_eq(sdfs_ec_locate(cl(), oid_vstripe(vi.vid, 0), 4, 2, ids, 6), 6);
+	cr_assert(tcluster_node_name(tc, ids[0], n0, sizeof(n0)));
+	cr_assert(tcluster_node_name(tc, ids[1], n1, sizeof(n1)));
+	cr_assert_eq(tcluster_kill(tc, n0), 0);
+	cr_assert_eq(tcluster_kill(tc, n1), 0);
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		struct sdfs_ec_rstat rs;
+
+		cr_assert_eq(sdfs_ec_read_ex(cl(), oid_vstripe(vi.vid, c), 4, 2, b, OSZ, 0, &rs),
+			     (ssize_t)OSZ, "chunk %" PRIu64, c);
+		rebuilt += rs.rebuilt;
+	}
+	cr_log_info("%s and %s killed: %" PRIu64 " data strips rebuilt reading 12 chunks", n0,
+		    n1, rebuilt);
+	cr_assert_geq(rebuilt, 2);
+	check(v, model, "4+2, two holders down");
+	/* writes into sealed chunks unseal from the degraded stripe; the
+	 * replicated objects (3 copies) go where the map lets them */
+	put(v, model, 5, 1000, 8);
+	put(v, model, 5 * OSZ + 4096, 70000, 9);
+	cr_assert(!sdfs_vol_chunk_sealed(v, 0) && !sdfs_vol_chunk_sealed(v, 5));
+	check(v, model, "4+2, written while degraded");
+	sdfs_vol_close(v);
+	check_fresh(st.ino, NULL, model, "4+2, a reader");
+	free(b);
 	free(model);
 }

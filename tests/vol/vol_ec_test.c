@@ -288,7 +288,16 @@ Test(vol_ec, seal_read)
 	check_fresh(ino, NULL, model, "sealed, a reader");
 
 	/* a write into a sealed chunk: replicated again, its stripe gone */
+	t0 = tnow_ms();
 	put(v, model, 2 * OSZ + 777, 10000, 2);
+	t0 = tnow_ms() - t0;
+	{
+		int64_t t1 = tnow_ms();
+
+		put(v, model, 2 * OSZ + 20000, 10000, 2);
+		cr_log_info("a 10000-byte write into a sealed 1 MiB chunk took %" PRId64 " ms "
+			    "(unseal), the next one %" PRId64 " ms", t0, tnow_ms() - t1);
+	}
 	cr_assert(!sdfs_vol_chunk_sealed(v, 2));
 	cr_assert(repl_exists(vi.vid, 2));
 	assert_no_stripe(vi.vid, 2);

@@ -34,7 +34,28 @@ static int parse_size_arg(const char *what, const char *path, const char *v,
 	return 0;
 }
 
-static void info_json(const char *path, const struct vol_target *t,
+/* An EC volume's chunks with data (*@held) and sealed ones, by its
+ * index (the live state or @t's snapshot); -1 if it cannot be read. */
+static int64_t sealed_chunks(struct sdfs *s, const struct vol_target *t, int64_t *held)
+{
+	struct sdfs_vol_info vi;
+	struct sdfs_vol *v;
+	int64_t n = 0;
+
+	*held = 0;
+	if (t->snap[0] ? sdfs_vol_open_snap(s, t->st.ino, t->snap, &v) :
+	    sdfs_vol_open(s, t->st.ino, 0, NULL, &v))
+		return -1;
+	sdfs_vol_get_info(v, &vi);
+	for (uint64_t c = 0; vi.obj_size && c * vi.obj_size < vi.size; c++) {
+		*held += sdfs_vol_chunk_owner(v, c) != 0;
+		n += sdfs_vol_chunk_sealed(v, c);
+	}
+	sdfs_vol_close(v);
+	return n;
+}
+
+static void info_json(struct sdfs *s, const char *path, const struct vol_target *t,
 		      const struct sdfs_vol_info *vi, unsigned copies, size_t nsnaps,
 		      int64_t objects)
 {
@@ -55,6 +76,13 @@ static void info_json(const char *path, const struct vol_target *t,
 	       policy_copies(vi->copies), policy_str(vi->copies, pol, sizeof(pol)), nsnaps);
 	if (objects >= 0)
 		printf(", \"objects\": %" PRId64, objects);
+	if (t && policy_is_ec(vi->copies)) {
+		int64_t held, sealed = sealed_chunks(s, t, &held);
+
+		if (sealed >= 0)
+			printf(", \"chunks_written\": %" PRId64 ", \"chunks_sealed\": %" PRId64,
+			       held, sealed);
+	}
 	printf(", \"ctime_ns\": %" PRId64 ", \"created\": \"%s\"}\n", vi->ctime_ns,
 	       cli_time(vi->ctime_ns, when, sizeof(when)));
 }
@@ -95,7 +123,7 @@ static int vol_create(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		ret = sdfs_vol_info(s, st.ino, NULL, &vi);
 		if (ret)
 			return vol_cli_fail(s, "vol create", NULL, path, ret);
-		info_json(path, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
+		info_json(s, path, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
 	}
 	return 0;
 }
@@ -138,7 +166,7 @@ static int vol_info(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	objects = owned_objects(s, t.st.ino, vi.vid);
 	copies = vol_cli_copies(s, vi.copies);
 	if (cli->json) {
-		info_json(t.path, &t, &vi, copies, nsnaps, objects);
+		info_json(s, t.path, &t, &vi, copies, nsnaps, objects);
 		return 0;
 	}
 	printf("path       %s\n", t.path);
@@ -152,10 +180,16 @@ static int vol_info(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		       cli_human((uint64_t)objects * vi.obj_size, b2, sizeof(b2)));
 	printf("obj_size   %s\n", cli_human(vi.obj_size, b1, sizeof(b1)));
 	printf("copies     %u%s\n", copies, vi.copies ? "" : " (the cluster's)");
-	if (policy_is_ec(vi.copies))
+	if (policy_is_ec(vi.copies)) {
+		int64_t held, sealed = sealed_chunks(s, &t, &held);
+
 		printf("policy     ec=%u+%u (chunks not written for a while are sealed "
 		       "as stripes; %u copies while written)\n", policy_ec_k(vi.copies),
 		       policy_ec_m(vi.copies), copies);
+		if (sealed >= 0)
+			printf("sealed     %" PRId64 " of %" PRId64 " chunks with data\n", sealed,
+			       held);
+	}
 	printf("snapshots  %zu\n", nsnaps);
 	printf("family     %" PRIu64 "\n", vi.family);
 	if (vi.parent)
@@ -236,7 +270,7 @@ static int vol_clone(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		ret = sdfs_vol_info(s, st.ino, NULL, &vi);
 		if (ret)
 			return vol_cli_fail(s, "vol clone", NULL, newpath, ret);
-		info_json(newpath, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
+		info_json(s, newpath, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
 	}
 	return 0;
 }

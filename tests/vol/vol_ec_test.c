@@ -377,6 +377,12 @@ Test(vol_ec, policy_cli)
 	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "vol seal /ecd/v --json"), 0);
 	cr_assert(strstr(out, "\"sealed\": 4"), "%s", out);
 	free(out);
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "vol info /ecd/v"), 0);
+	cr_assert(strstr(out, "sealed     4 of 4 chunks with data"), "%s", out);
+	free(out);
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "vol info /ecd/v --json"), 0);
+	cr_assert(strstr(out, "\"chunks_written\": 4, \"chunks_sealed\": 4"), "%s", out);
+	free(out);
 	cr_assert_neq(tcluster_sdfs(tc, NULL, &err, "vol seal /ecd/file"), 0);
 	free(err);
 	check_fresh(ino, NULL, model, "sealed by the CLI");

@@ -24,6 +24,7 @@ void conf_init(struct sdfs_conf *c)
 	c->replica_timeout_ms = 1500;
 	c->lease_ms = 2000;
 	c->read_timeout_ms = 1000;
+	c->ec_seal_after_s = 60;
 	strcpy(c->keyring, CONF_DEFAULT_KEYRING);
 	c->objcap_lifetime_ms = 600000;
 	c->mds_sync_interval_ms = 1000;
@@ -192,6 +193,8 @@ int conf_load(const char *path, struct sdfs_conf *c, char *err, size_t errlen)
 			ret = parse_ms(v, &c->lease_ms);
 		} else if (strcmp(k, "read_timeout_ms") == 0) {
 			ret = parse_ms(v, &c->read_timeout_ms);
+		} else if (strcmp(k, "ec_seal_after_s") == 0) {
+			ret = parse_count(v, 0, 2147483647, &c->ec_seal_after_s);
 		} else if (strcmp(k, "keyring") == 0) {
 			if (!*v || strlen(v) >= sizeof(c->keyring)) {
 				ret = -EINVAL;

@@ -23,6 +23,7 @@
  *   scrub_interval_s = 604800              blockd: a scrub pass this often
  *   fill_mbps = 32                         blockd: the copy-on-write filler's rate
  *   reclaim_interval_s = 10                sdfs-mds: volume reclaim looks this often
+ *   ec_seal_after_s = 60                   clients: seal EC volume chunks this cold
  *
  * Found from -c FILE, else $SDFS_CONF, else /etc/sdfs/sdfs.conf.
  * Unknown keys are ignored (newer files stay readable); malformed lines
@@ -60,6 +61,9 @@ struct sdfs_conf {
 	int replica_timeout_ms;         /* a try waits this long for a replica */
 	int lease_ms;                   /* blockd serving lease (blockd/lease.h) */
 	int read_timeout_ms;    /* a read asks the next replica after this */
+	/* libsdfs: a writer of an erasure-coded volume seals a chunk not
+	 * written for this many seconds (docs/ec.md); 0: never */
+	int ec_seal_after_s;
 	/* The keyring (common/keys.h) a program proves itself with
 	 * (common/auth.h): libsdfs's sdfs_open, sdfs-blockd, sdfs-mds.
 	 * keyring_set: the file named it (a missing file is then an

@@ -10,6 +10,9 @@
  *              setpolicy`, docs/policy.md)
  *   kind 0x2c  volume index (docs/volumes.md): vid << 20 | 0
  *   kind 0x3c  volume data: owning vid << 20 | chunk
+ *   kind 0x40  a sealed chunk of an erasure-coded volume: an EC object
+ *              (sdfs_ec_*, its code from the volume's policy, common/
+ *              policy.h): owning vid << 20 | chunk (docs/ec.md)
  * Volume kinds carry the volume's number of copies in their low nibble
  * (c = 0: the cluster's), and so do the files' 0x1c, so placement and
  * recovery, which see only the oid, agree on it everywhere: oid_copies().
@@ -26,6 +29,7 @@
 #define OID_KIND_FILEC   0x10u   /* | copies (1..15): file data, own copies */
 #define OID_KIND_VINDEX  0x20u   /* | copies */
 #define OID_KIND_VDATA   0x30u   /* | copies */
+#define OID_KIND_VSTRIPE 0x40u  /* EC object: a sealed volume chunk */
 #define OID_COPIES_MAX   15u     /* what a volume kind can say */
 #define OID_CHUNK_BITS   20
 #define OID_OWNER_BITS   36
@@ -70,6 +74,13 @@ static inline uint64_t oid_vindex(uint64_t vid, unsigned copies)
 static inline uint64_t oid_vdata(uint64_t vid, uint64_t chunk, unsigned copies)
 {
 	return oid_make(OID_KIND_VDATA | (copies & 0xfu), vid, chunk);
+}
+
+/* The EC object (sdfs_ec_*) holding chunk @chunk owned by @vid once
+ * sealed (an erasure-coded volume, docs/ec.md "EC volumes"). */
+static inline uint64_t oid_vstripe(uint64_t vid, uint64_t chunk)
+{
+	return oid_make(OID_KIND_VSTRIPE, vid, chunk);
 }
 
 /* Chunk @chunk of the file @ino whose inode says @copies (0: the

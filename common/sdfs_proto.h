@@ -113,6 +113,14 @@
  *        = a vid; admin and daemon keys): fill now every object on the
  *        node backed by one of that vid's, before they are freed. A 2.3
  *        daemon answers UNKNOWN_OP (it has none).
+ *   2.5  (ec volumes) the 16-bit copies of an inode (attributes), a
+ *        volume record (sdfs_vol_info) and SETATTR SDFS_SET_COPIES /
+ *        NS_VOL_CREATE's flags may carry an erasure code (common/
+ *        policy.h: k in bits 8..12, m in 13..15, copies m + 1); layouts
+ *        unchanged. An older mds refuses such a field (EINVAL). Index
+ *        entries of an EC volume may carry VOLIDX_SEALED (common/
+ *        volidx.h): a chunk stored as EC object oid_vstripe; clients
+ *        before 2.5 must not write or read EC volumes.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -122,7 +130,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 4              /* bump = additions only */
+#define SDFS_PROTO_MINOR 5              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */

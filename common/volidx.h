@@ -12,6 +12,13 @@
  * mds writes a whole index when it copies one (snapshot, clone,
  * rollback). The header is written once, with the first entry.
  *
+ * Bit 31 of an entry (VOLIDX_SEALED) says the chunk of an erasure-coded
+ * volume is sealed: its data is the EC object oid_vstripe(owner, chunk),
+ * not the replicated oid_vdata (docs/ec.md "EC volumes"); the owner is
+ * the other 31 bits (a state of an EC volume is sealed only while its
+ * vid is below 2^31). Volumes without a code never set it and their
+ * entries are the whole 32-bit vid, as before: @ec says which.
+ *
  * Pure inline functions; no state.
  */
 #ifndef SDFS_COMMON_VOLIDX_H
@@ -71,6 +78,20 @@ static inline int volidx_hdr_decode(const uint8_t *in, size_t len, struct volidx
 	memcpy(&v32, in + 24, 4); h->obj_size = le32toh(v32);
 	memcpy(&v32, in + 28, 4); h->copies = le32toh(v32);
 	return 0;
+}
+
+#define VOLIDX_SEALED 0x80000000u
+
+/* The owning vid of entry @e of a volume with (@ec) or without an
+ * erasure code, and whether it is sealed. */
+static inline uint32_t volidx_owner(uint32_t e, int ec)
+{
+	return ec ? e & ~VOLIDX_SEALED : e;
+}
+
+static inline int volidx_sealed(uint32_t e, int ec)
+{
+	return ec && (e & VOLIDX_SEALED) != 0;
 }
 
 static inline uint32_t volidx_entry_get(const uint8_t *p)

@@ -277,6 +277,7 @@ static int connect_kr(const char *zk_hosts, const char *cluster, int timeout_ms,
 	s->timeout_ms = timeout_ms > 0 ? timeout_ms : 10000;
 	atomic_init(&s->replica_timeout_ms, 1500);
 	s->read_timeout_ms = SDFS_READ_TIMEOUT_MS;
+	atomic_init(&s->ec_seal_after_s, SDFS_EC_SEAL_AFTER_S);
 	snprintf(s->cluster, sizeof(s->cluster), "%s", cluster);
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->lock_mu, NULL);
@@ -380,6 +381,7 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 	if (ret == 0) {
 		sdfs_set_replica_timeout(*out, conf.replica_timeout_ms);
 		sdfs_set_read_timeout(*out, conf.read_timeout_ms);
+		sdfs_set_ec_seal_after(*out, conf.ec_seal_after_s);
 	}
 	return ret;
 }
@@ -402,6 +404,12 @@ void sdfs_close(struct sdfs *s)
 	pthread_mutex_destroy(&s->wake_mu);
 	pthread_cond_destroy(&s->wake_cond);
 	free(s);
+}
+
+void sdfs_set_ec_seal_after(struct sdfs *s, int secs)
+{
+	if (secs >= 0)
+		atomic_store(&s->ec_seal_after_s, secs);
 }
 
 void sdfs_set_read_timeout(struct sdfs *s, int timeout_ms)

@@ -67,6 +67,9 @@ struct sdfs {
 	/* objio.c: a read asks the next replica too when one has not
 	 * answered in read_timeout_ms; the late ones, under late_mu */
 	int read_timeout_ms;
+	/* a volume writer seals a chunk of an EC volume not written for
+	 * this long (vol_seal.c; sdfs.conf ec_seal_after_s); 0: never */
+	atomic_int ec_seal_after_s;
 	atomic_int_fast64_t late_until_ms;      /* the latest until_ms set */
 	pthread_mutex_t late_mu;
 	struct client_late late[CLIENT_LATE_MAX];

@@ -11,6 +11,7 @@
 #include "common/coord_mds.h"
 #include "common/objcap.h"
 #include "common/oid.h"
+#include "common/policy.h"
 #include "common/proto.h"
 #include "libclient/client.h"
 #include "libclient/ns_int.h"
@@ -228,7 +229,7 @@ int sdfs_ns_setpolicy(struct sdfs *s, uint64_t ino, unsigned copies, struct sdfs
 {
 	struct sdfs_ns_req r = { .ino = ino, .flags = SDFS_SET_COPIES, .max = copies };
 
-	if (copies > OID_COPIES_MAX)
+	if (!policy_valid(copies))
 		return -EINVAL;
 	return setattr_call(s, &r, NULL, st);
 }

@@ -104,6 +104,12 @@ void sdfs_set_replica_timeout(struct sdfs *s, int timeout_ms);
  */
 #define SDFS_READ_TIMEOUT_MS 1000
 void sdfs_set_read_timeout(struct sdfs *s, int timeout_ms);
+/* A writer (sdfs_vol_open with SDFS_VOL_WRITE) of an erasure-coded
+ * volume opened after this call seals, in the background, each chunk
+ * of its own not written for @secs seconds (sdfs.conf ec_seal_after_s,
+ * default SDFS_EC_SEAL_AFTER_S); 0: never (sdfs_vol_seal still does). */
+#define SDFS_EC_SEAL_AFTER_S 60
+void sdfs_set_ec_seal_after(struct sdfs *s, int secs);
 
 /* ---- cluster ---- */
 
@@ -847,6 +853,25 @@ void sdfs_vol_get_info(struct sdfs_vol *v, struct sdfs_vol_info *vi);
 /* Who owns chunk @chunk (the vid whose object holds it; 0: never
  * written); for SEEK_DATA and diffs. Chunk size: vi.obj_size. */
 uint64_t sdfs_vol_chunk_owner(struct sdfs_vol *v, uint64_t chunk);
+/* Is chunk @chunk sealed (an erasure-coded volume's chunk stored as a
+ * stripe, docs/ec.md "EC volumes")? */
+int sdfs_vol_chunk_sealed(struct sdfs_vol *v, uint64_t chunk);
+/*
+ * Seal every chunk this writer owns that is still replicated, now
+ * (whatever ec_seal_after_s says), one after the other: read it, store
+ * it as an EC object (sdfs_ec_put), mark its index entry sealed, remove
+ * the replicated object. Chunks of ancestors (a snapshot's, a clone's
+ * source's) stay as they are. @progress (may be NULL) is called after
+ * each chunk looked at with the chunks done and the total. Fills @st
+ * (may be NULL): chunks sealed, and bytes they hold. -EROFS without
+ * SDFS_VOL_WRITE; -EMEDIUMTYPE: the volume has no erasure code;
+ * -ENODEV: the cluster cannot place k + m strips; else sdfs_ec_put's.
+ */
+struct sdfs_vol_seal_stat {
+	uint64_t chunks, sealed, skipped, bytes;
+};
+int sdfs_vol_seal(struct sdfs_vol *v, void (*progress)(void *arg, uint64_t done,
+		  uint64_t total), void *arg, struct sdfs_vol_seal_stat *st);
 /* Flush, release the lock, free. NULL ok. */
 void sdfs_vol_close(struct sdfs_vol *v);
 

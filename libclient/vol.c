@@ -23,7 +23,8 @@ static void sleep_ms(int ms)
 
 int vol_grow_cap(struct sdfs_vol *v, uint64_t chunks)
 {
-	_Atomic uint32_t *idx;
+	_Atomic uint32_t *idx, *wsec;
+	_Atomic uint64_t *wact;
 	uint32_t *ixbuf;
 
 	if (chunks <= v->cap)
@@ -38,9 +39,19 @@ int vol_grow_cap(struct sdfs_vol *v, uint64_t chunks)
 	if (!ixbuf)
 		return -ENOMEM;
 	v->ixbuf = ixbuf;
+	wsec = realloc((void *)v->wsec, chunks * sizeof(*wsec));
+	if (!wsec)
+		return -ENOMEM;
+	v->wsec = wsec;
+	wact = realloc((void *)v->wact, chunks * sizeof(*wact));
+	if (!wact)
+		return -ENOMEM;
+	v->wact = wact;
 	for (uint64_t i = v->cap; i < chunks; i++) {
 		atomic_init(&v->idx[i], 0);
 		v->ixbuf[i] = 0;
+		atomic_init(&v->wsec[i], (uint32_t)(net_now_ms() / 1000));
+		atomic_init(&v->wact[i], 0);
 	}
 	v->cap = chunks;
 	return 0;
@@ -95,6 +106,8 @@ static int index_load(struct sdfs_vol *v)
 
 		atomic_store(&v->idx[i], o);
 		v->ixbuf[i] = o;
+		/* a chunk's age counts from when this handle first saw it */
+		atomic_store(&v->wsec[i], (uint32_t)(net_now_ms() / 1000));
 	}
 	free(buf);
 	v->loaded_ms = net_now_ms();
@@ -254,6 +267,8 @@ static void vol_free(struct sdfs_vol *v)
 	pthread_mutex_destroy(&v->size_lock);
 	free((void *)v->idx);
 	free(v->ixbuf);
+	free((void *)v->wsec);
+	free((void *)v->wact);
 	free(v);
 }
 
@@ -298,6 +313,8 @@ static int vol_open_common(struct sdfs *s, uint64_t ino, unsigned flags,
 		ret = index_load(v);
 	if (ret)
 		goto fail;
+	if (v->writer)
+		vol_sealer_start(v);
 	*out = v;
 	return 0;
 fail:
@@ -326,7 +343,10 @@ void sdfs_vol_close(struct sdfs_vol *v)
 	if (!v)
 		return;
 	if (v->writer) {
-		int ret = sdfs_vol_flush(v);
+		int ret;
+
+		vol_sealer_stop(v);
+		ret = sdfs_vol_flush(v);
 
 		if (ret)
 			log_warn("volume ino=%" PRIu64 ": flush at close: %s", v->ino,
@@ -359,7 +379,18 @@ uint64_t sdfs_vol_chunk_owner(struct sdfs_vol *v, uint64_t chunk)
 
 	pthread_rwlock_rdlock(&v->state);
 	if (chunk < v->cap)
-		o = atomic_load(&v->idx[chunk]);
+		o = volidx_owner(atomic_load(&v->idx[chunk]), vol_is_ec(v));
 	pthread_rwlock_unlock(&v->state);
 	return o;
+}
+
+int sdfs_vol_chunk_sealed(struct sdfs_vol *v, uint64_t chunk)
+{
+	int sealed = 0;
+
+	pthread_rwlock_rdlock(&v->state);
+	if (chunk < v->cap)
+		sealed = volidx_sealed(atomic_load(&v->idx[chunk]), vol_is_ec(v));
+	pthread_rwlock_unlock(&v->state);
+	return sealed;
 }

@@ -18,6 +18,15 @@
  * copy.h), one small request per replica; a daemon without it (2.1), a
  * key that needs object capabilities, or a source no holder could give
  * makes this client copy the chunk itself (read it, put it whole).
+ *
+ * Erasure-coded volumes (a code in vi.copies, common/policy.h; docs/
+ * ec.md "EC volumes"): an idx entry with VOLIDX_SEALED reads from the
+ * chunk's stripe; the sealer (vol_seal.c) turns a cold chunk of ours
+ * into one under its chunk lock, and a write into a sealed chunk makes
+ * it replicated again under the same lock. A write into a replicated
+ * chunk of ours takes no chunk lock: it counts itself in `wact` (in
+ * flight, writes done) and checks the entry again, so the sealer sees
+ * either the write or the writer sees the sealed entry.
  */
 #ifndef SDFS_LIBCLIENT_VOL_INT_H
 #define SDFS_LIBCLIENT_VOL_INT_H
@@ -27,6 +36,8 @@
 
 #include "common/coord_vol.h"
 #include "common/oid.h"
+#include "common/policy.h"
+#include "common/volidx.h"
 #include "libclient/client.h"
 
 #define VOL_CHUNK_LOCKS 64
@@ -62,6 +73,18 @@ struct sdfs_vol {
 
 	pthread_mutex_t chunk_locks[VOL_CHUNK_LOCKS];
 
+	/* per chunk, with idx (vol_grow_cap): last write (seconds,
+	 * net_now_ms() / 1000) and writes (high 32 bits done, low 32 in
+	 * flight) into our replicated chunks: the sealer's view */
+	_Atomic uint32_t *wsec;
+	_Atomic uint64_t *wact;
+	/* the sealer thread (vol_seal.c): EC writers with ec_seal_after_s */
+	pthread_t sealer;
+	int sealer_on, sealer_stop;
+	pthread_mutex_t smu;
+	pthread_cond_t scv;
+	atomic_uint_fast64_t sealed, unsealed;  /* chunks, by this handle */
+
 	/* copy-on-write (vol_io.c chunk_copy; docs/volumes.md
 	 * "Copy-on-write") */
 	int cow_client;                 /* $SDFS_VOL_COW=client: always the
@@ -82,6 +105,14 @@ static inline uint64_t vol_index_oid(const struct sdfs_vol *v)
 	return oid_vindex(v->vi.vid, v->vi.copies);
 }
 
+/* Has the volume an erasure code (its chunks may be sealed)? */
+static inline int vol_is_ec(const struct sdfs_vol *v)
+{
+	return policy_is_ec(v->vi.copies);
+}
+
+#define VOL_WACT_DONE (1ull << 32)      /* wact: one write done */
+
 /* vol.c */
 /* Re-read the live state after a write was refused as frozen (-EROFS)
  * by an I/O that started at generation @gen: waits until the mds shows a
@@ -98,4 +129,23 @@ void vol_io_init(struct sdfs_vol *v);
 void vol_io_destroy(struct sdfs_vol *v);
 /* Forget the index commit state after a reload (ixmu free). */
 void vol_io_reset(struct sdfs_vol *v);
+/* Set index entry @chunk to @e and wait until an index write with it is
+ * acknowledged (state shared). */
+int vol_index_commit(struct sdfs_vol *v, uint64_t chunk, uint32_t e);
+/* Read [in, in+n) of chunk @chunk as index entry @e says (0: zeros). */
+int vol_chunk_read(struct sdfs_vol *v, uint32_t e, uint64_t chunk, char *buf, size_t n,
+		   uint64_t in);
+
+/* vol_seal.c */
+/* Seal chunk @chunk of ours if it is replicated and no write is under
+ * way (state shared; takes its chunk lock): 1 sealed, 0 not (not ours,
+ * busy, empty), or -errno. */
+int vol_seal_chunk(struct sdfs_vol *v, uint64_t chunk);
+/* Chunk @chunk, sealed as @e, becomes ours and replicated with [in,
+ * in+n) = @data (NULL: zeros) over it (state shared, chunk lock held). */
+int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data,
+	       size_t n, uint64_t in);
+/* The sealer thread of a writer of an EC volume, if ec_seal_after_s. */
+void vol_sealer_start(struct sdfs_vol *v);
+void vol_sealer_stop(struct sdfs_vol *v);
 #endif

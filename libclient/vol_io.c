@@ -21,6 +21,8 @@ void vol_io_init(struct sdfs_vol *v)
 	pthread_mutex_init(&v->fmu, NULL);
 	for (int i = 0; i < VOL_CHUNK_LOCKS; i++)
 		pthread_mutex_init(&v->chunk_locks[i], NULL);
+	pthread_mutex_init(&v->smu, NULL);
+	pthread_cond_init(&v->scv, NULL);
 	v->dirty_lo = UINT64_MAX;
 	v->dirty_hi = 0;
 	const char *cow = getenv("SDFS_VOL_COW");
@@ -36,6 +38,8 @@ void vol_io_destroy(struct sdfs_vol *v)
 	pthread_mutex_destroy(&v->fmu);
 	for (int i = 0; i < VOL_CHUNK_LOCKS; i++)
 		pthread_mutex_destroy(&v->chunk_locks[i]);
+	pthread_mutex_destroy(&v->smu);
+	pthread_cond_destroy(&v->scv);
 	free(v->dirty);
 }
 
@@ -86,7 +90,7 @@ static void note_fenced(struct sdfs_vol *v, int err)
  * includes it is acknowledged; one write is in flight per volume and
  * carries every entry changed while the previous one was. state shared.
  */
-static int index_commit(struct sdfs_vol *v, uint64_t chunk, uint32_t owner)
+int vol_index_commit(struct sdfs_vol *v, uint64_t chunk, uint32_t owner)
 {
 	uint64_t mine;
 	int ret = 0;
@@ -154,17 +158,21 @@ static int index_commit(struct sdfs_vol *v, uint64_t chunk, uint32_t owner)
 	return ret;
 }
 
-/* Read chunk @chunk's bytes [in, in+n) owned by @owner into @buf. */
-static int chunk_read(struct sdfs_vol *v, uint64_t owner, uint64_t chunk, char *buf,
-		      size_t n, uint64_t in)
+int vol_chunk_read(struct sdfs_vol *v, uint32_t e, uint64_t chunk, char *buf, size_t n,
+		   uint64_t in)
 {
+	uint32_t owner = volidx_owner(e, vol_is_ec(v));
 	ssize_t got;
 
 	if (!owner) {
 		memset(buf, 0, n);
 		return 0;
 	}
-	got = sdfs_obj_read(v->s, oid_vdata(owner, chunk, v->vi.copies), buf, n, in);
+	if (volidx_sealed(e, vol_is_ec(v)))
+		got = sdfs_ec_read(v->s, oid_vstripe(owner, chunk), policy_ec_k(v->vi.copies),
+				   policy_ec_m(v->vi.copies), buf, n, in);
+	else
+		got = sdfs_obj_read(v->s, oid_vdata(owner, chunk, v->vi.copies), buf, n, in);
 	if (got < 0)
 		return (int)got;
 	if ((size_t)got < n)
@@ -248,6 +256,8 @@ static int chunk_make(struct sdfs_vol *v, uint64_t chunk, const char *data, size
 	uint64_t oid = oid_vdata(v->vi.vid, chunk, v->vi.copies);
 	int ret;
 
+	if (volidx_sealed(owner, vol_is_ec(v)))
+		return vol_unseal(v, chunk, owner, data, n, in);
 	if (!owner && data) {
 		/* A fresh chunk: a short object, holes read as zeros. An
 		 * object of ours left by a crash before its index update is
@@ -269,10 +279,44 @@ index:
 	if (ret)
 		return ret;
 	dirty_add(v, oid);
-	ret = index_commit(v, chunk, (uint32_t)v->vi.vid);
-	if (!ret)
+	ret = vol_index_commit(v, chunk, (uint32_t)v->vi.vid);
+	if (!ret) {
 		atomic_store(&v->idx[chunk], (uint32_t)v->vi.vid);
+		atomic_store(&v->wsec[chunk], (uint32_t)(net_now_ms() / 1000));
+	}
 	return ret;
+}
+
+/* Write [in, in+n) of our replicated chunk @chunk (@data NULL: zeros),
+ * counted in wact for the sealer (vol_int.h): 1 and the write's result,
+ * or 0 if the chunk is not ours and replicated (any more). */
+static int own_write(struct sdfs_vol *v, uint64_t chunk, const char *data, size_t n,
+		     uint64_t in, int *res)
+{
+	uint32_t vid = (uint32_t)v->vi.vid;
+	uint64_t oid = oid_vdata(vid, chunk, v->vi.copies);
+	int ret;
+
+	atomic_fetch_add(&v->wact[chunk], 1);
+	if (atomic_load(&v->idx[chunk]) != vid) {
+		atomic_fetch_sub(&v->wact[chunk], 1);
+		return 0;
+	}
+	if (data) {
+		ret = sdfs_obj_write_tok(v->s, oid, data, n, in, 0, v->token);
+	} else {
+		char *z = calloc(1, n);
+
+		ret = z ? sdfs_obj_write_tok(v->s, oid, z, n, in, 0, v->token) : -ENOMEM;
+		free(z);
+	}
+	if (!ret) {
+		dirty_add(v, oid);
+		atomic_store(&v->wsec[chunk], (uint32_t)(net_now_ms() / 1000));
+	}
+	atomic_fetch_add(&v->wact[chunk], VOL_WACT_DONE - 1);
+	*res = ret;
+	return 1;
 }
 
 /* Write one piece inside chunk @chunk (state shared). */
@@ -281,31 +325,22 @@ static int piece_write(struct sdfs_vol *v, uint64_t chunk, const char *data, siz
 {
 	uint32_t vid = (uint32_t)v->vi.vid, owner = atomic_load(&v->idx[chunk]);
 	pthread_mutex_t *cl = &v->chunk_locks[chunk % VOL_CHUNK_LOCKS];
-	uint64_t oid = oid_vdata(vid, chunk, v->vi.copies);
-	int ret;
+	int ret = 0;
 
 	if (!data && !owner)
 		return 0;       /* zeros already */
-	if (owner != vid) {
-		pthread_mutex_lock(cl);
-		owner = atomic_load(&v->idx[chunk]);
-		if (owner != vid) {
-			ret = chunk_make(v, chunk, data, n, in, owner);
-			pthread_mutex_unlock(cl);
-			return ret;
-		}
-		pthread_mutex_unlock(cl);
-	}
-	if (data)
-		ret = sdfs_obj_write_tok(v->s, oid, data, n, in, 0, v->token);
-	else {
-		char *z = calloc(1, n);
-
-		ret = z ? sdfs_obj_write_tok(v->s, oid, z, n, in, 0, v->token) : -ENOMEM;
-		free(z);
-	}
-	if (!ret)
-		dirty_add(v, oid);
+	if (owner == vid && own_write(v, chunk, data, n, in, &ret))
+		return ret;
+	/* Not ours, sealed, or sealed meanwhile: under the chunk lock. */
+	pthread_mutex_lock(cl);
+	owner = atomic_load(&v->idx[chunk]);
+	if (owner == vid && own_write(v, chunk, data, n, in, &ret))
+		;               /* the sealer waits for the lock */
+	else if (!data && !owner)
+		ret = 0;        /* dropped meanwhile */
+	else
+		ret = chunk_make(v, chunk, data, n, in, owner);
+	pthread_mutex_unlock(cl);
 	return ret;
 }
 
@@ -319,12 +354,22 @@ static int piece_drop(struct sdfs_vol *v, uint64_t chunk)
 	pthread_mutex_lock(cl);
 	owner = atomic_load(&v->idx[chunk]);
 	if (owner) {
-		ret = index_commit(v, chunk, 0);
+		ret = vol_index_commit(v, chunk, 0);
 		if (!ret) {
 			atomic_store(&v->idx[chunk], 0);
-			if (owner == v->vi.vid) {
-				ret = sdfs_obj_remove_tok(v->s, oid_vdata(owner, chunk,
+			if (volidx_owner(owner, vol_is_ec(v)) == v->vi.vid) {
+				ret = sdfs_obj_remove_tok(v->s, oid_vdata(v->vi.vid, chunk,
 						v->vi.copies), v->token);
+				if (ret == -ENOENT)
+					ret = 0;
+			}
+			/* Our stripe: nothing else names it (a snapshot would
+			 * have moved us to a new vid). */
+			if (!ret && volidx_sealed(owner, vol_is_ec(v)) &&
+			    volidx_owner(owner, 1) == v->vi.vid) {
+				ret = sdfs_ec_remove(v->s, oid_vstripe(v->vi.vid, chunk),
+						     policy_ec_k(v->vi.copies),
+						     policy_ec_m(v->vi.copies));
 				if (ret == -ENOENT)
 					ret = 0;
 			}
@@ -344,7 +389,7 @@ static int zeros_already(struct sdfs_vol *v, uint32_t owner, uint64_t chunk, siz
 
 	if (!buf)
 		return -ENOMEM;
-	ret = chunk_read(v, owner, chunk, buf, n, in);
+	ret = vol_chunk_read(v, owner, chunk, buf, n, in);
 	if (!ret)
 		ret = !buf[0] && !memcmp(buf, buf + 1, n - 1);
 	free(buf);
@@ -371,6 +416,8 @@ static int piece_zero(struct sdfs_vol *v, uint64_t chunk, size_t n, uint64_t in)
 
 	if (!owner)
 		return 0;
+	if (volidx_sealed(owner, vol_is_ec(v)))
+		return piece_write(v, chunk, NULL, n, in);      /* unsealed with zeros */
 	ret = sdfs_obj_stat(v->s, oid_vdata(owner, chunk, v->vi.copies), &oi);
 	if (ret)
 		return piece_write(v, chunk, NULL, n, in);      /* as before */
@@ -386,7 +433,7 @@ static int piece_zero(struct sdfs_vol *v, uint64_t chunk, size_t n, uint64_t in)
 	}
 	pthread_mutex_lock(cl);
 	if (atomic_load(&v->idx[chunk]) == owner) {
-		ret = index_commit(v, chunk, 0);
+		ret = vol_index_commit(v, chunk, 0);
 		if (!ret)
 			atomic_store(&v->idx[chunk], 0);
 		pthread_mutex_unlock(cl);
@@ -513,8 +560,12 @@ again:
 		size_t n = len - done < osz - in ? len - done : (size_t)(osz - in);
 		uint32_t owner = chunk < v->cap ? atomic_load(&v->idx[chunk]) : 0;
 
-		ret = chunk_read(v, owner, chunk, (char *)buf + done, n, in);
-		if (!ret)
+		ret = vol_chunk_read(v, owner, chunk, (char *)buf + done, n, in);
+		/* sealed or unsealed meanwhile (its other form is gone): read
+		 * it again as the entry now says */
+		if (ret == -ENOENT && vol_is_ec(v) && atomic_load(&v->idx[chunk]) != owner)
+			ret = 0;
+		else if (!ret)
 			done += n;
 	}
 	pthread_rwlock_unlock(&v->state);

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/oid.h"
+#include "common/policy.h"
 #include "common/proto.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
@@ -205,8 +206,10 @@ int op_mknod(struct ns *ns, const struct ns_caller *who, unsigned op,
 	if (ret)
 		goto out;
 	/* the directory's policy goes to what is made in it (docs/policy.md) */
-	if (S_ISDIR(mode) || S_ISREG(mode))
+	if (S_ISDIR(mode))
 		in.a.copies = dir.a.copies;
+	else if (S_ISREG(mode))         /* files: m + 1 copies under a code */
+		in.a.copies = policy_for_file(dir.a.copies);
 	if (S_ISDIR(mode)) {
 		in.a.parent = dir.a.ino;
 		in.next_seq = NS_FIRST_COOKIE;
@@ -429,7 +432,7 @@ static int set_policy(struct ns *ns, const struct ns_caller *who,
 	struct lockset ls;
 	int ret;
 
-	if (r->flags != SDFS_SET_COPIES || r->max > OID_COPIES_MAX || r->data_len)
+	if (r->flags != SDFS_SET_COPIES || !policy_valid(r->max) || r->data_len)
 		return -EINVAL;
 	if (!perm_is_root(who))
 		return -EPERM;

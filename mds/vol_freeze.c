@@ -16,6 +16,7 @@
 #include "common/coord_vol.h"
 #include "common/log.h"
 #include "common/oid.h"
+#include "common/policy.h"
 #include "common/proto.h"
 #include "common/volidx.h"
 #include "mds/ns_int.h"
@@ -140,7 +141,7 @@ int vol_count_owned(struct ns *ns, const struct vol_rec *r, uint64_t *objects)
 		return ret;
 	for (size_t off = VOLIDX_HDR_SIZE; off + VOLIDX_ENTRY_SIZE <= len;
 	     off += VOLIDX_ENTRY_SIZE)
-		if (volidx_entry_get(b + off) == r->vid)
+		if (volidx_owner(volidx_entry_get(b + off), policy_is_ec(r->copies)) == r->vid)
 			n++;
 	free(b);
 	*objects = n;

@@ -16,6 +16,7 @@
 #include "common/coord_vol.h"
 #include "common/log.h"
 #include "common/oid.h"
+#include "common/policy.h"
 #include "common/proto.h"
 #include "common/volidx.h"
 #include "mds/ns_int.h"
@@ -108,7 +109,7 @@ static int op_vol_create(struct ns *ns, const struct sdfs_ns_req *r, const char 
 		return ret;
 	if (name_is_dot(name, r->name_len))
 		return -EEXIST;
-	if (r->flags > OID_COPIES_MAX || obj_size < 4096 || obj_size > ns->obj_size ||
+	if (!policy_valid(r->flags) || obj_size < 4096 || obj_size > ns->obj_size ||
 	    (obj_size & (obj_size - 1)) || !vol_size_ok(r->arg, obj_size))
 		return -EINVAL;
 	b = kvbatch_new();

@@ -26,6 +26,7 @@
 #include "common/coord_vol.h"
 #include "common/log.h"
 #include "common/oid.h"
+#include "common/policy.h"
 #include "common/volidx.h"
 #include "mds/ns_int.h"
 #include "mds/vol.h"
@@ -144,7 +145,8 @@ static int mark(struct ns *ns, uint64_t fam, struct dstate **out, size_t *nout,
 		for (size_t off = VOLIDX_HDR_SIZE; off + VOLIDX_ENTRY_SIZE <= len;
 		     off += VOLIDX_ENTRY_SIZE) {
 			uint64_t chunk = (off - VOLIDX_HDR_SIZE) / VOLIDX_ENTRY_SIZE;
-			uint32_t owner = volidx_entry_get(idx + off);
+			uint32_t owner = volidx_owner(volidx_entry_get(idx + off),
+						      policy_is_ec(live[i].copies));
 			struct dstate *x = owner ? find_d(d, nd, owner) : NULL;
 
 			if (x && chunk < x->nbits)
@@ -174,11 +176,37 @@ static int is_marked(const struct dstate *x, uint64_t chunk)
 	return chunk < x->nbits && (x->marked[chunk / 8] >> (chunk % 8) & 1);
 }
 
+/* The owner D's own index names for @chunk (sealed or not). */
 static uint32_t own_entry(const struct dstate *x, uint64_t chunk)
 {
 	uint64_t off = VOLIDX_ENTRY_OFF(chunk);
 
-	return off + VOLIDX_ENTRY_SIZE <= x->idx_len ? volidx_entry_get(x->idx + off) : 0;
+	return off + VOLIDX_ENTRY_SIZE <= x->idx_len ?
+	       volidx_owner(volidx_entry_get(x->idx + off), policy_is_ec(x->r.copies)) : 0;
+}
+
+/*
+ * An EC volume's D: the stripe of chunk @chunk, if D's index names it as
+ * its own (sealed, or replicated: a writer that crashed between its
+ * sdfs_ec_put and the index update left a stripe behind). 0 or a
+ * failure (counted in *@left). A holder that is down gets the tombstone
+ * from strip recovery when it is back (docs/ec.md "Removing").
+ */
+static void sweep_stripe(struct ns *ns, struct dstate *x, uint64_t chunk, uint64_t *left)
+{
+	unsigned p = x->r.copies;
+	int ret;
+
+	if (!policy_is_ec(p) || own_entry(x, chunk) != x->r.vid)
+		return;
+	ret = sdfs_ec_remove(ns->sdfs, oid_vstripe(x->r.vid, chunk), policy_ec_k(p),
+			     policy_ec_m(p));
+	if (ret && ret != -ENOENT) {
+		log_warn("vid=%" PRIu64 " chunk=%" PRIu64 ": cannot remove its stripe: %s",
+			 x->r.vid, chunk, strerror(-ret));
+		x->keep = 1;
+		(*left)++;
+	}
 }
 
 /* What a pass still has to free (shown by `sdfs cluster status`): the
@@ -272,6 +300,7 @@ static uint64_t sweep_one(struct ns *ns, struct dstate *x)
 		}
 		if (!full && own_entry(x, i) != x->r.vid)
 			continue;
+		sweep_stripe(ns, x, i, &left);
 		chunk[n] = i;
 		oids[n++] = oid_vdata(x->r.vid, i, x->r.copies);
 		if (n == SWEEP_BATCH) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/conf.h"
+#include "common/policy.h"
 
 /* What failures are reported with, for the whole run (cli_init). */
 static struct {
@@ -163,6 +164,7 @@ struct sdfs *cli_open(const struct cli *cli)
 	}
 	sdfs_set_replica_timeout(s, conf.replica_timeout_ms);
 	sdfs_set_read_timeout(s, conf.read_timeout_ms);
+	sdfs_set_ec_seal_after(s, conf.ec_seal_after_s);
 	return s;
 }
 
@@ -399,9 +401,17 @@ int cli_policy_arg(const char *what, const char *arg, unsigned *copies)
 		*copies = 0;
 		return 0;
 	}
-	if (!strncmp(arg, "ec=", 3))
-		return cli_fail("%s: %s: erasure coding is not available for files and "
-				"volumes yet; use copies=N", what, arg);
+	if (!strncmp(arg, "ec=", 3)) {
+		uint16_t p;
+		int ret = policy_parse_ec(arg, &p);
+
+		if (ret)
+			return cli_fail("%s: %s: %s", what, arg, ret == -ERANGE ?
+					"codes are ec=2+1, ec=4+2 and ec=8+3" :
+					"want ec=K+M (2+1, 4+2, 8+3)");
+		*copies = p;
+		return 0;
+	}
 	errno = 0;
 	n = strncmp(arg, "copies=", 7) ? 0 : strtoul(arg + 7, &end, 10);
 	if (!n || errno || *end || n > 15)
@@ -412,6 +422,13 @@ int cli_policy_arg(const char *what, const char *arg, unsigned *copies)
 
 int cli_copies_fit(struct sdfs *s, const char *what, unsigned copies, int force)
 {
+	if (policy_is_ec(copies)) {     /* k + m strips on distinct nodes */
+		unsigned k = policy_ec_k(copies), m = policy_ec_m(copies);
+		char w[64];
+
+		snprintf(w, sizeof(w), "%s ec=%u+%u needs k+m =", what, k, m);
+		return cli_copies_fit(s, w, k + m, force);
+	}
 	struct sdfs_node_status *nodes;
 	unsigned placed = 0, zones = 0;
 	uint32_t zone_seen[64];

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/policy.h"
 #include "tools/cli.h"
 
 #define FS_CAT_PIECE (1u << 20)
@@ -431,7 +432,7 @@ static int fs_ls(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 {
 	const char *path = a->pos[0];
-	char at[64], mt[64], ct[64], *target = NULL;
+	char at[64], mt[64], ct[64], pol[32], *target = NULL;
 	struct sdfs_stat st;
 	int ret;
 
@@ -459,7 +460,8 @@ static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		       ", \"ctime_ns\": %" PRId64 ", \"parent\": %" PRIu64
 		       ", \"layout\": %u, \"obj_size\": %" PRIu32 ", \"copies\": %u",
 		       at, mt, ct, st.atime_ns, st.mtime_ns, st.ctime_ns, st.parent,
-		       st.layout, st.obj_size, st.copies);
+		       st.layout, st.obj_size, policy_copies(st.copies));
+		printf(", \"policy\": \"%s\"", policy_str(st.copies, pol, sizeof(pol)));
 		if (target) {
 			printf(", \"target\": ");
 			cli_json_str(stdout, target);
@@ -478,10 +480,17 @@ static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		printf("atime     %s\nmtime     %s\nctime     %s\nparent    %" PRIu64
 		       "\nlayout    %u%s\nobj_size  %" PRIu32 "\ncopies    %u%s\n", at, mt,
 		       ct, st.parent, st.layout, st.layout == 1 ? " (data in objects)" : "",
-		       st.obj_size, st.copies, st.copies ? "" : " (the cluster's)");
-		if (S_ISDIR(st.mode))
+		       st.obj_size, policy_copies(st.copies), st.copies ? "" : " (the cluster's)");
+		if (S_ISDIR(st.mode) && policy_is_ec(st.copies))
+			printf("policy    ec=%u+%u for volumes made in it (files: %u copies)\n",
+			       policy_ec_k(st.copies), policy_ec_m(st.copies),
+			       policy_copies(st.copies));
+		else if (S_ISDIR(st.mode))
 			printf("policy    copies %u%s for what is made in it\n", st.copies,
 			       st.copies ? "" : " (the cluster's)");
+		else if (policy_is_ec(st.copies))
+			printf("policy    ec=%u+%u\n", policy_ec_k(st.copies),
+			       policy_ec_m(st.copies));
 	}
 	free(target);
 	return 0;
@@ -601,6 +610,7 @@ static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a
 	const char *path = a->pos[0], *pol = a->pos[1];
 	struct sdfs_stat st;
 	unsigned copies;
+	char pb[32];
 	int ret;
 
 	if (!path_ok("setpolicy", path))
@@ -623,7 +633,12 @@ static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a
 	if (cli->json) {
 		printf("{\"path\": ");
 		cli_json_str(stdout, path);
-		printf(", \"copies\": %u}\n", st.copies);
+		printf(", \"copies\": %u, \"policy\": \"%s\"}\n", policy_copies(st.copies),
+		       policy_str(st.copies, pb, sizeof(pb)));
+	} else if (policy_is_ec(st.copies)) {
+		printf("%s: ec=%u+%u for volumes made in it from now on (files: %u "
+		       "copies)\n", path, policy_ec_k(st.copies), policy_ec_m(st.copies),
+		       policy_copies(st.copies));
 	} else {
 		printf("%s: copies %u%s for what is made in it from now on\n", path,
 		       st.copies, st.copies ? "" : " (the cluster's)");
@@ -950,7 +965,7 @@ static const struct fs_cmd fs_cmds[] = {
 	{ "cat", { NULL }, 1, 1, "sdfs fs cat PATH", fs_cat },
 	{ "sync", { NULL }, 0, 0, "sdfs fs sync", fs_sync },
 	{ "setpolicy", { "--force", NULL }, 2, 2,
-	  "sdfs fs setpolicy [--json] [--force] DIR copies=N|default",
+	  "sdfs fs setpolicy [--json] [--force] DIR copies=N|ec=K+M|default",
 	  fs_setpolicy },
 };
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/policy.h"
 #include "tools/progress.h"
 #include "tools/vol_cli.h"
 
@@ -33,11 +34,32 @@ static int parse_size_arg(const char *what, const char *path, const char *v,
 	return 0;
 }
 
-static void info_json(const char *path, const struct vol_target *t,
+/* An EC volume's chunks with data (*@held) and sealed ones, by its
+ * index (the live state or @t's snapshot); -1 if it cannot be read. */
+static int64_t sealed_chunks(struct sdfs *s, const struct vol_target *t, int64_t *held)
+{
+	struct sdfs_vol_info vi;
+	struct sdfs_vol *v;
+	int64_t n = 0;
+
+	*held = 0;
+	if (t->snap[0] ? sdfs_vol_open_snap(s, t->st.ino, t->snap, &v) :
+	    sdfs_vol_open(s, t->st.ino, 0, NULL, &v))
+		return -1;
+	sdfs_vol_get_info(v, &vi);
+	for (uint64_t c = 0; vi.obj_size && c * vi.obj_size < vi.size; c++) {
+		*held += sdfs_vol_chunk_owner(v, c) != 0;
+		n += sdfs_vol_chunk_sealed(v, c);
+	}
+	sdfs_vol_close(v);
+	return n;
+}
+
+static void info_json(struct sdfs *s, const char *path, const struct vol_target *t,
 		      const struct sdfs_vol_info *vi, unsigned copies, size_t nsnaps,
 		      int64_t objects)
 {
-	char when[32];
+	char when[32], pol[32];
 
 	printf("{\"path\": ");
 	cli_json_str(stdout, path);
@@ -49,10 +71,18 @@ static void info_json(const char *path, const struct vol_target *t,
 	printf(", \"state\": \"%s\", \"vid\": %" PRIu64 ", \"family\": %" PRIu64
 	       ", \"parent\": %" PRIu64 ", \"ino\": %" PRIu64 ", \"size\": %" PRIu64
 	       ", \"obj_size\": %" PRIu32 ", \"copies\": %u, \"copies_set\": %u"
-	       ", \"snapshots\": %zu", vol_cli_state(vi->state), vi->vid, vi->family,
-	       vi->parent, vi->ino, vi->size, vi->obj_size, copies, vi->copies, nsnaps);
+	       ", \"policy\": \"%s\", \"snapshots\": %zu", vol_cli_state(vi->state),
+	       vi->vid, vi->family, vi->parent, vi->ino, vi->size, vi->obj_size, copies,
+	       policy_copies(vi->copies), policy_str(vi->copies, pol, sizeof(pol)), nsnaps);
 	if (objects >= 0)
 		printf(", \"objects\": %" PRId64, objects);
+	if (t && policy_is_ec(vi->copies)) {
+		int64_t held, sealed = sealed_chunks(s, t, &held);
+
+		if (sealed >= 0)
+			printf(", \"chunks_written\": %" PRId64 ", \"chunks_sealed\": %" PRId64,
+			       held, sealed);
+	}
 	printf(", \"ctime_ns\": %" PRId64 ", \"created\": \"%s\"}\n", vi->ctime_ns,
 	       cli_time(vi->ctime_ns, when, sizeof(when)));
 }
@@ -93,7 +123,7 @@ static int vol_create(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		ret = sdfs_vol_info(s, st.ino, NULL, &vi);
 		if (ret)
 			return vol_cli_fail(s, "vol create", NULL, path, ret);
-		info_json(path, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
+		info_json(s, path, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
 	}
 	return 0;
 }
@@ -136,7 +166,7 @@ static int vol_info(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	objects = owned_objects(s, t.st.ino, vi.vid);
 	copies = vol_cli_copies(s, vi.copies);
 	if (cli->json) {
-		info_json(t.path, &t, &vi, copies, nsnaps, objects);
+		info_json(s, t.path, &t, &vi, copies, nsnaps, objects);
 		return 0;
 	}
 	printf("path       %s\n", t.path);
@@ -150,6 +180,16 @@ static int vol_info(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		       cli_human((uint64_t)objects * vi.obj_size, b2, sizeof(b2)));
 	printf("obj_size   %s\n", cli_human(vi.obj_size, b1, sizeof(b1)));
 	printf("copies     %u%s\n", copies, vi.copies ? "" : " (the cluster's)");
+	if (policy_is_ec(vi.copies)) {
+		int64_t held, sealed = sealed_chunks(s, &t, &held);
+
+		printf("policy     ec=%u+%u (chunks not written for a while are sealed "
+		       "as stripes; %u copies while written)\n", policy_ec_k(vi.copies),
+		       policy_ec_m(vi.copies), copies);
+		if (sealed >= 0)
+			printf("sealed     %" PRId64 " of %" PRId64 " chunks with data\n", sealed,
+			       held);
+	}
 	printf("snapshots  %zu\n", nsnaps);
 	printf("family     %" PRIu64 "\n", vi.family);
 	if (vi.parent)
@@ -230,7 +270,7 @@ static int vol_clone(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		ret = sdfs_vol_info(s, st.ino, NULL, &vi);
 		if (ret)
 			return vol_cli_fail(s, "vol clone", NULL, newpath, ret);
-		info_json(newpath, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
+		info_json(s, newpath, NULL, &vi, vol_cli_copies(s, vi.copies), 0, 0);
 	}
 	return 0;
 }
@@ -324,6 +364,7 @@ static int is_member(const struct tree *tr, uint64_t vid)
 
 static void tree_print(const struct tree *tr, int json)
 {
+	char pol[32];
 	int wl = 4, wv = 3, ws = 4, wo = 7;
 	char when[32], size[32], num[32];
 
@@ -346,9 +387,10 @@ static void tree_print(const struct tree *tr, int json)
 			else
 				printf("null");
 			printf(", \"depth\": %d, \"size\": %" PRIu64 ", \"objects\": %" PRIu64
-			       ", \"obj_size\": %" PRIu32 ", \"copies\": %u, \"ctime_ns\": %"
-			       PRId64 "}", tr->rows[i].depth, m->size, m->objects, m->obj_size,
-			       m->copies, m->ctime_ns);
+			       ", \"obj_size\": %" PRIu32 ", \"copies\": %u, \"policy\": "
+			       "\"%s\", \"ctime_ns\": %" PRId64 "}", tr->rows[i].depth, m->size,
+			       m->objects, m->obj_size, policy_copies(m->copies),
+			       policy_str(m->copies, pol, sizeof(pol)), m->ctime_ns);
 		}
 		printf("]\n");
 		return;
@@ -377,6 +419,11 @@ static void tree_print(const struct tree *tr, int json)
 		       cli_human(r->m->size, size, sizeof(size)), wo, r->m->objects,
 		       cli_time(r->m->ctime_ns, when, sizeof(when)));
 	}
+	/* one policy per family (its members copy the first's) */
+	if (tr->nrows && policy_is_ec(tr->rows[0].m->copies))
+		printf("policy %s: cold chunks sealed as stripes, %u copies while "
+		       "written\n", policy_str(tr->rows[0].m->copies, pol, sizeof(pol)),
+		       policy_copies(tr->rows[0].m->copies));
 }
 
 static int vol_tree(struct cli *cli, struct sdfs *s, const struct vol_args *a)
@@ -619,9 +666,80 @@ out_signals:
 	return ret;
 }
 
+struct seal_bar {
+	struct progress p;
+	uint32_t obj_size;
+};
+
+/* chunks looked at -> bytes of the volume gone through */
+static void seal_progress(void *arg, uint64_t done, uint64_t total)
+{
+	struct seal_bar *b = arg;
+
+	(void)total;
+	progress_show(&b->p, done * b->obj_size);
+}
+
+/* Seal every replicated chunk of the live state now (an erasure-coded
+ * volume; docs/ec.md "EC volumes"). */
+static int vol_seal(struct cli *cli, struct sdfs *s, const struct vol_args *a)
+{
+	const char *path = a->pos[0];
+	struct sdfs_vol_seal_stat st;
+	struct sdfs_vol_info vi;
+	struct vol_target t;
+	struct seal_bar bar;
+	struct sdfs_vol *v;
+	char b1[32];
+	int64_t t0;
+	int ret;
+
+	ret = vol_cli_target(s, "vol seal", path, VOL_T_VOLUME, &t);
+	if (ret)
+		return ret;
+	if (!policy_is_ec(t.st.copies))
+		return cli_fail("vol seal %s: not an erasure-coded volume (vol create "
+				"--policy ec=K+M)", path);
+	ret = sdfs_vol_open(s, t.st.ino, SDFS_VOL_WRITE, NULL, &v);
+	if (ret)
+		return vol_cli_fail(s, "vol seal", &t, NULL, ret);
+	sdfs_vol_get_info(v, &vi);
+	bar.obj_size = vi.obj_size;
+	progress_init(&bar.p, "seal", vi.size);
+	t0 = cli_mono_ms();
+	ret = sdfs_vol_seal(v, seal_progress, &bar, &st);
+	sdfs_vol_close(v);
+	if (ret) {
+		progress_abort(&bar.p);
+		if (ret == -ENODEV)
+			return cli_fail("vol seal %s: the cluster cannot place %u+%u strips "
+					"(fewer nodes or zones than k+m); nothing more sealed",
+					path, policy_ec_k(vi.copies), policy_ec_m(vi.copies));
+		return vol_cli_fail(s, "vol seal", &t, NULL, ret);
+	}
+	progress_end(&bar.p, vi.size);
+	t0 = cli_mono_ms() - t0;
+	if (cli->json) {
+		printf("{\"path\": ");
+		cli_json_str(stdout, path);
+		printf(", \"chunks\": %" PRIu64 ", \"sealed\": %" PRIu64 ", \"skipped\": %"
+		       PRIu64 ", \"bytes\": %" PRIu64 ", \"ms\": %" PRId64 "}\n", st.chunks,
+		       st.sealed, st.skipped, st.bytes, t0);
+	} else {
+		printf("%s: %" PRIu64 " chunk%s sealed (%s) in %.1f s", path, st.sealed,
+		       st.sealed == 1 ? "" : "s", cli_human(st.bytes, b1, sizeof(b1)),
+		       (double)t0 / 1000);
+		if (st.skipped)
+			printf(", %" PRIu64 " being written skipped", st.skipped);
+		printf("\n");
+	}
+	return 0;
+}
+
 static const struct vol_cmd vol_cmds[] = {
 	{ "create", { "--copies=", "--obj-size=", "--force", "--policy=", NULL }, 2, 2,
-	  "sdfs vol create PATH SIZE [--copies N|--policy copies=N [--force]] [--obj-size SIZE] "
+	  "sdfs vol create PATH SIZE [--copies N|--policy copies=N|ec=K+M [--force]] "
+	  "[--obj-size SIZE] "
 	  "[--json]",
 	  vol_create },
 	{ "info", { NULL }, 1, 1, "sdfs vol info PATH[@SNAP] [--json]", vol_info },
@@ -636,11 +754,12 @@ static const struct vol_cmd vol_cmds[] = {
 	  vol_resize },
 	{ "clone", { NULL }, 2, 2, "sdfs vol clone PATH@SNAP NEWPATH", vol_clone },
 	{ "tree", { NULL }, 1, 1, "sdfs vol tree PATH [--json]", vol_tree },
+	{ "seal", { NULL }, 1, 1, "sdfs vol seal PATH [--json]", vol_seal },
 };
 
 int cmd_vol(struct cli *cli)
 {
 	return vol_cli_run(cli, "vol", "sdfs vol create|info|import|export|convert|"
-			   "resize|clone|tree ...", vol_cmds,
+			   "resize|clone|tree|seal ...", vol_cmds,
 			   sizeof(vol_cmds) / sizeof(vol_cmds[0]));
 }

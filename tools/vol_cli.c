@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 
+#include "common/policy.h"
 #include "common/volidx.h"
 
 int vol_cli_snap_ok(const char *what, const char *name)
@@ -113,7 +114,7 @@ unsigned vol_cli_copies(struct sdfs *s, unsigned copies)
 	struct sdfs_cluster_info ci;
 
 	if (copies || sdfs_cluster_info(s, &ci))
-		return copies;
+		return policy_copies(copies);
 	return ci.copies;
 }
 

@@ -221,10 +221,17 @@ Test(policy, only_root_sets_a_policy_and_only_on_a_directory)
 	/* the CLI: a clear line and a non-zero exit for what it refuses */
 	char *out_s = NULL, *err_s = NULL;
 
+	/* 4 nodes cannot hold 4+2 strips (EC volumes: vol_ec_test.c) */
 	cr_assert_neq(tcluster_sdfs(tc, &out_s, &err_s, "fs setpolicy /r ec=4+2"), 0);
-	cr_assert(strstr(err_s, "erasure coding"), "%s", err_s);
+	cr_assert(strstr(err_s, "ec=4+2 needs k+m = 6"), "%s", err_s);
 	free(out_s);
 	free(err_s);
+	cr_assert_neq(tcluster_sdfs(tc, &out_s, &err_s, "fs setpolicy /r ec=5+1"), 0);
+	cr_assert(strstr(err_s, "codes are ec=2+1, ec=4+2 and ec=8+3"), "%s", err_s);
+	free(out_s);
+	free(err_s);
+	cr_assert_eq(sdfs_ns_setpolicy(s, d.ino, 0x0105, &out), -EINVAL, "a code not in "
+		     "the table taken");
 	cr_assert_eq(tcluster_sdfs(tc, &out_s, &err_s, "--json fs setpolicy /r copies=2"), 0,
 		     "%s", err_s);
 	cr_assert(strstr(out_s, "\"copies\": 2"), "%s", out_s);
@@ -255,7 +262,12 @@ Test(policy, a_volume_made_under_a_policy_gets_its_copies)
 	free(err);
 	cr_assert_eq(resolve("/v/one").copies, 1);
 	cr_assert_neq(tcluster_sdfs(tc, &out, &err, "vol create /v/ec 64M --policy ec=4+2"), 0);
-	cr_assert(strstr(err, "erasure coding"), "%s", err);
+	cr_assert(strstr(err, "ec=4+2 needs k+m = 6"), "%s", err);
 	free(out);
 	free(err);
+	cr_assert_eq(tcluster_sdfs(tc, &out, &err, "vol create /v/ec 64M --policy ec=2+1"), 0,
+		     "%s", err);
+	free(out);
+	free(err);
+	cr_assert_eq(resolve("/v/ec").copies, 0x2202, "ec=2+1: k 2 (bits 8..12), m 1 (13..15), copies 2");
 }

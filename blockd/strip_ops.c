@@ -11,7 +11,9 @@
 
 #include "blockd/blockd.h"
 #include "blockd/stripstore.h"
+#include "blockd/vfence.h"
 #include "common/log.h"
+#include "common/oid.h"
 #include "common/proto.h"
 #include "common/ring.h"
 
@@ -34,9 +36,34 @@ int strip_is_op(unsigned opcode)
 	return opcode >= SDFS_OP_STRIP_PUT && opcode <= SDFS_OP_STRIP_COMMIT;
 }
 
+/* Is this request a volume writer's put or commit of a sealed chunk,
+ * checked against the vid's fence? (strip_ops.h) */
+static int vol_fenced(const struct stripreq *q)
+{
+	return q->h.token && oid_kind(q->h.oid) == OID_KIND_VSTRIPE &&
+	       (q->h.opcode == SDFS_OP_STRIP_PUT || q->h.opcode == SDFS_OP_STRIP_COMMIT);
+}
+
+static void strip_op(struct stripreq *q);
+
 static void strip_fn(struct work *w)
 {
 	struct stripreq *q = (struct stripreq *)w;
+	uint64_t vid = oid_owner(q->h.oid);
+
+	if (!vol_fenced(q)) {
+		strip_op(q);
+		return;
+	}
+	q->ret = vfence_mutate_begin(q->bd->vfence, vid, q->h.token);
+	if (q->ret)
+		return;
+	strip_op(q);
+	vfence_mutate_end(q->bd->vfence, vid);
+}
+
+static void strip_op(struct stripreq *q)
+{
 	struct stripstore *ss = q->bd->strips;
 	size_t got = 0, n = 0;
 
@@ -94,7 +121,15 @@ static void strip_done(struct work *w)
 	struct stripreq *q = (struct stripreq *)w;
 	struct sdfs_hdr reply;
 
-	if (q->ret && q->ret != -ENOENT && q->ret != -EBADMSG && q->ret != -EEXIST)
+	if (q->ret == -EPERM || q->ret == -EROFS)
+		log_info("oid=%016" PRIx64 " op=%s strip=%u token=%" PRIu32 ": refused, %s "
+			 "of vid %" PRIu64, q->h.oid, proto_op_name(q->h.opcode), q->st.s,
+			 q->h.token, q->ret == -EPERM ? "below the fence" : "frozen",
+			 oid_owner(q->h.oid));
+	else if (q->ret == -ESHUTDOWN)
+		log_debug("oid=%016" PRIx64 " op=%s: volume fences not yet in step with "
+			  "ZooKeeper", q->h.oid, proto_op_name(q->h.opcode));
+	else if (q->ret && q->ret != -ENOENT && q->ret != -EBADMSG && q->ret != -EEXIST)
 		log_warn("oid=%016" PRIx64 " op=%s strip=%u: %s", q->h.oid,
 			 proto_op_name(q->h.opcode), q->st.s, strerror(-q->ret));
 	proto_reply_init(&reply, &q->h, proto_res_from_errno(q->ret));

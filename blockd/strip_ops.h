@@ -21,7 +21,12 @@
  *                 version is not here); of every strip number if it
  *                 is a tombstone (SDFS_STRIP_TOMB: a removal's).
  * PUT and COMMIT are mutations (a nonzero epoch, checked by
- * ops_dispatch); none are fenced or ordered. A key that is neither
+ * ops_dispatch); none are ordered. Those of a sealed volume chunk
+ * (oid_vstripe) that carry a token (its volume writer's; 2.5) are
+ * fenced as the writer's object writes are (vfence_mutate_begin of the
+ * vid: PERM below the fence, READONLY if the vid is frozen, SHUTDOWN
+ * until the fences are in step with ZooKeeper); without a token
+ * (strip recovery, reclaim's removals) they are not. A key that is neither
  * admin nor daemon needs an object capability for the oid, as for the
  * object ops (objcap_admit in ops_dispatch: R for GET and STAT, W for
  * PUT and COMMIT); its bytes are gone from the payload by the time it

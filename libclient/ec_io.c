@@ -80,6 +80,8 @@ struct ec_group {
 struct ec_cap {
 	int has;
 	uint8_t cap[OBJCAP_WIRE_SIZE];
+	uint32_t token;         /* sent with every strip request (a put's
+				   sdfs_ec_opts.token; 0: none) */
 };
 
 /* Room in front of a strip request's payload for its cap. */
@@ -111,11 +113,13 @@ static void strip_call(struct rpc_call *c, const struct cmap_node *node, unsigne
 {
 	if (!cap->has) {
 		rpc_call_init(c, node, op, oid, epoch, room + CAP_ROOM, plen);
+		c->req.token = cap->token;
 		return;
 	}
 	memcpy(room, cap->cap, CAP_ROOM);
 	rpc_call_init(c, node, op, oid, epoch, room, CAP_ROOM + plen);
 	c->req.flags |= SDFS_F_CAP;
+	c->req.token = cap->token;
 }
 
 static int try_bound(struct sdfs *s, int64_t deadline)
@@ -417,7 +421,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 	unsigned n = k + m, stop = o ? o->stop_after : 0;
 	size_t sl, each;
 	uint8_t *mem, *strip[RING_MAX_PLACE];
-	struct ec_cap cap;
+	struct ec_cap cap = { 0 };
 	int ret = code_of(k, m, &code);
 
 	if (ret)
@@ -440,6 +444,7 @@ int sdfs_ec_put_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const v
 	ret = ec_split(k, buf, len, sl, strip);
 	if (!ret)
 		ret = ec_encode(code, sl, (const uint8_t *const *)strip, strip + k);
+	cap.token = o ? o->token : 0;
 	if (!ret)
 		ret = cap_get(s, oid, OBJCAP_RW, 0, &cap);
 	if (!ret)
@@ -584,7 +589,7 @@ static int remove_try(struct sdfs *s, uint64_t oid, unsigned k, unsigned m,
 int sdfs_ec_remove(struct sdfs *s, uint64_t oid, unsigned k, unsigned m)
 {
 	const struct ec_code *code;
-	struct ec_cap cap;
+	struct ec_cap cap = { 0 };
 	int ret = code_of(k, m, &code);
 
 	if (!ret)
@@ -850,7 +855,7 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 			size_t len, uint64_t off, struct sdfs_ec_rstat *rs)
 {
 	const struct ec_code *code;
-	struct ec_cap cap;
+	struct ec_cap cap = { 0 };
 	ssize_t ret = code_of(k, m, &code);
 
 	if (!ret)

@@ -354,6 +354,14 @@ struct sdfs_ec_opts {
 				   0..stop_after-1 of the new version, one
 				   after the other, and stop (-ECANCELED),
 				   as a writer killed between strips */
+	uint32_t token;         /* a volume writer's token (0: none): the
+				   strips of a sealed volume chunk
+				   (oid_vstripe) are then stored and
+				   committed only while the block daemons'
+				   fence of its vid is at most @token
+				   (-EPERM: fenced) and the vid is not
+				   frozen (-EROFS), as the writer's object
+				   writes are (docs/ec.md "Fencing") */
 };
 int sdfs_ec_put(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, const void *buf,
 		size_t len);

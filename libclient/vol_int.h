@@ -132,6 +132,8 @@ void vol_io_reset(struct sdfs_vol *v);
 /* Set index entry @chunk to @e and wait until an index write with it is
  * acknowledged (state shared). */
 int vol_index_commit(struct sdfs_vol *v, uint64_t chunk, uint32_t e);
+/* @err is -EPERM: another writer fenced ours; from now on -EPERM. */
+void vol_note_fenced(struct sdfs_vol *v, int err);
 /* Read [in, in+n) of chunk @chunk as index entry @e says (0: zeros). */
 int vol_chunk_read(struct sdfs_vol *v, uint32_t e, uint64_t chunk, char *buf, size_t n,
 		   uint64_t in);

@@ -77,7 +77,7 @@ out:
 	pthread_mutex_unlock(&v->dmu);
 }
 
-static void note_fenced(struct sdfs_vol *v, int err)
+void vol_note_fenced(struct sdfs_vol *v, int err)
 {
 	if (err == -EPERM && !atomic_exchange(&v->fenced, 1))
 		log_warn("volume ino=%" PRIu64 " vid=%" PRIu64 ": our token %" PRIu32
@@ -485,7 +485,7 @@ static int range_apply(struct sdfs_vol *v, const char *data, uint64_t len, uint6
 		if (ret)
 			break;
 	}
-	note_fenced(v, ret);
+	vol_note_fenced(v, ret);
 	return ret;
 }
 

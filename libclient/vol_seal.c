@@ -83,13 +83,12 @@ int vol_seal_chunk(struct sdfs_vol *v, uint64_t chunk)
 		ret = got == 0 ? 0 : (int)got;  /* empty: nothing to seal */
 		goto out;
 	}
-	/* Strip puts carry no volume fence: a writer that a newer one
-	 * fenced learns it here (-EPERM), by committing the entry it has
-	 * once more with its token, not after putting a stale stripe. */
-	ret = vol_index_commit(v, chunk, vid);
-	if (ret)
-		goto out;
-	ret = sdfs_ec_put(v->s, oid_vstripe(vid, chunk), ec_k(v), ec_m(v), buf, (size_t)got);
+	/* The strip puts carry our token (2.5): a writer a newer one fenced
+	 * is refused there (-EPERM) as its object writes are, and a vid
+	 * frozen meanwhile gives -EROFS (the next state's chunks next). */
+	ret = sdfs_ec_put_ex(v->s, oid_vstripe(vid, chunk), ec_k(v), ec_m(v), buf,
+			     (size_t)got, &(struct sdfs_ec_opts){ .token = v->token });
+	vol_note_fenced(v, ret);
 	if (ret)
 		goto out;
 	fault_point("seal_after_put");

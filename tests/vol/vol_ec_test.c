@@ -58,6 +58,7 @@
 #include "common/oid.h"
 #include "common/policy.h"
 #include "tests/vol/vt.h"
+#include "libclient/vol_int.h"
 
 #define K 2
 #define M 1
@@ -760,5 +761,61 @@ Test(vol_ec42, two_holders_killed)
 	sdfs_vol_close(v);
 	check_fresh(st.ino, NULL, model, "4+2, a reader");
 	free(b);
+	free(model);
+}
+
+/* A volume writer's strip puts are fenced as its object writes are
+ * (2.5, docs/ec.md "Fencing"): after a newer writer took the volume,
+ * the old token's put of a stripe is refused (-EPERM) and stores
+ * nothing; the current token's is taken; once the vid is frozen by a
+ * snapshot, refused (-EROFS). Token-less puts (strip recovery,
+ * reclaim) stay unfenced. */
+Test(vol_ec, stale_writer_stripes_fenced)
+{
+	uint8_t *model = calloc(1, SIZE), *chunk = malloc(OSZ);
+	uint64_t ino = mkvol("fence", SIZE);
+	struct sdfs_vol_info vi;
+	struct sdfs_vol *v = wopen(ino);
+	uint32_t old, cur;
+	size_t data;
+	int ret;
+
+	put(v, model, 0, 3 * OSZ, 7);
+	cr_assert_eq(sdfs_vol_flush(v), 0);
+	sdfs_vol_get_info(v, &vi);
+	old = v->token;
+	sdfs_vol_close(v);
+	v = wopen(ino);                 /* a new token, every node fenced */
+	cur = v->token;
+	cr_assert_gt(cur, old);
+	memcpy(chunk, model + OSZ, OSZ);
+
+	ret = sdfs_ec_put_ex(cl(), oid_vstripe(vi.vid, 1), K, M, chunk, OSZ,
+			     &(struct sdfs_ec_opts){ .token = old });
+	cr_assert_eq(ret, -EPERM, "the old writer's stripe: %s", strerror(-ret));
+	strips(oid_vstripe(vi.vid, 1), &data, NULL);
+	cr_assert_eq(data, 0, "a fenced put stored %zu strip files", data);
+
+	ret = sdfs_ec_put_ex(cl(), oid_vstripe(vi.vid, 1), K, M, chunk, OSZ,
+			     &(struct sdfs_ec_opts){ .token = cur });
+	cr_assert_eq(ret, 0, "the writer's stripe: %s", strerror(-ret));
+	strips(oid_vstripe(vi.vid, 1), &data, NULL);
+	cr_assert_eq(data, K + M);
+	cr_assert_eq(sdfs_ec_remove(cl(), oid_vstripe(vi.vid, 1), K, M), 0);
+
+	/* frozen by a snapshot: the writer's own token is refused too */
+	ret = sdfs_vol_snap_create(cl(), ino, "s", NULL);
+	cr_assert_eq(ret, 0, "snapshot: %s", strerror(-ret));
+	ret = sdfs_ec_put_ex(cl(), oid_vstripe(vi.vid, 2), K, M, chunk, OSZ,
+			     &(struct sdfs_ec_opts){ .token = cur });
+	cr_assert_eq(ret, -EROFS, "a stripe of a frozen vid: %s", strerror(-ret));
+	strips(oid_vstripe(vi.vid, 2), &data, NULL);
+	cr_assert_eq(data, 0, "a put into a frozen vid stored %zu strip files", data);
+
+	/* the writer itself seals the new state's chunks fine */
+	put(v, model, 2 * OSZ, 4096, 8);
+	check(v, model, "after the refusals");
+	sdfs_vol_close(v);
+	free(chunk);
 	free(model);
 }

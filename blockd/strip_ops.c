@@ -40,7 +40,7 @@ int strip_is_op(unsigned opcode)
  * checked against the vid's fence? (strip_ops.h) */
 static int vol_fenced(const struct stripreq *q)
 {
-	return q->h.token && oid_kind(q->h.oid) == OID_KIND_VSTRIPE &&
+	return q->h.token && oid_is_vstripe(q->h.oid) &&
 	       (q->h.opcode == SDFS_OP_STRIP_PUT || q->h.opcode == SDFS_OP_STRIP_COMMIT);
 }
 

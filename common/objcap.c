@@ -114,7 +114,7 @@ int objcap_of_oid(uint64_t oid, unsigned *kind, uint64_t *owner)
 {
 	if (oid_is_file(oid))
 		*kind = OBJCAP_FILE;
-	else if (oid_is_vol(oid))
+	else if (oid_is_vol(oid) || oid_is_vstripe(oid))
 		*kind = OBJCAP_VOL;
 	else
 		return -EACCES;

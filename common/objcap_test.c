@@ -346,6 +346,12 @@ Test(objcap, admit_strip_caps)
 		m = msg(writes[i], vdata, &rw, key);
 		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, an ino's",
 			     writes[i]);
+		/* a sealed chunk's EC object (oid_vstripe): the vid's cap too */
+		m = msg(writes[i], oid_vstripe(7, 9), &v7, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "op %u, vstripe", writes[i]);
+		m = msg(writes[i], oid_vstripe(8, 9), &v7, key);
+		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES,
+			     "op %u, another vid's vstripe", writes[i]);
 		/* raw oids (sdfs obj --ec): privileged keys only */
 		m = msg(writes[i], oid_make(OID_KIND_RAW, 42, 3), &rw, key);
 		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "op %u, raw",

@@ -106,6 +106,12 @@ static inline int oid_is_vol(uint64_t oid)
 	return k == OID_KIND_VINDEX || k == OID_KIND_VDATA;
 }
 
+/* Is @oid a sealed volume chunk's EC object? (its vid is oid_owner) */
+static inline int oid_is_vstripe(uint64_t oid)
+{
+	return oid_kind(oid) == OID_KIND_VSTRIPE;
+}
+
 static inline int oid_is_vdata(uint64_t oid)
 {
 	return (oid_kind(oid) & 0xf0u) == OID_KIND_VDATA;

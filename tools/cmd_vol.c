@@ -214,7 +214,7 @@ static int vol_resize(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 		return ret;
 	if (vol_cli_size_fits(s, "vol resize", path, size, t.st.obj_size))
 		return 1;
-	ret = sdfs_vol_open(s, t.st.ino, SDFS_VOL_WRITE, NULL, &v);
+	ret = sdfs_vol_open(s, t.st.ino, SDFS_VOL_WRITE | SDFS_VOL_GRACE, NULL, &v);
 	if (ret)
 		return vol_cli_fail(s, "vol resize", &t, NULL, ret);
 	old = sdfs_vol_size(v);
@@ -528,7 +528,7 @@ static int convert_copy(struct sdfs *s, const struct sdfs_stat *st, uint64_t ino
 	char *buf;
 	int ret;
 
-	ret = sdfs_vol_open(s, ino, SDFS_VOL_WRITE, NULL, &v);
+	ret = sdfs_vol_open(s, ino, SDFS_VOL_WRITE | SDFS_VOL_GRACE, NULL, &v);
 	if (ret)
 		return ret;
 	sdfs_vol_get_info(v, &vi);
@@ -700,7 +700,7 @@ static int vol_seal(struct cli *cli, struct sdfs *s, const struct vol_args *a)
 	if (!policy_is_ec(t.st.copies))
 		return cli_fail("vol seal %s: not an erasure-coded volume (vol create "
 				"--policy ec=K+M)", path);
-	ret = sdfs_vol_open(s, t.st.ino, SDFS_VOL_WRITE, NULL, &v);
+	ret = sdfs_vol_open(s, t.st.ino, SDFS_VOL_WRITE | SDFS_VOL_GRACE, NULL, &v);
 	if (ret)
 		return vol_cli_fail(s, "vol seal", &t, NULL, ret);
 	sdfs_vol_get_info(v, &vi);

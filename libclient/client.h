@@ -199,4 +199,18 @@ void notify_stop(struct sdfs *s);
  * capabilities (the caller then copies @src itself). */
 int sdfs_obj_copy_tok(struct sdfs *s, uint64_t dst, uint64_t src, const void *buf,
 		      size_t len, uint64_t off, uint32_t token);
+
+/* ec_io.c: sdfs_ec_read of the version *@h names (version 0: none) when
+ * its strips are where the map places them, without first asking the
+ * k + m holders which versions they hold (one round trip, not two);
+ * else as sdfs_ec_read, the newest version. On success *@h names the
+ * version read. The caller must know no newer version was committed
+ * since it got @h (volumes: a sealed chunk's stripe changes only by an
+ * unseal and a new seal, vol_io.c). */
+struct ec_hint {
+	uint64_t version, tag, size;
+	uint32_t strip_len;
+};
+ssize_t ec_read_hinted(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+		       size_t len, uint64_t off, struct ec_hint *h);
 #endif

@@ -785,9 +785,40 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 	return ret;
 }
 
+/*
+ * The read of @h's version without asking the holders which versions
+ * they have (ec_read_hinted): its strips where the map places them.
+ * The length; -EKEYREJECTED; else < 0 (not there any more, holders
+ * down: the caller asks them).
+ */
+static ssize_t read_hinted(struct sdfs *s, const struct ec_code *code, uint64_t oid,
+			   unsigned k, unsigned m, void *buf, size_t len, uint64_t off,
+			   int64_t deadline, const struct ec_cap *cap,
+			   const struct ec_hint *h, struct sdfs_ec_rstat *rs)
+{
+	struct ec_group g = { .version = h->version, .tag = h->tag, .size = h->size,
+			      .strip_len = h->strip_len };
+	struct ec_place p;
+	ssize_t r;
+	int ret = place(s, oid, k, m, 0, &p);
+
+	if (ret)
+		return ret;
+	for (unsigned i = 0; i < p.n; i++)
+		if (p.node[i] && p.node[i]->state == CMAP_UP) {
+			g.at[i] = p.node[i];
+			g.count++;
+		}
+	r = g.count >= k ? read_group(s, code, k, m, oid, p.m->map->epoch, &g, buf, len,
+				      off, deadline, cap, rs) : -EAGAIN;
+	place_done(&p);
+	return r;
+}
+
 static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid,
 			unsigned k, unsigned m, void *buf, size_t len, uint64_t off,
-			const struct ec_cap *cap, struct sdfs_ec_rstat *rs)
+			const struct ec_cap *cap, struct ec_hint *h,
+			struct sdfs_ec_rstat *rs)
 {
 	int64_t deadline = net_now_ms() + s->timeout_ms;
 	ssize_t last = -EIO;
@@ -795,6 +826,16 @@ static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid
 
 	if (rs)
 		memset(rs, 0, sizeof(*rs));
+	if (h && h->version) {
+		ssize_t r = read_hinted(s, code, oid, k, m, buf, len, off, deadline, cap, h,
+					rs);
+
+		if (r >= 0 || r == -EKEYREJECTED)
+			return r;
+		h->version = 0;         /* moved on: ask the holders */
+		if (rs)
+			memset(rs, 0, sizeof(*rs));
+	}
 	for (int attempt = 0;; attempt++) {
 		struct ec_group g[EC_GROUPS_MAX];
 		struct ec_place p;
@@ -826,6 +867,10 @@ static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid
 				rs->version = g[j].version;
 				rs->size = g[j].size;
 			}
+			if (h && r >= 0)
+				*h = (struct ec_hint){ .version = g[j].version, .tag = g[j].tag,
+						       .size = g[j].size,
+						       .strip_len = g[j].strip_len };
 			place_done(&p);
 			return r;
 		}
@@ -851,8 +896,8 @@ static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid
 	}
 }
 
-ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
-			size_t len, uint64_t off, struct sdfs_ec_rstat *rs)
+static ssize_t ec_read(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+		       size_t len, uint64_t off, struct ec_hint *h, struct sdfs_ec_rstat *rs)
 {
 	const struct ec_code *code;
 	struct ec_cap cap = { 0 };
@@ -861,11 +906,11 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 	if (!ret)
 		ret = cap_get(s, oid, OBJCAP_R, 0, &cap);
 	if (!ret)
-		ret = read_try(s, code, oid, k, m, buf, len, off, &cap, rs);
+		ret = read_try(s, code, oid, k, m, buf, len, off, &cap, h, rs);
 	if (ret == -EKEYREJECTED) {
 		ret = cap_get(s, oid, OBJCAP_R, 1, &cap);
 		if (!ret)
-			ret = read_try(s, code, oid, k, m, buf, len, off, &cap, rs);
+			ret = read_try(s, code, oid, k, m, buf, len, off, &cap, h, rs);
 		if (ret == -EKEYREJECTED) {
 			log_warn("oid=%016" PRIx64 ": ec read %u+%u: no capability a block "
 				 "daemon takes", oid, k, m);
@@ -875,10 +920,22 @@ ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, vo
 	return ret;
 }
 
+ssize_t sdfs_ec_read_ex(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+			size_t len, uint64_t off, struct sdfs_ec_rstat *rs)
+{
+	return ec_read(s, oid, k, m, buf, len, off, NULL, rs);
+}
+
 ssize_t sdfs_ec_read(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
 		     size_t len, uint64_t off)
 {
-	return sdfs_ec_read_ex(s, oid, k, m, buf, len, off, NULL);
+	return ec_read(s, oid, k, m, buf, len, off, NULL, NULL);
+}
+
+ssize_t ec_read_hinted(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
+		       size_t len, uint64_t off, struct ec_hint *h)
+{
+	return ec_read(s, oid, k, m, buf, len, off, h, NULL);
 }
 
 int sdfs_ec_locate(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, uint32_t *ids,

@@ -41,6 +41,12 @@
 #include "libclient/client.h"
 
 #define VOL_CHUNK_LOCKS 64
+#define VOL_EC_HINTS 1024       /* stripe versions remembered per handle */
+
+struct vol_ec_hint {
+	uint64_t oid, gen, unsealed;
+	struct ec_hint h;
+};
 #define VOL_RO_RELOAD_MS 1000   /* read-only live handles re-read the index */
 
 struct sdfs_vol {
@@ -84,6 +90,10 @@ struct sdfs_vol {
 	pthread_mutex_t smu;
 	pthread_cond_t scv;
 	atomic_uint_fast64_t sealed, unsealed;  /* chunks, by this handle */
+	/* where sealed chunks' stripes were last read (vol_io.c
+	 * vol_chunk_read): valid while gen and unsealed are as then */
+	pthread_mutex_t hmu;
+	struct vol_ec_hint *hints;      /* VOL_EC_HINTS slots, or NULL */
 
 	/* copy-on-write (vol_io.c chunk_copy; docs/volumes.md
 	 * "Copy-on-write") */

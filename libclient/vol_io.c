@@ -23,6 +23,7 @@ void vol_io_init(struct sdfs_vol *v)
 		pthread_mutex_init(&v->chunk_locks[i], NULL);
 	pthread_mutex_init(&v->smu, NULL);
 	pthread_cond_init(&v->scv, NULL);
+	pthread_mutex_init(&v->hmu, NULL);
 	v->dirty_lo = UINT64_MAX;
 	v->dirty_hi = 0;
 	const char *cow = getenv("SDFS_VOL_COW");
@@ -39,6 +40,8 @@ void vol_io_destroy(struct sdfs_vol *v)
 	for (int i = 0; i < VOL_CHUNK_LOCKS; i++)
 		pthread_mutex_destroy(&v->chunk_locks[i]);
 	pthread_mutex_destroy(&v->smu);
+	pthread_mutex_destroy(&v->hmu);
+	free(v->hints);
 	pthread_cond_destroy(&v->scv);
 	free(v->dirty);
 }
@@ -158,6 +161,50 @@ int vol_index_commit(struct sdfs_vol *v, uint64_t chunk, uint32_t owner)
 	return ret;
 }
 
+/* The stripe version @oid was last read in, if nothing since could have
+ * made a newer one: no reload (gen) and no unseal by this handle (a
+ * sealed chunk's stripe gets a new version only by an unseal and a new
+ * seal, and another writer's shows after a reload). State shared. */
+static void hint_get(struct sdfs_vol *v, uint64_t oid, struct ec_hint *h)
+{
+	struct vol_ec_hint *x;
+
+	pthread_mutex_lock(&v->hmu);
+	x = v->hints ? &v->hints[oid % VOL_EC_HINTS] : NULL;
+	if (x && x->oid == oid && x->gen == v->gen &&
+	    x->unsealed == atomic_load(&v->unsealed))
+		*h = x->h;
+	pthread_mutex_unlock(&v->hmu);
+}
+
+static void hint_put(struct sdfs_vol *v, uint64_t oid, const struct ec_hint *h,
+		     uint64_t unsealed)
+{
+	pthread_mutex_lock(&v->hmu);
+	if (!v->hints)
+		v->hints = calloc(VOL_EC_HINTS, sizeof(*v->hints));
+	if (v->hints)
+		v->hints[oid % VOL_EC_HINTS] = (struct vol_ec_hint){
+			.oid = oid, .gen = v->gen, .unsealed = unsealed, .h = *h };
+	pthread_mutex_unlock(&v->hmu);
+}
+
+/* A sealed chunk's range, from where its stripe was last read. */
+static ssize_t stripe_read(struct sdfs_vol *v, uint64_t oid, char *buf, size_t n,
+			   uint64_t in)
+{
+	uint64_t unsealed = atomic_load(&v->unsealed);
+	struct ec_hint h = { 0 };
+	ssize_t got;
+
+	hint_get(v, oid, &h);
+	got = ec_read_hinted(v->s, oid, policy_ec_k(v->vi.copies), policy_ec_m(v->vi.copies),
+			     buf, n, in, &h);
+	if (got >= 0 && h.version)
+		hint_put(v, oid, &h, unsealed);
+	return got;
+}
+
 int vol_chunk_read(struct sdfs_vol *v, uint32_t e, uint64_t chunk, char *buf, size_t n,
 		   uint64_t in)
 {
@@ -169,8 +216,7 @@ int vol_chunk_read(struct sdfs_vol *v, uint32_t e, uint64_t chunk, char *buf, si
 		return 0;
 	}
 	if (volidx_sealed(e, vol_is_ec(v)))
-		got = sdfs_ec_read(v->s, oid_vstripe(owner, chunk), policy_ec_k(v->vi.copies),
-				   policy_ec_m(v->vi.copies), buf, n, in);
+		got = stripe_read(v, oid_vstripe(owner, chunk), buf, n, in);
 	else
 		got = sdfs_obj_read(v->s, oid_vdata(owner, chunk, v->vi.copies), buf, n, in);
 	if (got < 0)

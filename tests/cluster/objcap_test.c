@@ -52,19 +52,6 @@ static uint8_t secret[AUTH_KEY_BYTES], capkey[AUTH_KEY_BYTES], admin_key[AUTH_KE
 	       alice_key[AUTH_KEY_BYTES], bob_key[AUTH_KEY_BYTES];
 static uint64_t req_ids = 7000;
 
-static struct sdfs *handle_of(const struct sdfs_conf *conf, const char *name,
-			      const uint8_t *key)
-{
-	char path[512], err[256];
-	struct sdfs *s;
-
-	snprintf(path, sizeof(path), "%s/%s.keyring", tcluster_dir(tc), name);
-	tkeys_save_client(path, secret, name, key);
-	cr_assert_eq(sdfs_connect_keyring(conf->zk, conf->cluster, 10000, path, &s, err,
-					  sizeof(err)), 0, "%s", err);
-	return s;
-}
-
 static void up(void)
 {
 	struct sdfs_conf conf;
@@ -101,8 +88,8 @@ static void up(void)
 	fprintf(f, "objcap_lifetime_ms = %d\n", LIFETIME_MS);
 	fclose(f);
 	tkeys_dev_restart(tc, "mds.0");
-	admin = handle_of(&conf, ADMIN_KEY, admin_key);
-	alice = handle_of(&conf, ALICE, alice_key);
+	admin = tkeys_handle(tc, &conf, secret, ADMIN_KEY, admin_key);
+	alice = tkeys_handle(tc, &conf, secret, ALICE, alice_key);
 	/* the daemons' key tables follow ZooKeeper: the new keys shortly */
 	for (int64_t end = tnow_ms() + 60000; ret && tnow_ms() < end; tsleep_ms(200)) {
 		ret = sdfs_ns_mkdir(admin, ROOT, "ready", 0755, 0, 0, &st);

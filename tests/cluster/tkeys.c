@@ -31,6 +31,20 @@ void tkeys_save_client(const char *path, const uint8_t secret[AUTH_KEY_BYTES],
 	cr_assert_eq(keyring_save(path, &kr), 0, "%s", path);
 }
 
+struct sdfs *tkeys_handle(struct tcluster *tc, const struct sdfs_conf *conf,
+			  const uint8_t secret[AUTH_KEY_BYTES], const char *name,
+			  const uint8_t *key)
+{
+	char path[512], err[256];
+	struct sdfs *s;
+
+	snprintf(path, sizeof(path), "%s/%s.keyring", tcluster_dir(tc), name);
+	tkeys_save_client(path, secret, name, key);
+	cr_assert_eq(sdfs_connect_keyring(conf->zk, conf->cluster, 10000, path, &s, err,
+					  sizeof(err)), 0, "%s", err);
+	return s;
+}
+
 void tkeys_dev_restart(struct tcluster *tc, const char *name)
 {
 	char *out = NULL, *err = NULL;

@@ -8,6 +8,7 @@
 #define SDFS_TESTS_CLUSTER_TKEYS_H
 #include <stdint.h>
 
+#include "common/conf.h"
 #include "common/coord.h"
 #include "common/keys.h"
 #include "tests/cluster/fixture.h"
@@ -20,6 +21,12 @@ void tkeys_put(struct coord *c, const uint8_t secret[AUTH_KEY_BYTES], const char
  * password of clients (from @secret), as `sdfs auth get` writes it. */
 void tkeys_save_client(const char *path, const uint8_t secret[AUTH_KEY_BYTES],
 		       const char *name, const uint8_t *key);
+/* A libsdfs handle on @tc's cluster (@conf: its sdfs.conf) as client
+ * key @name (@key), through a keyring written to DIR/NAME.keyring;
+ * the caller closes it. */
+struct sdfs *tkeys_handle(struct tcluster *tc, const struct sdfs_conf *conf,
+			  const uint8_t secret[AUTH_KEY_BYTES], const char *name,
+			  const uint8_t *key);
 /* SIGKILL daemon @name of @tc and start it again (`sdfs dev start`). */
 void tkeys_dev_restart(struct tcluster *tc, const char *name);
 #endif

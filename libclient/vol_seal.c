@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -42,7 +43,9 @@ static uint32_t now_s(void)
 }
 
 /* SDFS_VOL_FAULT=@what (tests, vol_ec_test.c): the process dies here,
- * as a writer killed between two steps of a seal. */
+ * as a writer killed between two steps of a seal. SDFS_VOL_FAULT=
+ * stop_@what (vol_ec_fault_test.c): it stops itself here (SIGSTOP), as a
+ * writer paused between two steps, and goes on when sent SIGCONT. */
 static void fault_point(const char *what)
 {
 	const char *f = getenv("SDFS_VOL_FAULT");
@@ -50,6 +53,10 @@ static void fault_point(const char *what)
 	if (f && !strcmp(f, what)) {
 		log_warn("SDFS_VOL_FAULT=%s: exiting", what);
 		_exit(99);
+	}
+	if (f && !strncmp(f, "stop_", 5) && !strcmp(f + 5, what)) {
+		log_warn("SDFS_VOL_FAULT=%s: stopping", f);
+		raise(SIGSTOP);
 	}
 }
 
@@ -86,6 +93,7 @@ int vol_seal_chunk(struct sdfs_vol *v, uint64_t chunk)
 	/* The strip puts carry our token (2.5): a writer a newer one fenced
 	 * is refused there (-EPERM) as its object writes are, and a vid
 	 * frozen meanwhile gives -EROFS (the next state's chunks next). */
+	fault_point("seal_before_put");
 	ret = sdfs_ec_put_ex(v->s, oid_vstripe(vid, chunk), ec_k(v), ec_m(v), buf,
 			     (size_t)got, &(struct sdfs_ec_opts){ .token = v->token });
 	vol_note_fenced(v, ret);

@@ -19,6 +19,11 @@
  * operation #n at file offset p are a hash of (p, n), so a wrong byte
  * can be traced back to the write it came from.
  *
+ * --fixed-size works on an existing file of a size that never changes
+ * (a volume file, docs/volumes.md, whose content may be sealed chunks of
+ * an erasure-coded volume): the model starts as the file's bytes, no
+ * truncates, writes and fallocate stay inside the file.
+ *
  * Not here: concurrency on one file (run several instances on
  * different files), namespace operations (tests/posix).
  * Single-threaded.
@@ -79,7 +84,7 @@ struct fsx_opts {
 	uint64_t verify_every;  /* whole-file check every N ops; 0: at the end only */
 	uint64_t progress;      /* a progress line every N ops; 0: none */
 	const char *dir, *file;
-	int quiet, no_mmap, no_direct, no_falloc, keep;
+	int quiet, no_mmap, no_direct, no_falloc, keep, fixed;
 };
 
 struct fsx_rec {                /* one logged operation */
@@ -818,6 +823,8 @@ static int op_enabled(const struct fsx_opts *o, int op)
 		return !o->no_falloc;
 	case OP_DREAD: case OP_DWRITE:
 		return !o->no_direct;
+	case OP_TRUNCATE:
+		return !o->fixed;
 	default:
 		return 1;
 	}
@@ -883,6 +890,8 @@ static void usage(FILE *out)
 "\n"
 "  --dir DIR          work on DIR/fsx.SEED (removed after a clean run)\n"
 "  --file PATH        work on PATH (created or truncated)\n"
+"  --fixed-size       with --file: PATH exists and keeps its size (a volume\n"
+"                     file); its bytes are the model's start, no truncates\n"
 "  --ops N            operations to run (default 10000)\n"
 "  --seed S           the random seed (default: from the clock; printed)\n"
 "  --max-size SIZE    the file's largest size (default 32M; K, M, G)\n"
@@ -922,7 +931,7 @@ static int parse_size(const char *s, uint64_t *out)
 static int parse_args(struct fsx_opts *o, int argc, char **argv, int *seeded)
 {
 	enum { O_DIR = 256, O_FILE, O_OPS, O_SEED, O_MAXSIZE, O_MAXLEN, O_OBJSIZE,
-	       O_VERIFY, O_PROGRESS, O_QUIET, O_NOMMAP, O_NODIRECT, O_NOFALLOC, O_KEEP };
+	       O_VERIFY, O_PROGRESS, O_QUIET, O_NOMMAP, O_NODIRECT, O_NOFALLOC, O_KEEP, O_FIXED };
 	static const struct option lopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "file", required_argument, NULL, O_FILE },
@@ -938,6 +947,7 @@ static int parse_args(struct fsx_opts *o, int argc, char **argv, int *seeded)
 		{ "no-direct", no_argument, NULL, O_NODIRECT },
 		{ "no-fallocate", no_argument, NULL, O_NOFALLOC },
 		{ "keep", no_argument, NULL, O_KEEP },
+		{ "fixed-size", no_argument, NULL, O_FIXED },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -961,6 +971,7 @@ static int parse_args(struct fsx_opts *o, int argc, char **argv, int *seeded)
 		case O_NODIRECT: o->no_direct = 1; break;
 		case O_NOFALLOC: o->no_falloc = 1; break;
 		case O_KEEP:     o->keep = 1; break;
+		case O_FIXED:    o->fixed = 1; break;
 		case 'h':        usage(stdout); exit(0);
 		default:         return -1;
 		}
@@ -971,6 +982,10 @@ static int parse_args(struct fsx_opts *o, int argc, char **argv, int *seeded)
 	}
 	if (optind != argc || !o->dir == !o->file) {
 		fprintf(stderr, "sdfs-fsx: give --dir or --file (one of them)\n");
+		return -1;
+	}
+	if (o->fixed && !o->file) {
+		fprintf(stderr, "sdfs-fsx: --fixed-size needs --file\n");
 		return -1;
 	}
 	if (o->max_size < 2 * FSX_DIO_ALIGN || o->max_size % FSX_DIO_ALIGN ||
@@ -1001,6 +1016,40 @@ static void *xalloc(size_t len, int zero)
 	return p;
 }
 
+/* --fixed-size: open the existing file; its size is max_size for good,
+ * its bytes the model. 0, or 1 with the reason printed. */
+static int open_fixed(struct fsx *f)
+{
+	struct stat st;
+
+	f->fd = open(f->path, O_RDWR | O_CLOEXEC);
+	if (f->fd < 0 || fstat(f->fd, &st)) {
+		fprintf(stderr, "sdfs-fsx: %s: %s\n", f->path, strerror(errno));
+		return 1;
+	}
+	if (st.st_size < 2 * FSX_DIO_ALIGN || st.st_size % FSX_DIO_ALIGN ||
+	    (uint64_t)st.st_size > (1ull << 36)) {
+		fprintf(stderr, "sdfs-fsx: --fixed-size: %s is %jd bytes, not a multiple "
+			"of %d from 8K to 64G\n", f->path, (intmax_t)st.st_size, FSX_DIO_ALIGN);
+		return 1;
+	}
+	f->o.max_size = f->size = (uint64_t)st.st_size;
+	if (f->o.max_len > f->o.max_size)
+		f->o.max_len = f->o.max_size;
+	f->model = xalloc(f->o.max_size, 0);
+	for (uint64_t off = 0; off < f->size;) {
+		ssize_t got = pread(f->fd, f->model + off, f->size - off, (off_t)off);
+
+		if (got <= 0) {
+			fprintf(stderr, "sdfs-fsx: reading %s at 0x%" PRIx64 ": %s\n", f->path,
+				off, got ? strerror(errno) : "end of file");
+			return 1;
+		}
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct fsx f = { .o = { .ops = 10000, .max_size = 32u << 20,
@@ -1028,7 +1077,10 @@ int main(int argc, char **argv)
 		snprintf(f.path, sizeof(f.path), "%s", f.o.file);
 	else
 		snprintf(f.path, sizeof(f.path), "%s/fsx.%" PRIu64, f.o.dir, f.o.seed);
-	f.model = xalloc(f.o.max_size, 1);
+	if (f.o.fixed && open_fixed(&f))
+		return 1;
+	if (!f.o.fixed)
+		f.model = xalloc(f.o.max_size, 1);
 	f.buf = xalloc(f.o.max_len + FSX_DIO_ALIGN, 0);
 	f.check = xalloc(f.o.max_len + FSX_DIO_ALIGN, 0);
 	printf("sdfs-fsx: seed %" PRIu64 ", %" PRIu64 " ops on %s, max size 0x%" PRIx64
@@ -1037,7 +1089,8 @@ int main(int argc, char **argv)
 	       f.o.no_falloc ? ", no fallocate" : "");
 	fflush(stdout);
 
-	f.fd = open(f.path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (!f.o.fixed)
+		f.fd = open(f.path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (f.fd < 0) {
 		fprintf(stderr, "sdfs-fsx: %s: %s\n", f.path, strerror(errno));
 		return 1;

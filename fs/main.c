@@ -331,8 +331,7 @@ static int connect_cluster(struct fs *fs, const struct args *a, char *uuid, size
 		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster, err);
 		return ret;
 	}
-	sdfs_set_read_timeout(fs->s, c.read_timeout_ms);
-	sdfs_set_replica_timeout(fs->s, c.replica_timeout_ms);
+	sdfs_set_conf(fs->s, &c);     /* timeouts, ec_seal_after_s */
 	ret = sdfs_cluster_info(fs->s, &ci);
 	if (ret) {
 		fprintf(stderr, "mount.sdfs: cluster %s: %s\n", a->cluster,

@@ -378,12 +378,16 @@ int sdfs_open(const char *conf_file, struct sdfs **out, char *err, size_t errlen
 			 env && *env ? env : conf.keyring, have ? &kr : NULL, out, err,
 			 errlen);
 	sodium_memzero(&kr, sizeof(kr));
-	if (ret == 0) {
-		sdfs_set_replica_timeout(*out, conf.replica_timeout_ms);
-		sdfs_set_read_timeout(*out, conf.read_timeout_ms);
-		sdfs_set_ec_seal_after(*out, conf.ec_seal_after_s);
-	}
+	if (ret == 0)
+		sdfs_set_conf(*out, &conf);
 	return ret;
+}
+
+void sdfs_set_conf(struct sdfs *s, const struct sdfs_conf *c)
+{
+	sdfs_set_replica_timeout(s, c->replica_timeout_ms);
+	sdfs_set_read_timeout(s, c->read_timeout_ms);
+	sdfs_set_ec_seal_after(s, c->ec_seal_after_s);
 }
 
 void sdfs_close(struct sdfs *s)

@@ -650,9 +650,19 @@ static int cap_refused(const struct rpc_call *calls, size_t n)
 /*
  * Read @len bytes at @off of the object as group @g has it into @buf,
  * with @cap. The length, or -EAGAIN when fewer than k strips of @g give
- * the range (the caller tries an older group), -EKEYREJECTED (the cap
- * refused), or -ENOMEM.
+ * the range (the caller tries an older group), -ESTALE when that is so
+ * only because some holders answered what a later try may not (a newer
+ * map, a transport error, not synced yet: the caller refreshes the map
+ * and tries again), -EKEYREJECTED (the cap refused), or -ENOMEM.
  */
+/* A strip read's failure that a read on a fresh map and a fresh STAT may
+ * not have: retryable, or the version gone (NO_OBJ: a newer put's commit
+ * dropped it after the STAT; the newer one is the object now). */
+static int moved_on(int r)
+{
+	return retryable(r) || r == -ENOENT;
+}
+
 static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k,
 			  unsigned m, uint64_t oid, uint64_t epoch, const struct ec_group *g,
 			  void *buf, size_t len, uint64_t off, int64_t deadline,
@@ -664,6 +674,7 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 	unsigned first, last, nc = 0, nbad = 0, n = k + m, cidx[RING_MAX_PLACE];
 	uint32_t bad = 0, failed = 0;
 	uint8_t *tmp = NULL;
+	int transient = 0;
 	ssize_t ret;
 
 	if (off >= g->size)
@@ -697,6 +708,7 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 		if (!got_all(&calls[c])) {
 			bad |= 1u << i;
 			failed |= 1u << i;
+			transient |= moved_on(rpc_result(&calls[c]));
 			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 " strip=%u node=%"
 				  PRIu32 ": %s; rebuilding it from %u others", oid, i,
 				  g->at[i]->node_id, err_text(&calls[c]),
@@ -730,7 +742,7 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 			if (g->at[j] && !(bad & 1u << j) && !(failed & 1u << j))
 				src[ns++] = j;
 		if (ns < k) {
-			ret = -EAGAIN;
+			ret = transient ? -ESTALE : -EAGAIN;
 			break;
 		}
 		nc = 0;
@@ -748,6 +760,7 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 		for (unsigned x = 0; x < k; x++)
 			if (!got_all(&calls[x])) {
 				failed |= 1u << src[x];
+				transient |= moved_on(rpc_result(&calls[x]));
 				again = 1;
 				log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 " strip=%u "
 					  "node=%" PRIu32 ": %s (degraded read)", oid, src[x],
@@ -840,6 +853,7 @@ static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid
 		struct ec_group g[EC_GROUPS_MAX];
 		struct ec_place p;
 		unsigned ng, unreached;
+		int stale = 0;
 
 		ret = place(s, oid, k, m, 0, &p);
 		if (ret)
@@ -861,6 +875,13 @@ static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid
 			}
 			r = read_group(s, code, k, m, oid, p.m->map->epoch, &g[j], buf, len,
 				       off, deadline, cap, rs);
+			if (r == -ESTALE) {
+				/* holders on a newer map (or briefly away):
+				 * not a lost version; again on a fresh map */
+				stale = 1;
+				last = -EIO;
+				break;
+			}
 			if (r == -EAGAIN)
 				continue;
 			if (rs && r >= 0) {
@@ -881,7 +902,7 @@ static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid
 			return -ENOENT;
 		/* Every holder answered: no version has k good strips, and
 		 * none will by waiting (more than m lost or corrupt). */
-		if (unreached == 0) {
+		if (unreached == 0 && !stale) {
 			log_warn("oid=%016" PRIx64 ": ec read %u+%u: no version with %u good "
 				 "strips", oid, k, m, k);
 			return -EIO;

@@ -110,6 +110,10 @@ void sdfs_set_read_timeout(struct sdfs *s, int timeout_ms);
  * default SDFS_EC_SEAL_AFTER_S); 0: never (sdfs_vol_seal still does). */
 #define SDFS_EC_SEAL_AFTER_S 60
 void sdfs_set_ec_seal_after(struct sdfs *s, int secs);
+/* All of the above from a loaded sdfs.conf (common/conf.h): what every
+ * program that connects with sdfs_connect_keyring applies. */
+struct sdfs_conf;
+void sdfs_set_conf(struct sdfs *s, const struct sdfs_conf *c);
 
 /* ---- cluster ---- */
 

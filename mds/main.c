@@ -469,8 +469,7 @@ int main(int argc, char **argv)
 		log_err("cannot connect to cluster %s: %s", m.conf.cluster, err);
 		return 1;
 	}
-	sdfs_set_read_timeout(m.sdfs, m.conf.read_timeout_ms);
-	sdfs_set_replica_timeout(m.sdfs, m.conf.replica_timeout_ms);
+	sdfs_set_conf(m.sdfs, &m.conf);
 	for (int logged = 0; !atomic_load(&m.stop); usleep(300 * 1000)) {
 		struct sdfs_cluster_info ci;
 

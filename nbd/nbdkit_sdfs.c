@@ -127,10 +127,8 @@ static int connect_cluster(struct sdfs **out)
 		if (!ret)
 			ret = sdfs_connect_keyring(c.zk, c.cluster, c.timeout_ms, keyring, out,
 						   err, sizeof(err));
-		if (!ret) {
-			sdfs_set_replica_timeout(*out, c.replica_timeout_ms);
-			sdfs_set_read_timeout(*out, c.read_timeout_ms);
-		}
+		if (!ret)
+			sdfs_set_conf(*out, &c);
 	}
 	if (ret)
 		nbdkit_error("%s", err[0] ? err : strerror(-ret));

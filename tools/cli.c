@@ -162,9 +162,7 @@ struct sdfs *cli_open(const struct cli *cli)
 		cli_fail("%s", err);
 		return NULL;
 	}
-	sdfs_set_replica_timeout(s, conf.replica_timeout_ms);
-	sdfs_set_read_timeout(s, conf.read_timeout_ms);
-	sdfs_set_ec_seal_after(s, conf.ec_seal_after_s);
+	sdfs_set_conf(s, &conf);
 	return s;
 }
 

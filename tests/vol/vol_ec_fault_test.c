@@ -19,9 +19,10 @@
  *                   strip holder SIGKILLed and gone out, strip recovery
  *                   moving strips for seconds: every read of a sealed
  *                   chunk meanwhile exact.
- *   reads_across_map_changes  DISABLED (a bug in libclient/ec_io.c, see
- *                   the test): three readers of sealed chunks while the
- *                   map changes 16 times; no read may fail.
+ *   reads_across_map_changes  three readers of sealed chunks while the
+ *                   map changes 16 times; no read may fail (it failed
+ *                   before ec_io.c retried a read that met a holder on
+ *                   a newer map: see the test).
  *   writer_fenced   a writer in another process (libsdfs) SIGSTOPped
  *                   until its session expires, a new writer takes the
  *                   volume, writes into sealed and replicated chunks and
@@ -569,13 +570,12 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-/* DISABLED until libclient/ec_io.c retries such a read: it fails 4 runs
- * of 4 at 286ef3f+924f096 (-EIO within 16 map changes: "strip=2 node=1:
- * Stale file handle (degraded read)", then "ec read 2+1: no version with
- * 2 good strips": read_try takes a group that read_group could not read
- * because of a retryable answer as "every holder answered, nothing to
- * wait for"). Enable it with that fix. */
-Test(vol_ec_fault, reads_across_map_changes, .disabled = true)
+/* Failed 4 runs of 4 before libclient/ec_io.c retried such a read
+ * (-EIO within 16 map changes: "strip=2 node=1: Stale file handle
+ * (degraded read)", then "ec read 2+1: no version with 2 good strips":
+ * read_try took a group read_group could not read because of a
+ * retryable answer as "every holder answered, nothing to wait for"). */
+Test(vol_ec_fault, reads_across_map_changes)
 {
 	uint8_t *model = calloc(1, SIZE);
 	uint64_t ino = mkvol("v", SIZE), e0 = tcluster_epoch(tc);

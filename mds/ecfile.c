@@ -41,6 +41,7 @@
 #include "common/net.h"
 #include "common/oid.h"
 #include "common/policy.h"
+#include "mds/lease.h"
 #include "mds/ns_int.h"
 #include "mds/opens.h"
 
@@ -138,11 +139,15 @@ int ecfile_unseal(struct ns *ns, uint64_t ino)
 	struct inode in;
 	int ret;
 
+	ns_handover_wait(ns);
+	lease_collect_begin();
 	ns_lock(ns, &ls, &ino, 1);
 	ret = inode_get(ns, ino, &in);
 	if (!ret)
 		ret = ecfile_unseal_locked(ns, &in);
 	ns_unlock(ns, &ls);
+	/* every client caching the inode learns the form, the asker too */
+	lease_collect_end(ns->leases, 0, ret == 0);
 	return ret == -ENOENT ? 0 : ret;
 }
 
@@ -213,9 +218,10 @@ static int seal_one(struct ns *ns, uint64_t ino, uint64_t *bytes_out)
 			usleep((useconds_t)(due - now) * 1000);
 	}
 	free(buf);
-	if (!ret && getenv("SDFS_MDS_FAULT") &&
-	    strcmp(getenv("SDFS_MDS_FAULT"), "ecfile_after_put") == 0) {
-		log_warn("ino=%" PRIu64 ": SDFS_MDS_FAULT=ecfile_after_put: exiting", ino);
+	/* test hook: the first mds to take the file exits after the puts */
+	const char *fault = getenv("SDFS_MDS_ECFILE_FAULT");
+	if (!ret && fault && unlink(fault) == 0) {
+		log_warn("ino=%" PRIu64 ": SDFS_MDS_ECFILE_FAULT: exiting after the puts", ino);
 		_exit(9);
 	}
 	if (ret) {
@@ -238,10 +244,12 @@ static int seal_one(struct ns *ns, uint64_t ino, uint64_t *bytes_out)
 		return -ENOMEM;
 	}
 	in1.a.copies = (uint16_t)(p | POLICY_SEALED);
+	lease_collect_begin();
 	inode_put(b, &in1);
 	ret = ns_commit(ns, b);
 	kvbatch_free(b);
 	ns_unlock(ns, &ls);
+	lease_collect_end(ns->leases, 0, ret == 0);
 	if (ret)
 		return ret;
 	for (uint64_t c = 0; c < n; c++) {

@@ -12,9 +12,10 @@
  *                       they seal again; an unlink removes the stripes
  *   holder_killed       a sealed file read back with a strip holder
  *                       SIGKILLed (a degraded read)
- *   mds_killed          the active mds SIGKILLed while it may be sealing
- *                       an 8 MiB file: readable throughout, sealed by
- *                       the standby
+ *   mds_killed          the active mds exits after putting an 8 MiB
+ *                       file's stripes, before its inode says sealed
+ *                       (SDFS_MDS_ECFILE_FAULT): the file reads back
+ *                       from its replicated objects, the standby seals it
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -31,9 +32,13 @@
 #include "tests/cluster/fixture.h"
 
 static struct tcluster *tc;
+static char fault[64];          /* SDFS_MDS_ECFILE_FAULT (mds/ecfile.c) */
 
 static void up(void)
 {
+	snprintf(fault, sizeof(fault), "/tmp/sdfs-ecfile-fault.%d", (int)getpid());
+	unlink(fault);
+	setenv("SDFS_MDS_ECFILE_FAULT", fault, 1);
 	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 4, .mds = 2, .mounts = 2,
 						     .out_grace_s = 60,
 						     .set = "ec_seal_after_s=1" });
@@ -43,6 +48,7 @@ static void up(void)
 static void down(void)
 {
 	tcluster_stop(tc);
+	unlink(fault);
 }
 
 TestSuite(ec_file, .init = up, .fini = down, .timeout = 240);
@@ -250,17 +256,22 @@ Test(ec_file, mds_killed)
 {
 	size_t n = 8 * 1024 * 1024;
 	char *m = malloc(n), active[32];
+	int fd;
 
 	ec_dir("k");
+	cr_assert_eq(tcluster_active_mds(tc, active, sizeof(active)), 0);
+	fd = open(fault, O_CREAT | O_WRONLY, 0644);
+	cr_assert_geq(fd, 0);
+	close(fd);
 	fill(m, n, 5);
 	write_file(at(0, "k/f"), m, n);
-	/* due after 1 s; the hold lingers 2 s after the close: the seal
-	 * runs about then, for ~250 ms (32 MiB/s) */
-	usleep(2900 * 1000);
-	cr_assert_eq(tcluster_active_mds(tc, active, sizeof(active)), 0);
-	cr_assert_eq(tcluster_signal(tc, active, SIGKILL), 0);
-	check_cold(at(0, "k/f"), m, n);
+	for (int i = 0; i < 200 && tcluster_running(tc, active) == 1; i++)
+		usleep(100000);
+	cr_assert_eq(access(fault, F_OK), -1, "the seal never reached the hook");
 	cr_assert_eq(tcluster_wait_active_mds(tc, active, NULL, 0, TCLUSTER_WAIT_MS), 0);
+	cr_assert(!policy_is_sealed(resolve(at(0, "k/f")).copies),
+		  "sealed although the mds died before its commit");
+	check_cold(at(0, "k/f"), m, n);
 	check_file(at(1, "k/f"), m, n);
 	cr_assert_eq(wait_sealed(at(0, "k/f"), 1, 45), 0, "never sealed after the failover");
 	assert_stored_sealed(at(0, "k/f"));

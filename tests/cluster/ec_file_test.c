@@ -16,10 +16,17 @@
  *                       file's stripes, before its inode says sealed
  *                       (SDFS_MDS_ECFILE_FAULT): the file reads back
  *                       from its replicated objects, the standby seals it
+ *   measure_64mib       a 64 MiB file: the strip files on disk per byte
+ *                       (at most 1.6 for 2+1), the seal's log line, the
+ *                       time of the first write after the seal (the
+ *                       unseal), printed
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,5 +284,80 @@ Test(ec_file, mds_killed)
 	assert_stored_sealed(at(0, "k/f"));
 	check_cold(at(0, "k/f"), m, n);
 	check_file(at(1, "k/f"), m, n);
+	free(m);
+}
+
+/* Bytes of the strip files of a file's stripes under the cluster's dir:
+ * "<oid>.<ss>.<version>", the oid's first 14 hex digits (chunks < 256). */
+static char strip_pfx[24];
+static uint64_t strip_bytes;
+static int strip_files;
+
+static int count_strip(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	const char *base = path + f->base;
+
+	if (type == FTW_F && strstr(path, "/strip/") &&
+	    strncmp(base, strip_pfx, strlen(strip_pfx)) == 0 && !strstr(base, ".tmp")) {
+		strip_bytes += (uint64_t)sb->st_size;
+		strip_files++;
+	}
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+Test(ec_file, measure_64mib)
+{
+	size_t n = 64u << 20;
+	char *m = malloc(n), line[512], path[600];
+	struct sdfs_stat st;
+	double t0, t1;
+	int fd;
+
+	ec_dir("m");
+	fill(m, n, 11);
+	write_file(at(0, "m/f"), m, n);
+	cr_assert_eq(wait_sealed(at(0, "m/f"), 1, 30), 0, "never sealed");
+	st = resolve(at(0, "m/f"));
+	assert_stored_sealed(at(0, "m/f"));
+	snprintf(strip_pfx, sizeof(strip_pfx), "%014" PRIx64, oid_fstripe(st.ino, 0) >> 8);
+	strip_bytes = 0;
+	strip_files = 0;
+	cr_assert_eq(nftw(tcluster_dir(tc), count_strip, 16, FTW_PHYS), 0);
+	cr_assert_eq(strip_files, (int)(3 * (n / st.obj_size)), "%d strip files",
+		     strip_files);
+	cr_log_info("64 MiB sealed 2+1: %d strip files, %" PRIu64 " bytes, %.3f per byte",
+		    strip_files, strip_bytes, (double)strip_bytes / (double)n);
+	cr_assert_leq((double)strip_bytes / (double)n, 1.6);
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/log/mds.%u.log", tcluster_dir(tc), i);
+		FILE *f = fopen(path, "r");
+
+		while (f && fgets(line, sizeof(line), f))
+			if (strstr(line, "sealed"))
+				cr_log_info("%s", line);
+		if (f)
+			fclose(f);
+	}
+	check_file(at(1, "m/f"), m, n);
+	/* the first write after the seal pays the unseal */
+	fd = open(at(0, "m/f"), O_WRONLY);
+	cr_assert_geq(fd, 0);
+	t0 = now_s();
+	cr_assert_eq(pwrite(fd, "z", 1, 12345), 1);
+	t1 = now_s();
+	m[12345] = 'z';
+	cr_assert_eq(close(fd), 0);
+	cr_log_info("first write into the sealed 64 MiB file: %.2f s (the unseal)", t1 - t0);
+	cr_assert(!policy_is_sealed(resolve(at(0, "m/f")).copies));
+	check_file(at(1, "m/f"), m, n);
+	check_cold(at(0, "m/f"), m, n);
 	free(m);
 }

@@ -484,7 +484,8 @@ static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		       ct, st.parent, st.layout, st.layout == 1 ? " (data in objects)" : "",
 		       st.obj_size, policy_copies(st.copies), st.copies ? "" : " (the cluster's)");
 		if (S_ISDIR(st.mode) && policy_is_ec(st.copies))
-			printf("policy    ec=%u+%u for volumes made in it (files: %u copies)\n",
+			printf("policy    ec=%u+%u for volumes made in it, and files (%u copies "
+			       "while written, sealed when cold)\n",
 			       policy_ec_k(st.copies), policy_ec_m(st.copies),
 			       policy_copies(st.copies));
 		else if (S_ISDIR(st.mode))
@@ -641,8 +642,8 @@ static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a
 		printf(", \"copies\": %u, \"policy\": \"%s\"}\n", policy_copies(st.copies),
 		       policy_str(st.copies, pb, sizeof(pb)));
 	} else if (policy_is_ec(st.copies)) {
-		printf("%s: ec=%u+%u for volumes made in it from now on (files: %u "
-		       "copies)\n", path, policy_ec_k(st.copies), policy_ec_m(st.copies),
+		printf("%s: ec=%u+%u for volumes made in it from now on, and files (%u "
+		       "copies while written, sealed when cold)\n", path, policy_ec_k(st.copies), policy_ec_m(st.copies),
 		       policy_copies(st.copies));
 	} else {
 		printf("%s: copies %u%s for what is made in it from now on\n", path,

@@ -9,6 +9,10 @@
  * The bit flips only in one record write, under the inode's lock, after
  * the new form is whole, so the durable inode always names a whole form;
  * the other one is garbage that the next unseal, seal or purge removes.
+ * A second bit, POLICY_STRIPES, is set before a seal puts its first
+ * stripe and cleared only once the stripes are removed, so stripes that
+ * no inode names as the form exist only under it, and a file without
+ * either bit costs nothing to unseal or purge.
  *
  * Sealing (the ecfile thread, active mds only, when ec_seal_after_s is
  * set): a file no client holds open (opens_held) whose mtime and ctime
@@ -25,9 +29,11 @@
  *
  * Unsealing, under the inode's lock: each stripe read and written as
  * the replicated object, the bit cleared and committed, then every
- * stripe removed (also of a file whose bit was clear already: a crash
- * may have left stripes, and a reader with old attributes would read
- * them), so a write that follows lands where every reader looks.
+ * stripe removed (also of a file with only POLICY_STRIPES: a crash left
+ * stripes, and a reader with old attributes would read them) and
+ * POLICY_STRIPES cleared, so a write that follows lands where every
+ * reader looks. A stripe that cannot be removed fails the unseal (the
+ * writer's write fails; its next one asks again).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -76,9 +82,27 @@ static int drop_stripes(struct ns *ns, uint64_t ino, unsigned p, uint64_t from,
 int ecfile_drop(struct ns *ns, uint64_t ino, unsigned copies, uint64_t first,
 		uint64_t last_plus1)
 {
-	if (!policy_is_ec(copies))
+	if (!policy_has_stripes(copies))
 		return 0;
 	return drop_stripes(ns, ino, copies, first, last_plus1, policy_is_sealed(copies));
+}
+
+/* Commit @in with its copies field @p (the caller holds its lock). */
+static int put_field(struct ns *ns, struct inode *in, unsigned p)
+{
+	struct kvbatch *b = kvbatch_new();
+	unsigned was = in->a.copies;
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	in->a.copies = (uint16_t)p;
+	inode_put(b, in);
+	ret = ns_commit(ns, b);
+	kvbatch_free(b);
+	if (ret)
+		in->a.copies = (uint16_t)was;
+	return ret;
 }
 
 int ecfile_unseal_locked(struct ns *ns, struct inode *in)
@@ -86,7 +110,6 @@ int ecfile_unseal_locked(struct ns *ns, struct inode *in)
 	unsigned p = in->a.copies, k = policy_ec_k(p), m = policy_ec_m(p);
 	uint64_t n = chunks_of(in);
 	uint32_t osz = in->a.obj_size;
-	struct kvbatch *b;
 	int64_t t0 = net_now_ms();
 	uint64_t bytes = 0;
 	void *buf;
@@ -94,8 +117,10 @@ int ecfile_unseal_locked(struct ns *ns, struct inode *in)
 
 	if (!S_ISREG(in->a.mode) || in->a.layout != SDFS_LAYOUT_OBJECTS || !policy_is_ec(p))
 		return 0;
+	if (!policy_has_stripes(p))
+		return 0;
 	if (!policy_is_sealed(p))
-		return drop_stripes(ns, in->a.ino, p, 0, n, 0);
+		goto drop;
 	buf = malloc(osz ? osz : 1);
 	if (!buf)
 		return -ENOMEM;
@@ -116,21 +141,20 @@ int ecfile_unseal_locked(struct ns *ns, struct inode *in)
 		log_warn("ino=%" PRIu64 ": cannot unseal: %s", in->a.ino, strerror(-ret));
 		return ret;
 	}
-	b = kvbatch_new();
-	if (!b)
-		return -ENOMEM;
-	in->a.copies = (uint16_t)(p & ~POLICY_SEALED);
-	inode_put(b, in);
-	ret = ns_commit(ns, b);
-	kvbatch_free(b);
-	if (ret) {
-		in->a.copies = (uint16_t)p;
+	ret = put_field(ns, in, (p & ~POLICY_SEALED) | POLICY_STRIPES);
+	if (ret)
 		return ret;
-	}
 	atomic_fetch_add(&ns->ec_unseals, 1);
 	log_info("ino=%" PRIu64 ": unsealed (%" PRIu64 " bytes read and written again "
 		 "in %" PRId64 " ms)", in->a.ino, bytes, net_now_ms() - t0);
-	return drop_stripes(ns, in->a.ino, p, 0, n, 0);
+drop:
+	ret = drop_stripes(ns, in->a.ino, p, 0, n, 1);
+	if (ret) {
+		log_warn("ino=%" PRIu64 ": cannot remove its stripes: %s", in->a.ino,
+			 strerror(-ret));
+		return ret;
+	}
+	return put_field(ns, in, in->a.copies & ~(POLICY_SEALED | POLICY_STRIPES));
 }
 
 int ecfile_unseal(struct ns *ns, uint64_t ino)
@@ -183,15 +207,21 @@ static int seal_one(struct ns *ns, uint64_t ino, uint64_t *bytes_out)
 {
 	struct inode in0, in1;
 	struct lockset ls;
-	struct kvbatch *b;
 	uint64_t n, bytes = 0;
 	unsigned p, k, m;
 	int64_t t0 = net_now_ms();
 	void *buf;
 	int ret = 0;
 
-	if (inode_get(ns, ino, &in0) || opens_held(ns, ino))
+	/* POLICY_STRIPES first: any stripe put from here on is named */
+	ns_lock(ns, &ls, &ino, 1);
+	if (inode_get(ns, ino, &in0) || opens_held(ns, ino) ||
+	    !seal_due(&in0, ns_now(), 0) ||
+	    put_field(ns, &in0, in0.a.copies | POLICY_STRIPES)) {
+		ns_unlock(ns, &ls);
 		return 0;
+	}
+	ns_unlock(ns, &ls);
 	p = in0.a.copies;
 	k = policy_ec_k(p);
 	m = policy_ec_m(p);
@@ -224,30 +254,25 @@ static int seal_one(struct ns *ns, uint64_t ino, uint64_t *bytes_out)
 		log_warn("ino=%" PRIu64 ": SDFS_MDS_ECFILE_FAULT: exiting after the puts", ino);
 		_exit(9);
 	}
+	ns_lock(ns, &ls, &ino, 1);
+	if (!ret && (inode_get(ns, ino, &in1) || !same_inode(&in0, &in1) ||
+		     opens_held(ns, ino)))
+		ret = -EAGAIN;  /* changed or opened meanwhile */
 	if (ret) {
-		drop_stripes(ns, ino, p, 0, n, 0);
+		/* give up: the stripes go, then the bit (if the inode still
+		 * has it: an unseal or purge may have done both already) */
+		if (drop_stripes(ns, ino, p, 0, n, 1) == 0 && inode_get(ns, ino, &in1) == 0 &&
+		    !policy_is_sealed(in1.a.copies) && policy_has_stripes(in1.a.copies))
+			put_field(ns, &in1, in1.a.copies & ~POLICY_STRIPES);
+		ns_unlock(ns, &ls);
 		if (ret == -EAGAIN)
 			return 0;
 		log_warn("ino=%" PRIu64 ": cannot seal: %s (tried again later)", ino,
 			 strerror(-ret));
 		return ret;
 	}
-	ns_lock(ns, &ls, &ino, 1);
-	if (inode_get(ns, ino, &in1) || !same_inode(&in0, &in1) || opens_held(ns, ino)) {
-		ns_unlock(ns, &ls);
-		drop_stripes(ns, ino, p, 0, n, 0);
-		return 0;
-	}
-	b = kvbatch_new();
-	if (!b) {
-		ns_unlock(ns, &ls);
-		return -ENOMEM;
-	}
-	in1.a.copies = (uint16_t)(p | POLICY_SEALED);
 	lease_collect_begin();
-	inode_put(b, &in1);
-	ret = ns_commit(ns, b);
-	kvbatch_free(b);
+	ret = put_field(ns, &in1, p | POLICY_SEALED);
 	ns_unlock(ns, &ls);
 	lease_collect_end(ns->leases, 0, ret == 0);
 	if (ret)

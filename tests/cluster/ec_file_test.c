@@ -198,7 +198,7 @@ Test(ec_file, seal_modify_unlink)
 	fill(m1 + n1, 4096, 3);
 	cr_assert_eq(pwrite(fd, m1 + n1, 4096, (off_t)n1), 4096);
 	n1 += 4096;
-	cr_assert(!policy_is_sealed(resolve(at(0, "e/big")).copies), "written while sealed");
+	cr_assert(!policy_has_stripes(resolve(at(0, "e/big")).copies), "written while sealed");
 	cr_assert_eq(close(fd), 0);
 	check_file(at(0, "e/big"), m1, n1);
 	check_file(at(1, "e/big"), m1, n1);
@@ -278,6 +278,8 @@ Test(ec_file, mds_killed)
 	cr_assert_eq(tcluster_wait_active_mds(tc, active, NULL, 0, TCLUSTER_WAIT_MS), 0);
 	cr_assert(!policy_is_sealed(resolve(at(0, "k/f")).copies),
 		  "sealed although the mds died before its commit");
+	cr_assert(resolve(at(0, "k/f")).copies & POLICY_STRIPES,
+		  "stripes were put but the inode does not say they may exist");
 	check_cold(at(0, "k/f"), m, n);
 	check_file(at(1, "k/f"), m, n);
 	cr_assert_eq(wait_sealed(at(0, "k/f"), 1, 45), 0, "never sealed after the failover");

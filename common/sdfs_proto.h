@@ -920,8 +920,14 @@ struct sdfs_mds_info {
 	/* 1.8 (a 1.5 to 1.7 mds sends the 120 bytes above, read as zeros) */
 	uint64_t strays;        /* inodes without a name kept because a
 				   client holds them open */
+	/* 2.6 (a 1.8 to 2.5 mds sends the 128 bytes above, read as zeros):
+	 * EC files (docs/ec.md "EC files") since it became active */
+	uint64_t ec_seals;      /* files sealed into stripes */
+	uint64_t ec_unseals;    /* sealed files made replicated again */
+	uint64_t ec_sealed_bytes;
 };
-#define SDFS_MDS_INFO_SIZE 128u
+#define SDFS_MDS_INFO_SIZE 152u
+#define SDFS_MDS_INFO_SIZE_1_8 128u
 #define SDFS_MDS_INFO_SIZE_1_5 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
 static_assert(sizeof(struct sdfs_node_info) == 152, "node_info is 152 bytes");

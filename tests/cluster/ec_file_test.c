@@ -220,6 +220,14 @@ Test(ec_file, seal_modify_unlink)
 	check_cold(at(0, "e/big"), m1, n1);
 	check_file(at(1, "e/small"), m2, n2);
 
+	/* the active mds counted them (sdfs mds status) */
+	struct sdfs_mds_status ms;
+	cr_assert_eq(sdfs_mds_status(tcluster_client(tc), &ms), 0);
+	cr_assert_geq(ms.ec_seals, 4, "%lu seals counted", (unsigned long)ms.ec_seals);
+	cr_assert_geq(ms.ec_unseals, 2, "%lu unseals counted", (unsigned long)ms.ec_unseals);
+	cr_assert_geq(ms.ec_sealed_bytes, 2 * (9u << 20));
+	free(ms.list);
+
 	/* unlink: the stripes go */
 	st = resolve(at(0, "e/big"));
 	cr_assert_eq(unlink(at(0, "e/big")), 0);

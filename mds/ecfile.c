@@ -53,7 +53,10 @@
 
 #define ECFILE_RATE (32u << 20)         /* bytes sealed per second, at most */
 #define ECFILE_BATCH 64                 /* files sealed per pass, at most */
-#define ECFILE_PERIOD_MS 1000
+/* A pass reads every inode record: once a quarter of ec_seal_after_s,
+ * at least a second and at most 30 s apart. */
+#define ECFILE_PERIOD_MIN_MS 1000
+#define ECFILE_PERIOD_MAX_MS 30000
 
 static uint64_t chunks_of(const struct inode *in)
 {
@@ -335,7 +338,13 @@ static void *ecfile_main(void *arg)
 		pthread_mutex_lock(&ns->ecfile_lock);
 		if (ns->ecfile_stop)
 			break;
-		net_time_in(CLOCK_REALTIME, ECFILE_PERIOD_MS, &dl);
+		int64_t period = (int64_t)after * 250;
+
+		if (period < ECFILE_PERIOD_MIN_MS)
+			period = ECFILE_PERIOD_MIN_MS;
+		if (period > ECFILE_PERIOD_MAX_MS)
+			period = ECFILE_PERIOD_MAX_MS;
+		net_time_in(CLOCK_REALTIME, period, &dl);
 		pthread_cond_timedwait(&ns->ecfile_cond, &ns->ecfile_lock, &dl);
 	}
 	pthread_mutex_unlock(&ns->ecfile_lock);

@@ -149,7 +149,9 @@ static int wait_sealed(const char *path, int sealed, int secs)
 	return -1;
 }
 
-/* Sealed for real: no replicated object, every chunk's stripe there. */
+/* Sealed for real: no replicated object (the mds removes them right
+ * after the inode says sealed: a few seconds at most), every chunk's
+ * stripe there. */
 static void assert_stored_sealed(const char *path)
 {
 	struct sdfs_stat st = resolve(path);
@@ -158,8 +160,16 @@ static void assert_stored_sealed(const char *path)
 
 	cr_assert(policy_is_sealed(st.copies), "%s not sealed", path);
 	for (uint64_t c = 0; c * st.obj_size < st.size; c++) {
-		cr_assert_eq(sdfs_obj_stat(tcluster_client(tc), oid_file(st.ino, c, st.copies),
-					   &oi), -ENOENT, "%s chunk %lu replicated still",
+		int ret;
+
+		for (int i = 0; i < 100; i++) {
+			ret = sdfs_obj_stat(tcluster_client(tc), oid_file(st.ino, c, st.copies),
+					    &oi);
+			if (ret == -ENOENT)
+				break;
+			usleep(100000);
+		}
+		cr_assert_eq(ret, -ENOENT, "%s chunk %lu replicated still after 10 s",
 			     path, (unsigned long)c);
 		cr_assert_eq(sdfs_ec_read(tcluster_client(tc), oid_fstripe(st.ino, c), 2, 1, b,
 					  sizeof(b), 0), (ssize_t)sizeof(b),
@@ -185,6 +195,14 @@ Test(ec_file, seal_modify_unlink)
 	cr_assert_eq(wait_sealed(at(0, "e/small"), 1, 20), 0, "small never sealed");
 	assert_stored_sealed(at(0, "e/big"));
 	assert_stored_sealed(at(0, "e/small"));
+	char *out = NULL;
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "fs stat /e/big --json"), 0);
+	cr_assert(strstr(out, "\"sealed\": true") && strstr(out, "\"policy\": \"ec=2+1\""),
+		  "%s", out);
+	free(out);
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "fs stat /e/big"), 0);
+	cr_assert(strstr(out, "policy    ec=2+1 (sealed: stripes)"), "%s", out);
+	free(out);
 	check_file(at(1, "e/big"), m1, n1);
 	check_file(at(1, "e/small"), m2, n2);
 	check_cold(at(0, "e/big"), m1, n1);
@@ -227,6 +245,9 @@ Test(ec_file, seal_modify_unlink)
 	cr_assert_geq(ms.ec_unseals, 2, "%lu unseals counted", (unsigned long)ms.ec_unseals);
 	cr_assert_geq(ms.ec_sealed_bytes, 2 * (9u << 20));
 	free(ms.list);
+	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "mds status"), 0);
+	cr_assert(strstr(out, "ec files  "), "%s", out);
+	free(out);
 
 	/* unlink: the stripes go */
 	st = resolve(at(0, "e/big"));

@@ -47,6 +47,7 @@
 #include "common/net.h"
 #include "common/oid.h"
 #include "common/policy.h"
+#include "common/ring.h"
 #include "mds/lease.h"
 #include "mds/ns_int.h"
 #include "mds/opens.h"
@@ -205,6 +206,17 @@ static int stopping(struct ns *ns)
 	return stop || ns_failed(ns);
 }
 
+/* Can the map place @in's stripes now? 0 or -ENODEV (sdfs_ec_locate:
+ * the map alone, no request). */
+static int placeable(struct ns *ns, const struct inode *in)
+{
+	uint32_t ids[RING_MAX_PLACE];
+	int r = sdfs_ec_locate(ns->sdfs, oid_fstripe(in->a.ino, 0), policy_ec_k(in->a.copies),
+			       policy_ec_m(in->a.copies), ids, RING_MAX_PLACE);
+
+	return r < 0 ? r : 0;
+}
+
 /* Seal @ino (due when listed). 1 sealed, 0 given up, -errno. */
 static int seal_one(struct ns *ns, uint64_t ino, uint64_t *bytes_out)
 {
@@ -216,6 +228,9 @@ static int seal_one(struct ns *ns, uint64_t ino, uint64_t *bytes_out)
 	void *buf;
 	int ret = 0;
 
+	/* a cluster too small for the code: no record written, no stripe */
+	if (inode_get(ns, ino, &in0) == 0 && placeable(ns, &in0) < 0)
+		return -ENODEV;
 	/* POLICY_STRIPES first: any stripe put from here on is named */
 	ns_lock(ns, &ls, &ino, 1);
 	if (inode_get(ns, ino, &in0) || opens_held(ns, ino) ||
@@ -295,11 +310,12 @@ static int seal_one(struct ns *ns, uint64_t ino, uint64_t *bytes_out)
 	return 1;
 }
 
-/* One pass: the files due, at most ECFILE_BATCH of them. */
+/* One pass: the files due, at most ECFILE_BATCH of them (only of codes
+ * the map can place, so those it cannot never starve the others). */
 static void seal_pass(struct ns *ns, int after_s)
 {
 	struct kviter *it = kvdb_iter(ns->db);
-	uint64_t inos[ECFILE_BATCH], bytes;
+	uint64_t inos[ECFILE_BATCH], bytes, unplaced = 0;
 	int64_t now = ns_now();
 	int n = 0;
 
@@ -312,9 +328,18 @@ static void seal_pass(struct ns *ns, int after_s)
 
 		if (k[0] != 'I' || klen != 9)
 			break;
-		if (inode_get(ns, be64_get(k + 1), &in) == 0 && seal_due(&in, now, after_s) &&
-		    !opens_held(ns, in.a.ino))
+		if (inode_get(ns, be64_get(k + 1), &in) || !seal_due(&in, now, after_s) ||
+		    opens_held(ns, in.a.ino))
+			continue;
+		if (placeable(ns, &in) == 0)
 			inos[n++] = in.a.ino;
+		else if (!unplaced++ && net_now_ms() - ns->ecfile_nodev_ms > 60000) {
+			/* said once a minute; tried again every pass */
+			log_warn("ino=%" PRIu64 ": not sealed: the map cannot place the "
+				 "strips of its code ec=%u+%u (k + m nodes needed)", in.a.ino,
+				 policy_ec_k(in.a.copies), policy_ec_m(in.a.copies));
+			ns->ecfile_nodev_ms = net_now_ms();
+		}
 	}
 	kviter_free(it);
 	for (int i = 0; i < n && !stopping(ns); i++)

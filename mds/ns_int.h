@@ -82,6 +82,7 @@ struct ns {
 	pthread_mutex_t ecfile_lock;
 	pthread_cond_t ecfile_cond;
 	int ecfile_stop, ecfile_started;
+	int64_t ecfile_nodev_ms;        /* last "cannot place" log line */
 	atomic_int ec_seal_after_s;     /* 0: never */
 	atomic_uint_fast64_t ec_seals, ec_unseals, ec_sealed_bytes;
 

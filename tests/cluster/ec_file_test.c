@@ -86,13 +86,36 @@ static struct sdfs_stat resolve(const char *path)
 	return st;
 }
 
-static void ec_dir(const char *rel)
+static void ec_dir_code(const char *rel, unsigned k, unsigned m)
 {
 	struct sdfs_stat out;
 
 	cr_assert_eq(mkdir(at(0, rel), 0755), 0);
 	cr_assert_eq(sdfs_ns_setpolicy(tcluster_client(tc), resolve(at(0, rel)).ino,
-				       policy_ec(2, 1), &out), 0);
+				       policy_ec(k, m), &out), 0);
+}
+
+static void ec_dir(const char *rel)
+{
+	ec_dir_code(rel, 2, 1);
+}
+
+/* Does a log of the cluster's mds have a line with @what? */
+static int mds_logged(const char *what)
+{
+	char line[1024], path[600];
+	int found = 0;
+
+	for (unsigned i = 0; i < 2 && !found; i++) {
+		snprintf(path, sizeof(path), "%s/log/mds.%u.log", tcluster_dir(tc), i);
+		FILE *f = fopen(path, "r");
+
+		while (f && !found && fgets(line, sizeof(line), f))
+			found = strstr(line, what) != NULL;
+		if (f)
+			fclose(f);
+	}
+	return found;
 }
 
 static void fill(char *b, size_t n, unsigned seed)
@@ -186,6 +209,9 @@ Test(ec_file, seal_modify_unlink)
 	int fd;
 
 	ec_dir("e");
+	/* 4+2 on 4 block daemons: written replicated, never sealed (below) */
+	ec_dir_code("w", 4, 2);
+	write_file(at(0, "w/f"), "four plus two", 13);
 	fill(m1, n1, 1);
 	fill(m2, n2, 2);
 	write_file(at(0, "e/big"), m1, n1);
@@ -248,6 +274,17 @@ Test(ec_file, seal_modify_unlink)
 	cr_assert_eq(tcluster_sdfs(tc, &out, NULL, "mds status"), 0);
 	cr_assert(strstr(out, "ec files  "), "%s", out);
 	free(out);
+
+	/* 4+2 on 4 nodes: never sealed, nothing written for it, clearly
+	 * logged; writes and reads go on */
+	cr_assert_eq(resolve(at(0, "w/f")).copies, policy_ec(4, 2), "%#x",
+		     resolve(at(0, "w/f")).copies);
+	cr_assert(mds_logged("cannot place the strips of its code"), "no log line");
+	fd = open(at(1, "w/f"), O_WRONLY | O_APPEND);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, "!", 1), 1);
+	cr_assert_eq(close(fd), 0);
+	check_file(at(0, "w/f"), "four plus two!", 14);
 
 	/* unlink: the stripes go */
 	st = resolve(at(0, "e/big"));

@@ -112,7 +112,7 @@ int objcap_verify(const uint8_t in[OBJCAP_WIRE_SIZE],
  * more line here. */
 int objcap_of_oid(uint64_t oid, unsigned *kind, uint64_t *owner)
 {
-	if (oid_is_file(oid))
+	if (oid_is_file(oid) || oid_kind(oid) == OID_KIND_FSTRIPE)
 		*kind = OBJCAP_FILE;
 	else if (oid_is_vol(oid) || oid_is_vstripe(oid))
 		*kind = OBJCAP_VOL;

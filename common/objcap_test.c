@@ -366,3 +366,35 @@ Test(objcap, admit_strip_caps)
 		cr_assert_eq(skip, OBJCAP_WIRE_SIZE);
 	}
 }
+
+/* A sealed file's stripes (oid_fstripe, docs/ec.md "EC files") take the
+ * file's cap, owner its inode, as its replicated chunks do. */
+Test(objcap, file_stripes_take_the_file_cap)
+{
+	uint8_t key[AUTH_KEY_BYTES];
+	struct auth_ident alice = ident("client.alice", 0);
+	uint64_t st = oid_fstripe(42, 3);
+	struct objcap rw = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_RW);
+	struct objcap r = cap_for("client.alice", OBJCAP_FILE, 42, OBJCAP_R);
+	struct objcap other = cap_for("client.alice", OBJCAP_FILE, 43, OBJCAP_RW);
+	struct objcap vol = cap_for("client.alice", OBJCAP_VOL, 42, OBJCAP_RW);
+	unsigned kind;
+	uint64_t owner;
+	struct msg m;
+	uint32_t skip;
+
+	cr_assert_eq(objcap_of_oid(st, &kind, &owner), 0);
+	cr_assert_eq(kind, OBJCAP_FILE);
+	cr_assert_eq(owner, 42);
+	objcap_key(secret, key);
+	m = msg(SDFS_OP_STRIP_GET, st, &r, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0);
+	m = msg(SDFS_OP_STRIP_PUT, st, &rw, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0);
+	m = msg(SDFS_OP_STRIP_PUT, st, &r, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES);
+	m = msg(SDFS_OP_STRIP_GET, st, &other, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES);
+	m = msg(SDFS_OP_STRIP_GET, st, &vol, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES);
+}

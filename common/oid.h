@@ -13,6 +13,8 @@
  *   kind 0x40  a sealed chunk of an erasure-coded volume: an EC object
  *              (sdfs_ec_*, its code from the volume's policy, common/
  *              policy.h): owning vid << 20 | chunk (docs/ec.md)
+ *   kind 0x41  a sealed regular file's chunk: an EC object, its code from
+ *              the inode's policy: ino << 20 | chunk (docs/ec.md "EC files")
  * Volume kinds carry the volume's number of copies in their low nibble
  * (c = 0: the cluster's), and so do the files' 0x1c, so placement and
  * recovery, which see only the oid, agree on it everywhere: oid_copies().
@@ -30,6 +32,7 @@
 #define OID_KIND_VINDEX  0x20u   /* | copies */
 #define OID_KIND_VDATA   0x30u   /* | copies */
 #define OID_KIND_VSTRIPE 0x40u  /* EC object: a sealed volume chunk */
+#define OID_KIND_FSTRIPE 0x41u  /* EC object: a sealed file's chunk */
 #define OID_COPIES_MAX   15u     /* what a volume kind can say */
 #define OID_CHUNK_BITS   20
 #define OID_OWNER_BITS   36
@@ -81,6 +84,13 @@ static inline uint64_t oid_vdata(uint64_t vid, uint64_t chunk, unsigned copies)
 static inline uint64_t oid_vstripe(uint64_t vid, uint64_t chunk)
 {
 	return oid_make(OID_KIND_VSTRIPE, vid, chunk);
+}
+
+/* The EC object (sdfs_ec_*) holding chunk @chunk of the regular file
+ * @ino once sealed (docs/ec.md "EC files"). */
+static inline uint64_t oid_fstripe(uint64_t ino, uint64_t chunk)
+{
+	return oid_make(OID_KIND_FSTRIPE, ino, chunk);
 }
 
 /* Chunk @chunk of the file @ino whose inode says @copies (0: the

@@ -4,7 +4,13 @@
  *
  *   bits 0..3    copies: replicas of the replicated objects (1..15;
  *                0: the cluster's). With a code: m + 1.
- *   bits 4..7    zero
+ *   bit  4       a regular file's data is sealed: its chunks are EC
+ *                objects oid_fstripe (docs/ec.md "EC files"); only in a
+ *                file's inode, set and cleared by the mds
+ *   bit  5       ... and stripes of it may exist (set before a seal's
+ *                first put, cleared once they are removed): the mds
+ *                removes them before anyone writes the file again
+ *   bits 6..7    zero
  *   bits 8..12   k of an erasure code (0: none)
  *   bits 13..15  m of an erasure code
  *
@@ -23,6 +29,8 @@
 #define POLICY_COPIES_MASK 0x000fu
 #define POLICY_K_SHIFT     8
 #define POLICY_M_SHIFT     13
+#define POLICY_SEALED      0x0010u
+#define POLICY_STRIPES     0x0020u
 
 static inline unsigned policy_copies(unsigned p)
 {
@@ -68,11 +76,25 @@ static inline int policy_valid(unsigned p)
 	       policy_copies(p) == policy_ec_m(p) + 1;
 }
 
+/* Is a regular file of policy field @p sealed (its chunks stripes)? */
+static inline int policy_is_sealed(unsigned p)
+{
+	return policy_is_ec(p) && (p & POLICY_SEALED);
+}
+
+/* May stripes of a regular file of field @p exist (sealed, or a seal or
+ * unseal that did not finish)? */
+static inline int policy_has_stripes(unsigned p)
+{
+	return policy_is_ec(p) && (p & (POLICY_SEALED | POLICY_STRIPES));
+}
+
 /* What a regular file made under a directory of policy @p gets: the
- * copies alone (files are not erasure-coded yet: m + 1 replicas). */
+ * field as it is (an ec=K+M file is written with m + 1 replicas and
+ * sealed into stripes when cold: docs/ec.md "EC files"). */
 static inline uint16_t policy_for_file(unsigned p)
 {
-	return (uint16_t)policy_copies(p);
+	return (uint16_t)(p & ~(POLICY_SEALED | POLICY_STRIPES));
 }
 
 /* "ec 4+2", "copies 3", "copies (cluster's)" style text into @buf. */

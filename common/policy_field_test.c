@@ -36,7 +36,15 @@ Test(policy_field, codes)
 		cr_assert_eq(policy_ec_k(p), k);
 		cr_assert_eq(policy_ec_m(p), m);
 		cr_assert_eq(policy_copies(p), m + 1);
-		cr_assert_eq(policy_for_file(p), m + 1);
+		/* a file takes the code (docs/ec.md "EC files"), never the
+		 * sealed bit of another file */
+		cr_assert_eq(policy_for_file(p), p);
+		cr_assert_eq(policy_for_file(p | POLICY_SEALED), p);
+		cr_assert(!policy_is_sealed(p));
+		cr_assert(policy_is_sealed(p | POLICY_SEALED));
+		cr_assert(!policy_valid(p | POLICY_SEALED));    /* never a dir's */
+		cr_assert_eq(policy_copies(p | POLICY_SEALED), m + 1);
+		cr_assert_eq(oid_file(9, 1, p | POLICY_SEALED), oid_file(9, 1, p));
 		/* the replicated objects of an EC volume: m + 1 copies */
 		cr_assert_eq(oid_copies(oid_vdata(7, 3, p), 3), m + 1);
 		cr_assert_eq(oid_copies(oid_vindex(7, p), 3), m + 1);
@@ -52,6 +60,12 @@ Test(policy_field, codes)
 	cr_assert_eq(oid_owner(oid_vstripe(5, 2)), 5);
 	cr_assert_eq(oid_chunk(oid_vstripe(5, 2)), 2);
 	cr_assert(!oid_is_vol(oid_vstripe(5, 2)));
+	cr_assert_eq(oid_kind(oid_fstripe(5, 2)), OID_KIND_FSTRIPE);
+	cr_assert_eq(oid_owner(oid_fstripe(5, 2)), 5);
+	cr_assert_eq(oid_chunk(oid_fstripe(5, 2)), 2);
+	cr_assert(!oid_is_file(oid_fstripe(5, 2)));     /* not a replicated object */
+	cr_assert(!oid_is_vol(oid_fstripe(5, 2)));
+	cr_assert(!policy_is_sealed(POLICY_SEALED | 3u)); /* no code: no form */
 }
 
 Test(policy_field, parse_and_print)

@@ -650,17 +650,25 @@ void proto_mds_info_encode(const struct sdfs_mds_info *m, uint8_t *out)
 	put64(out + 104, m->push_timeouts);
 	put64(out + 112, m->wakes);
 	put64(out + 120, m->strays);
+	put64(out + 128, m->ec_seals);
+	put64(out + 136, m->ec_unseals);
+	put64(out + 144, m->ec_sealed_bytes);
 }
 
 int proto_mds_info_decode(const uint8_t *in, size_t len, struct sdfs_mds_info *m)
 {
-	if (len != SDFS_MDS_INFO_SIZE && len != SDFS_MDS_INFO_SIZE_1_5 &&
-	    len != SDFS_MDS_INFO_SIZE_1_4)
+	if (len != SDFS_MDS_INFO_SIZE && len != SDFS_MDS_INFO_SIZE_1_8 &&
+	    len != SDFS_MDS_INFO_SIZE_1_5 && len != SDFS_MDS_INFO_SIZE_1_4)
 		return -EPROTO;
 	m->subs = m->leases = m->pushes = m->push_timeouts = m->wakes = 0;
-	m->strays = 0;
-	if (len == SDFS_MDS_INFO_SIZE)
+	m->strays = m->ec_seals = m->ec_unseals = m->ec_sealed_bytes = 0;
+	if (len >= SDFS_MDS_INFO_SIZE_1_8)
 		m->strays = get64(in + 120);
+	if (len == SDFS_MDS_INFO_SIZE) {
+		m->ec_seals = get64(in + 128);
+		m->ec_unseals = get64(in + 136);
+		m->ec_sealed_bytes = get64(in + 144);
+	}
 	if (len >= SDFS_MDS_INFO_SIZE_1_5) {
 		m->subs = get64(in + 80);
 		m->leases = get64(in + 88);

@@ -1267,7 +1267,8 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 	struct sdfs_mds_info in = { .epoch = 5, .db_bytes = 6, .db_files = 7,
 		.inodes = 8, .ops = 9, .active_ms = 0x0102030405060708ull,
 		.name = "mds.0", .subs = 10, .leases = 11, .pushes = 12,
-		.push_timeouts = 13, .wakes = 14, .strays = 15 }, out;
+		.push_timeouts = 13, .wakes = 14, .strays = 15, .ec_seals = 16,
+		.ec_unseals = 17, .ec_sealed_bytes = 18 }, out;
 	uint8_t buf[SDFS_MDS_INFO_SIZE + 8];
 
 	memset(buf, 0xee, sizeof(buf));
@@ -1284,10 +1285,16 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 	cr_assert_eq(ref_get(buf + 80, 8), 10);
 	cr_assert_eq(ref_get(buf + 104, 8), 13);
 	cr_assert_eq(ref_get(buf + 120, 8), 15);
+	cr_assert_eq(ref_get(buf + 128, 8), 16);
+	cr_assert_eq(ref_get(buf + 144, 8), 18);
 	for (size_t len = 0; len <= sizeof(buf); len++)
 		cr_assert_eq(proto_mds_info_decode(buf, len, &out),
-			     len == SDFS_MDS_INFO_SIZE || len == SDFS_MDS_INFO_SIZE_1_5 ||
+			     len == SDFS_MDS_INFO_SIZE || len == SDFS_MDS_INFO_SIZE_1_8 ||
+			     len == SDFS_MDS_INFO_SIZE_1_5 ||
 			     len == SDFS_MDS_INFO_SIZE_1_4 ? 0 : -EPROTO, "len %zu", len);
+	cr_assert_eq(proto_mds_info_decode(buf, SDFS_MDS_INFO_SIZE_1_8, &out), 0);
+	cr_assert_eq(out.strays, 15);
+	cr_assert_eq(out.ec_seals, 0, "the 128 bytes of 1.8 to 2.5 have no EC counts");
 	cr_assert_eq(proto_mds_info_decode(buf, SDFS_MDS_INFO_SIZE_1_5, &out), 0);
 	cr_assert_eq(out.wakes, 14);
 	cr_assert_eq(out.strays, 0, "the 120 bytes of 1.5 and 1.6 have no stray count");
@@ -1301,6 +1308,9 @@ Test(proto_mds_info, round_trips_and_wants_its_exact_size)
 	cr_assert_eq(out.push_timeouts, 13);
 	cr_assert_eq(out.wakes, 14);
 	cr_assert_eq(out.strays, 15);
+	cr_assert_eq(out.ec_seals, 16);
+	cr_assert_eq(out.ec_unseals, 17);
+	cr_assert_eq(out.ec_sealed_bytes, 18);
 	cr_assert_eq(out.epoch, 5);
 	cr_assert_eq(out.db_bytes, 6);
 	cr_assert_eq(out.db_files, 7);

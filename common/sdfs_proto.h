@@ -121,6 +121,11 @@
  *        entries of an EC volume may carry VOLIDX_SEALED (common/
  *        volidx.h): a chunk stored as EC object oid_vstripe; clients
  *        before 2.5 must not write or read EC volumes.
+ *   2.6  (ec files) a regular file's copies may carry POLICY_SEALED
+ *        (bit 4, common/policy.h): its chunks are EC objects
+ *        oid_fstripe (kind 0x41); NS_OPEN SDFS_NS_OPEN_UNSEAL before a
+ *        holder's first write to an ec=K+M file. Clients before 2.6 must
+ *        not read or write files under an ec=K+M directory.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -130,7 +135,7 @@
 
 #define SDFS_PROTO_MAGIC 0x53464453u    /* the bytes "SDFS" read as a LE uint32 */
 #define SDFS_PROTO_MAJOR 2              /* bump = incompatible */
-#define SDFS_PROTO_MINOR 5              /* bump = additions only */
+#define SDFS_PROTO_MINOR 6              /* bump = additions only */
 
 #define SDFS_HDR_SIZE        64u
 #define SDFS_MAX_PAYLOAD     (64u << 20)  /* no message carries more */
@@ -818,6 +823,11 @@ struct sdfs_ns_lock {
 #define SDFS_NS_OPEN_CLOSE 0x1u
 #define SDFS_NS_OPEN_CLAIM 0x2u
 #define SDFS_NS_OPEN_WRITEBACK 0x4u
+/* 2.6, alone (ino set, no data): before its first write to a regular
+ * file of an ec=K+M policy, a client that holds it open asks the mds to
+ * make it replicated if it is sealed (docs/ec.md "EC files"); the reply
+ * comes once the file's stripes are gone. An older mds: EINVAL. */
+#define SDFS_NS_OPEN_UNSEAL 0x8u
 #define SDFS_NS_OPEN_MAX   8192u
 
 struct sdfs_attr {
@@ -910,8 +920,14 @@ struct sdfs_mds_info {
 	/* 1.8 (a 1.5 to 1.7 mds sends the 120 bytes above, read as zeros) */
 	uint64_t strays;        /* inodes without a name kept because a
 				   client holds them open */
+	/* 2.6 (a 1.8 to 2.5 mds sends the 128 bytes above, read as zeros):
+	 * EC files (docs/ec.md "EC files") since it became active */
+	uint64_t ec_seals;      /* files sealed into stripes */
+	uint64_t ec_unseals;    /* sealed files made replicated again */
+	uint64_t ec_sealed_bytes;
 };
-#define SDFS_MDS_INFO_SIZE 128u
+#define SDFS_MDS_INFO_SIZE 152u
+#define SDFS_MDS_INFO_SIZE_1_8 128u
 #define SDFS_MDS_INFO_SIZE_1_5 120u
 #define SDFS_MDS_INFO_SIZE_1_4 80u
 static_assert(sizeof(struct sdfs_node_info) == 152, "node_info is 152 bytes");

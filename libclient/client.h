@@ -143,6 +143,11 @@ int lock_identity(struct sdfs *s, uint64_t *id);
  * subscription: a new active waits for it before freeing strays). No-op
  * for a handle with no identity and nothing held. 0 or -errno. */
 int hold_claim(struct sdfs *s);
+/* Before a write to a regular file of an ec=K+M policy: have the mds
+ * unseal it (NS_OPEN SDFS_NS_OPEN_UNSEAL; docs/ec.md "EC files"). Sent
+ * once per hold while this handle holds @ino (sdfs_ns_hold) since
+ * before the call; without a hold at every call. 0 or -errno. */
+int hold_unseal(struct sdfs *s, uint64_t ino);
 struct holds;
 void holds_free(struct holds *h);       /* sdfs_close; NULL ok */
 

@@ -4,6 +4,14 @@
  * A missing chunk is a hole and reads as zeros. Also the calls that act
  * on a file's chunks for fsync, a punched hole and SEEK_DATA, so that
  * mount.sdfs never names an object.
+ *
+ * A file of an ec=K+M policy (docs/ec.md "EC files") is in one of two
+ * forms, as its inode's POLICY_SEALED says: replicated (the objects
+ * above) or sealed (EC objects oid_fstripe). A read by the form in @st
+ * that finds no object asks the mds for the inode again (the form may
+ * have flipped since @st was read) and reads by the form it says; a hole
+ * is absent in both. Writes, punches: the mds unseals the file first
+ * (hold_unseal), so they always go to the replicated objects.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,12 +19,40 @@
 #include <unistd.h>
 
 #include "common/oid.h"
+#include "common/policy.h"
 #include "libclient/client.h"
+
+/* Read up to @n bytes at @in of chunk @chunk in the form @copies says. */
+static ssize_t chunk_read(struct sdfs *s, uint64_t ino, unsigned copies, uint64_t chunk,
+			  void *buf, size_t n, uint64_t in)
+{
+	if (policy_is_sealed(copies))
+		return sdfs_ec_read(s, oid_fstripe(ino, chunk), policy_ec_k(copies),
+				    policy_ec_m(copies), buf, n, in);
+	return sdfs_obj_read(s, oid_file(ino, chunk, copies), buf, n, in);
+}
+
+/* Chunk @chunk of an EC file, absent in the form @copies: in the other
+ * form if the inode says it flipped, else a hole (-ENOENT). */
+static ssize_t chunk_read_again(struct sdfs *s, uint64_t ino, unsigned *copies,
+				uint64_t chunk, void *buf, size_t n, uint64_t in)
+{
+	struct sdfs_stat now;
+	int ret = sdfs_ns_getattr(s, ino, &now);
+
+	if (ret)
+		return ret;
+	if (policy_is_sealed(now.copies) == policy_is_sealed(*copies))
+		return -ENOENT;
+	*copies = now.copies;
+	return chunk_read(s, ino, *copies, chunk, buf, n, in);
+}
 
 ssize_t sdfs_file_pread(struct sdfs *s, const struct sdfs_stat *st, void *buf,
 			size_t len, uint64_t off)
 {
 	uint32_t osz = st->obj_size;
+	unsigned copies = st->copies;
 	size_t done = 0;
 
 	if (st->layout != SDFS_LAYOUT_OBJECTS || osz == 0)
@@ -28,9 +64,11 @@ ssize_t sdfs_file_pread(struct sdfs *s, const struct sdfs_stat *st, void *buf,
 	while (done < len) {
 		uint64_t pos = off + done, chunk = pos / osz, in = pos % osz;
 		size_t n = len - done < osz - in ? len - done : (size_t)(osz - in);
-		ssize_t got = sdfs_obj_read(s, oid_file(st->ino, chunk, st->copies),
-					    (char *)buf + done, n, in);
+		ssize_t got = chunk_read(s, st->ino, copies, chunk, (char *)buf + done, n, in);
 
+		if (got == -ENOENT && policy_is_ec(copies))
+			got = chunk_read_again(s, st->ino, &copies, chunk, (char *)buf + done,
+					       n, in);
 		if (got == -ENOENT)
 			got = 0;
 		if (got < 0)
@@ -52,6 +90,12 @@ int sdfs_file_pwrite(struct sdfs *s, const struct sdfs_stat *st, const void *buf
 		return -EINVAL;
 	if (off + len < off || off + len > OID_FILE_MAX_SIZE(osz))
 		return -EFBIG;
+	if (len && policy_is_ec(st->copies)) {
+		int ret = hold_unseal(s, st->ino);
+
+		if (ret)
+			return ret;
+	}
 	while (done < len) {
 		uint64_t pos = off + done, chunk = pos / osz, in = pos % osz;
 		size_t n = len - done < osz - in ? len - done : (size_t)(osz - in);
@@ -117,6 +161,12 @@ int sdfs_file_punch(struct sdfs *s, const struct sdfs_stat *st, uint64_t off,
 
 	if (st->layout != SDFS_LAYOUT_OBJECTS || osz == 0 || end < off)
 		return -EINVAL;
+	if (len && policy_is_ec(st->copies)) {
+		int ret = hold_unseal(s, st->ino);
+
+		if (ret)
+			return ret;
+	}
 	for (uint64_t c = off / osz; len && c <= (end - 1) / osz; c++) {
 		uint64_t cs = c * osz;
 		uint64_t a = off > cs ? off - cs : 0;
@@ -148,6 +198,10 @@ int sdfs_file_seek(struct sdfs *s, const struct sdfs_stat *st, uint64_t off, int
 		return -EINVAL;
 	if (pos >= st->size)
 		return -ENXIO;
+	if (policy_is_sealed(st->copies)) {     /* all data (POSIX allows it) */
+		*out = whence == SEEK_DATA ? pos : st->size;
+		return 0;
+	}
 	while (pos < st->size) {
 		uint64_t c = pos / osz, cs = c * osz, data_end;
 		struct sdfs_obj_info info;

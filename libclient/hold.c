@@ -46,6 +46,8 @@ struct hold_ent {
 	uint8_t sent;                   /* the mds knows it held */
 	uint8_t wb_sent;                /* ... and marked SDFS_NS_OPEN_WRITEBACK */
 	uint8_t busy;                   /* a change is in flight */
+	uint8_t unsealed;               /* SDFS_NS_OPEN_UNSEAL done since the hold
+					   was sent (hold_unseal) */
 	int64_t idle_ms;                /* refs 0 since (monotonic) */
 	struct hold_ent *next;
 };
@@ -231,6 +233,7 @@ static int claim(struct sdfs *s, struct holds *h)
 				struct hold_ent *e = *pp;
 
 				e->sent = e->refs > 0;
+				e->unsealed = 0;        /* maybe a new identity */
 				if (!e->sent || h->wb_unsupported)
 					e->wb_sent = 0;
 				if (!e->refs && !e->users) {
@@ -321,8 +324,10 @@ static int sync_ent(struct sdfs *s, struct holds *h, struct hold_ent *e, int now
 		if (!h->id)
 			h->id = id;
 		e->sent = (uint8_t)want;
-		if (!want)
+		if (!want) {
 			e->wb_sent = 0; /* the mark went with the hold */
+			e->unsealed = 0;
+		}
 	}
 }
 
@@ -499,6 +504,47 @@ void sdfs_ns_release(struct sdfs *s, uint64_t ino)
 	if (ret)
 		log_warn("ino=%" PRIu64 ": cannot tell the mds it was closed here: %s "
 			 "(told at the next subscription)", ino, strerror(-ret));
+}
+
+int hold_unseal(struct sdfs *s, uint64_t ino)
+{
+	struct holds *h = holds_get(s);
+	struct sdfs_ns_req r = { .ino = ino, .flags = SDFS_NS_OPEN_UNSEAL };
+	struct hold_ent *e;
+	struct sdfs_hdr reply;
+	uint8_t *rep = NULL;
+	uint32_t len = 0;
+	uint64_t id = 0;
+	int ret;
+
+	if (!h)
+		return -ENOMEM;
+	pthread_mutex_lock(&h->mu);
+	e = ent_use(h, ino, 0);
+	if (e) {
+		while (e->busy || h->claiming)
+			pthread_cond_wait(&h->cond, &h->mu);
+		if (e->unsealed && e->refs && e->sent) {
+			ent_done(h, e);
+			pthread_mutex_unlock(&h->mu);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&h->mu);
+	if (lock_identity(s, &id) == 0)
+		r.arg = id;
+	ret = nsclient_call(s, SDFS_OP_NS_OPEN, &r, NULL, NULL, NULL, &reply, &rep, &len, 0);
+	free(rep);
+	if (ret == -EINVAL || ret == -EOPNOTSUPP)
+		ret = 0;        /* an mds before 2.6 seals no file */
+	pthread_mutex_lock(&h->mu);
+	if (e) {
+		if (!ret && e->refs && e->sent)
+			e->unsealed = 1;
+		ent_done(h, e);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return ret;
 }
 
 /* Send the releases whose linger passed, every HOLD_TICK_MS. */

@@ -667,6 +667,9 @@ int sdfs_mds_status(struct sdfs *s, struct sdfs_mds_status *st)
 			st->push_timeouts = mi.push_timeouts;
 			st->lock_wakes = mi.wakes;
 			st->strays = mi.strays;
+			st->ec_seals = mi.ec_seals;
+			st->ec_unseals = mi.ec_unseals;
+			st->ec_sealed_bytes = mi.ec_sealed_bytes;
 		}
 		free(rep);
 	}

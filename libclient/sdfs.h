@@ -907,6 +907,9 @@ struct sdfs_mds_status {
 	uint64_t lock_wakes;            /* lock wake-ups sent (docs/locks.md) */
 	uint64_t strays;                /* files without a name kept because a
 					   client holds them open (docs/mds.md) */
+	/* EC files sealed and unsealed since it became active (docs/ec.md
+	 * "EC files"; 0 from an mds before 2.6) */
+	uint64_t ec_seals, ec_unseals, ec_sealed_bytes;
 	size_t n;                       /* running mds, election order */
 	struct sdfs_mds_entry *list;    /* free with free() */
 };

@@ -356,6 +356,7 @@ static int take_over(struct mds *m, char *why, size_t whylen)
 	if (ret == 0) {
 		ns_set_sync_interval(m->ns, m->conf.mds_sync_interval_ms);
 		ns_set_reclaim_interval(m->ns, m->conf.reclaim_interval_s * 1000);
+		ns_set_ec_seal_after(m->ns, m->conf.ec_seal_after_s);
 	}
 	if (ret) {
 		if (store_last_error(last, sizeof(last)))

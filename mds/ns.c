@@ -122,6 +122,8 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 	pthread_mutex_init(&ns->cache_lock, NULL);
 	pthread_mutex_init(&ns->purge_lock, NULL);
 	pthread_cond_init(&ns->purge_cond, NULL);
+	pthread_mutex_init(&ns->ecfile_lock, NULL);
+	pthread_cond_init(&ns->ecfile_cond, NULL);
 	ret = replycache_init(ns);
 	if (!ret)
 		ret = leases_new(&ns->leases);
@@ -170,6 +172,8 @@ int ns_open(struct sdfs *s, struct coord *coord, uint64_t epoch, const char *nam
 	}
 	ret = purge_start(ns);
 	if (!ret)
+		ret = ecfile_start(ns);
+	if (!ret)
 		ret = vol_start(ns);
 	if (!ret)
 		ret = commit_start(ns);
@@ -189,6 +193,7 @@ void ns_close(struct ns *ns)
 	if (!ns)
 		return;
 	commit_stop(ns);
+	ecfile_stop(ns);
 	purge_stop(ns);
 	opens_close(ns);
 	lock_close(ns);
@@ -359,6 +364,9 @@ static int call_open(const struct ns_call *c)
 	int wb = (r->flags & SDFS_NS_OPEN_WRITEBACK) != 0;
 	int ret;
 
+	/* 2.6: before a holder's first write to an EC file (docs/ec.md) */
+	if (r->flags == SDFS_NS_OPEN_UNSEAL)
+		return r->ino ? ecfile_unseal(c->ns, r->ino) : -EINVAL;
 	if (!wb)
 		return opens_exec(c->ns, r, c->data);
 	lease_collect_begin();

@@ -46,6 +46,9 @@ void ns_set_sync_interval(struct ns *ns, int ms);
 /* Look for deleted volume states to free at least every @ms (vol.h
  * vol_reclaim_interval; the default, 10000, until this is called). */
 void ns_set_reclaim_interval(struct ns *ns, int ms);
+/* Seal regular files of an ec=K+M policy not written for @secs (sdfs.conf
+ * ec_seal_after_s; 0, the default until this is called: never). */
+void ns_set_ec_seal_after(struct ns *ns, int secs);
 
 struct ns_reply {
 	uint8_t *data;                  /* malloc'd reply payload, or NULL */

@@ -425,6 +425,9 @@ int op_info(struct ns *ns, struct ns_reply *rep)
 	mi.push_timeouts = ls.push_timeouts;
 	mi.wakes = ls.hints;
 	mi.strays = purge_count_strays(ns);
+	mi.ec_seals = atomic_load(&ns->ec_seals);
+	mi.ec_unseals = atomic_load(&ns->ec_unseals);
+	mi.ec_sealed_bytes = atomic_load(&ns->ec_sealed_bytes);
 	rep->data = malloc(SDFS_MDS_INFO_SIZE);
 	if (!rep->data)
 		return -ENOMEM;

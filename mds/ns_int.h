@@ -77,6 +77,15 @@ struct ns {
 	pthread_cond_t purge_cond;
 	int purge_stop, purge_started;
 
+	/* ecfile.c: the seal thread of EC files, its counters */
+	pthread_t ecfile_thread;
+	pthread_mutex_t ecfile_lock;
+	pthread_cond_t ecfile_cond;
+	int ecfile_stop, ecfile_started;
+	int64_t ecfile_nodev_ms;        /* last "cannot place" log line */
+	atomic_int ec_seal_after_s;     /* 0: never */
+	atomic_uint_fast64_t ec_seals, ec_unseals, ec_sealed_bytes;
+
 	/* commit.c: the sync interval's thread */
 	int sync_interval_ms;           /* set before ns_open returns; 0: default */
 	pthread_t sync_thread;
@@ -246,4 +255,17 @@ uint64_t purge_count_strays(struct ns *ns);
  * last one zeroed). */
 int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, unsigned copies,
 	       uint64_t old_size, uint64_t new_size);
+
+/* ecfile.c (docs/ec.md "EC files"): the seal thread; unseal: a sealed
+ * file of @ino made replicated again (0 when it is not sealed, or gone;
+ * its stripes removed anyway); _locked with the inode's lock held and
+ * @in read under it (updated). drop: remove the stripes of chunks
+ * [first, end) of a file of policy @copies (errors count only when
+ * sealed). */
+int ecfile_start(struct ns *ns);
+void ecfile_stop(struct ns *ns);
+int ecfile_unseal(struct ns *ns, uint64_t ino);
+int ecfile_unseal_locked(struct ns *ns, struct inode *in);
+int ecfile_drop(struct ns *ns, uint64_t ino, unsigned copies, uint64_t first,
+		uint64_t end);
 #endif

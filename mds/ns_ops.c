@@ -506,6 +506,14 @@ int op_setattr(struct ns *ns, const struct ns_caller *who, const struct sdfs_ns_
 			ret = -EFBIG;
 			goto out;
 		} else if (r->arg < in.a.size) {
+			/* A sealed file cut inside a chunk: replicated first
+			 * (the chunk's tail is zeroed in place; ecfile.c). */
+			if (policy_is_sealed(in.a.copies) && in.a.obj_size &&
+			    r->arg % in.a.obj_size) {
+				ret = ecfile_unseal_locked(ns, &in);
+				if (ret)
+					goto out;
+			}
 			/* Free the data first: an unacknowledged truncate may
 			 * lose the tail, an acknowledged one never shows it. */
 			ret = purge_data(ns, in.a.ino, in.a.obj_size, in.a.copies, in.a.size,

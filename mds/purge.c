@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/net.h"
 #include "common/oid.h"
+#include "common/policy.h"
 #include "mds/ns_int.h"
 #include "mds/opens.h"
 #include "mds/vol.h"
@@ -41,8 +42,14 @@ int purge_data(struct ns *ns, uint64_t ino, uint32_t obj_size, unsigned copies,
 		return 0;
 	last = (old_size - 1) / obj_size;
 	first_whole = (new_size + obj_size - 1) / obj_size;
-	/* the partial chunk's tail reads as zeros from now on */
-	if (new_size % obj_size) {
+	/* an EC file's stripes past it (ecfile.c; of a sealed file the
+	 * chunks themselves, else garbage a crash may have left) */
+	ret = ecfile_drop(ns, ino, copies, first_whole, last + 1);
+	if (ret)
+		return ret;
+	/* the partial chunk's tail reads as zeros from now on (a sealed
+	 * file is unsealed before a cut inside a chunk: ns_ops.c) */
+	if (new_size % obj_size && !policy_is_sealed(copies)) {
 		uint64_t chunk = new_size / obj_size, off = new_size % obj_size;
 		uint64_t oid = oid_file(ino, chunk, copies);
 		struct sdfs_obj_info info;

@@ -462,6 +462,8 @@ static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		       at, mt, ct, st.atime_ns, st.mtime_ns, st.ctime_ns, st.parent,
 		       st.layout, st.obj_size, policy_copies(st.copies));
 		printf(", \"policy\": \"%s\"", policy_str(st.copies, pol, sizeof(pol)));
+		if (S_ISREG(st.mode) && policy_is_ec(st.copies))
+			printf(", \"sealed\": %s", policy_is_sealed(st.copies) ? "true" : "false");
 		if (target) {
 			printf(", \"target\": ");
 			cli_json_str(stdout, target);
@@ -482,15 +484,19 @@ static int fs_stat(struct cli *cli, struct sdfs *s, const struct fs_args *a)
 		       ct, st.parent, st.layout, st.layout == 1 ? " (data in objects)" : "",
 		       st.obj_size, policy_copies(st.copies), st.copies ? "" : " (the cluster's)");
 		if (S_ISDIR(st.mode) && policy_is_ec(st.copies))
-			printf("policy    ec=%u+%u for volumes made in it (files: %u copies)\n",
+			printf("policy    ec=%u+%u for volumes made in it, and files (%u copies "
+			       "while written, sealed when cold)\n",
 			       policy_ec_k(st.copies), policy_ec_m(st.copies),
 			       policy_copies(st.copies));
 		else if (S_ISDIR(st.mode))
 			printf("policy    copies %u%s for what is made in it\n", st.copies,
 			       st.copies ? "" : " (the cluster's)");
 		else if (policy_is_ec(st.copies))
-			printf("policy    ec=%u+%u\n", policy_ec_k(st.copies),
-			       policy_ec_m(st.copies));
+			printf("policy    ec=%u+%u%s\n", policy_ec_k(st.copies),
+			       policy_ec_m(st.copies),
+			       S_ISREG(st.mode) ? (policy_is_sealed(st.copies) ?
+						   " (sealed: stripes)" :
+						   " (replicated: m+1 copies)") : "");
 	}
 	free(target);
 	return 0;
@@ -636,8 +642,8 @@ static int fs_setpolicy(struct cli *cli, struct sdfs *s, const struct fs_args *a
 		printf(", \"copies\": %u, \"policy\": \"%s\"}\n", policy_copies(st.copies),
 		       policy_str(st.copies, pb, sizeof(pb)));
 	} else if (policy_is_ec(st.copies)) {
-		printf("%s: ec=%u+%u for volumes made in it from now on (files: %u "
-		       "copies)\n", path, policy_ec_k(st.copies), policy_ec_m(st.copies),
+		printf("%s: ec=%u+%u for volumes made in it from now on, and files (%u "
+		       "copies while written, sealed when cold)\n", path, policy_ec_k(st.copies), policy_ec_m(st.copies),
 		       policy_copies(st.copies));
 	} else {
 		printf("%s: copies %u%s for what is made in it from now on\n", path,

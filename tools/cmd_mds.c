@@ -50,10 +50,13 @@ static void status_json(const struct sdfs_mds_status *st)
 	       ", \"db_files\": %" PRIu64 ", \"inodes\": %" PRIu64 ", \"ops\": %" PRIu64
 	       ", \"active_ms\": %" PRIu64 ", \"subscribers\": %" PRIu64 ", \"leases\": %"
 	       PRIu64 ", \"pushes\": %" PRIu64 ", \"push_timeouts\": %" PRIu64
-	       ", \"lock_wakes\": %" PRIu64 ", \"strays\": %" PRIu64 ", \"mds\": [",
+	       ", \"lock_wakes\": %" PRIu64 ", \"strays\": %" PRIu64,
 	       st->epoch, st->reachable ? "true" : "false", st->db_bytes, st->db_files,
 	       st->inodes, st->ops, st->active_ms, st->subs, st->leases, st->pushes,
 	       st->push_timeouts, st->lock_wakes, st->strays);
+	printf(", \"ec_seals\": %" PRIu64 ", \"ec_unseals\": %" PRIu64
+	       ", \"ec_sealed_bytes\": %" PRIu64 ", \"mds\": [", st->ec_seals,
+	       st->ec_unseals, st->ec_sealed_bytes);
 	for (size_t i = 0; i < st->n; i++) {
 		printf("%s{\"name\": ", i ? ", " : "");
 		cli_json_str(stdout, st->list[i].name);
@@ -86,6 +89,10 @@ static void status_text(const struct sdfs_mds_status *st)
 		       st->push_timeouts, st->lock_wakes);
 		printf("strays    %" PRIu64 " files without a name, kept while open\n",
 		       st->strays);
+		if (st->ec_seals || st->ec_unseals)
+			printf("ec files  %" PRIu64 " sealed (%s), %" PRIu64 " unsealed\n",
+			       st->ec_seals, cli_human(st->ec_sealed_bytes, db, sizeof(db)),
+			       st->ec_unseals);
 	} else {
 		printf("active    %s at %s, MDS epoch %" PRIu64 " (not answering)\n",
 		       st->active, st->addr, st->epoch);

@@ -83,6 +83,8 @@ struct fsx_opts {
 	uint64_t obj_size;      /* boundaries that ops aim at */
 	uint64_t verify_every;  /* whole-file check every N ops; 0: at the end only */
 	uint64_t progress;      /* a progress line every N ops; 0: none */
+	uint64_t pause_every;   /* close, sleep pause_ms, reopen, verify every N ops */
+	uint64_t pause_ms;
 	const char *dir, *file;
 	int quiet, no_mmap, no_direct, no_falloc, keep, fixed;
 };
@@ -904,6 +906,9 @@ static void usage(FILE *out)
 "  --no-direct        no O_DIRECT reads or writes\n"
 "  --no-fallocate     no fallocate (allocate, punch hole)\n"
 "  --keep             keep the --dir file after a clean run\n"
+"  --pause-every N    every N ops: close the file, sleep --pause-ms (default\n"
+"                     5000), reopen and verify all (a file system may act on\n"
+"                     a closed file meanwhile: sdfs seals EC files)\n"
 "  -h, --help         this help\n"
 "Exit status: 0 all verified, 1 a mismatch or failed call, 2 usage.\n");
 }
@@ -931,7 +936,8 @@ static int parse_size(const char *s, uint64_t *out)
 static int parse_args(struct fsx_opts *o, int argc, char **argv, int *seeded)
 {
 	enum { O_DIR = 256, O_FILE, O_OPS, O_SEED, O_MAXSIZE, O_MAXLEN, O_OBJSIZE,
-	       O_VERIFY, O_PROGRESS, O_QUIET, O_NOMMAP, O_NODIRECT, O_NOFALLOC, O_KEEP, O_FIXED };
+	       O_VERIFY, O_PROGRESS, O_QUIET, O_NOMMAP, O_NODIRECT, O_NOFALLOC, O_KEEP, O_FIXED,
+	       O_PAUSE_EVERY, O_PAUSE_MS };
 	static const struct option lopts[] = {
 		{ "dir", required_argument, NULL, O_DIR },
 		{ "file", required_argument, NULL, O_FILE },
@@ -948,6 +954,8 @@ static int parse_args(struct fsx_opts *o, int argc, char **argv, int *seeded)
 		{ "no-fallocate", no_argument, NULL, O_NOFALLOC },
 		{ "keep", no_argument, NULL, O_KEEP },
 		{ "fixed-size", no_argument, NULL, O_FIXED },
+		{ "pause-every", required_argument, NULL, O_PAUSE_EVERY },
+		{ "pause-ms", required_argument, NULL, O_PAUSE_MS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -972,6 +980,8 @@ static int parse_args(struct fsx_opts *o, int argc, char **argv, int *seeded)
 		case O_NOFALLOC: o->no_falloc = 1; break;
 		case O_KEEP:     o->keep = 1; break;
 		case O_FIXED:    o->fixed = 1; break;
+		case O_PAUSE_EVERY: bad = parse_size(optarg, &o->pause_every); break;
+		case O_PAUSE_MS: bad = parse_size(optarg, &o->pause_ms); break;
 		case 'h':        usage(stdout); exit(0);
 		default:         return -1;
 		}
@@ -1101,6 +1111,14 @@ int main(int argc, char **argv)
 
 		if (f.o.verify_every && f.n && f.n % f.o.verify_every == 0)
 			op = OP_VERIFY;
+		if (f.o.pause_every && f.n && f.n % f.o.pause_every == 0) {
+			if (close(f.fd))
+				die(&f, "close: %s", strerror(errno));
+			close_direct(&f);
+			usleep((useconds_t)(f.o.pause_ms ? f.o.pause_ms : 5000) * 1000);
+			open_file(&f);
+			verify_all(&f);
+		}
 		run_op(&f, op);
 		if (!f.o.quiet && f.o.progress && (f.n + 1) % f.o.progress == 0) {
 			printf("sdfs-fsx: %" PRIu64 " ops, size 0x%" PRIx64 ", %.0f ops/s\n",

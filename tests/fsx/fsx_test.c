@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tests/cluster/fixture.h"
 #include "tests/fsx/tproc.h"
@@ -192,4 +193,73 @@ Test(fsx, blockd_killed_and_restarted, .timeout = KILL_DEADLINE_S + 60)
 	cr_log_info("%s back at fsx.0's op ~%" PRIu64, victim, progress(&r[0]));
 
 	wait_all(r, deadline);
+}
+
+/*
+ * ec_dir_sealed_between: one sdfs-fsx on a file under an ec=2+1
+ * directory (4 blockd, ec_seal_after_s=1): every 500 ops it closes the
+ * file for 5 s, long enough for the hold to go and the mds to seal the
+ * file (docs/ec.md "EC files"), then reopens it and reads it all back
+ * (sealed: from its stripes); its next write unseals it. The mds log
+ * must show a seal and an unseal for each pause but the last's unseal.
+ * About 30 s.
+ */
+#define EC_OPS          "2500"
+#define EC_PAUSE_EVERY  "500"
+#define EC_DEADLINE_S   150
+
+static void up_ec(void)
+{
+	tc = tcluster_start(&(struct tcluster_opts){ .blockd = 4, .mds = 1, .mount = 1,
+						     .set = "ec_seal_after_s=1" });
+	cr_assert(tcluster_mnt(tc), "the fixture gave no mount");
+}
+
+TestSuite(fsx_ec, .init = up_ec, .fini = down);
+
+static unsigned count_lines(const char *path, const char *what)
+{
+	char *all = tproc_slurp(path);
+	unsigned n = 0;
+
+	for (const char *p = all; p && (p = strstr(p, what)); p++)
+		n++;
+	free(all);
+	return n;
+}
+
+Test(fsx_ec, ec_dir_sealed_between, .timeout = EC_DEADLINE_S + 60)
+{
+	uint64_t seed = tseed("sdfs-fsx") % 1000000000000ull;
+	char dir[600], log[600], mlog[600], s_seed[32], s_osz[32];
+	struct sdfs_stat st, out;
+	int status;
+	pid_t pid;
+
+	snprintf(dir, sizeof(dir), "%s/e", tcluster_mnt(tc));
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	cr_assert_eq(sdfs_ns_resolve(tcluster_client(tc), "/e", 1, &st), 0);
+	cr_assert_eq(sdfs_ns_setpolicy(tcluster_client(tc), st.ino, 0x2202 /* ec=2+1 */,
+				       &out), 0);
+	snprintf(s_seed, sizeof(s_seed), "%" PRIu64, seed);
+	snprintf(s_osz, sizeof(s_osz), "%" PRIu32, sdfs_obj_size(tcluster_client(tc)));
+	snprintf(log, sizeof(log), "%s/fsx.ec.log", tcluster_dir(tc));
+	char *argv[] = { (char *)fsx_bin(), "--dir", dir, "--ops", EC_OPS, "--seed", s_seed,
+			 "--max-size", "16M", "--obj-size", s_osz, "--progress",
+			 EC_PAUSE_EVERY, "--pause-every", EC_PAUSE_EVERY, NULL };
+	pid = tproc_start(argv, NULL, log);
+	cr_log_info("fsx.ec: seed %" PRIu64 ", log %s", seed, log);
+	status = tproc_wait(pid, tnow_ms() + EC_DEADLINE_S * 1000);
+	if (status != 0)
+		tproc_dump(log, 4000);
+	cr_assert_eq(status, 0, "sdfs-fsx on an ec=2+1 file: status %d", status);
+	char *sum = tproc_last_line(log, "sdfs-fsx: seed");
+	cr_log_info("fsx.ec: %s", sum ? sum : "(no summary)");
+	free(sum);
+	snprintf(mlog, sizeof(mlog), "%s/log/mds.0.log", tcluster_dir(tc));
+	unsigned seals = count_lines(mlog, "sealed ec="), unseals = count_lines(mlog,
+										 "unsealed (");
+	cr_log_info("fsx.ec: %u seals, %u unseals", seals, unseals);
+	cr_assert_geq(seals, 3, "the file was sealed %u times in 4 pauses", seals);
+	cr_assert_geq(unseals, 2, "the file was unsealed %u times", unseals);
 }

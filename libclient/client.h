@@ -199,4 +199,8 @@ void notify_stop(struct sdfs *s);
  * capabilities (the caller then copies @src itself). */
 int sdfs_obj_copy_tok(struct sdfs *s, uint64_t dst, uint64_t src, const void *buf,
 		      size_t len, uint64_t off, uint32_t token);
+/* sdfs_obj_copy_tok with OBJ_COPY @flags (2.6: SDFS_COPY_STRIPE and
+ * SDFS_COPY_CODE(k, m): @src is a stripe; a 2.5 daemon: -EINVAL). */
+int sdfs_obj_copy_ex(struct sdfs *s, uint64_t dst, uint64_t src, uint32_t flags,
+		     const void *buf, size_t len, uint64_t off, uint32_t token);
 #endif

@@ -123,6 +123,33 @@ out:
 	return ret;
 }
 
+/*
+ * The backed unseal (docs/ec.md "Backed unseal"; protocol 2.6): the
+ * block daemons make @oid backed by the stripe @stripe with [in, in + n)
+ * = @data (NULL: zeros) in it, as a snapshot's copy-on-write (OBJ_COPY
+ * with SDFS_COPY_STRIPE): no chunk moves through this client. 0; a
+ * fence, freeze, no space or no answer: the caller's; 1: not done here
+ * (an older daemon, a key that needs object capabilities, the stripe
+ * unreadable to them, SDFS_VOL_UNSEAL=client): unseal it whole.
+ */
+static int unseal_backed(struct sdfs_vol *v, uint64_t oid, uint64_t stripe, const char *data,
+			 size_t n, uint64_t in)
+{
+	const char *env = getenv("SDFS_VOL_UNSEAL");
+	int ret;
+
+	if ((env && !strcmp(env, "client")) || net_now_ms() < atomic_load(&v->cow_off_until))
+		return 1;
+	ret = sdfs_obj_copy_ex(v->s, oid, stripe, SDFS_COPY_STRIPE |
+			       SDFS_COPY_CODE(ec_k(v), ec_m(v)), data, n, in, v->token);
+	if (ret == 0 || ret == -EPERM || ret == -EROFS || ret == -ENOSPC ||
+	    ret == -ETIMEDOUT || ret == -ENOMEM || ret == -EFBIG)
+		return ret;
+	log_info("volume ino=%" PRIu64 " oid=%016" PRIx64 ": the block daemons did not "
+		 "unseal it (%s): unsealing it here", v->ino, oid, strerror(-ret));
+	return 1;
+}
+
 int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data, size_t n,
 	       uint64_t in)
 {
@@ -134,6 +161,21 @@ int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data,
 	char *buf;
 	int ret;
 
+	ret = unseal_backed(v, oids[0], oid_vstripe(owner, chunk), data, n, in);
+	if (ret <= 0) {
+		if (!ret)
+			ret = vol_index_commit(v, chunk, vid);
+		if (ret)
+			return ret;
+		/* Backed by the stripe: it stays (even our own) until nothing
+		 * reads through it: reclaim of its vid fills first (OBJ_FILL),
+		 * and a later seal of the chunk puts a new version of the
+		 * same bytes (docs/ec.md "Backed unseal"). */
+		atomic_store(&v->idx[chunk], vid);
+		atomic_store(&v->wsec[chunk], now_s());
+		atomic_fetch_add(&v->unsealed, 1);
+		return 0;
+	}
 	buf = calloc(1, osz);
 	if (!buf)
 		return -ENOMEM;

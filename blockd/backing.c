@@ -643,7 +643,8 @@ struct fillreq {
 	int ret;
 };
 
-/* Fill now everything here backed by an object of vid h.offset. */
+/* Fill now everything here backed by an object or a stripe of vid
+ * h.offset (h.oid nonzero, 2.6: only that object). */
 static void fillreq_fn(struct work *w)
 {
 	struct fillreq *q = (struct fillreq *)w;
@@ -674,7 +675,8 @@ static void fillreq_fn(struct work *w)
 	oids = malloc((b->n + 1) * sizeof(*oids));
 	tags = malloc((b->n + 1) * sizeof(*tags));
 	for (size_t i = 0; oids && tags && i < b->n; i++)
-		if (backing_tag_vid(b->ents[i].tag) == vid) {
+		if (backing_tag_vid(b->ents[i].tag) == vid &&
+		    (!q->h.oid || b->ents[i].oid == q->h.oid)) {
 			tags[n] = b->ents[i].tag;
 			oids[n++] = b->ents[i].oid;
 		}

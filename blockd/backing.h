@@ -114,7 +114,8 @@ void backing_note(struct backing *b, uint64_t oid, uint64_t tag);
 void backing_defer(struct backing *b, struct work *w);
 
 /* Loop thread, after ops_dispatch's checks: OBJ_FILL @h (offset = the
- * vid): reply once no object here is backed by one of that vid's, or
+ * vid; oid nonzero (2.6): that object only): reply once no object here
+ * (or not @h's oid) is backed by one of that vid's or its stripes, or
  * -EAGAIN if that is not so within the request's time. */
 void backing_fill_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h);
 

@@ -687,9 +687,9 @@ out:
 	return r;
 }
 
-int strip_recover_read(struct strip_recover *sr, uint64_t oid, unsigned k, unsigned mm,
-		       uint64_t epoch, uint64_t off, void *out, size_t len, uint64_t *size,
-		       int ms)
+static int read_once(struct strip_recover *sr, uint64_t oid, unsigned k, unsigned mm,
+		     uint64_t epoch, uint64_t off, void *out, size_t len, uint64_t *size,
+		     int ms)
 {
 	struct blockd *bd = sr->bd;
 	const struct group *g = NULL;
@@ -746,5 +746,19 @@ int strip_recover_read(struct strip_recover *sr, uint64_t oid, unsigned k, unsig
 out:
 	free(buf);
 	free(v);
+	return r;
+}
+
+int strip_recover_read(struct strip_recover *sr, uint64_t oid, unsigned k, unsigned mm,
+		       uint64_t epoch, uint64_t off, void *out, size_t len, uint64_t *size,
+		       int ms)
+{
+	int r = -ENODATA;
+
+	/* A put's commit may drop the version gathered before its strips
+	 * are read (the new one holds the same bytes: a seal of the
+	 * chunk's replicated object): gather again. */
+	for (int i = 0; i < 3 && r == -ENODATA; i++)
+		r = read_once(sr, oid, k, mm, epoch, off, out, len, size, ms);
 	return r;
 }

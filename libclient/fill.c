@@ -22,6 +22,11 @@ static uint64_t next_req_id(void *arg)
 
 int sdfs_vol_fill(struct sdfs *s, uint64_t vid)
 {
+	return sdfs_obj_fill(s, vid, 0);
+}
+
+int sdfs_obj_fill(struct sdfs *s, uint64_t vid, uint64_t oid)
+{
 	struct rpc_call *calls;
 	struct map_ref *m;
 	size_t nc = 0;
@@ -51,6 +56,7 @@ int sdfs_vol_fill(struct sdfs *s, uint64_t vid)
 		calls[nc].node = &m->map->nodes[i];
 		calls[nc].req.opcode = SDFS_OP_OBJ_FILL;
 		calls[nc].req.offset = vid;
+		calls[nc].req.oid = oid;        /* 2.6: only it; older: all */
 		nc++;
 	}
 	rpc_run(s->pool, calls, nc, FILL_TIMEOUT_MS, next_req_id, s);

@@ -84,6 +84,11 @@ struct sdfs_vol {
 	pthread_mutex_t smu;
 	pthread_cond_t scv;
 	atomic_uint_fast64_t sealed, unsealed;  /* chunks, by this handle */
+	/* our own stripes a backed unseal left (vol_seal.c): removed once
+	 * the objects backed by them are filled (vol_stripe_gc) */
+	pthread_mutex_t gcmu;
+	struct vol_gc { uint32_t vid; uint64_t chunk; } *gc;
+	size_t ngc, cap_gc;
 
 	/* copy-on-write (vol_io.c chunk_copy; docs/volumes.md
 	 * "Copy-on-write") */
@@ -147,6 +152,10 @@ int vol_seal_chunk(struct sdfs_vol *v, uint64_t chunk);
  * in+n) = @data (NULL: zeros) over it (state shared, chunk lock held). */
 int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data,
 	       size_t n, uint64_t in);
+/* Remove the own stripes backed unseals left once every node filled
+ * the objects backed by them (sdfs_obj_fill; state not held): the
+ * sealer's scans and the writer's close. 0, or -EAGAIN (some stay). */
+int vol_stripe_gc(struct sdfs_vol *v);
 /* The sealer thread of a writer of an EC volume, if ec_seal_after_s. */
 void vol_sealer_start(struct sdfs_vol *v);
 void vol_sealer_stop(struct sdfs_vol *v);

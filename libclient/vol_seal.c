@@ -150,6 +150,94 @@ static int unseal_backed(struct sdfs_vol *v, uint64_t oid, uint64_t stripe, cons
 	return 1;
 }
 
+/* Note own stripe (@vid, @chunk) for vol_stripe_gc (no memory: it
+ * stays until reclaim). */
+static void gc_add(struct sdfs_vol *v, uint32_t vid, uint64_t chunk)
+{
+	pthread_mutex_lock(&v->gcmu);
+	for (size_t i = 0; i < v->ngc; i++)
+		if (v->gc[i].vid == vid && v->gc[i].chunk == chunk)
+			goto out;
+	if (v->ngc == v->cap_gc) {
+		size_t cap = v->cap_gc ? v->cap_gc * 2 : 16;
+		struct vol_gc *g = realloc(v->gc, cap * sizeof(*g));
+
+		if (!g)
+			goto out;
+		v->gc = g;
+		v->cap_gc = cap;
+	}
+	v->gc[v->ngc++] = (struct vol_gc){ vid, chunk };
+out:
+	pthread_mutex_unlock(&v->gcmu);
+}
+
+/*
+ * One own stripe of a backed unseal: under the chunk lock (no seal and
+ * new backed unseal of it meanwhile), every node fills the chunk's
+ * object (sdfs_obj_fill), then the stripe goes, unless the chunk was
+ * sealed again (the stripe is its data now) or a snapshot moved us to
+ * another vid (the frozen state's reclaim removes it, after its fill).
+ * 0 done (entry dropped), -errno kept.
+ */
+static int gc_one(struct sdfs_vol *v, struct vol_gc g)
+{
+	pthread_mutex_t *cl = &v->chunk_locks[g.chunk % VOL_CHUNK_LOCKS];
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&v->state);
+	if (g.vid != (uint32_t)v->vi.vid || g.chunk >= v->cap) {
+		pthread_rwlock_unlock(&v->state);
+		return 0;
+	}
+	pthread_mutex_lock(cl);
+	if (atomic_load(&v->idx[g.chunk]) == g.vid) {
+		ret = sdfs_obj_fill(v->s, g.vid, oid_vdata(g.vid, g.chunk, v->vi.copies));
+		if (!ret) {
+			ret = sdfs_ec_remove(v->s, oid_vstripe(g.vid, g.chunk), ec_k(v), ec_m(v));
+			if (ret == -ENOENT)
+				ret = 0;
+		}
+	}
+	pthread_mutex_unlock(cl);
+	pthread_rwlock_unlock(&v->state);
+	return ret;
+}
+
+int vol_stripe_gc(struct sdfs_vol *v)
+{
+	int left = 0;
+
+	for (;;) {
+		struct vol_gc g;
+		size_t i;
+		int ret;
+
+		pthread_mutex_lock(&v->gcmu);
+		if ((size_t)left >= v->ngc) {
+			pthread_mutex_unlock(&v->gcmu);
+			break;
+		}
+		g = v->gc[left];
+		pthread_mutex_unlock(&v->gcmu);
+		ret = gc_one(v, g);
+		pthread_mutex_lock(&v->gcmu);
+		for (i = 0; i < v->ngc; i++)
+			if (v->gc[i].vid == g.vid && v->gc[i].chunk == g.chunk)
+				break;
+		if (ret || i == v->ngc) {
+			left++;
+		} else {
+			v->gc[i] = v->gc[--v->ngc];
+		}
+		pthread_mutex_unlock(&v->gcmu);
+		if (ret)
+			log_info("volume ino=%" PRIu64 " chunk %" PRIu64 ": its stripe stays "
+				 "until filled (%s)", v->ino, g.chunk, strerror(-ret));
+	}
+	return left ? -EAGAIN : 0;
+}
+
 int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data, size_t n,
 	       uint64_t in)
 {
@@ -167,10 +255,13 @@ int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data,
 			ret = vol_index_commit(v, chunk, vid);
 		if (ret)
 			return ret;
-		/* Backed by the stripe: it stays (even our own) until nothing
-		 * reads through it: reclaim of its vid fills first (OBJ_FILL),
-		 * and a later seal of the chunk puts a new version of the
-		 * same bytes (docs/ec.md "Backed unseal"). */
+		/* Backed by the stripe: it stays until nothing reads through
+		 * it. Our own goes once filled (vol_stripe_gc); an
+		 * ancestor's at its reclaim, which fills first (OBJ_FILL).
+		 * A later seal of the chunk puts a new version of the same
+		 * bytes (docs/ec.md "Backed unseal"). */
+		if (owner == vid)
+			gc_add(v, vid, chunk);
 		atomic_store(&v->idx[chunk], vid);
 		atomic_store(&v->wsec[chunk], now_s());
 		atomic_fetch_add(&v->unsealed, 1);
@@ -282,6 +373,8 @@ static void *sealer_main(void *arg)
 		int after = atomic_load(&v->s->ec_seal_after_s);
 		uint64_t c = 0;
 
+		if (!atomic_load(&v->fenced))
+			vol_stripe_gc(v);
 		if (after <= 0 || atomic_load(&v->fenced))
 			continue;
 		while ((c = next_cold(v, c, (uint32_t)after)) != UINT64_MAX) {

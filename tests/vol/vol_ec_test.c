@@ -301,6 +301,8 @@ Test(vol_ec, seal_read)
 	}
 	cr_assert(!sdfs_vol_chunk_sealed(v, 2));
 	cr_assert(repl_exists(vi.vid, 2));
+	/* backed by its stripe until filled: the stripe goes after */
+	cr_assert_eq(vol_stripe_gc(v), 0);
 	assert_no_stripe(vi.vid, 2);
 	/* a write across two sealed chunks, partly past a short one */
 	put(v, model, 4 * OSZ - 300, 600, 3);
@@ -594,6 +596,7 @@ Test(vol_ec, snapshot)
 	seal_all(v, 1, &st);
 	assert_sealed(v, 1);
 	put(v, model, OSZ + 100, 10, 3);
+	cr_assert_eq(vol_stripe_gc(v), 0);
 	assert_no_stripe(v2.vid, 1);
 	strips(oid_vstripe(v1.vid, 1), &data, NULL);
 	cr_assert_eq(data, K + M);

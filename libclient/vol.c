@@ -347,7 +347,7 @@ void sdfs_vol_close(struct sdfs_vol *v)
 
 		vol_sealer_stop(v);
 		ret = sdfs_vol_flush(v);
-		if (!ret && vol_stripe_gc(v))
+		if (!ret && vol_stripe_gc(v, 0))
 			log_info("volume ino=%" PRIu64 ": stripes of unsealed chunks stay "
 				 "until reclaim (not filled yet)", v->ino);
 

@@ -156,8 +156,10 @@ static void gc_add(struct sdfs_vol *v, uint32_t vid, uint64_t chunk)
 {
 	pthread_mutex_lock(&v->gcmu);
 	for (size_t i = 0; i < v->ngc; i++)
-		if (v->gc[i].vid == vid && v->gc[i].chunk == chunk)
+		if (v->gc[i].vid == vid && v->gc[i].chunk == chunk) {
+			v->gc[i].at_s = now_s();
 			goto out;
+		}
 	if (v->ngc == v->cap_gc) {
 		size_t cap = v->cap_gc ? v->cap_gc * 2 : 16;
 		struct vol_gc *g = realloc(v->gc, cap * sizeof(*g));
@@ -167,7 +169,7 @@ static void gc_add(struct sdfs_vol *v, uint32_t vid, uint64_t chunk)
 		v->gc = g;
 		v->cap_gc = cap;
 	}
-	v->gc[v->ngc++] = (struct vol_gc){ vid, chunk };
+	v->gc[v->ngc++] = (struct vol_gc){ vid, now_s(), chunk };
 out:
 	pthread_mutex_unlock(&v->gcmu);
 }
@@ -204,9 +206,9 @@ static int gc_one(struct sdfs_vol *v, struct vol_gc g)
 	return ret;
 }
 
-int vol_stripe_gc(struct sdfs_vol *v)
+int vol_stripe_gc(struct sdfs_vol *v, uint32_t age_s)
 {
-	int left = 0;
+	size_t left = 0, young = 0;
 
 	for (;;) {
 		struct vol_gc g;
@@ -214,12 +216,17 @@ int vol_stripe_gc(struct sdfs_vol *v)
 		int ret;
 
 		pthread_mutex_lock(&v->gcmu);
-		if ((size_t)left >= v->ngc) {
+		if (left >= v->ngc) {
 			pthread_mutex_unlock(&v->gcmu);
 			break;
 		}
 		g = v->gc[left];
 		pthread_mutex_unlock(&v->gcmu);
+		if (now_s() - g.at_s < age_s) {
+			left++;
+			young++;
+			continue;
+		}
 		ret = gc_one(v, g);
 		pthread_mutex_lock(&v->gcmu);
 		for (i = 0; i < v->ngc; i++)
@@ -235,7 +242,7 @@ int vol_stripe_gc(struct sdfs_vol *v)
 			log_info("volume ino=%" PRIu64 " chunk %" PRIu64 ": its stripe stays "
 				 "until filled (%s)", v->ino, g.chunk, strerror(-ret));
 	}
-	return left ? -EAGAIN : 0;
+	return left > young ? -EAGAIN : 0;
 }
 
 int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data, size_t n,
@@ -374,7 +381,7 @@ static void *sealer_main(void *arg)
 		uint64_t c = 0;
 
 		if (!atomic_load(&v->fenced))
-			vol_stripe_gc(v);
+			vol_stripe_gc(v, VOL_GC_AGE_S);
 		if (after <= 0 || atomic_load(&v->fenced))
 			continue;
 		while ((c = next_cold(v, c, (uint32_t)after)) != UINT64_MAX) {

@@ -35,7 +35,7 @@
  *                   (degraded, strips rebuilt), writes into sealed
  *                   chunks unseal from the degraded stripes. Logs the
  *                   seal rate and bytes per byte.
- *   backed_unseal   (the filler stopped) a 4 KiB write into every sealed
+ *   vol_ec_backed::unseal  (the filler stopped) a 4 KiB write into every sealed
  *                   chunk: each new replica is backed by the chunk's
  *                   stripe (header flags), the stripe stays; the volume
  *                   reads back byte-exact while backed (fails if absent
@@ -313,7 +313,7 @@ Test(vol_ec, seal_read)
 	cr_assert(!sdfs_vol_chunk_sealed(v, 2));
 	cr_assert(repl_exists(vi.vid, 2));
 	/* backed by its stripe until filled: the stripe goes after */
-	cr_assert_eq(vol_stripe_gc(v), 0);
+	cr_assert_eq(vol_stripe_gc(v, 0), 0);
 	assert_no_stripe(vi.vid, 2);
 	/* a write across two sealed chunks, partly past a short one */
 	put(v, model, 4 * OSZ - 300, 600, 3);
@@ -607,7 +607,7 @@ Test(vol_ec, snapshot)
 	seal_all(v, 1, &st);
 	assert_sealed(v, 1);
 	put(v, model, OSZ + 100, 10, 3);
-	cr_assert_eq(vol_stripe_gc(v), 0);
+	cr_assert_eq(vol_stripe_gc(v, 0), 0);
 	assert_no_stripe(v2.vid, 1);
 	strips(oid_vstripe(v1.vid, 1), &data, NULL);
 	cr_assert_eq(data, K + M);
@@ -836,17 +836,14 @@ Test(vol_ec, stale_writer_stripes_fenced)
 
 /* ---- the backed unseal (docs/ec.md "Backed unseal") ---- */
 
-/* Restart every block daemon, with the filler stopped if @no_fill. */
-static void restart_all(int no_fill)
+/* Restart every block daemon, the filler on. */
+static void restart_all(void)
 {
 	static const char *const names[] = { "blockd.0", "blockd.1", "blockd.2", "blockd.3" };
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		cr_assert_eq(tcluster_kill(tc, names[i]), 0, "kill %s", names[i]);
-		if (no_fill)
-			setenv("SDFS_BLOCKD_FAULT", "no_fill", 1);
 		cr_assert_eq(tcluster_restart(tc, names[i]), 0, "restart %s", names[i]);
-		unsetenv("SDFS_BLOCKD_FAULT");
 	}
 	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy after the restarts");
 }
@@ -878,7 +875,18 @@ static size_t stripe_backed(uint64_t vid, uint64_t c, size_t *backed)
 	return have;
 }
 
-Test(vol_ec, backed_unseal)
+/* The cluster of vol_ec, its block daemons' fillers stopped from the
+ * start (SDFS_BLOCKD_FAULT=no_fill, blockd/backing.h). */
+static void up_no_fill(void)
+{
+	setenv("SDFS_BLOCKD_FAULT", "no_fill", 1);
+	up();
+	unsetenv("SDFS_BLOCKD_FAULT");
+}
+
+TestSuite(vol_ec_backed, .init = up_no_fill, .fini = down, .timeout = 240);
+
+Test(vol_ec_backed, unseal)
 {
 	uint8_t *model = calloc(1, SIZE);
 	struct sdfs_vol_seal_stat st;
@@ -889,7 +897,6 @@ Test(vol_ec, backed_unseal)
 	char name[32];
 	int64_t end;
 
-	restart_all(1);
 	ino = mkvol("v", SIZE);
 	v = wopen(ino);
 	sdfs_vol_get_info(v, &vi);
@@ -934,7 +941,7 @@ Test(vol_ec, backed_unseal)
 	cr_assert_gt(all, 0, "nothing backed after a restart with the filler stopped");
 
 	/* the filler on: everything filled, then the own stripes go */
-	restart_all(0);
+	restart_all();
 	end = tnow_ms() + 60000;
 	do {
 		all = 0;
@@ -949,7 +956,7 @@ Test(vol_ec, backed_unseal)
 	} while (all && tnow_ms() < end);
 	cr_assert_eq(all, 0, "%" PRIu64 " replicas still backed", all);
 	check(v, model, "filled");
-	cr_assert_eq(vol_stripe_gc(v), 0);
+	cr_assert_eq(vol_stripe_gc(v, 0), 0);
 	for (uint64_t c = 0; c < CHUNKS; c++)
 		assert_no_stripe(vi.vid, c);
 	check(v, model, "filled, the stripes removed");

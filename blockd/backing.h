@@ -25,6 +25,20 @@
  *   - OBJ_FILL (2.4, backing_fill_dispatch): before SRC's vid is freed
  *     (mds reclaim), every node fills now what that vid backs.
  *
+ * Stripe sources (2.6, docs/ec.md "Writes into a sealed chunk"): an EC
+ * volume's write into a sealed chunk makes the chunk's replicated
+ * object backed by the chunk's stripe (OBJ_COPY SDFS_COPY_STRIPE; the
+ * tag says so: BACKING_STRIPE below). The same rules hold: absent blocks
+ * are read from the stripe's range (strip_recover_read: the data
+ * strips covering it, decoded from k others when one is missing or
+ * fails its checksums, never zeros), always on the remote threads (the
+ * strips are on k + m nodes: an I/O worker gets -EREMOTE and hands the
+ * request over); fewer than k strips readable: -EIO; the stripe gone
+ * everywhere: -EBADMSG (this copy is bad). The filler fills from it;
+ * OBJ_FILL of the owner's vid covers these objects, and the writer
+ * removes its own stripe only after an OBJ_FILL of the object
+ * (libclient/vol_seal.c vol_stripe_gc).
+ *
  * Threads: peers are asked only from the filler, the OBJ_FILL workers
  * and the remote threads here (backing_defer), never from an I/O
  * worker: an I/O worker whose read needs a peer hands the request over

@@ -188,6 +188,10 @@ static int gc_one(struct sdfs_vol *v, struct vol_gc g)
 	int ret = 0;
 
 	pthread_rwlock_rdlock(&v->state);
+	if (atomic_load(&v->fenced)) {
+		pthread_rwlock_unlock(&v->state);
+		return -EPERM;
+	}
 	if (g.vid != (uint32_t)v->vi.vid || g.chunk >= v->cap) {
 		pthread_rwlock_unlock(&v->state);
 		return 0;
@@ -195,6 +199,12 @@ static int gc_one(struct sdfs_vol *v, struct vol_gc g)
 	pthread_mutex_lock(cl);
 	if (atomic_load(&v->idx[g.chunk]) == g.vid) {
 		ret = sdfs_obj_fill(v->s, g.vid, oid_vdata(g.vid, g.chunk, v->vi.copies));
+		/* Still the writer? The entry written again with our token
+		 * (a writer fenced meanwhile gets -EPERM: the new one may
+		 * have sealed the chunk into this very stripe). */
+		if (!ret)
+			ret = vol_index_commit(v, g.chunk, g.vid);
+		vol_note_fenced(v, ret);
 		if (!ret) {
 			ret = sdfs_ec_remove(v->s, oid_vstripe(g.vid, g.chunk), ec_k(v), ec_m(v));
 			if (ret == -ENOENT)

@@ -154,9 +154,11 @@ int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data,
 	       size_t n, uint64_t in);
 /* Remove the own stripes backed unseals left at least @age_s seconds
  * ago once every node filled the objects backed by them (sdfs_obj_fill;
- * state not held): the sealer's scans (VOL_GC_AGE_S: the filler has
- * mostly done it by then) and the writer's close (0). 0, or -EAGAIN
- * (some stay). */
+ * state not held): the sealer's scans and the writer's close, both
+ * VOL_GC_AGE_S (the filler has mostly done it by then: a close does not
+ * wait for whole chunks to be copied; a younger stripe stays until the
+ * chunk is sealed again, which reuses it, or its vid is reclaimed).
+ * 0, or -EAGAIN (some stay). */
 #define VOL_GC_AGE_S 60
 int vol_stripe_gc(struct sdfs_vol *v, uint32_t age_s);
 /* The sealer thread of a writer of an EC volume, if ec_seal_after_s. */

@@ -13,6 +13,7 @@
 #include "blockd/backing.h"
 #include "blockd/blockd.h"
 #include "blockd/history.h"
+#include "blockd/strip_recover.h"
 #include "common/csum.h"
 #include "common/log.h"
 #include "common/net.h"
@@ -32,7 +33,7 @@
 
 struct entry {
 	uint64_t oid;
-	uint32_t tag;
+	uint64_t tag;
 	int busy;                       /* the filler works on it */
 	int64_t retry_ms;               /* not before (net_now_ms) */
 };
@@ -73,14 +74,16 @@ static uint64_t next_req_id(void *arg)
 	return atomic_fetch_add(&b->req_id, 1) + 1;
 }
 
-uint64_t backing_src(uint64_t dst, uint32_t tag)
+uint64_t backing_src(uint64_t dst, uint64_t tag)
 {
-	return oid_make(oid_kind(dst), tag, oid_chunk(dst));
+	if (tag & BACKING_STRIPE)
+		return oid_vstripe(backing_tag_vid(tag), oid_chunk(dst));
+	return oid_make(oid_kind(dst), backing_tag_vid(tag), oid_chunk(dst));
 }
 
 /* ---- the registry of backed objects here ---- */
 
-static void reg_add(struct backing *b, uint64_t oid, uint32_t tag)
+static void reg_add(struct backing *b, uint64_t oid, uint64_t tag)
 {
 	pthread_mutex_lock(&b->mu);
 	for (size_t i = 0; i < b->n; i++)
@@ -117,7 +120,7 @@ static void reg_del_locked(struct backing *b, uint64_t oid)
 		}
 }
 
-void backing_note(struct backing *b, uint64_t oid, uint32_t tag)
+void backing_note(struct backing *b, uint64_t oid, uint64_t tag)
 {
 	reg_add(b, oid, tag);
 }
@@ -220,7 +223,7 @@ int backing_src_read(struct blockd *bd, uint64_t src, uint64_t epoch, uint64_t o
 	}
 	if (self && depth < MAX_DEPTH) {
 		size_t got = 0;
-		uint32_t tag;
+		uint64_t tag;
 
 		ret = recover_ensure(bd->recover, src, epoch);
 		if (!ret && size)
@@ -251,6 +254,29 @@ int backing_src_read(struct blockd *bd, uint64_t src, uint64_t epoch, uint64_t o
 	return pr == -ENOENT && self && ret != -ENOENT && ret != -EREMOTE ? ret : pr;
 }
 
+int backing_tag_read(struct blockd *bd, uint64_t tag, uint64_t src, uint64_t epoch,
+		     uint64_t off, void *buf, size_t len, uint64_t *size, int remote,
+		     int timeout_ms)
+{
+	int ret;
+
+	if (!(tag & BACKING_STRIPE))
+		return backing_src_read(bd, src, epoch, off, buf, len, size, remote, timeout_ms);
+	/* A stripe's strips are on k + m nodes: peers (or this node's I/O
+	 * workers, over the network), so never from an I/O worker. */
+	if (!remote)
+		return -EREMOTE;
+	ret = strip_recover_read(bd->strip_rec, src, (unsigned)(tag >> 40) & 0x1fu,
+				 (unsigned)(tag >> 32) & 0x7u, epoch, off, buf, len, size,
+				 timeout_ms);
+	if (ret == -ENODATA) {
+		log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 ": fewer than k "
+			  "strips readable for a backed object's read-through", src);
+		ret = -EIO;
+	}
+	return ret;
+}
+
 int backing_read(struct blockd *bd, uint64_t oid, uint64_t epoch, uint64_t off,
 		 void *buf, size_t len, size_t *got, int remote)
 {
@@ -263,7 +289,7 @@ int backing_read(struct blockd *bd, uint64_t oid, uint64_t epoch, uint64_t off,
 	for (int attempt = 0; attempt < 2; attempt++) {
 		uint64_t lo, hi, b0 = off / BLK;
 		size_t fa = nb, la = 0;
-		uint32_t tag = 0;
+		uint64_t tag = 0;
 		uint8_t *tmp;
 
 		*got = 0;
@@ -285,7 +311,7 @@ int backing_read(struct blockd *bd, uint64_t oid, uint64_t epoch, uint64_t off,
 			ret = -ENOMEM;
 			break;
 		}
-		ret = backing_src_read(bd, backing_src(oid, tag), epoch, lo, tmp, hi - lo,
+		ret = backing_tag_read(bd, tag, backing_src(oid, tag), epoch, lo, tmp, hi - lo,
 				       NULL, remote, client_timeout_ms(bd));
 		if (ret == 0) {
 			for (size_t i = fa; i <= la; i++) {
@@ -324,17 +350,17 @@ int backing_src_blocks(struct blockd *bd, uint64_t oid, uint64_t epoch, uint64_t
 		       size_t len, uint8_t *head, uint8_t *tail, int remote)
 {
 	uint64_t hb = off / BLK, tb = len ? (off + len - 1) / BLK : hb, src;
-	uint32_t tag = 0;
+	uint64_t tag = 0;
 	int ret;
 
 	ret = objstore_backing(bd->store, oid, &tag, NULL);
 	if (ret || !tag)
 		return ret == -ENOENT || !tag ? 1 : ret;
 	src = backing_src(oid, tag);
-	ret = backing_src_read(bd, src, epoch, hb * BLK, head, BLK, NULL, remote,
+	ret = backing_tag_read(bd, tag, src, epoch, hb * BLK, head, BLK, NULL, remote,
 			       client_timeout_ms(bd));
 	if (!ret && tb != hb)
-		ret = backing_src_read(bd, src, epoch, tb * BLK, tail, BLK, NULL, remote,
+		ret = backing_tag_read(bd, tag, src, epoch, tb * BLK, tail, BLK, NULL, remote,
 				       client_timeout_ms(bd));
 	else if (!ret)
 		memcpy(tail, head, BLK);
@@ -375,7 +401,7 @@ static void throttle(struct backing *b, size_t bytes)
  * as recovery would, under the object's lock, and only if this copy's
  * version is still that one. 0, or -errno (try later).
  */
-static int repair(struct backing *b, uint64_t oid, uint32_t tag, uint64_t epoch)
+static int repair(struct backing *b, uint64_t oid, uint64_t tag, uint64_t epoch)
 {
 	struct blockd *bd = b->bd;
 	uint32_t ids[RING_MAX_COPIES];
@@ -391,7 +417,7 @@ static int repair(struct backing *b, uint64_t oid, uint32_t tag, uint64_t epoch)
 		struct rpc_call call = { 0 };
 		uint64_t size, version = 0;
 		struct cmap_node peer;
-		uint32_t now_tag = 0;
+		uint64_t now_tag = 0;
 		int r;
 
 		if (!nd || nd->node_id == bd->node_id)
@@ -438,11 +464,11 @@ static int repair(struct backing *b, uint64_t oid, uint32_t tag, uint64_t epoch)
 
 /* Fill backed object @oid of @tag and end its backing: 0 (or -ESTALE /
  * -ENOENT: not backed by it any more), else -errno (try later). */
-static int fill_one(struct backing *b, uint64_t oid, uint32_t tag, int slow)
+static int fill_one(struct backing *b, uint64_t oid, uint64_t tag, int slow)
 {
 	struct blockd *bd = b->bd;
 	uint64_t size = 0, epoch = member_epoch(bd), src = backing_src(oid, tag);
-	uint32_t now_tag = 0;
+	uint64_t now_tag = 0;
 	uint8_t *buf;
 	int ret;
 
@@ -456,7 +482,8 @@ static int fill_one(struct backing *b, uint64_t oid, uint32_t tag, int slow)
 	for (uint64_t off = 0; off < size && !ret; off += FILL_CHUNK) {
 		size_t n = size - off < FILL_CHUNK ? size - off : FILL_CHUNK;
 
-		ret = backing_src_read(bd, src, epoch, off, buf, n, NULL, 1, PEER_TIMEOUT_MS);
+		ret = backing_tag_read(bd, tag, src, epoch, off, buf, n, NULL, 1,
+				       PEER_TIMEOUT_MS);
 		if (ret == -ENOENT) {
 			log_every(LOG_EVERY_MS, LOG_ERR, "node=%" PRIu32 " oid=%016" PRIx64
 				  ": the source %016" PRIx64 " of this backed copy is gone: "
@@ -499,7 +526,7 @@ static void scan(struct backing *b)
 		if (objstore_list(b->bd->store, after, first, oids, SCAN_PAGE, &n))
 			break;
 		for (size_t i = 0; i < n; i++) {
-			uint32_t tag = 0;
+			uint64_t tag = 0;
 
 			if (oid_is_vdata(oids[i]) &&
 			    objstore_backing(b->bd->store, oids[i], &tag, NULL) == 0 && tag) {
@@ -528,8 +555,7 @@ static void *filler_main(void *arg)
 	while (!b->stop) {
 		int64_t now = net_now_ms();
 		struct entry *e = NULL;
-		uint64_t oid;
-		uint32_t tag;
+		uint64_t oid, tag;
 		int ret;
 
 		for (size_t i = 0; !b->paused && i < b->n && !e; i++)
@@ -617,14 +643,15 @@ struct fillreq {
 	int ret;
 };
 
-/* Fill now everything here backed by an object of vid h.offset. */
+/* Fill now everything here backed by an object or a stripe of vid
+ * h.offset (h.oid nonzero, 2.6: only that object). */
 static void fillreq_fn(struct work *w)
 {
 	struct fillreq *q = (struct fillreq *)w;
 	struct backing *b = q->bd->backing;
 	int64_t t0 = net_now_ms();
 	uint64_t vid = q->h.offset;
-	uint64_t *oids = NULL;
+	uint64_t *oids = NULL, *tags = NULL;
 	size_t n = 0;
 
 	if (vid == 0 || vid > SDFS_VID_MAX) {
@@ -644,24 +671,31 @@ static void fillreq_fn(struct work *w)
 		q->ret = -EAGAIN;
 		return;
 	}
+	/* backed by an object of that vid's or by one of its stripes */
 	oids = malloc((b->n + 1) * sizeof(*oids));
-	for (size_t i = 0; oids && i < b->n; i++)
-		if (b->ents[i].tag == vid)
+	tags = malloc((b->n + 1) * sizeof(*tags));
+	for (size_t i = 0; oids && tags && i < b->n; i++)
+		if (backing_tag_vid(b->ents[i].tag) == vid &&
+		    (!q->h.oid || b->ents[i].oid == q->h.oid)) {
+			tags[n] = b->ents[i].tag;
 			oids[n++] = b->ents[i].oid;
+		}
 	pthread_mutex_unlock(&b->mu);
-	if (!oids) {
+	if (!oids || !tags) {
+		free(oids);
+		free(tags);
 		q->ret = -ENOMEM;
 		return;
 	}
 	q->ret = 0;
 	for (size_t i = 0; i < n; i++) {
 		int ret = net_now_ms() - t0 < FILL_WAIT_MS ?
-			  fill_one(b, oids[i], (uint32_t)vid, 0) : -EAGAIN;
+			  fill_one(b, oids[i], tags[i], 0) : -EAGAIN;
 
 		if (done_ret(ret)) {
 			pthread_mutex_lock(&b->mu);
 			for (size_t k = 0; k < b->n; k++)
-				if (b->ents[k].oid == oids[i] && b->ents[k].tag == vid &&
+				if (b->ents[k].oid == oids[i] && b->ents[k].tag == tags[i] &&
 				    !b->ents[k].busy)
 					reg_del_locked(b, oids[i]);
 			pthread_mutex_unlock(&b->mu);
@@ -672,6 +706,7 @@ static void fillreq_fn(struct work *w)
 		}
 	}
 	free(oids);
+	free(tags);
 	if (n)
 		log_info("node=%" PRIu32 ": OBJ_FILL vid=%" PRIu64 ": %zu backed objects "
 			 "filled in %" PRId64 " ms: %s", q->bd->node_id, vid, n,

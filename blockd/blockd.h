@@ -146,7 +146,7 @@ int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payloa
  * (fences, recovery lock, space check, the next version in h->epoch), by
  * an object backed by @backing of @size bytes holding @piece[0..len) at
  * h->offset (objstore_put_backed). 0 or -errno. */
-int ops_put_backed(struct blockd *bd, const struct sdfs_hdr *h, uint32_t backing,
+int ops_put_backed(struct blockd *bd, const struct sdfs_hdr *h, uint64_t backing,
 		   uint64_t size, const uint8_t *piece, uint32_t len,
 		   const struct objstore_src *src);
 /* Queue a reply on @c, from any thread; takes ownership of @payload

@@ -39,9 +39,17 @@ struct copyreq {
 };
 
 /* Is @src a right source for @dst: volume data of one chunk and one
- * number of copies, another vid's? */
-static int pair_ok(uint64_t dst, uint64_t src)
+ * number of copies, another vid's; or (SDFS_COPY_STRIPE) that chunk's
+ * stripe of any vid, of a code k + m with m + 1 = @dst's copies? */
+static int pair_ok(uint64_t dst, uint64_t src, uint32_t flags)
 {
+	if (flags & SDFS_COPY_STRIPE)
+		return oid_is_vdata(dst) && oid_is_vstripe(src) &&
+		       oid_chunk(dst) == oid_chunk(src) && oid_owner(src) != 0 &&
+		       oid_owner(src) <= SDFS_VID_MAX && SDFS_COPY_K(flags) >= 1 &&
+		       SDFS_COPY_K(flags) <= 31 && SDFS_COPY_M(flags) >= 1 &&
+		       SDFS_COPY_M(flags) <= 7 &&
+		       (oid_kind(dst) & 0xfu) == SDFS_COPY_M(flags) + 1;
 	return oid_is_vdata(dst) && oid_is_vdata(src) && oid_kind(dst) == oid_kind(src) &&
 	       oid_chunk(dst) == oid_chunk(src) && oid_owner(dst) != oid_owner(src) &&
 	       oid_owner(src) != 0;
@@ -62,7 +70,7 @@ static int time_left(const struct copyreq *q)
  * copy when it is an up holder, else from SRC's other up holders
  * (backing_src_read), within time_left.
  */
-static int src_get(struct copyreq *q, uint64_t src, uint64_t off, uint32_t len,
+static int src_get(struct copyreq *q, uint64_t tag, uint64_t src, uint64_t off, uint32_t len,
 		   uint8_t *head, uint8_t *tail, uint64_t *size)
 {
 	uint64_t hb = off / OBJSTORE_BLOCK, tb = len ? (off + len - 1) / OBJSTORE_BLOCK : hb;
@@ -70,14 +78,14 @@ static int src_get(struct copyreq *q, uint64_t src, uint64_t off, uint32_t len,
 
 	if (left < q->bd->copy->timeout_ms / 8)
 		return -ENOENT;
-	ret = backing_src_read(q->bd, src, q->h.epoch, hb * OBJSTORE_BLOCK, head,
+	ret = backing_tag_read(q->bd, tag, src, q->h.epoch, hb * OBJSTORE_BLOCK, head,
 			       OBJSTORE_BLOCK, size, 1, left);
 	if (ret || tb == hb)
 		return ret;
 	left = time_left(q);
 	if (left < q->bd->copy->timeout_ms / 8)
 		return -ENOENT;
-	return backing_src_read(q->bd, src, q->h.epoch, tb * OBJSTORE_BLOCK, tail,
+	return backing_tag_read(q->bd, tag, src, q->h.epoch, tb * OBJSTORE_BLOCK, tail,
 				OBJSTORE_BLOCK, NULL, 1, left);
 }
 
@@ -90,16 +98,20 @@ static void copy_fn(struct work *w)
 	struct objstore_src sb = { blk, blk + OBJSTORE_BLOCK };
 	struct sdfs_obj_copy c;
 	const uint8_t *piece;
-	uint64_t size = 0;
+	uint64_t size = 0, tag;
 	struct sdfs_hdr h;
 	int ret;
 
 	if (proto_obj_copy_decode(q->payload, q->h.payload_len, osz, &c, &piece) ||
-	    !pair_ok(q->h.oid, c.src) || q->h.offset > osz || c.len > osz - q->h.offset) {
+	    !pair_ok(q->h.oid, c.src, c.flags) || q->h.offset > osz ||
+	    c.len > osz - q->h.offset) {
 		q->ret = -EINVAL;
 		return;
 	}
-	ret = src_get(q, c.src, q->h.offset, c.len, blk, blk + OBJSTORE_BLOCK, &size);
+	tag = c.flags & SDFS_COPY_STRIPE ?
+	      backing_stripe_tag((uint32_t)oid_owner(c.src), SDFS_COPY_K(c.flags),
+				 SDFS_COPY_M(c.flags)) : oid_owner(c.src);
+	ret = src_get(q, tag, c.src, q->h.offset, c.len, blk, blk + OBJSTORE_BLOCK, &size);
 	if (ret) {
 		q->ret = ret == -EAGAIN || ret == -ESTALE || ret == -ENOMEM ? ret : -ENOENT;
 		return;
@@ -120,10 +132,10 @@ static void copy_fn(struct work *w)
 	 * and all (ops.c); the filler copies the rest (backing.h). */
 	h = q->h;
 	h.flags &= SDFS_F_SYNC;
-	q->ret = ops_put_backed(bd, &h, (uint32_t)oid_owner(c.src), size, piece, c.len, &sb);
+	q->ret = ops_put_backed(bd, &h, tag, size, piece, c.len, &sb);
 	free(zeros);
 	if (q->ret == 0)
-		backing_note(bd->backing, q->h.oid, (uint32_t)oid_owner(c.src));
+		backing_note(bd->backing, q->h.oid, tag);
 	log_debug("oid=%016" PRIx64 ": backed by %016" PRIx64 " (%s), %" PRIu32
 		  " bytes at %" PRIu64 ": %d", q->h.oid, c.src, q->self ? "here" : "peer",
 		  c.len, q->h.offset, q->ret);
@@ -168,7 +180,8 @@ void copy_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 		return;
 	}
 	/* Where SRC is, in the map the request was checked against. */
-	if (!proto_obj_copy_decode(payload, h->payload_len, bd->cfg.obj_size, &oc, &piece))
+	if (!proto_obj_copy_decode(payload, h->payload_len, bd->cfg.obj_size, &oc, &piece) &&
+	    !(oc.flags & SDFS_COPY_STRIPE))
 		n = ring_place(bd->map->ring, oc.src,
 			       oid_copies(oc.src, bd->cfg.copies), ids);
 	for (int i = 0; i < n; i++) {

@@ -32,6 +32,12 @@
  * A corrupt local SRC is not rewritten here (a client read or the
  * recovery pass repairs it); the copy just does not use it.
  *
+ * SDFS_COPY_STRIPE (2.6): SRC is the chunk's EC stripe (an EC volume's
+ * write into a sealed chunk, docs/ec.md): the same, SRC's size and
+ * blocks read through backing_tag_read (strip_recover_read), DST backed
+ * by a stripe tag (backing.h). The stripe's version may change under us
+ * (a reseal): every version holds the same bytes where DST is absent.
+ *
  * Test hook: with SDFS_BLOCKD_FAULT=no_copy in its environment the
  * daemon answers OBJ_COPY with UNKNOWN_OP, as a 2.1 daemon would.
  *

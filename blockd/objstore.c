@@ -74,6 +74,8 @@
 #define OBJ_F_DELETED   0x2u            /* a tombstone: removed at `epoch` */
 #define OBJ_F_BACKED    0x4u            /* absent blocks read through a source */
 #define OBJ_F_KNOWN     (OBJ_F_DIRTY | OBJ_F_DELETED | OBJ_F_BACKED)
+#define OBJ_F_TAG_SHIFT 16              /* BACKED: bits 16..31 = the tag's
+					   bits 32..47 (objstore.h) */
 #define OBJ_STRIPES     256
 #define OBJ_SLOTS       2               /* open objects kept per stripe */
 #define OBJ_CHUNK       1024u           /* blocks per table chunk: 16 KiB */
@@ -111,7 +113,7 @@ struct obj {
 	uint64_t size;
 	uint64_t epoch;
 	uint32_t flags;
-	uint32_t backing;       /* OBJ_F_BACKED: the caller's tag of the source */
+	uint64_t backing;       /* OBJ_F_BACKED: the caller's tag of the source */
 	uint64_t nblocks;       /* table entries: max_obj_size / BLK */
 	uint64_t data_off;
 };
@@ -301,8 +303,8 @@ static int hdr_write(const struct obj *o)
 		.oid = htole64(o->oid),
 		.size = htole64(o->size),
 		.epoch = htole64(o->epoch),
-		.flags = htole32(o->flags),
-		.backing = htole32(o->backing),
+		.flags = htole32(o->flags | (uint32_t)(o->backing >> 32) << OBJ_F_TAG_SHIFT),
+		.backing = htole32((uint32_t)o->backing),
 	};
 
 	d.hdr_csum = htole64(csum64(&d,
@@ -356,14 +358,19 @@ static int hdr_read(struct obj *o, uint64_t oid)
 		return hdr_bad(oid, "oid of another object");
 	if (le64toh(d.size) > max)
 		return hdr_bad(oid, "size");
-	if (le32toh(d.flags) & ~OBJ_F_KNOWN ||
-	    !(le32toh(d.flags) & OBJ_F_BACKED) != !d.backing)
+	uint32_t flags = le32toh(d.flags), hi = flags >> OBJ_F_TAG_SHIFT;
+
+	/* the tag's high bits (a stripe source's, blockd/backing.h) only
+	 * with BACKED and a nonzero low half */
+	flags &= (1u << OBJ_F_TAG_SHIFT) - 1;
+	if (flags & ~OBJ_F_KNOWN || !(flags & OBJ_F_BACKED) != !d.backing ||
+	    (hi && !(flags & OBJ_F_BACKED)))
 		return hdr_bad(oid, "flags");
 	o->oid = oid;
 	o->size = le64toh(d.size);
 	o->epoch = le64toh(d.epoch);
-	o->flags = le32toh(d.flags);
-	o->backing = le32toh(d.backing);
+	o->flags = flags;
+	o->backing = (uint64_t)hi << 32 | le32toh(d.backing);
 	obj_set_layout(o, max);
 	/* Every object file is created at least data_off long, so a shorter
 	 * one lost its table. */
@@ -1298,7 +1305,7 @@ int objstore_put(struct objstore *s, uint64_t oid, const void *buf, size_t len,
 	return ret;
 }
 
-int objstore_put_backed(struct objstore *s, uint64_t oid, uint32_t backing,
+int objstore_put_backed(struct objstore *s, uint64_t oid, uint64_t backing,
 			uint64_t size, uint64_t off, const void *buf, size_t len,
 			const struct objstore_src *src, uint64_t epoch)
 {
@@ -1306,7 +1313,8 @@ int objstore_put_backed(struct objstore *s, uint64_t oid, uint32_t backing,
 	struct obj o;
 	int ret;
 
-	if (!backing || size > s->max_obj_size || off > s->max_obj_size ||
+	if (!(uint32_t)backing || backing >> 48 || size > s->max_obj_size ||
+	    off > s->max_obj_size ||
 	    len > s->max_obj_size - off)
 		return -EINVAL;
 	stripe_wrlock(s, oid);
@@ -1337,7 +1345,7 @@ out_unlock:
 
 /* Open @oid for writing as a backed object of @backing: -ESTALE if it
  * is not (any more), settled. Stripe held for writing. */
-static int backed_open(struct objstore *s, uint64_t oid, uint32_t backing,
+static int backed_open(struct objstore *s, uint64_t oid, uint64_t backing,
 		       struct obj *o)
 {
 	int ret = slot_take(s, oid, o) ? 0 : obj_open(s, oid, O_RDWR, o);
@@ -1417,7 +1425,7 @@ static int fill_chunk(struct obj *o, uint64_t b0, size_t n, const unsigned char 
 	return tab_write(o, b0, n, ents);
 }
 
-int objstore_fill(struct objstore *s, uint64_t oid, uint32_t backing, uint64_t off,
+int objstore_fill(struct objstore *s, uint64_t oid, uint64_t backing, uint64_t off,
 		  const void *buf, size_t len)
 {
 	struct obj o;
@@ -1450,7 +1458,7 @@ out_unlock:
 	return ret;
 }
 
-int objstore_unback(struct objstore *s, uint64_t oid, uint32_t backing)
+int objstore_unback(struct objstore *s, uint64_t oid, uint64_t backing)
 {
 	struct obj_ent ents[OBJ_CHUNK];
 	struct obj o;
@@ -1486,7 +1494,7 @@ out_unlock:
 	return ret;
 }
 
-int objstore_backing(struct objstore *s, uint64_t oid, uint32_t *backing, uint64_t *size)
+int objstore_backing(struct objstore *s, uint64_t oid, uint64_t *backing, uint64_t *size)
 {
 	struct obj o;
 	int ret;
@@ -1547,7 +1555,7 @@ int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
 }
 
 int objstore_read_map(struct objstore *s, uint64_t oid, uint64_t off,
-		      void *buf, size_t len, size_t *got, uint32_t *backing,
+		      void *buf, size_t len, size_t *got, uint64_t *backing,
 		      uint8_t *absent)
 {
 	struct obj o;

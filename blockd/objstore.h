@@ -43,14 +43,16 @@ struct objstore_stat {
 	uint64_t size;          /* high-water mark: highest byte written + 1 */
 	uint64_t version;       /* of the last change (see above) */
 	uint64_t csum;          /* XXH3-64 over the block checksums, for scrub/compare */
-	uint32_t backing;       /* a backed object's tag (its csum covers the
+	uint64_t backing;       /* a backed object's tag (its csum covers the
 				   absent blocks as zeros), else 0 */
 };
 
 /*
  * Backed objects (docs/format.md "Backed objects"): an object may be
- * made *backed* by a source its caller names with a nonzero 32-bit tag
- * (blockd/backing.h: a volume's ancestor vid). A block of it never
+ * made *backed* by a source its caller names with a tag: nonzero low
+ * 32 bits, at most 48 bits (blockd/backing.h: a volume's ancestor vid,
+ * or a stripe's vid and code in bits 32..47; an object from before 2.6
+ * has a 32-bit one). A block of it never
  * written is *absent*: its bytes are the source's, which the store does
  * not have. objstore_read_map says which blocks are absent; a write
  * that covers an absent block only partly needs the source's bytes of
@@ -101,7 +103,7 @@ int objstore_write_src(struct objstore *s, uint64_t oid, uint64_t off,
  * @off; partly written blocks take the rest from @src (-ENODATA
  * without). -EINVAL for a bad size, range or tag.
  */
-int objstore_put_backed(struct objstore *s, uint64_t oid, uint32_t backing,
+int objstore_put_backed(struct objstore *s, uint64_t oid, uint64_t backing,
 			uint64_t size, uint64_t off, const void *buf, size_t len,
 			const struct objstore_src *src, uint64_t epoch);
 
@@ -111,15 +113,15 @@ int objstore_put_backed(struct objstore *s, uint64_t oid, uint32_t backing,
  * alone, the version is kept. -ESTALE if @oid is not backed by @backing
  * (any more), -ENOENT if missing.
  */
-int objstore_fill(struct objstore *s, uint64_t oid, uint32_t backing, uint64_t off,
+int objstore_fill(struct objstore *s, uint64_t oid, uint64_t backing, uint64_t off,
 		  const void *buf, size_t len);
 /* End @oid's backing by @backing once no block below its size is absent
  * (the object synced first): 0, -EAGAIN (absent blocks left), -ESTALE
  * (not backed by it), -ENOENT. */
-int objstore_unback(struct objstore *s, uint64_t oid, uint32_t backing);
+int objstore_unback(struct objstore *s, uint64_t oid, uint64_t backing);
 /* The object's tag (0: not backed) and size, from its header. -ENOENT
  * (a tombstone too), -EBADMSG. @size may be NULL. */
-int objstore_backing(struct objstore *s, uint64_t oid, uint32_t *backing, uint64_t *size);
+int objstore_backing(struct objstore *s, uint64_t oid, uint64_t *backing, uint64_t *size);
 
 /*
  * Replace the whole object with @buf[0..len) atomically (a temporary
@@ -146,7 +148,7 @@ int objstore_read(struct objstore *s, uint64_t oid, uint64_t off,
  * 4096 to the last read) whether block off / 4096 + i is absent (read
  * as zeros here; its bytes are the source's). Either may be NULL. */
 int objstore_read_map(struct objstore *s, uint64_t oid, uint64_t off,
-		      void *buf, size_t len, size_t *got, uint32_t *backing,
+		      void *buf, size_t len, size_t *got, uint64_t *backing,
 		      uint8_t *absent);
 
 int objstore_remove(struct objstore *s, uint64_t oid);   /* -ENOENT */

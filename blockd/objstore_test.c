@@ -1701,7 +1701,7 @@ static void expect_backed(uint64_t oid, const unsigned char *want, size_t len,
 {
 	unsigned char *got = malloc(len);
 	uint8_t absent[NBLOCKS];
-	uint32_t backing = 7;
+	uint64_t backing = 7;
 	size_t n = 0;
 
 	cr_assert_eq(objstore_read_map(s, oid, 0, got, len, &n, &backing, absent), 0, "%s", last_err);

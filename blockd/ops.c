@@ -822,7 +822,7 @@ int ops_apply(struct blockd *bd, const struct sdfs_hdr *h, const uint8_t *payloa
 	return r.ret;
 }
 
-int ops_put_backed(struct blockd *bd, const struct sdfs_hdr *h, uint32_t backing,
+int ops_put_backed(struct blockd *bd, const struct sdfs_hdr *h, uint64_t backing,
 		   uint64_t size, const uint8_t *piece, uint32_t len,
 		   const struct objstore_src *src)
 {

@@ -62,9 +62,15 @@ static uint64_t next_req_id(void *arg)
 	return atomic_fetch_add(&sr->req_id, 1) + 1;
 }
 
-/* Fetch all of strip @s of @g from holder @h into @dst; 0 or -errno. */
+/*
+ * Fetch bytes [off, off + len) of strip @s of @g from holder @h into
+ * @dst; 0 or -errno. @ms 0: recovery's (paced at the recovery rate,
+ * CALL_MS); else a backed object's read-through (strip_recover_read):
+ * not paced, within @ms.
+ */
 static int fetch(struct strip_recover *sr, const struct cmap_node *h, uint64_t oid,
-		 uint64_t epoch, const struct group *g, unsigned s, uint8_t *dst)
+		 uint64_t epoch, const struct group *g, unsigned s, uint32_t off, uint32_t len,
+		 int ms, uint8_t *dst)
 {
 	struct sdfs_strip st = { .version = g->version, .tag = g->tag, .s = (uint8_t)s };
 	uint8_t hdr[SDFS_STRIP_SIZE];
@@ -73,15 +79,17 @@ static int fetch(struct strip_recover *sr, const struct cmap_node *h, uint64_t o
 
 	/* every strip read for a copy or a rebuild pays at the recovery
 	 * rate: a rebuild reads k of them (docs/ec.md "Rate") */
-	recover_throttle(sr->bd->recover, g->strip_len);
+	if (!ms)
+		recover_throttle(sr->bd->recover, len);
 	proto_strip_encode(&st, hdr);
 	rpc_call_init(&c, h, SDFS_OP_STRIP_GET, oid, epoch, hdr, SDFS_STRIP_SIZE);
-	c.req.length = g->strip_len;
+	c.req.offset = off;
+	c.req.length = len;
 	c.rbuf = dst;
-	c.rbuf_len = g->strip_len;
-	rpc_run(sr->pool, &c, 1, CALL_MS, next_req_id, sr);
+	c.rbuf_len = len;
+	rpc_run(sr->pool, &c, 1, ms ? ms : CALL_MS, next_req_id, sr);
 	r = rpc_result(&c);
-	if (!r && c.reply.payload_len != g->strip_len)
+	if (!r && c.reply.payload_len != len)
 		r = -EPROTO;
 	rpc_calls_free(&c, 1);
 	return r;
@@ -302,17 +310,19 @@ static int gather(struct strip_recover *sr, const struct cmap *m, uint64_t oid,
 }
 
 /*
- * Rebuild strip @p of @g into @out (strip_len bytes) with ec_decode
- * from k other strips of that (version, tag), data strips first, read
- * whole from their holders in @v (each checks its block checksums as
- * it reads; one that fails is replaced by the next strip); never from
- * strip @p itself. @buf: room for k strips. 0, -ENODATA (fewer than k
- * readable), -EINTR (stopping), -errno. Strip recovery's rebuild and
- * the scrub's (strip_recover_scrub) both.
+ * Rebuild bytes [off, off + len) of strip @p of @g into @out with
+ * ec_decode from that range of k other strips of that (version, tag),
+ * data strips first, read from their holders in @v (each checks its
+ * block checksums as it reads; one that fails is replaced by the next
+ * strip); never from strip @p itself. @ms as fetch's. @buf: room for k
+ * ranges. 0, -ENODATA (fewer than k readable), -EINTR (stopping),
+ * -errno. Strip recovery's rebuild, the scrub's (strip_recover_scrub)
+ * and a backed object's degraded read-through (strip_recover_read).
  */
 static int decode_strip(struct strip_recover *sr, uint64_t epoch, uint64_t oid,
 			unsigned k, unsigned mm, const struct view *v, const struct group *g,
-			unsigned p, uint8_t *buf, uint8_t *out)
+			unsigned p, uint32_t off, uint32_t len, int ms, uint8_t *buf,
+			uint8_t *out)
 {
 	uint8_t *ptr[RING_MAX_PLACE] = { 0 };
 	uint32_t missing = (1u << (k + mm)) - 1;
@@ -328,17 +338,17 @@ static int decode_strip(struct strip_recover *sr, uint64_t epoch, uint64_t oid,
 		if (stop)
 			return -EINTR;
 		if (s == p || g->at[s] < 0 ||
-		    fetch(sr, v->node[g->at[s]], oid, epoch, g, s,
-			  buf + (size_t)got * g->strip_len))
+		    fetch(sr, v->node[g->at[s]], oid, epoch, g, s, off, len, ms,
+			  buf + (size_t)got * len))
 			continue;
-		ptr[s] = buf + (size_t)got * g->strip_len;
+		ptr[s] = buf + (size_t)got * len;
 		missing &= ~(1u << s);
 		got++;
 	}
 	if (got < k)
 		return -ENODATA;
 	ptr[p] = out;
-	return ec_decode(code, g->strip_len, missing, ptr);
+	return ec_decode(code, len, missing, ptr);
 }
 
 /*
@@ -424,11 +434,12 @@ static void recover_oid(struct strip_recover *sr, const struct cmap *m, uint64_t
 		if (stop)
 			break;
 		if (best->at[p] >= 0)
-			r = fetch(sr, node[best->at[p]], oid, m->epoch, best, p,
-				  out);
+			r = fetch(sr, node[best->at[p]], oid, m->epoch, best, p, 0,
+				  best->strip_len, 0, out);
 		if (r) {
 			/* rebuild it from k others, data strips first */
-			r = decode_strip(sr, m->epoch, oid, k, mm, v, best, p, buf, out);
+			r = decode_strip(sr, m->epoch, oid, k, mm, v, best, p, 0,
+					 best->strip_len, 0, buf, out);
 			if (r == -ENODATA) {
 				sr->missed = 1;
 				log_warn("oid=%016" PRIx64 " strip=%u: fewer than %u strips of "
@@ -654,7 +665,7 @@ int strip_recover_scrub(struct strip_recover *sr, uint64_t oid, const struct sdf
 	 * the extra one) is taken whole; else it is decoded from k others. */
 	for (unsigned i = 0; i < v->n && r; i++)
 		if (v->node[i] && v->ids[i] != bd->node_id && g->has[i] & 1u << p &&
-		    fetch(sr, v->node[i], oid, m->epoch, g, p, out) == 0) {
+		    fetch(sr, v->node[i], oid, m->epoch, g, p, 0, g->strip_len, 0, out) == 0) {
 			r = 0;
 			*from = v->ids[i];
 		}
@@ -663,7 +674,8 @@ int strip_recover_scrub(struct strip_recover *sr, uint64_t oid, const struct sdf
 			r = v->miss ? -EAGAIN : -ENODATA;
 			goto out;
 		}
-		r = decode_strip(sr, m->epoch, oid, k, mm, v, g, p, buf, out);
+		r = decode_strip(sr, m->epoch, oid, k, mm, v, g, p, 0, g->strip_len, 0, buf,
+				 out);
 		if (r == -ENODATA && v->miss)
 			r = -EAGAIN;
 	}
@@ -672,5 +684,81 @@ int strip_recover_scrub(struct strip_recover *sr, uint64_t oid, const struct sdf
 out:
 	free(buf);
 	free(v);
+	return r;
+}
+
+static int read_once(struct strip_recover *sr, uint64_t oid, unsigned k, unsigned mm,
+		     uint64_t epoch, uint64_t off, void *out, size_t len, uint64_t *size,
+		     int ms)
+{
+	struct blockd *bd = sr->bd;
+	const struct group *g = NULL;
+	const struct cmap *m;
+	uint8_t *buf = NULL, *dst = out;
+	uint64_t end = off + len;
+	struct view *v;
+	int r;
+
+	if (recover_map(bd->recover, epoch, &m))
+		return -EAGAIN;
+	v = malloc(sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	r = gather(sr, m, oid, k, mm, v);
+	if (r)
+		goto out;
+	/* the readers' rule: the newest (version, tag) with k strips */
+	for (unsigned j = 0; j < v->ng; j++)
+		if (v->g[j].count >= k && (!g || v->g[j].version > g->version))
+			g = &v->g[j];
+	r = !g || g->tomb ? (v->miss ? -EAGAIN : v->ng && !g ? -ENODATA : -ENOENT) : 0;
+	if (r)
+		goto out;
+	if (size)
+		*size = g->size;
+	memset(out, 0, len);            /* past the object's size: zeros */
+	if (end > g->size)
+		end = g->size;
+	buf = malloc((size_t)k * g->strip_len);
+	if (!buf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint64_t at = off; at < end && !r;) {
+		unsigned s = (unsigned)(at / g->strip_len);
+		uint64_t s0 = (uint64_t)s * g->strip_len;
+		uint32_t a = (uint32_t)(at - s0);
+		uint32_t n = (uint32_t)((end < s0 + g->strip_len ? end : s0 + g->strip_len) - at);
+
+		r = -ENODATA;
+		/* data strip s from a holder that has it, else decoded */
+		for (unsigned i = 0; i < v->n && r; i++)
+			if (v->node[i] && g->has[i] & 1u << s)
+				r = fetch(sr, v->node[i], oid, m->epoch, g, s, a, n, ms,
+					  dst + (at - off));
+		if (r)
+			r = decode_strip(sr, m->epoch, oid, k, mm, v, g, s, a, n, ms, buf,
+					 dst + (at - off));
+		if (r == -ENODATA && v->miss)
+			r = -EAGAIN;
+		at += n;
+	}
+out:
+	free(buf);
+	free(v);
+	return r;
+}
+
+int strip_recover_read(struct strip_recover *sr, uint64_t oid, unsigned k, unsigned mm,
+		       uint64_t epoch, uint64_t off, void *out, size_t len, uint64_t *size,
+		       int ms)
+{
+	int r = -ENODATA;
+
+	/* A put's commit may drop the version gathered before its strips
+	 * are read (the new one holds the same bytes: a seal of the
+	 * chunk's replicated object): gather again. */
+	for (int i = 0; i < 3 && r == -ENODATA; i++)
+		r = read_once(sr, oid, k, mm, epoch, off, out, len, size, ms);
 	return r;
 }

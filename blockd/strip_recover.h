@@ -35,6 +35,7 @@
  */
 #ifndef SDFS_BLOCKD_STRIP_RECOVER_H
 #define SDFS_BLOCKD_STRIP_RECOVER_H
+#include <stddef.h>
 #include <stdint.h>
 
 struct blockd;
@@ -74,4 +75,21 @@ void strip_recover_fill_info(struct strip_recover *sr, struct sdfs_node_info *ni
  */
 int strip_recover_scrub(struct strip_recover *sr, uint64_t oid, const struct sdfs_strip *bad,
 			uint32_t *from);
+
+/*
+ * A backed object's read-through of a stripe source (backing.c): bytes
+ * [off, off + len) of stripe @oid (k + @mm) into @out, zeros past its
+ * size (into @size, may be NULL), as of the newest (version, tag) with k strips on the holders of
+ * its placement in the map of @epoch (the readers' rule). Each data
+ * strip covering the range is read at that range (STRIP_GET, checked
+ * by its holder) from a holder that has it; one that is missing or
+ * fails is decoded from that range of k others, parity included. Not
+ * paced at the recovery rate; each call within @ms (> 0). 0; -ENOENT
+ * (no such stripe, or removed); -ENODATA (fewer than k strips
+ * readable); -EAGAIN (between epochs, a holder did not answer);
+ * -errno. Blocking: not on an I/O worker.
+ */
+int strip_recover_read(struct strip_recover *sr, uint64_t oid, unsigned k, unsigned mm,
+		       uint64_t epoch, uint64_t off, void *out, size_t len, uint64_t *size,
+		       int ms);
 #endif

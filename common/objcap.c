@@ -139,7 +139,10 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h)
 	case SDFS_OP_VOL_FENCE:         /* the volume's writer (oid = vid) */
 	case SDFS_OP_STRIP_PUT:         /* a removal's tombstone too */
 	case SDFS_OP_STRIP_COMMIT:
+	case SDFS_OP_OBJ_COPY:          /* 2.6: from the vid's own stripe only */
 		return OBJCAP_W;
+	case SDFS_OP_OBJ_FILL:          /* 2.6: one object of the vid's */
+		return h->oid ? OBJCAP_W : 0;
 	}
 	return 0;
 }
@@ -164,6 +167,8 @@ static int op_takes_cap(unsigned op)
 	case SDFS_OP_STRIP_GET:
 	case SDFS_OP_STRIP_STAT:
 	case SDFS_OP_STRIP_COMMIT:
+	case SDFS_OP_OBJ_COPY:
+	case SDFS_OP_OBJ_FILL:
 		return 1;
 	}
 	return 0;
@@ -216,6 +221,24 @@ int objcap_admit(const struct auth_ident *id, const uint8_t *key,
 		REFUSE("capability without the rights");
 	if (now_ms > c.expiry_ms)
 		REFUSE("capability expired");
+	if (h->opcode == SDFS_OP_OBJ_FILL && h->offset != owner)
+		REFUSE("OBJ_FILL of another vid's: admin and daemon keys only");
+	if (h->opcode == SDFS_OP_OBJ_COPY) {
+		/* the cap covers DST's vid; the source must be of it too:
+		 * its own stripe (an EC volume's backed unseal, 2.6), never
+		 * an ancestor's object (a snapshot's copy-on-write) */
+		const uint8_t *cp = payload + OBJCAP_WIRE_SIZE;
+		uint64_t src;
+		uint32_t fl;
+
+		if (h->payload_len < OBJCAP_WIRE_SIZE + SDFS_OBJ_COPY_SIZE)
+			REFUSE("short OBJ_COPY");
+		src = get64(cp);
+		memcpy(&fl, cp + 12, 4);
+		fl = le32toh(fl);
+		if (!(fl & SDFS_COPY_STRIPE) || !oid_is_vstripe(src) || oid_owner(src) != owner)
+			REFUSE("a copy of another's object: admin and daemon keys only");
+	}
 	*skip = OBJCAP_WIRE_SIZE;
 	return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "common/objcap.h"
 #include "common/oid.h"
+#include "common/proto.h"
 
 static const uint8_t secret[AUTH_KEY_BYTES] = { 1, 2, 3, 4, 5 };
 static const uint8_t other_secret[AUTH_KEY_BYTES] = { 9, 9, 9 };
@@ -397,4 +398,55 @@ Test(objcap, file_stripes_take_the_file_cap)
 	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES);
 	m = msg(SDFS_OP_STRIP_GET, st, &vol, key);
 	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES);
+}
+
+/* 2.6: a plain key's writer copies from its own vid's stripe (the
+ * backed unseal) and fills one object of its vid; nothing else. */
+Test(objcap, admit_stripe_copy_and_one_object_fill)
+{
+	uint8_t key[AUTH_KEY_BYTES];
+	struct auth_ident alice = ident("client.alice", 0);
+	struct objcap v7 = cap_for("client.alice", OBJCAP_VOL, 7, OBJCAP_RW);
+	struct objcap r7 = cap_for("client.alice", OBJCAP_VOL, 7, OBJCAP_R);
+	struct sdfs_obj_copy oc = { .src = oid_vstripe(7, 9), .len = 0,
+				    .flags = SDFS_COPY_STRIPE | SDFS_COPY_ZERO |
+					     SDFS_COPY_CODE(2, 1) };
+	struct msg m;
+	uint32_t skip;
+
+	objcap_key(secret, key);
+	m = msg(SDFS_OP_OBJ_COPY, oid_vdata(7, 9, 2), &v7, key);
+	proto_obj_copy_encode(&oc, m.payload + OBJCAP_WIRE_SIZE);
+	m.h.payload_len += SDFS_OBJ_COPY_SIZE;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "from its own stripe");
+	cr_assert_eq(skip, OBJCAP_WIRE_SIZE);
+	m.h.payload_len = OBJCAP_WIRE_SIZE + 8;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "short");
+	oc.src = oid_vstripe(5, 9);
+	m = msg(SDFS_OP_OBJ_COPY, oid_vdata(7, 9, 2), &v7, key);
+	proto_obj_copy_encode(&oc, m.payload + OBJCAP_WIRE_SIZE);
+	m.h.payload_len += SDFS_OBJ_COPY_SIZE;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "an ancestor's stripe");
+	oc = (struct sdfs_obj_copy){ .src = oid_vdata(5, 9, 2), .len = 0,
+				     .flags = SDFS_COPY_ZERO };
+	m = msg(SDFS_OP_OBJ_COPY, oid_vdata(7, 9, 2), &v7, key);
+	proto_obj_copy_encode(&oc, m.payload + OBJCAP_WIRE_SIZE);
+	m.h.payload_len += SDFS_OBJ_COPY_SIZE;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "a snapshot's copy");
+	oc = (struct sdfs_obj_copy){ .src = oid_vstripe(7, 9), .len = 0,
+				     .flags = SDFS_COPY_STRIPE | SDFS_COPY_ZERO |
+					      SDFS_COPY_CODE(2, 1) };
+	m = msg(SDFS_OP_OBJ_COPY, oid_vdata(7, 9, 2), &r7, key);
+	proto_obj_copy_encode(&oc, m.payload + OBJCAP_WIRE_SIZE);
+	m.h.payload_len += SDFS_OBJ_COPY_SIZE;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "a read cap");
+
+	m = msg(SDFS_OP_OBJ_FILL, oid_vdata(7, 9, 2), &v7, key);
+	m.h.offset = 7;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "one object of its vid");
+	m.h.offset = 5;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "another vid's fill");
+	m = msg(SDFS_OP_OBJ_FILL, 0, NULL, key);
+	m.h.offset = 7;
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "a whole vid's fill");
 }

@@ -213,7 +213,9 @@ int proto_obj_copy_decode(const uint8_t *in, size_t len, uint32_t max_piece,
 	c->src = get64(in + 0);
 	c->len = get32(in + 8);
 	c->flags = get32(in + 12);
-	if (c->flags & ~SDFS_COPY_ZERO || c->len > max_piece)
+	if (c->flags & ~(SDFS_COPY_ZERO | SDFS_COPY_STRIPE | SDFS_COPY_CODE(0xff, 0xff)) ||
+	    (!(c->flags & SDFS_COPY_STRIPE) && c->flags & SDFS_COPY_CODE(0xff, 0xff)) ||
+	    c->len > max_piece)
 		return -EPROTO;
 	if (len - SDFS_OBJ_COPY_SIZE != (c->flags & SDFS_COPY_ZERO ? 0 : c->len))
 		return -EPROTO;

@@ -880,9 +880,17 @@ Test(proto_obj_copy, rejects_bad_lengths_flags_and_garbage)
 			     "len %zu", len);
 	cr_assert_eq(proto_obj_copy_decode(buf, sizeof(buf), 4096, &out, &piece), 0);
 	cr_assert_eq(proto_obj_copy_decode(buf, sizeof(buf), 7, &out, &piece), -EPROTO);
-	in.flags = 0x2;                         /* unknown flag */
+	in.flags = 0x4;                         /* unknown flag */
 	proto_obj_copy_encode(&in, buf);
 	cr_assert_eq(proto_obj_copy_decode(buf, sizeof(buf), 4096, &out, &piece), -EPROTO);
+	in.flags = SDFS_COPY_CODE(4, 2);        /* a code without STRIPE */
+	proto_obj_copy_encode(&in, buf);
+	cr_assert_eq(proto_obj_copy_decode(buf, sizeof(buf), 4096, &out, &piece), -EPROTO);
+	in.flags = SDFS_COPY_STRIPE | SDFS_COPY_CODE(4, 2);     /* 2.6 */
+	proto_obj_copy_encode(&in, buf);
+	cr_assert_eq(proto_obj_copy_decode(buf, sizeof(buf), 4096, &out, &piece), 0);
+	cr_assert_eq(SDFS_COPY_K(out.flags), 4);
+	cr_assert_eq(SDFS_COPY_M(out.flags), 2);
 	in.flags = SDFS_COPY_ZERO;              /* zeros carry no bytes */
 	proto_obj_copy_encode(&in, buf);
 	cr_assert_eq(proto_obj_copy_decode(buf, sizeof(buf), 4096, &out, &piece), -EPROTO);

@@ -126,6 +126,11 @@
  *        oid_fstripe (kind 0x41); NS_OPEN SDFS_NS_OPEN_UNSEAL before a
  *        holder's first write to an ec=K+M file. Clients before 2.6 must
  *        not read or write files under an ec=K+M directory.
+ *        OBJ_COPY's SDFS_COPY_STRIPE: DST made backed by an EC stripe
+ *        (an EC volume's write into a sealed chunk, docs/ec.md "Backed
+ *        unseal"); a 2.5 daemon answers INVALID (the client then
+ *        unseals the chunk itself). OBJ_FILL of a vid also fills the
+ *        objects backed by that vid's stripes.
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -424,10 +429,18 @@ static_assert(offsetof(struct sdfs_hdr, hdr_csum) == 60, "csum is last");
 struct sdfs_obj_copy {
 	uint64_t src;           /* the object copied */
 	uint32_t len;           /* the piece's bytes */
-	uint32_t flags;         /* SDFS_COPY_ZERO */
+	uint32_t flags;         /* SDFS_COPY_ZERO, SDFS_COPY_STRIPE */
 };
 #define SDFS_OBJ_COPY_SIZE 16u
 #define SDFS_COPY_ZERO 0x1u     /* the piece is zeros; no bytes follow */
+/* 2.6: src is a stripe (oid_vstripe of the same chunk, any vid, its
+ * code k in flags bits 8..15 and m in bits 16..23, DST's copies m + 1):
+ * an EC volume's sealed chunk made replicated again for a write
+ * (docs/ec.md "Backed unseal"). A 2.5 daemon answers INVALID. */
+#define SDFS_COPY_STRIPE 0x2u
+#define SDFS_COPY_K(f) (((f) >> 8) & 0xffu)
+#define SDFS_COPY_M(f) (((f) >> 16) & 0xffu)
+#define SDFS_COPY_CODE(k, m) ((uint32_t)(k) << 8 | (uint32_t)(m) << 16)
 
 /*
  * 2.4 (ec): one strip version of an erasure-coded object (docs/ec.md,

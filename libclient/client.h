@@ -218,4 +218,13 @@ struct ec_hint {
 };
 ssize_t ec_read_hinted(struct sdfs *s, uint64_t oid, unsigned k, unsigned m, void *buf,
 		       size_t len, uint64_t off, struct ec_hint *h);
+/* fill.c: sdfs_vol_fill (OBJ_FILL to every node) of object @oid only
+ * (2.6; 0: all of @vid's; a 2.5 daemon fills all): 0 once no node has
+ * @oid backed by @vid's data or stripes; -EAGAIN (a node down, or not
+ * done in time); -errno. Admin and daemon keys. */
+int sdfs_obj_fill(struct sdfs *s, uint64_t vid, uint64_t oid);
+/* sdfs_obj_copy_tok with OBJ_COPY @flags (2.6: SDFS_COPY_STRIPE and
+ * SDFS_COPY_CODE(k, m): @src is a stripe; a 2.5 daemon: -EINVAL). */
+int sdfs_obj_copy_ex(struct sdfs *s, uint64_t dst, uint64_t src, uint32_t flags,
+		     const void *buf, size_t len, uint64_t off, uint32_t token);
 #endif

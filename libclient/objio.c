@@ -568,8 +568,14 @@ int sdfs_obj_put_tok(struct sdfs *s, uint64_t oid, const void *buf, size_t len,
 int sdfs_obj_copy_tok(struct sdfs *s, uint64_t dst, uint64_t src, const void *buf,
 		      size_t len, uint64_t off, uint32_t token)
 {
+	return sdfs_obj_copy_ex(s, dst, src, 0, buf, len, off, token);
+}
+
+int sdfs_obj_copy_ex(struct sdfs *s, uint64_t dst, uint64_t src, uint32_t flags,
+		     const void *buf, size_t len, uint64_t off, uint32_t token)
+{
 	struct sdfs_obj_copy c = { .src = src, .len = (uint32_t)len,
-				   .flags = buf ? 0 : SDFS_COPY_ZERO };
+				   .flags = flags | (buf ? 0 : SDFS_COPY_ZERO) };
 	struct sdfs_hdr h = { .opcode = SDFS_OP_OBJ_COPY, .offset = off };
 	uint32_t max = sdfs_obj_size(s);
 	size_t plen = SDFS_OBJ_COPY_SIZE + (buf ? len : 0);

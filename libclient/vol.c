@@ -347,6 +347,9 @@ void sdfs_vol_close(struct sdfs_vol *v)
 
 		vol_sealer_stop(v);
 		ret = sdfs_vol_flush(v);
+		if (!ret && vol_stripe_gc(v, VOL_GC_AGE_S))
+			log_info("volume ino=%" PRIu64 ": stripes of chunks unsealed "
+				 "lately stay (until sealed again or reclaimed)", v->ino);
 
 		if (ret)
 			log_warn("volume ino=%" PRIu64 ": flush at close: %s", v->ino,

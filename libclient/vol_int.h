@@ -94,6 +94,11 @@ struct sdfs_vol {
 	 * vol_chunk_read): valid while gen and unsealed are as then */
 	pthread_mutex_t hmu;
 	struct vol_ec_hint *hints;      /* VOL_EC_HINTS slots, or NULL */
+	/* our own stripes a backed unseal left (vol_seal.c): removed once
+	 * the objects backed by them are filled (vol_stripe_gc) */
+	pthread_mutex_t gcmu;
+	struct vol_gc { uint32_t vid, at_s; uint64_t chunk; } *gc;
+	size_t ngc, cap_gc;
 
 	/* copy-on-write (vol_io.c chunk_copy; docs/volumes.md
 	 * "Copy-on-write") */
@@ -157,6 +162,15 @@ int vol_seal_chunk(struct sdfs_vol *v, uint64_t chunk);
  * in+n) = @data (NULL: zeros) over it (state shared, chunk lock held). */
 int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data,
 	       size_t n, uint64_t in);
+/* Remove the own stripes backed unseals left at least @age_s seconds
+ * ago once every node filled the objects backed by them (sdfs_obj_fill;
+ * state not held): the sealer's scans and the writer's close, both
+ * VOL_GC_AGE_S (the filler has mostly done it by then: a close does not
+ * wait for whole chunks to be copied; a younger stripe stays until the
+ * chunk is sealed again, which reuses it, or its vid is reclaimed).
+ * 0, or -EAGAIN (some stay). */
+#define VOL_GC_AGE_S 60
+int vol_stripe_gc(struct sdfs_vol *v, uint32_t age_s);
 /* The sealer thread of a writer of an EC volume, if ec_seal_after_s. */
 void vol_sealer_start(struct sdfs_vol *v);
 void vol_sealer_stop(struct sdfs_vol *v);

@@ -24,6 +24,7 @@ void vol_io_init(struct sdfs_vol *v)
 	pthread_mutex_init(&v->smu, NULL);
 	pthread_cond_init(&v->scv, NULL);
 	pthread_mutex_init(&v->hmu, NULL);
+	pthread_mutex_init(&v->gcmu, NULL);
 	v->dirty_lo = UINT64_MAX;
 	v->dirty_hi = 0;
 	const char *cow = getenv("SDFS_VOL_COW");
@@ -43,6 +44,8 @@ void vol_io_destroy(struct sdfs_vol *v)
 	pthread_mutex_destroy(&v->hmu);
 	free(v->hints);
 	pthread_cond_destroy(&v->scv);
+	pthread_mutex_destroy(&v->gcmu);
+	free(v->gc);
 	free(v->dirty);
 }
 

@@ -131,6 +131,138 @@ out:
 	return ret;
 }
 
+/*
+ * The backed unseal (docs/ec.md "Backed unseal"; protocol 2.6): the
+ * block daemons make @oid backed by the stripe @stripe with [in, in + n)
+ * = @data (NULL: zeros) in it, as a snapshot's copy-on-write (OBJ_COPY
+ * with SDFS_COPY_STRIPE): no chunk moves through this client. 0; a
+ * fence, freeze, no space or no answer: the caller's; 1: not done here
+ * (an older daemon, a key that needs object capabilities, the stripe
+ * unreadable to them, SDFS_VOL_UNSEAL=client): unseal it whole.
+ */
+static int unseal_backed(struct sdfs_vol *v, uint64_t oid, uint64_t stripe, const char *data,
+			 size_t n, uint64_t in)
+{
+	const char *env = getenv("SDFS_VOL_UNSEAL");
+	int ret;
+
+	if ((env && !strcmp(env, "client")) || net_now_ms() < atomic_load(&v->cow_off_until))
+		return 1;
+	ret = sdfs_obj_copy_ex(v->s, oid, stripe, SDFS_COPY_STRIPE |
+			       SDFS_COPY_CODE(ec_k(v), ec_m(v)), data, n, in, v->token);
+	if (ret == 0 || ret == -EPERM || ret == -EROFS || ret == -ENOSPC ||
+	    ret == -ETIMEDOUT || ret == -ENOMEM || ret == -EFBIG)
+		return ret;
+	log_info("volume ino=%" PRIu64 " oid=%016" PRIx64 ": the block daemons did not "
+		 "unseal it (%s): unsealing it here", v->ino, oid, strerror(-ret));
+	return 1;
+}
+
+/* Note own stripe (@vid, @chunk) for vol_stripe_gc (no memory: it
+ * stays until reclaim). */
+static void gc_add(struct sdfs_vol *v, uint32_t vid, uint64_t chunk)
+{
+	pthread_mutex_lock(&v->gcmu);
+	for (size_t i = 0; i < v->ngc; i++)
+		if (v->gc[i].vid == vid && v->gc[i].chunk == chunk) {
+			v->gc[i].at_s = now_s();
+			goto out;
+		}
+	if (v->ngc == v->cap_gc) {
+		size_t cap = v->cap_gc ? v->cap_gc * 2 : 16;
+		struct vol_gc *g = realloc(v->gc, cap * sizeof(*g));
+
+		if (!g)
+			goto out;
+		v->gc = g;
+		v->cap_gc = cap;
+	}
+	v->gc[v->ngc++] = (struct vol_gc){ vid, now_s(), chunk };
+out:
+	pthread_mutex_unlock(&v->gcmu);
+}
+
+/*
+ * One own stripe of a backed unseal: under the chunk lock (no seal and
+ * new backed unseal of it meanwhile), every node fills the chunk's
+ * object (sdfs_obj_fill), then the stripe goes, unless the chunk was
+ * sealed again (the stripe is its data now) or a snapshot moved us to
+ * another vid (the frozen state's reclaim removes it, after its fill).
+ * 0 done (entry dropped), -errno kept.
+ */
+static int gc_one(struct sdfs_vol *v, struct vol_gc g)
+{
+	pthread_mutex_t *cl = &v->chunk_locks[g.chunk % VOL_CHUNK_LOCKS];
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&v->state);
+	if (atomic_load(&v->fenced)) {
+		pthread_rwlock_unlock(&v->state);
+		return -EPERM;
+	}
+	if (g.vid != (uint32_t)v->vi.vid || g.chunk >= v->cap) {
+		pthread_rwlock_unlock(&v->state);
+		return 0;
+	}
+	pthread_mutex_lock(cl);
+	if (atomic_load(&v->idx[g.chunk]) == g.vid) {
+		ret = sdfs_obj_fill(v->s, g.vid, oid_vdata(g.vid, g.chunk, v->vi.copies));
+		/* Still the writer? The entry written again with our token
+		 * (a writer fenced meanwhile gets -EPERM: the new one may
+		 * have sealed the chunk into this very stripe). */
+		if (!ret)
+			ret = vol_index_commit(v, g.chunk, g.vid);
+		vol_note_fenced(v, ret);
+		if (!ret) {
+			ret = sdfs_ec_remove(v->s, oid_vstripe(g.vid, g.chunk), ec_k(v), ec_m(v));
+			if (ret == -ENOENT)
+				ret = 0;
+		}
+	}
+	pthread_mutex_unlock(cl);
+	pthread_rwlock_unlock(&v->state);
+	return ret;
+}
+
+int vol_stripe_gc(struct sdfs_vol *v, uint32_t age_s)
+{
+	size_t left = 0, young = 0;
+
+	for (;;) {
+		struct vol_gc g;
+		size_t i;
+		int ret;
+
+		pthread_mutex_lock(&v->gcmu);
+		if (left >= v->ngc) {
+			pthread_mutex_unlock(&v->gcmu);
+			break;
+		}
+		g = v->gc[left];
+		pthread_mutex_unlock(&v->gcmu);
+		if (now_s() - g.at_s < age_s) {
+			left++;
+			young++;
+			continue;
+		}
+		ret = gc_one(v, g);
+		pthread_mutex_lock(&v->gcmu);
+		for (i = 0; i < v->ngc; i++)
+			if (v->gc[i].vid == g.vid && v->gc[i].chunk == g.chunk)
+				break;
+		if (ret || i == v->ngc) {
+			left++;
+		} else {
+			v->gc[i] = v->gc[--v->ngc];
+		}
+		pthread_mutex_unlock(&v->gcmu);
+		if (ret)
+			log_info("volume ino=%" PRIu64 " chunk %" PRIu64 ": its stripe stays "
+				 "until filled (%s)", v->ino, g.chunk, strerror(-ret));
+	}
+	return left > young ? -EAGAIN : 0;
+}
+
 int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data, size_t n,
 	       uint64_t in)
 {
@@ -142,6 +274,24 @@ int vol_unseal(struct sdfs_vol *v, uint64_t chunk, uint32_t e, const char *data,
 	char *buf;
 	int ret;
 
+	ret = unseal_backed(v, oids[0], oid_vstripe(owner, chunk), data, n, in);
+	if (ret <= 0) {
+		if (!ret)
+			ret = vol_index_commit(v, chunk, vid);
+		if (ret)
+			return ret;
+		/* Backed by the stripe: it stays until nothing reads through
+		 * it. Our own goes once filled (vol_stripe_gc); an
+		 * ancestor's at its reclaim, which fills first (OBJ_FILL).
+		 * A later seal of the chunk puts a new version of the same
+		 * bytes (docs/ec.md "Backed unseal"). */
+		if (owner == vid)
+			gc_add(v, vid, chunk);
+		atomic_store(&v->idx[chunk], vid);
+		atomic_store(&v->wsec[chunk], now_s());
+		atomic_fetch_add(&v->unsealed, 1);
+		return 0;
+	}
 	buf = calloc(1, osz);
 	if (!buf)
 		return -ENOMEM;
@@ -248,6 +398,8 @@ static void *sealer_main(void *arg)
 		int after = atomic_load(&v->s->ec_seal_after_s);
 		uint64_t c = 0;
 
+		if (!atomic_load(&v->fenced))
+			vol_stripe_gc(v, VOL_GC_AGE_S);
 		if (after <= 0 || atomic_load(&v->fenced))
 			continue;
 		while ((c = next_cold(v, c, (uint32_t)after)) != UINT64_MAX) {

@@ -15,6 +15,9 @@
 #define OBJFILE_BLOCK 4096u
 #define OBJFILE_F_DIRTY 0x1u
 #define OBJFILE_F_BACKED 0x4u   /* reads absent blocks through a source */
+/* With BACKED, flags bits 16..31 are the source tag's bits 32..47 (0
+ * before 2.6); bit 31 of flags: the source is an EC stripe. */
+#define OBJFILE_F_STRIPE 0x80000000u
 
 struct objfile {
 	int fd;

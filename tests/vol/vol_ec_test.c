@@ -35,6 +35,16 @@
  *                   (degraded, strips rebuilt), writes into sealed
  *                   chunks unseal from the degraded stripes. Logs the
  *                   seal rate and bytes per byte.
+ *   vol_ec_backed::unseal  (the filler stopped) a 4 KiB write into every sealed
+ *                   chunk: each new replica is backed by the chunk's
+ *                   stripe (header flags), the stripe stays; the volume
+ *                   reads back byte-exact while backed (fails if absent
+ *                   blocks read as zeros: the sealed data is nowhere
+ *                   zero), with a strip holder SIGKILLed (degraded
+ *                   read-through), after its restart; the filler on:
+ *                   nothing backed, the own stripes then removed (only
+ *                   tombstones). SDFS_VOL_UNSEAL=client: the whole-chunk
+ *                   unseal (not backed, the stripe gone at once).
  *   snapshot        sealed chunks frozen in a snapshot; writes into them
  *                   from the live state (the snapshot's stripes stay),
  *                   sealed again and written again (its own stripe
@@ -56,6 +66,7 @@
 #include <unistd.h>
 
 #include "common/oid.h"
+#include "tests/cluster/objfile.h"
 #include "common/policy.h"
 #include "tests/vol/vt.h"
 #include "libclient/vol_int.h"
@@ -301,6 +312,8 @@ Test(vol_ec, seal_read)
 	}
 	cr_assert(!sdfs_vol_chunk_sealed(v, 2));
 	cr_assert(repl_exists(vi.vid, 2));
+	/* backed by its stripe until filled: the stripe goes after */
+	cr_assert_eq(vol_stripe_gc(v, 0), 0);
 	assert_no_stripe(vi.vid, 2);
 	/* a write across two sealed chunks, partly past a short one */
 	put(v, model, 4 * OSZ - 300, 600, 3);
@@ -597,6 +610,7 @@ Test(vol_ec, snapshot)
 	seal_all(v, 1, &st);
 	assert_sealed(v, 1);
 	put(v, model, OSZ + 100, 10, 3);
+	cr_assert_eq(vol_stripe_gc(v, 0), 0);
 	assert_no_stripe(v2.vid, 1);
 	strips(oid_vstripe(v1.vid, 1), &data, NULL);
 	cr_assert_eq(data, K + M);
@@ -857,5 +871,150 @@ Test(vol_ec, a_resealed_chunk_reads_its_new_version)
 	sdfs_vol_close(r);
 	sdfs_vol_close(v);
 	free(got);
+	free(model);
+}
+
+/* ---- the backed unseal (docs/ec.md "Backed unseal") ---- */
+
+/* Restart every block daemon, the filler on. */
+static void restart_all(void)
+{
+	static const char *const names[] = { "blockd.0", "blockd.1", "blockd.2", "blockd.3" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		cr_assert_eq(tcluster_kill(tc, names[i]), 0, "kill %s", names[i]);
+		cr_assert_eq(tcluster_restart(tc, names[i]), 0, "restart %s", names[i]);
+	}
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy after the restarts");
+}
+
+/* Replicas of chunk @c's replicated object of @vid on the up nodes that
+ * are backed by a stripe (*@backed) and that exist (returned). */
+static size_t stripe_backed(uint64_t vid, uint64_t c, size_t *backed)
+{
+	struct sdfs_replica rep[4];
+	size_t n = 0, have = 0;
+	int ret = sdfs_obj_locate(cl(), oid_vdata(vid, c, M + 1), rep, 4, &n);
+
+	cr_assert_eq(ret, 0, "locate chunk %" PRIu64 ": %s", c, strerror(-ret));
+	*backed = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct objfile f;
+
+		if (rep[i].result)
+			continue;
+		objfile_open(rep[i].path, &f);
+		have++;
+		if (f.flags & OBJFILE_F_BACKED) {
+			cr_assert(f.flags & OBJFILE_F_STRIPE, "chunk %" PRIu64 ": backed, not "
+				  "by a stripe (flags %#x)", c, f.flags);
+			(*backed)++;
+		}
+		objfile_close(&f);
+	}
+	return have;
+}
+
+/* The cluster of vol_ec, its block daemons' fillers stopped from the
+ * start (SDFS_BLOCKD_FAULT=no_fill, blockd/backing.h). */
+static void up_no_fill(void)
+{
+	setenv("SDFS_BLOCKD_FAULT", "no_fill", 1);
+	up();
+	unsetenv("SDFS_BLOCKD_FAULT");
+}
+
+TestSuite(vol_ec_backed, .init = up_no_fill, .fini = down, .timeout = 240);
+
+Test(vol_ec_backed, unseal)
+{
+	uint8_t *model = calloc(1, SIZE);
+	struct sdfs_vol_seal_stat st;
+	struct sdfs_vol_info vi;
+	uint64_t ino, all = 0;
+	struct sdfs_vol *v;
+	uint32_t ids[K + M];
+	char name[32];
+	int64_t end;
+
+	ino = mkvol("v", SIZE);
+	v = wopen(ino);
+	sdfs_vol_get_info(v, &vi);
+	put(v, model, 0, SIZE, 1);
+	seal_all(v, CHUNKS, &st);
+	for (uint64_t c = 0; c < CHUNKS; c++)
+		assert_sealed(v, c);
+
+	/* a 4 KiB piece into every sealed chunk, one of them not aligned */
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		size_t backed, data;
+
+		put(v, model, c * OSZ + (c * 37 % 256) * 4096 + (c == 5 ? 100 : 0), 4096, 2);
+		cr_assert(!sdfs_vol_chunk_sealed(v, c));
+		cr_assert_eq(sdfs_vol_chunk_owner(v, c), vi.vid);
+		cr_assert_eq(stripe_backed(vi.vid, c, &backed), M + 1);
+		cr_assert_eq(backed, M + 1, "chunk %" PRIu64 ": %zu of %u replicas backed", c,
+			     backed, M + 1);
+		strips(oid_vstripe(vi.vid, c), &data, NULL);
+		cr_assert_eq(data, K + M, "chunk %" PRIu64 ": the stripe went while backed", c);
+	}
+	cr_assert_eq(sdfs_vol_flush(v), 0);
+	check(v, model, "backed by the stripes");
+	check_fresh(ino, NULL, model, "backed, a reader");
+
+	/* a data strip's holder SIGKILLed: read through the other strips */
+	cr_assert_eq(sdfs_ec_locate(cl(), oid_vstripe(vi.vid, 0), K, M, ids, K + M), K + M);
+	cr_assert(tcluster_node_name(tc, ids[0], name, sizeof(name)));
+	cr_assert_eq(tcluster_kill(tc, name), 0);
+	check_fresh(ino, NULL, model, "backed, a strip holder killed");
+	setenv("SDFS_BLOCKD_FAULT", "no_fill", 1);
+	cr_assert_eq(tcluster_restart(tc, name), 0);
+	unsetenv("SDFS_BLOCKD_FAULT");
+	cr_assert_eq(tcluster_wait_healthy(tc, 60), 0, "healthy again");
+	check(v, model, "backed, after a restart");
+	for (uint64_t c = 0; c < CHUNKS; c++) {
+		size_t backed;
+
+		stripe_backed(vi.vid, c, &backed);
+		all += backed;
+	}
+	cr_assert_gt(all, 0, "nothing backed after a restart with the filler stopped");
+
+	/* the filler on: everything filled, then the own stripes go */
+	restart_all();
+	end = tnow_ms() + 60000;
+	do {
+		all = 0;
+		for (uint64_t c = 0; c < CHUNKS; c++) {
+			size_t backed;
+
+			stripe_backed(vi.vid, c, &backed);
+			all += backed;
+		}
+		if (all)
+			tsleep_ms(200);
+	} while (all && tnow_ms() < end);
+	cr_assert_eq(all, 0, "%" PRIu64 " replicas still backed", all);
+	check(v, model, "filled");
+	cr_assert_eq(vol_stripe_gc(v, 0), 0);
+	for (uint64_t c = 0; c < CHUNKS; c++)
+		assert_no_stripe(vi.vid, c);
+	check(v, model, "filled, the stripes removed");
+
+	/* the fallback: the whole chunk unsealed by the client */
+	seal_all(v, CHUNKS, &st);
+	setenv("SDFS_VOL_UNSEAL", "client", 1);
+	put(v, model, 3 * OSZ + 8192, 4096, 3);
+	unsetenv("SDFS_VOL_UNSEAL");
+	{
+		size_t backed;
+
+		cr_assert_eq(stripe_backed(vi.vid, 3, &backed), M + 1);
+		cr_assert_eq(backed, 0, "the client's unseal made a backed object");
+	}
+	assert_no_stripe(vi.vid, 3);
+	check(v, model, "unsealed by the client");
+	sdfs_vol_close(v);
+	check_fresh(ino, NULL, model, "closed");
 	free(model);
 }

@@ -191,12 +191,23 @@ static int throttle(struct scrub *s, uint64_t bytes)
 	}
 }
 
-/* The copy here is corrupt: rewrite it from a good one. 1 if it is good
- * now, 0 if not (logged). */
-static int repair(struct scrub *s, uint64_t oid)
+/* A repair of @oid (@st: the strip, or NULL for the object's copy):
+ * 0, -EAGAIN (between epochs: again), -errno; the node it copied from
+ * into *@from (0: rebuilt or nothing copied). */
+static int repair_once(struct scrub *s, uint64_t oid, const struct sdfs_strip *st,
+		       uint32_t *from)
 {
 	struct blockd *bd = s->bd;
-	uint32_t from = 0;
+
+	return st ? strip_recover_scrub(bd->strip_rec, oid, st, from) :
+		    recover_repair(bd->recover, oid, member_epoch(bd), from);
+}
+
+/* repair_once, again every 500 ms while it says -EAGAIN, up to
+ * SCRUB_REPAIR_TRIES times, unless the scrub is stopping. */
+static int repair_tries(struct scrub *s, uint64_t oid, const struct sdfs_strip *st,
+			uint32_t *from)
+{
 	int ret = -EAGAIN;
 
 	for (int i = 0; i < SCRUB_REPAIR_TRIES && ret == -EAGAIN; i++) {
@@ -207,8 +218,19 @@ static int repair(struct scrub *s, uint64_t oid)
 		pthread_mutex_unlock(&s->lock);
 		if (stop)
 			break;
-		ret = recover_repair(bd->recover, oid, member_epoch(bd), &from);
+		ret = repair_once(s, oid, st, from);
 	}
+	return ret;
+}
+
+/* The copy here is corrupt: rewrite it from a good one. 1 if it is good
+ * now, 0 if not (logged). */
+static int repair(struct scrub *s, uint64_t oid)
+{
+	struct blockd *bd = s->bd;
+	uint32_t from = 0;
+	int ret = repair_tries(s, oid, NULL, &from);
+
 	if (ret == 0 && from)
 		log_warn("node=%" PRIu32 " oid=%016" PRIx64 ": scrub: corrupt copy "
 			 "rewritten from node %" PRIu32, bd->node_id, oid, from);
@@ -529,18 +551,8 @@ static int strip_repair(struct scrub *s, uint64_t oid, const struct sdfs_strip *
 {
 	struct blockd *bd = s->bd;
 	uint32_t from = 0;
-	int ret = -EAGAIN;
+	int ret = repair_tries(s, oid, st, &from);
 
-	for (int i = 0; i < SCRUB_REPAIR_TRIES && ret == -EAGAIN; i++) {
-		if (i)
-			usleep(500 * 1000);
-		pthread_mutex_lock(&s->lock);
-		int stop = s->stop;
-		pthread_mutex_unlock(&s->lock);
-		if (stop)
-			break;
-		ret = strip_recover_scrub(bd->strip_rec, oid, st, &from);
-	}
 	if (ret == 0 && from)
 		log_warn("node=%" PRIu32 " oid=%016" PRIx64 " strip=%u version=%016" PRIx64
 			 ": scrub: corrupt strip replaced by node %" PRIu32 "'s good copy",

@@ -83,7 +83,6 @@
 #define OSZ (1u << 20)
 #define CHUNKS 12
 #define SIZE ((uint64_t)CHUNKS * OSZ)
-#define STRIP_HDR 4096          /* a strip file's header; a tombstone is no more */
 #define OP_DEADLINE_MS 60000    /* a call that takes longer hangs */
 
 static struct tcluster *tc;
@@ -134,27 +133,14 @@ static struct sdfs_vol *wopen(uint64_t ino)
 
 static void put(struct sdfs_vol *v, uint8_t *model, uint64_t off, size_t len, uint64_t tag)
 {
-	uint8_t *b = malloc(len);
-	int ret;
-
-	vt_fill(b, len, off, tag);
-	ret = sdfs_vol_pwrite(v, b, len, off);
-	cr_assert_eq(ret, 0, "write [%" PRIu64 ", +%zu): %s", off, len, strerror(-ret));
-	memcpy(model + off, b, len);
-	free(b);
+	vt_vol_put(v, model, off, len, tag);
 }
 
 /* [off, off+len) of @v reads as @model there. */
 static void check_range(struct sdfs_vol *v, const uint8_t *model, uint64_t off, size_t len,
 			const char *what)
 {
-	uint8_t *b = malloc(len);
-	ssize_t got = sdfs_vol_pread(v, b, len, off);
-
-	cr_assert_eq(got, (ssize_t)len, "%s: read %zd: %s", what, got,
-		     got < 0 ? strerror((int)-got) : "short");
-	vt_assert_same(b, model + off, len, off, OSZ, what);
-	free(b);
+	vt_vol_check(v, model, off, len, OSZ, what);
 }
 
 static void check(struct sdfs_vol *v, const uint8_t *model, const char *what)
@@ -177,29 +163,7 @@ static void check_fresh(uint64_t ino, const char *snap, const uint8_t *model,
 /* Strip files of @oid with data, on every disk (tombstones returned). */
 static size_t strips(uint64_t oid, size_t *data)
 {
-	char pat[1024];
-	size_t tomb = 0;
-	glob_t g;
-	int r;
-
-	snprintf(pat, sizeof(pat), "%s/blockd.*/strip/%02x/%016" PRIx64 ".*",
-		 tcluster_dir(tc), (unsigned)(oid & 0xff), oid);
-	memset(&g, 0, sizeof(g));
-	r = glob(pat, 0, NULL, &g);
-	cr_assert(r == 0 || r == GLOB_NOMATCH, "glob %s: %d", pat, r);
-	*data = 0;
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		struct stat st;
-
-		if (stat(g.gl_pathv[i], &st))
-			continue;
-		if (st.st_size <= STRIP_HDR)
-			tomb++;
-		else
-			(*data)++;
-	}
-	globfree(&g);
-	return tomb;
+	return vt_strips(tc, oid, data, NULL);
 }
 
 static int repl_exists(uint64_t vid, uint64_t chunk)

@@ -55,7 +55,6 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <errno.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -77,7 +76,6 @@
 #define OSZ (1u << 20)
 #define CHUNKS 12
 #define SIZE ((uint64_t)CHUNKS * OSZ)
-#define STRIP_HDR 4096          /* a strip file's header; a tombstone is no more */
 
 static struct tcluster *tc;
 
@@ -121,26 +119,13 @@ static struct sdfs_vol *wopen(uint64_t ino)
 /* Write pattern @tag at [off, off+len) through @v and into @model. */
 static void put(struct sdfs_vol *v, uint8_t *model, uint64_t off, size_t len, uint64_t tag)
 {
-	uint8_t *b = malloc(len);
-	int ret;
-
-	vt_fill(b, len, off, tag);
-	ret = sdfs_vol_pwrite(v, b, len, off);
-	cr_assert_eq(ret, 0, "write [%" PRIu64 ", +%zu): %s", off, len, strerror(-ret));
-	memcpy(model + off, b, len);
-	free(b);
+	vt_vol_put(v, model, off, len, tag);
 }
 
 /* All of @v reads as @model. */
 static void check(struct sdfs_vol *v, const uint8_t *model, const char *what)
 {
-	uint8_t *b = malloc(SIZE);
-	ssize_t got = sdfs_vol_pread(v, b, SIZE, 0);
-
-	cr_assert_eq(got, (ssize_t)SIZE, "%s: read %zd: %s", what, got,
-		     got < 0 ? strerror((int)-got) : "short");
-	vt_assert_same(b, model, SIZE, 0, OSZ, what);
-	free(b);
+	vt_vol_check(v, model, 0, SIZE, OSZ, what);
 }
 
 /* A new read-only handle of the live state (@snap NULL) or a snapshot
@@ -161,34 +146,7 @@ static void check_fresh(uint64_t ino, const char *snap, const uint8_t *model,
  * their bytes *@bytes) and header only (returned: tombstones). */
 static size_t strips(uint64_t oid, size_t *data, uint64_t *bytes)
 {
-	char pat[1024];
-	size_t tomb = 0;
-	glob_t g;
-	int r;
-
-	snprintf(pat, sizeof(pat), "%s/blockd.*/strip/%02x/%016" PRIx64 ".*",
-		 tcluster_dir(tc), (unsigned)(oid & 0xff), oid);
-	memset(&g, 0, sizeof(g));
-	r = glob(pat, 0, NULL, &g);
-	cr_assert(r == 0 || r == GLOB_NOMATCH, "glob %s: %d", pat, r);
-	*data = 0;
-	if (bytes)
-		*bytes = 0;
-	for (size_t i = 0; i < g.gl_pathc; i++) {
-		struct stat st;
-
-		if (stat(g.gl_pathv[i], &st))
-			continue;       /* dropped meanwhile */
-		if (st.st_size <= STRIP_HDR) {
-			tomb++;
-		} else {
-			(*data)++;
-			if (bytes)
-				*bytes += (uint64_t)st.st_size;
-		}
-	}
-	globfree(&g);
-	return tomb;
+	return vt_strips(tc, oid, data, bytes);
 }
 
 static int repl_exists_c(uint64_t vid, uint64_t chunk, unsigned copies)

@@ -7,6 +7,7 @@
 #include <criterion/logging.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -200,6 +201,67 @@ void vt_assert_same(const void *got, const void *want, size_t len, uint64_t base
 		       first + 3 < len ? g[first + 3] : 0, w[first],
 		       first + 1 < len ? w[first + 1] : 0, first + 2 < len ? w[first + 2] : 0,
 		       first + 3 < len ? w[first + 3] : 0);
+}
+
+void vt_vol_put(struct sdfs_vol *v, uint8_t *model, uint64_t off, size_t len, uint64_t tag)
+{
+	uint8_t *b = malloc(len);
+	int ret;
+
+	cr_assert_not_null(b);
+	vt_fill(b, len, off, tag);
+	ret = sdfs_vol_pwrite(v, b, len, off);
+	cr_assert_eq(ret, 0, "write [%" PRIu64 ", +%zu): %s", off, len, strerror(-ret));
+	memcpy(model + off, b, len);
+	free(b);
+}
+
+void vt_vol_check(struct sdfs_vol *v, const uint8_t *model, uint64_t off, size_t len,
+		  uint32_t chunk, const char *what)
+{
+	uint8_t *b = malloc(len);
+	ssize_t got;
+
+	cr_assert_not_null(b);
+	got = sdfs_vol_pread(v, b, len, off);
+	cr_assert_eq(got, (ssize_t)len, "%s: read %zd: %s", what, got,
+		     got < 0 ? strerror((int)-got) : "short");
+	vt_assert_same(b, model + off, len, off, chunk, what);
+	free(b);
+}
+
+#define VT_STRIP_HDR 4096       /* a strip file's header; a tombstone is no more */
+
+size_t vt_strips(struct tcluster *tc, uint64_t oid, size_t *data, uint64_t *bytes)
+{
+	char pat[1024];
+	size_t tomb = 0;
+	glob_t g;
+	int r;
+
+	snprintf(pat, sizeof(pat), "%s/blockd.*/strip/%02x/%016" PRIx64 ".*",
+		 tcluster_dir(tc), (unsigned)(oid & 0xff), oid);
+	memset(&g, 0, sizeof(g));
+	r = glob(pat, 0, NULL, &g);
+	cr_assert(r == 0 || r == GLOB_NOMATCH, "glob %s: %d", pat, r);
+	*data = 0;
+	if (bytes)
+		*bytes = 0;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct stat st;
+
+		if (stat(g.gl_pathv[i], &st))
+			continue;       /* dropped meanwhile */
+		if (st.st_size <= VT_STRIP_HDR) {
+			tomb++;
+		} else {
+			(*data)++;
+			if (bytes)
+				*bytes += (uint64_t)st.st_size;
+		}
+	}
+	globfree(&g);
+	return tomb;
 }
 
 void vt_read_vol(struct tcluster *tc, uint64_t ino, const char *snap, void *buf, size_t len)

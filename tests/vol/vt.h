@@ -66,6 +66,18 @@ void vt_model_write(uint8_t *model, uint64_t off, size_t len, uint64_t tag);
 void vt_assert_same(const void *got, const void *want, size_t len, uint64_t base,
 		    uint32_t chunk, const char *what);
 
+/* Write pattern @tag at [off, off+len) through the volume handle @v
+ * (asserting success) and into @model. */
+void vt_vol_put(struct sdfs_vol *v, uint8_t *model, uint64_t off, size_t len, uint64_t tag);
+/* [off, off+len) of @v reads as @model there (chunks of @chunk bytes,
+ * for the message). */
+void vt_vol_check(struct sdfs_vol *v, const uint8_t *model, uint64_t off, size_t len,
+		  uint32_t chunk, const char *what);
+/* The strip files of EC object @oid on every block daemon's disk of
+ * @tc: those with data into *@data (their bytes into *@bytes if not
+ * NULL); returns those of a header only (tombstones). */
+size_t vt_strips(struct tcluster *tc, uint64_t oid, size_t *data, uint64_t *bytes);
+
 /* The whole content [0, @len) of the live state of @ino (a read-only
  * handle) or of its snapshot @snap, through libsdfs, into @buf. */
 void vt_read_vol(struct tcluster *tc, uint64_t ino, const char *snap, void *buf,

@@ -26,7 +26,10 @@
  * strips decoded. A group that cannot give k good strips for the range
  * (corruption found only now) gives way to the next older one: the
  * older version is still whole there, since nothing was committed past
- * it unless all k + m strips of the newer were stored.
+ * it unless all k + m strips of the newer were stored. A read that came
+ * through degraded asks each holder that answered CSUM to rebuild its
+ * strip in place (STRIP_REPAIR, 2.6: read-repair; once per strip per
+ * read, waiting only for it to be queued).
  *
  * Object capabilities (docs/security.md): each call takes the handle's
  * cap for the oid from capcache.c as objio.c does (none until a block
@@ -35,7 +38,8 @@
  * refusal (SDFS_RES_CAP, -EKEYREJECTED) anywhere in the call makes it
  * ask the mds for a fresh cap and run again, once; a second refusal is
  * the caller's -EACCES. A put or removal asks for a read-write cap (it
- * STATs, then PUTs and COMMITs), a read for a read cap.
+ * STATs, then PUTs and COMMITs), a read for a read cap (and a
+ * read-repair for a read-write one: without it, none is asked).
  *
  * No mocks of the codec or the wire here: common/ec.h encodes, rpc.h
  * talks.

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,6 +20,39 @@
 
 #define LIST_MAX 256u           /* strip versions looked through per oid */
 #define REPAIR_TRIES 6          /* while between epochs, 500 ms apart */
+
+#define BUSY_MAX 64             /* read-repairs running at once */
+
+/* The strips being read-repaired now: a second request for one of them
+ * (another read of it meanwhile) is dropped, so each is rebuilt and
+ * counted once. */
+static pthread_mutex_t busy_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct busy {
+	uint64_t oid, version;
+	unsigned s;
+} busy[BUSY_MAX];
+static unsigned nbusy;
+
+/* Claim (@on) or let go of strip @st of @oid: 1 if claimed now. */
+static int claim(uint64_t oid, const struct sdfs_strip *st, int on)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&busy_mu);
+	for (unsigned i = 0; i < nbusy; i++)
+		if (busy[i].oid == oid && busy[i].s == st->s && busy[i].version == st->version) {
+			if (!on)
+				busy[i] = busy[--nbusy];
+			pthread_mutex_unlock(&busy_mu);
+			return 0;       /* running already; or let go */
+		}
+	if (on && nbusy < BUSY_MAX) {
+		busy[nbusy++] = (struct busy){ .oid = oid, .version = st->version, .s = st->s };
+		r = 1;
+	}
+	pthread_mutex_unlock(&busy_mu);
+	return r;
+}
 
 struct repairreq {
 	struct work work;
@@ -74,18 +108,24 @@ static void repair_fn(struct work *w)
 	struct blockd *bd = q->bd;
 	struct sdfs_strip st;
 	uint32_t from = 0;
-	int r = find(bd, q->oid, &q->st, &st);
+	int r;
 
+	if (!claim(q->oid, &q->st, 1))
+		return;         /* being repaired now (or too many at once) */
+	r = find(bd, q->oid, &q->st, &st);
 	if (!r)
 		r = verify(bd, q->oid, &st);
-	if (r != -EBADMSG)
-		return;         /* good (another reader's repair), or gone */
+	if (r != -EBADMSG) {
+		claim(q->oid, &q->st, 0);
+		return;         /* good (an earlier read's repair), or gone */
+	}
 	r = -EAGAIN;
 	for (int i = 0; i < REPAIR_TRIES && r == -EAGAIN; i++) {
 		if (i)
 			usleep(500 * 1000);
 		r = strip_recover_scrub(bd->strip_rec, q->oid, &st, &from);
 	}
+	claim(q->oid, &q->st, 0);
 	if (r == -ENOENT)
 		return;         /* a newer version's commit dropped it meanwhile */
 	scrub_note_strip(bd->scrub, r == 0);

@@ -9,7 +9,8 @@
  * only if it still fails its checksums, rebuilt in place as the scrub
  * does (strip_recover_scrub: stripstore_replace while the file is still
  * there with that tag; never another version), again every 500 ms while
- * between epochs, a few times. Counted in the scrub's total strips
+ * between epochs, a few times. A request for a strip whose rebuild is
+ * running already is dropped (each rebuilt and counted once). Counted in the scrub's total strips
  * found and repaired / unrepaired (scrub_note_strip), one line logged
  * at warn. A file that is gone or good again is left alone, not counted.
  */

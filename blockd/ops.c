@@ -709,6 +709,7 @@ static const struct op_desc ops[SDFS_OP_MAX] = {
 	[SDFS_OP_STRIP_GET]    = { "STRIP_GET",    op_copy, 0 },
 	[SDFS_OP_STRIP_STAT]   = { "STRIP_STAT",   op_copy, 0 },
 	[SDFS_OP_STRIP_COMMIT] = { "STRIP_COMMIT", op_copy, 1 },
+	[SDFS_OP_STRIP_REPAIR] = { "STRIP_REPAIR", op_copy, 1 },  /* 2.6 */
 	[SDFS_OP_OBJ_FILL]    = { "OBJ_FILL",    op_copy,    0 },   /* backing.h */
 	/* applied as the object's primary ordered them (order.h) */
 	[SDFS_OP_REPL_WRITE]   = { "REPL_WRITE",   op_write,   1 },

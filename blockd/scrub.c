@@ -850,6 +850,20 @@ void scrub_stop(struct scrub *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+void scrub_note_strip(struct scrub *s, int good)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->st.total_strips_found++;
+	if (good)
+		s->st.total_strips_repaired++;
+	else
+		s->st.total_strips_unrepaired++;
+	s->dirty = 1;
+	pthread_mutex_unlock(&s->lock);
+}
+
 void scrub_info(struct scrub *s, struct sdfs_scrub_info *out)
 {
 	const struct scrub_state *st = &s->st;

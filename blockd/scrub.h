@@ -60,4 +60,9 @@ void scrub_start(struct scrub *s, uint64_t rate);
 void scrub_stop(struct scrub *s);
 /* Where it stands (node_id included). */
 void scrub_info(struct scrub *s, struct sdfs_scrub_info *out);
+/* A corrupt strip file found and rebuilt (@good) or not outside a pass
+ * (a reader's read-repair, strip_repair.h): counted in the totals
+ * (total_strips_found and _repaired or _unrepaired), not the pass's.
+ * Any thread; NULL ok. */
+void scrub_note_strip(struct scrub *s, int good);
 #endif

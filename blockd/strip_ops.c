@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "blockd/blockd.h"
+#include "blockd/strip_repair.h"
 #include "blockd/stripstore.h"
 #include "blockd/vfence.h"
 #include "common/log.h"
@@ -33,7 +34,8 @@ struct stripreq {
 
 int strip_is_op(unsigned opcode)
 {
-	return opcode >= SDFS_OP_STRIP_PUT && opcode <= SDFS_OP_STRIP_COMMIT;
+	return (opcode >= SDFS_OP_STRIP_PUT && opcode <= SDFS_OP_STRIP_COMMIT) ||
+	       opcode == SDFS_OP_STRIP_REPAIR;
 }
 
 /* Is this request a volume writer's put or commit of a sealed chunk,
@@ -183,6 +185,15 @@ void strip_dispatch(struct blockd *bd, struct conn *c, const struct sdfs_hdr *h,
 		ret = -EOPNOTSUPP;
 	if (!ret)
 		ret = strip_req_check(bd, h, payload, &q->st);
+	if (!ret && h->opcode == SDFS_OP_STRIP_REPAIR) {
+		/* answered once queued: the rebuild may wait on peers */
+		ret = strip_repair_queue(bd, h->oid, &q->st);
+		free(q);
+		free(payload);
+		proto_reply_init(&reply, h, proto_res_from_errno(ret));
+		client_conn_reply(c, &reply, NULL);
+		return;
+	}
 	if (ret) {
 		free(q);
 		free(payload);

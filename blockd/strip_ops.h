@@ -20,7 +20,10 @@
  *                 of strip s here (NO_OBJ, nothing dropped, if that
  *                 version is not here); of every strip number if it
  *                 is a tombstone (SDFS_STRIP_TOMB: a removal's).
- * PUT and COMMIT are mutations (a nonzero epoch, checked by
+ *   STRIP_REPAIR  (2.6) sdfs_strip (s, version, tag): a reader found that
+ *                 file failing its checksums: rebuild it in place
+ *                 (strip_repair.h); answered once queued.
+ * PUT, COMMIT and REPAIR are mutations (a nonzero epoch, checked by
  * ops_dispatch); none are ordered. Those of a sealed volume chunk
  * (oid_vstripe) that carry a token (its volume writer's; 2.5) are
  * fenced as the writer's object writes are (vfence_mutate_begin of the
@@ -29,7 +32,7 @@
  * (strip recovery, reclaim's removals) they are not. A key that is neither
  * admin nor daemon needs an object capability for the oid, as for the
  * object ops (objcap_admit in ops_dispatch: R for GET and STAT, W for
- * PUT and COMMIT); its bytes are gone from the payload by the time it
+ * PUT, COMMIT and REPAIR); its bytes are gone from the payload by the time it
  * reaches strip_dispatch. Work runs on the I/O workers and replies
  * from there.
  */

@@ -139,6 +139,7 @@ unsigned objcap_rights_of(const struct sdfs_hdr *h)
 	case SDFS_OP_VOL_FENCE:         /* the volume's writer (oid = vid) */
 	case SDFS_OP_STRIP_PUT:         /* a removal's tombstone too */
 	case SDFS_OP_STRIP_COMMIT:
+	case SDFS_OP_STRIP_REPAIR:      /* 2.6: a reader's read-repair */
 	case SDFS_OP_OBJ_COPY:          /* 2.6: from the vid's own stripe only */
 		return OBJCAP_W;
 	case SDFS_OP_OBJ_FILL:          /* 2.6: one object of the vid's */
@@ -167,6 +168,7 @@ static int op_takes_cap(unsigned op)
 	case SDFS_OP_STRIP_GET:
 	case SDFS_OP_STRIP_STAT:
 	case SDFS_OP_STRIP_COMMIT:
+	case SDFS_OP_STRIP_REPAIR:
 	case SDFS_OP_OBJ_COPY:
 	case SDFS_OP_OBJ_FILL:
 		return 1;

@@ -41,7 +41,8 @@ enum objcap_kind {
 };
 #define OBJCAP_R  0x1u          /* READ, STAT, FLUSH; STRIP_GET, STRIP_STAT */
 #define OBJCAP_W  0x2u          /* WRITE, CREATE, REMOVE, REPLACE; STRIP_PUT
-				   (a removal's tombstone too), STRIP_COMMIT */
+				   (a removal's tombstone too), STRIP_COMMIT,
+				   STRIP_REPAIR */
 #define OBJCAP_RW (OBJCAP_R | OBJCAP_W)
 
 struct objcap {

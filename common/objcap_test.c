@@ -310,6 +310,13 @@ Test(objcap, admit_strip_caps)
 		     OBJCAP_R);
 	cr_assert_eq(objcap_rights_of(&(struct sdfs_hdr){ .opcode = SDFS_OP_STRIP_PUT }),
 		     OBJCAP_W);
+	/* 2.6 read-repair: a write, as PUT */
+	cr_assert_eq(objcap_rights_of(&(struct sdfs_hdr){ .opcode = SDFS_OP_STRIP_REPAIR }),
+		     OBJCAP_W);
+	m = msg(SDFS_OP_STRIP_REPAIR, file, &rw, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "STRIP_REPAIR, rw cap");
+	m = msg(SDFS_OP_STRIP_REPAIR, file, &r, key);
+	cr_assert_eq(admit(&alice, key, &m, NOW, &skip), -EACCES, "STRIP_REPAIR, read cap");
 	for (unsigned i = 0; i < 2; i++) {
 		m = msg(reads[i], file, &r, key);
 		cr_assert_eq(admit(&alice, key, &m, NOW, &skip), 0, "op %u, read cap", reads[i]);

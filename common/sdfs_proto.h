@@ -131,6 +131,11 @@
  *        unseal"); a 2.5 daemon answers INVALID (the client then
  *        unseals the chunk itself). OBJ_FILL of a vid also fills the
  *        objects backed by that vid's stripes.
+ *        STRIP_REPAIR (sdfs_strip: s, version, tag; W cap for a client
+ *        key): a reader that found this node's strip failing its
+ *        checksums (CSUM) asks it to rebuild that strip in place
+ *        (read-repair, docs/ec.md); answered once queued. A 2.5 daemon
+ *        answers UNKNOWN_OP (the reader ignores it).
  */
 #ifndef SDFS_COMMON_SDFS_PROTO_H
 #define SDFS_COMMON_SDFS_PROTO_H
@@ -169,6 +174,7 @@ enum sdfs_op {  /* 0x00-0x7f public, 0x80+ peer-only */
 	SDFS_OP_STRIP_GET    = 0x1d,    /* offset, length; sdfs_strip -> bytes */
 	SDFS_OP_STRIP_STAT   = 0x1e,    /* - -> sdfs_strip[] held of oid */
 	SDFS_OP_STRIP_COMMIT = 0x1f,    /* sdfs_strip -> -: drop s's older versions */
+	SDFS_OP_STRIP_REPAIR = 0x1b,    /* 2.6: sdfs_strip -> -: rebuild s in place */
 	SDFS_OP_OBJ_FILL    = 0x14,     /* 2.4: offset = a vid; fill every
 					   object here backed by one of its
 					   (docs/volumes.md "Copy-on-write") */

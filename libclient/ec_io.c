@@ -26,7 +26,10 @@
  * strips decoded. A group that cannot give k good strips for the range
  * (corruption found only now) gives way to the next older one: the
  * older version is still whole there, since nothing was committed past
- * it unless all k + m strips of the newer were stored.
+ * it unless all k + m strips of the newer were stored. A read that came
+ * through degraded asks each holder that answered CSUM to rebuild its
+ * strip in place (STRIP_REPAIR, 2.6: read-repair; once per strip per
+ * read, waiting only for it to be queued).
  *
  * Object capabilities (docs/security.md): each call takes the handle's
  * cap for the oid from capcache.c as objio.c does (none until a block
@@ -35,7 +38,8 @@
  * refusal (SDFS_RES_CAP, -EKEYREJECTED) anywhere in the call makes it
  * ask the mds for a fresh cap and run again, once; a second refusal is
  * the caller's -EACCES. A put or removal asks for a read-write cap (it
- * STATs, then PUTs and COMMITs), a read for a read cap.
+ * STATs, then PUTs and COMMITs), a read for a read cap (and a
+ * read-repair for a read-write one: without it, none is asked).
  *
  * No mocks of the codec or the wire here: common/ec.h encodes, rpc.h
  * talks.
@@ -59,6 +63,7 @@
 #define EC_GROUPS_MAX 32u       /* (version, tag) groups one read weighs */
 #define EC_STAT_MAX 256u        /* strip versions one node lists */
 #define COMMIT_MS 1000          /* the bound on a put's commit round */
+#define REPAIR_MS 500           /* on a read-repair's round (queued only) */
 
 struct ec_place {
 	struct map_ref *m;
@@ -648,6 +653,49 @@ static int cap_refused(const struct rpc_call *calls, size_t n)
 }
 
 /*
+ * A read of group @g came through degraded: ask the holder of each strip
+ * in @csum (it answered CSUM) to rebuild that strip in place
+ * (STRIP_REPAIR, 2.6: read-repair). Waits only for the requests to be
+ * queued (REPAIR_MS at most), not for the rebuilds; a refusal (no write
+ * cap, an older daemon) leaves the file to the scrub (logged at debug).
+ */
+static void ask_repair(struct sdfs *s, uint64_t oid, uint64_t epoch, const struct ec_group *g,
+		       uint32_t csum, const struct ec_cap *rcap)
+{
+	uint8_t hdrs[RING_MAX_PLACE][CAP_ROOM + SDFS_STRIP_SIZE];
+	struct rpc_call calls[RING_MAX_PLACE];
+	unsigned nc = 0, at[RING_MAX_PLACE];
+	struct ec_cap cap = { .token = rcap->token };
+
+	/* a client key needs the oid's write cap for it (objcap.h) */
+	if (cap_get(s, oid, OBJCAP_RW, 0, &cap)) {
+		log_debug("oid=%016" PRIx64 ": no write cap: no read-repair", oid);
+		return;
+	}
+	memset(calls, 0, sizeof(calls));
+	for (unsigned j = 0; j < RING_MAX_PLACE; j++) {
+		struct sdfs_strip st = { .version = g->version, .tag = g->tag, .s = (uint8_t)j };
+
+		if (!(csum & 1u << j) || !g->at[j])
+			continue;
+		proto_strip_encode(&st, hdrs[j] + CAP_ROOM);
+		strip_call(&calls[nc], g->at[j], SDFS_OP_STRIP_REPAIR, oid, epoch, hdrs[j],
+			   SDFS_STRIP_SIZE, &cap);
+		at[nc++] = j;
+	}
+	rpc_run(s->pool, calls, nc, REPAIR_MS, next_req_id, s);
+	for (unsigned c = 0; c < nc; c++)
+		if (rpc_result(&calls[c]))
+			log_debug("oid=%016" PRIx64 " strip=%u node=%" PRIu32 ": read-repair "
+				  "not asked: %s", oid, at[c], g->at[at[c]]->node_id,
+				  strerror(-rpc_result(&calls[c])));
+		else
+			log_info("oid=%016" PRIx64 " strip=%u node=%" PRIu32 ": corrupt strip; "
+				 "read-repair asked", oid, at[c], g->at[at[c]]->node_id);
+	rpc_calls_free(calls, nc);
+}
+
+/*
  * Read @len bytes at @off of the object as group @g has it into @buf,
  * with @cap. The length, or -EAGAIN when fewer than k strips of @g give
  * the range (the caller tries an older group), -ESTALE when that is so
@@ -672,7 +720,7 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 	uint8_t hdrs[RING_MAX_PLACE][CAP_ROOM + SDFS_STRIP_SIZE], *dst[EC_K_MAX];
 	struct rpc_call calls[RING_MAX_PLACE];
 	unsigned first, last, nc = 0, nbad = 0, n = k + m, cidx[RING_MAX_PLACE];
-	uint32_t bad = 0, failed = 0;
+	uint32_t bad = 0, failed = 0, csum = 0;      /* csum: answered CSUM */
 	uint8_t *tmp = NULL;
 	int transient = 0;
 	ssize_t ret;
@@ -708,6 +756,7 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 		if (!got_all(&calls[c])) {
 			bad |= 1u << i;
 			failed |= 1u << i;
+			csum |= (uint32_t)(rpc_result(&calls[c]) == -EBADMSG) << i;
 			transient |= moved_on(rpc_result(&calls[c]));
 			log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 " strip=%u node=%"
 				  PRIu32 ": %s; rebuilding it from %u others", oid, i,
@@ -760,6 +809,7 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 		for (unsigned x = 0; x < k; x++)
 			if (!got_all(&calls[x])) {
 				failed |= 1u << src[x];
+				csum |= (uint32_t)(rpc_result(&calls[x]) == -EBADMSG) << src[x];
 				transient |= moved_on(rpc_result(&calls[x]));
 				again = 1;
 				log_every(LOG_EVERY_MS, LOG_WARNING, "oid=%016" PRIx64 " strip=%u "
@@ -795,6 +845,8 @@ static ssize_t read_group(struct sdfs *s, const struct ec_code *code, unsigned k
 		break;
 	}
 	free(tmp);
+	if (ret == (ssize_t)len && csum)
+		ask_repair(s, oid, epoch, g, csum, cap);
 	return ret;
 }
 

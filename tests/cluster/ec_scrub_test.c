@@ -16,6 +16,12 @@
  *                than k good strips of the version), each counted as
  *                unrepaired, and the files are left exactly as they
  *                were; the other objects' strips are untouched.
+ *   read_repair  10 objects; one data strip file of each damaged; each
+ *                read once (right bytes, degraded): the reads alone ask
+ *                the holders to rebuild (STRIP_REPAIR), so every file is
+ *                byte-for-byte what it was again with no scrub pass run
+ *                (passes 0 on every node), counted in the nodes' total
+ *                strips found and repaired.
  *   rebuild_rate (--recovery-mbps 4) 12 full objects, one strip of each
  *                damaged: each rebuild reads k strips at the recovery
  *                rate, so a node that rebuilt r strips of L bytes
@@ -357,6 +363,78 @@ Test(ec_scrub, unrepaired)
 		cr_assert_eq(rs.rebuilt, 0);
 	}
 	for (unsigned i = 0; i < M + 1; i++)
+		free(f[i].bytes);
+	free(buf);
+	free_all(o, N);
+}
+
+/* Is the file at f->path exactly f->bytes again? */
+static int file_is_back(const struct file *f)
+{
+	size_t len;
+	uint8_t *now = slurp(f->path, &len);
+	int same = len == f->len && !memcmp(now, f->bytes, len);
+
+	free(now);
+	return same;
+}
+
+Test(ec_scrub, read_repair)
+{
+	enum { N = 10 };
+	struct obj *o = put_all(N, tseed("ec_scrub read_repair"));
+	struct sdfs *s = tcluster_client(tc);
+	uint8_t *buf = malloc(sdfs_obj_size(s));
+	struct sdfs_scrub_status *st;
+	struct file f[N];
+	uint64_t found = 0, repaired = 0;
+	int64_t end;
+	size_t n;
+
+	for (unsigned i = 0; i < N; i++)
+		corrupt(o[i].oid, i % K, &f[i]);
+	for (unsigned i = 0; i < N; i++) {
+		struct sdfs_ec_rstat rs;
+
+		cr_assert_eq(sdfs_ec_read_ex(s, o[i].oid, K, M, buf, sdfs_obj_size(s), 0, &rs),
+			     (ssize_t)o[i].len, "object %u", i);
+		cr_assert(!memcmp(buf, o[i].data, o[i].len), "object %u: other bytes", i);
+		cr_assert_geq(rs.rebuilt, 1, "object %u: its corrupt strip not rebuilt", i);
+	}
+	/* no scrub: the reads' repairs put every file back */
+	end = tnow_ms() + 8000;
+	for (unsigned i = 0; i < N; i++)
+		while (!file_is_back(&f[i])) {
+			cr_assert_lt(tnow_ms(), end, "%s not rebuilt by the read in 8 s",
+				     f[i].path);
+			tsleep_ms(20);
+		}
+	for (unsigned i = 0; i < N; i++)
+		check_file(&f[i], 0, "after the reads");
+	/* counted once each, after the file is replaced: poll for that too */
+	for (;;) {
+		found = repaired = 0;
+		cr_assert_eq(sdfs_scrub(s, SDFS_SCRUB_ALL, SDFS_SCRUB_ASK, 0, &st, &n), 0);
+		cr_assert_eq(n, NODES);
+		for (size_t i = 0; i < n; i++) {
+			cr_assert_eq(st[i].result, 0, "node %u", st[i].node_id);
+			cr_assert_eq(st[i].passes, 0, "node %u ran a scrub pass",
+				     st[i].node_id);
+			cr_assert_str_eq(st[i].state, "idle", "node %u", st[i].node_id);
+			found += st[i].total_strips_found;
+			repaired += st[i].total_strips_repaired;
+		}
+		free(st);
+		if (repaired >= N || tnow_ms() >= end)
+			break;
+		tsleep_ms(20);
+	}
+	cr_log_info("read-repair: %" PRIu64 " found, %" PRIu64 " rebuilt", found, repaired);
+	cr_assert_eq(found, N, "%" PRIu64 " counted found", found);
+	cr_assert_eq(repaired, N, "%" PRIu64 " counted rebuilt", repaired);
+	/* and a read now needs no rebuild */
+	cr_assert_eq(read_all(o, N, "after the read-repair"), 0);
+	for (unsigned i = 0; i < N; i++)
 		free(f[i].bytes);
 	free(buf);
 	free_all(o, N);

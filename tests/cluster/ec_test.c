@@ -7,8 +7,9 @@
  *                      holders SIGKILLed and everything read back again,
  *                      rebuilt from the survivors; the CLI's --ec too.
  *   corrupt_strips     one, then two (= m) strip files of every object
- *                      damaged on disk: reads still right; three: reads
- *                      fail, never wrong bytes.
+ *                      damaged on disk (again once the reads' read-repair
+ *                      put the first back): reads still right; all k + m:
+ *                      reads fail, never wrong bytes.
  *   writer_killed      a put that stops after j strips (j = 1..5):
  *                      reads give exactly the old object (j < k) or the
  *                      new one (j >= k), never a mix, also with a strip
@@ -174,28 +175,52 @@ static void strip_files(uint64_t oid, int s, glob_t *g)
 	cr_assert(r == 0 || r == GLOB_NOMATCH, "glob %s: %d", pat, r);
 }
 
-/* Flip bytes in the first data block of every file of strip @s of
- * @oid (data begins at 4096 for strips up to 2 MiB). */
+/* Damage the first data block of every file of strip @s of @oid (data
+ * begins at 4096 for strips up to 2 MiB): 16 bytes set to a fixed
+ * pattern, so a file damaged already stays damaged (a flip would undo
+ * it). */
 static unsigned corrupt_strip(uint64_t oid, int s)
 {
+	static const uint8_t bad[16] = "\xde\xad\xbe\xef\xde\xad\xbe\xef"
+				       "\xde\xad\xbe\xef\xde\xad\xbe\xef";
 	glob_t g;
 	unsigned n = 0;
 
 	strip_files(oid, s, &g);
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		int fd = open(g.gl_pathv[i], O_RDWR);
-		uint8_t b[16];
 
 		cr_assert_geq(fd, 0, "%s", g.gl_pathv[i]);
-		cr_assert_eq(pread(fd, b, sizeof(b), 4096), (ssize_t)sizeof(b));
-		for (size_t j = 0; j < sizeof(b); j++)
-			b[j] ^= 0x5a;
-		cr_assert_eq(pwrite(fd, b, sizeof(b), 4096), (ssize_t)sizeof(b));
+		cr_assert_eq(pwrite(fd, bad, sizeof(bad), 4096), (ssize_t)sizeof(bad));
 		close(fd);
 		n++;
 	}
 	globfree(&g);
 	return n;
+}
+
+/* A degraded read asks the holders of the strips that failed to rebuild
+ * them (read-repair, docs/ec.md): read the @n objects whole again until
+ * none needs a rebuild (their data strips good again), within 10 s. */
+static void settle(const struct obj *o, unsigned n)
+{
+	struct sdfs *s = tcluster_client(tc);
+	uint32_t max = sdfs_obj_size(s);
+	uint8_t *buf = malloc(max);
+	int64_t end = tnow_ms() + 10000;
+
+	for (unsigned i = 0; i < n; i++)
+		for (;;) {
+			struct sdfs_ec_rstat rs;
+
+			cr_assert_eq(sdfs_ec_read_ex(s, o[i].oid, K, M, buf, max, 0, &rs),
+				     (ssize_t)o[i].len, "object %u", i);
+			if (!rs.rebuilt)
+				break;
+			cr_assert_lt(tnow_ms(), end, "object %u: not read-repaired", i);
+			tsleep_ms(20);
+		}
+	free(buf);
 }
 
 static void name_of(uint32_t id, char *buf, size_t len)
@@ -285,19 +310,27 @@ Test(ec, corrupt_strips)
 		cr_assert_eq(corrupt_strip(o[i].oid, (int)(i % (K + M))), 1, "object %u", i);
 	rebuilt = read_all(o, N, "one strip corrupt");
 	cr_assert_gt(rebuilt, 0);
-	/* a second one: m strips of each are bad */
-	for (unsigned i = 0; i < N; i++)
+	/* those reads had the data strips rebuilt in place (read-repair):
+	 * once they are, m strips of each are made bad */
+	settle(o, N);
+	for (unsigned i = 0; i < N; i++) {
+		cr_assert_eq(corrupt_strip(o[i].oid, (int)(i % (K + M))), 1);
 		cr_assert_eq(corrupt_strip(o[i].oid, (int)((i + 3) % (K + M))), 1);
+	}
 	cr_assert_gt(read_all(o, N, "two strips corrupt"), rebuilt);
-	/* a third: more than m; a full object then cannot be read, and
-	 * says so rather than give wrong bytes */
+	/* more than m (all k + m, so a read-repair still finishing cannot
+	 * bring back k): a full object then cannot be read, and says so
+	 * rather than give wrong bytes */
+	settle(o + 10, 2);
 	for (unsigned i = 10; i < 12; i++) {
 		ssize_t got;
 
 		cr_assert_eq(o[i].len >= max - 1, 1);
-		cr_assert_eq(corrupt_strip(o[i].oid, (int)((i + 1) % (K + M))), 1);
+		for (int j = 0; j < K + M; j++)
+			cr_assert_eq(corrupt_strip(o[i].oid, j), 1);
 		got = sdfs_ec_read(s, o[i].oid, K, M, buf, max, 0);
-		cr_assert_lt(got, 0, "object %u: %zd bytes read with 3 strips bad", i, got);
+		cr_assert_lt(got, 0, "object %u: %zd bytes read with k + m strips bad", i,
+			     got);
 	}
 	free(buf);
 	free_all(o, N);

@@ -698,7 +698,8 @@ static void ask_repair(struct sdfs *s, uint64_t oid, uint64_t epoch, const struc
 /*
  * Read @len bytes at @off of the object as group @g has it into @buf,
  * with @cap. The length, or -EAGAIN when fewer than k strips of @g give
- * the range (the caller tries an older group), -ESTALE when that is so
+ * the range (the caller waits for unreached holders or fails: never an
+ * older version), -ESTALE when that is so
  * only because some holders answered what a later try may not (a newer
  * map, a transport error, not synced yet: the caller refreshes the map
  * and tries again), -EKEYREJECTED (the cap refused), or -ENOMEM.
@@ -934,8 +935,12 @@ static ssize_t read_try(struct sdfs *s, const struct ec_code *code, uint64_t oid
 				last = -EIO;
 				break;
 			}
+			/* The newest version with k strips is the object (a
+			 * put stopped after k strips reads as the new one):
+			 * fewer than k of them readable is no reason to read
+			 * an older one, only to wait for holders or fail. */
 			if (r == -EAGAIN)
-				continue;
+				break;
 			if (rs && r >= 0) {
 				rs->version = g[j].version;
 				rs->size = g[j].size;
